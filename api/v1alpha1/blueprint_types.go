@@ -1,0 +1,82 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// BlueprintSpec says which NAC operations a Blueprint customises and how
+// (Kanister's Blueprint, keyed by NAC kind).
+type BlueprintSpec struct {
+	// kind is the NAC kind the blueprint serves, e.g. NonAdminBackup.
+	// +required
+	// +kubebuilder:validation:Enum=NonAdminBackup;NonAdminRestore;NonAdminBackupStorageLocation
+	Kind string `json:"kind"`
+
+	// namespaceSelector limits the blueprint to tenants whose Namespace
+	// matches. Unset: every tenant.
+	// +optional
+	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
+
+	// actions maps an action name (backup, delete, finalize, ...) to its phases.
+	// +required
+	// +kubebuilder:validation:MinProperties=1
+	// +kubebuilder:validation:MaxProperties=16
+	Actions map[string]BlueprintAction `json:"actions"`
+}
+
+// Condition type and reasons of a Blueprint.
+const (
+	// ConditionValid: the blueprint passed validation and may be used.
+	ConditionValid = "Valid"
+	// ReasonValidationSucceeded: Valid=True.
+	ReasonValidationSucceeded = "ValidationSucceeded"
+	// ReasonValidationFailed: Valid=False; the message lists every error.
+	ReasonValidationFailed = "ValidationFailed"
+)
+
+// BlueprintStatus is the observed state of a Blueprint.
+type BlueprintStatus struct {
+	// observedGeneration is the metadata.generation last validated.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// conditions: Valid.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=8
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// Blueprint is an admin's definition of what a NAC operation does: for each
+// action, an ordered list of templated phases and a deferPhase. Blueprints
+// live in the OADP namespace; one named like a built-in overrides it.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=bp,categories=nac
+// +kubebuilder:printcolumn:name="Kind",type=string,JSONPath=`.spec.kind`
+// +kubebuilder:printcolumn:name="Valid",type=string,JSONPath=`.status.conditions[?(@.type=="Valid")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Blueprint struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec BlueprintSpec `json:"spec"`
+	// +optional
+	Status BlueprintStatus `json:"status,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// BlueprintList is a list of Blueprints.
+type BlueprintList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Blueprint `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&Blueprint{}, &BlueprintList{})
+}

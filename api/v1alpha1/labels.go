@@ -1,0 +1,29 @@
+package v1alpha1
+
+// Labels and annotations put on every object nacflow creates in the OADP
+// namespace. They are OADP NAC's own (its constant package), so Velero objects
+// made by nacflow and by OADP's NAC are told apart the same way.
+const (
+	// OADPLabel marks an object as managed by OADP; value "True".
+	OADPLabel = "openshift.io/oadp"
+	// OADPLabelValue is the value of OADPLabel.
+	OADPLabelValue = "True"
+	// ManagedByLabel names the controller that created an object.
+	ManagedByLabel = "app.kubernetes.io/managed-by"
+	// ManagedByLabelValue is nacflow's controller id in ManagedByLabel, the
+	// same as OADP's NAC so that tools written for OADP keep working.
+	ManagedByLabelValue = "oadp-nac-controller"
+
+	// NabOriginNACUUIDLabel holds the NACUUID of the NonAdminBackup an object
+	// belongs to.
+	NabOriginNACUUIDLabel = "openshift.io/oadp-nab-origin-nacuuid"
+	// NabOriginNameAnnotation holds the name of that NonAdminBackup.
+	NabOriginNameAnnotation = "openshift.io/oadp-nab-origin-name"
+	// NabOriginNamespaceAnnotation holds its namespace.
+	NabOriginNamespaceAnnotation = "openshift.io/oadp-nab-origin-namespace"
+)
+
+// Finalizer is put on every NAC object so that nacflow can clean up the
+// objects it made in the OADP namespace before the NAC object goes (OADP NAC's
+// finalizer name).
+const NonAdminBackupFinalizer = "nonadminbackup.oadp.openshift.io/finalizer"

@@ -1,0 +1,43 @@
+package v1alpha1
+
+import (
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+)
+
+// BackupFinished reports whether a Velero Backup phase is terminal: Completed,
+// PartiallyFailed, Failed or FailedValidation. Velero will not change such a
+// backup again except to delete it.
+func BackupFinished(phase velerov1.BackupPhase) bool {
+	switch phase {
+	case velerov1.BackupPhaseCompleted, velerov1.BackupPhasePartiallyFailed,
+		velerov1.BackupPhaseFailed, velerov1.BackupPhaseFailedValidation:
+		return true
+	}
+	return false
+}
+
+// MirrorBackup copies the Velero Backup's effective spec and status into
+// status.veleroBackup, and its queue position into status.queueInfo:
+// Velero's own status.queuePosition (Velero >= 1.18) while queued, 0 once the
+// backup finished. It reports whether anything changed.
+func (n *NonAdminBackup) MirrorBackup(b *velerov1.Backup) bool {
+	before := n.Status.DeepCopy()
+	if n.Status.VeleroBackup == nil {
+		n.Status.VeleroBackup = &VeleroBackup{}
+	}
+	vb := n.Status.VeleroBackup
+	vb.Name, vb.Namespace = b.Name, b.Namespace
+	if id := b.Labels[NabOriginNACUUIDLabel]; id != "" {
+		vb.NACUUID = id
+	}
+	vb.Spec = b.Spec.DeepCopy()
+	vb.Status = b.Status.DeepCopy()
+	switch {
+	case BackupFinished(b.Status.Phase):
+		n.Status.QueueInfo = &QueueInfo{EstimatedQueuePosition: 0}
+	case b.Status.QueuePosition > 0:
+		n.Status.QueueInfo = &QueueInfo{EstimatedQueuePosition: b.Status.QueuePosition}
+	}
+	return !equality.Semantic.DeepEqual(before, &n.Status)
+}

@@ -1,0 +1,190 @@
+package v1alpha1
+
+import (
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// NonAdminBackupSpec is what a namespace owner asks for (OADP NAC's
+// NonAdminBackupSpec).
+type NonAdminBackupSpec struct {
+	// backupSpec is the Velero BackupSpec of the backup to make. nacflow
+	// enforces the tenant rules on it (own namespace only, no cluster-scoped
+	// resources) and the admin's enforced values before creating the Velero
+	// Backup in the OADP namespace.
+	// +required
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="backupSpec is immutable: create a new NonAdminBackup instead"
+	BackupSpec *velerov1.BackupSpec `json:"backupSpec"`
+
+	// deleteBackup, when true, deletes the Velero Backup and its data in
+	// object storage (a Velero DeleteBackupRequest), then the NonAdminBackup.
+	// +optional
+	DeleteBackup bool `json:"deleteBackup,omitempty"`
+}
+
+// NonAdminPhase is the phase of a NAC request (OADP NAC's NonAdminPhase).
+// +kubebuilder:validation:Enum=New;BackingOff;Created;Deleting
+type NonAdminPhase string
+
+// NAC request phases (OADP NAC).
+const (
+	// NonAdminPhaseNew: the request was accepted for processing.
+	NonAdminPhaseNew NonAdminPhase = "New"
+	// NonAdminPhaseBackingOff: the request is invalid and will not be acted on
+	// until its spec changes.
+	NonAdminPhaseBackingOff NonAdminPhase = "BackingOff"
+	// NonAdminPhaseCreated: the Velero object exists in the OADP namespace.
+	NonAdminPhaseCreated NonAdminPhase = "Created"
+	// NonAdminPhaseDeleting: the request is being deleted.
+	NonAdminPhaseDeleting NonAdminPhase = "Deleting"
+)
+
+// Condition types of NAC objects (OADP NAC).
+const (
+	// ConditionAccepted: the spec passed validation.
+	ConditionAccepted = "Accepted"
+	// ConditionQueued: the Velero object was created and waits in Velero's queue.
+	ConditionQueued = "Queued"
+	// ConditionDeleting: the object is being deleted.
+	ConditionDeleting = "Deleting"
+)
+
+// Condition reasons (OADP NAC).
+const (
+	// ReasonBackupAccepted: Accepted=True for a valid backupSpec.
+	ReasonBackupAccepted = "BackupAccepted"
+	// ReasonInvalidBackupSpec: Accepted=False; the message names the field.
+	ReasonInvalidBackupSpec = "InvalidBackupSpec"
+	// ReasonBackupScheduled: Queued=True once the Velero Backup exists.
+	ReasonBackupScheduled = "BackupScheduled"
+	// ReasonDeletionPending: Deleting=True while deletion runs.
+	ReasonDeletionPending = "DeletionPending"
+)
+
+// VeleroBackup links a NonAdminBackup to its Velero Backup and mirrors it.
+type VeleroBackup struct {
+	// nacuuid is the operation's NACUUID, the value of the
+	// openshift.io/oadp-nab-origin-nacuuid label on the Velero Backup.
+	// +optional
+	NACUUID string `json:"nacuuid,omitempty"`
+	// name of the Velero Backup.
+	// +optional
+	Name string `json:"name,omitempty"`
+	// namespace of the Velero Backup (the OADP namespace).
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	// spec is the Velero Backup's effective spec, admin-enforced values included.
+	// +optional
+	Spec *velerov1.BackupSpec `json:"spec,omitempty"`
+	// status mirrors the Velero Backup's status.
+	// +optional
+	Status *velerov1.BackupStatus `json:"status,omitempty"`
+}
+
+// VeleroDeleteBackupRequest links a NonAdminBackup to the Velero
+// DeleteBackupRequest that deletes its backup.
+type VeleroDeleteBackupRequest struct {
+	// nacuuid is the operation's NACUUID.
+	// +optional
+	NACUUID string `json:"nacuuid,omitempty"`
+	// name of the DeleteBackupRequest.
+	// +optional
+	Name string `json:"name,omitempty"`
+	// namespace of the DeleteBackupRequest (the OADP namespace).
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	// status mirrors the DeleteBackupRequest's status.
+	// +optional
+	Status *velerov1.DeleteBackupRequestStatus `json:"status,omitempty"`
+}
+
+// QueueInfo tells a tenant where its request stands in Velero's queue.
+type QueueInfo struct {
+	// estimatedQueuePosition is 1 + the Velero objects of the same kind
+	// created earlier and not finished; 0 once finished.
+	// +optional
+	EstimatedQueuePosition int `json:"estimatedQueuePosition"`
+}
+
+// NonAdminBackupStatus is the observed state of a NonAdminBackup.
+type NonAdminBackupStatus struct {
+	// phase is the request's phase: New, BackingOff, Created or Deleting.
+	// +optional
+	Phase NonAdminPhase `json:"phase,omitempty"`
+
+	// observedGeneration is the metadata.generation last reconciled.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// conditions: Accepted, Queued, Deleting.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=8
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// veleroBackup links to and mirrors the Velero Backup.
+	// +optional
+	VeleroBackup *VeleroBackup `json:"veleroBackup,omitempty"`
+
+	// veleroDeleteBackupRequest links to and mirrors the Velero
+	// DeleteBackupRequest made for spec.deleteBackup.
+	// +optional
+	VeleroDeleteBackupRequest *VeleroDeleteBackupRequest `json:"veleroDeleteBackupRequest,omitempty"`
+
+	// queueInfo is the estimated queue position.
+	// +optional
+	QueueInfo *QueueInfo `json:"queueInfo,omitempty"`
+
+	// plan is the blueprint action the controller runs for this request, with
+	// per-phase progress.
+	// +optional
+	Plan *PlanStatus `json:"plan,omitempty"`
+}
+
+// NonAdminBackup asks nacflow to back up the namespace it lives in with
+// Velero (OADP NAC's NonAdminBackup).
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=nab,categories=nac
+// +kubebuilder:printcolumn:name="Request-Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Velero-Phase",type=string,JSONPath=`.status.veleroBackup.status.phase`
+// +kubebuilder:printcolumn:name="Plan",type=string,JSONPath=`.status.plan.state`
+// +kubebuilder:printcolumn:name="Current-Phase",type=string,JSONPath=`.status.plan.phases[?(@.state=="running")].name`,priority=0
+// +kubebuilder:printcolumn:name="Waiting-On",type=string,JSONPath=`.status.plan.phases[?(@.state=="waiting")].name`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type NonAdminBackup struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec NonAdminBackupSpec `json:"spec"`
+	// +optional
+	Status NonAdminBackupStatus `json:"status,omitempty"`
+}
+
+// GetPlan returns the plan status, nil before the first operation started.
+func (n *NonAdminBackup) GetPlan() *PlanStatus { return n.Status.Plan }
+
+// SetPlan replaces the plan status.
+func (n *NonAdminBackup) SetPlan(p *PlanStatus) { n.Status.Plan = p }
+
+// GetConditions returns the status conditions.
+func (n *NonAdminBackup) GetConditions() []metav1.Condition { return n.Status.Conditions }
+
+// SetConditions replaces the status conditions.
+func (n *NonAdminBackup) SetConditions(c []metav1.Condition) { n.Status.Conditions = c }
+
+// +kubebuilder:object:root=true
+
+// NonAdminBackupList is a list of NonAdminBackups.
+type NonAdminBackupList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []NonAdminBackup `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&NonAdminBackup{}, &NonAdminBackupList{})
+}

@@ -1,0 +1,218 @@
+package v1alpha1
+
+import (
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// BlueprintAction is one action of a Blueprint (Kanister's BlueprintAction): an
+// ordered list of phases and an optional deferPhase that always runs once the
+// phases end, whether they completed or failed.
+type BlueprintAction struct {
+	// phases run in order; a phase starts only when the previous one completed.
+	// +required
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=map
+	// +listMapKey=name
+	Phases []BlueprintPhase `json:"phases"`
+
+	// deferPhase runs after the phases end (complete or failed), like
+	// Kanister's deferPhase: for cleanup and final status.
+	// +optional
+	DeferPhase *BlueprintPhase `json:"deferPhase,omitempty"`
+}
+
+// OnTimeout says what a wait phase does when its timeout expires.
+// +kubebuilder:validation:Enum=fail;continue
+type OnTimeout string
+
+const (
+	// OnTimeoutFail fails the phase, and so the plan (the default).
+	OnTimeoutFail OnTimeout = "fail"
+	// OnTimeoutContinue completes the phase with a timeout message and goes on.
+	OnTimeoutContinue OnTimeout = "continue"
+)
+
+// BlueprintPhase is one step of a BlueprintAction: a registered phase function
+// and its templated arguments.
+type BlueprintPhase struct {
+	// name identifies the phase in the plan status; later phases read its
+	// outputs as {{ .Phases.<name>.Output.<key> }}.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z][a-zA-Z0-9]*$`
+	Name string `json:"name"`
+
+	// func names the registered phase function to run (e.g. CreateVeleroBackup).
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Func string `json:"func"`
+
+	// args are the function's arguments. String values are Go templates
+	// (text/template with an allow-listed sprig function set), rendered just
+	// before the phase runs, then decoded strictly into the function's typed
+	// arguments.
+	// +optional
+	Args map[string]apiextensionsv1.JSON `json:"args,omitempty"`
+
+	// timeout bounds how long the phase may wait (a Go duration such as 10m or
+	// 4h). Unset: the controller's --wait-timeout default.
+	// +optional
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+
+	// onTimeout is what happens when timeout expires: fail (default) or
+	// continue.
+	// +optional
+	OnTimeout OnTimeout `json:"onTimeout,omitempty"`
+
+	// retries is how many more attempts a phase gets after a retryable error
+	// before it fails. Unset: 3.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=20
+	Retries *int32 `json:"retries,omitempty"`
+}
+
+// PlanState is the state of a whole plan.
+// +kubebuilder:validation:Enum=pending;running;complete;failed
+type PlanState string
+
+// Plan states.
+const (
+	PlanPending  PlanState = "pending"
+	PlanRunning  PlanState = "running"
+	PlanComplete PlanState = "complete"
+	PlanFailed   PlanState = "failed"
+)
+
+// PhaseState is the state of one phase of a plan.
+// +kubebuilder:validation:Enum=pending;running;waiting;complete;failed;skipped
+type PhaseState string
+
+// Phase states.
+const (
+	PhasePending  PhaseState = "pending"
+	PhaseRunning  PhaseState = "running"
+	PhaseWaiting  PhaseState = "waiting"
+	PhaseComplete PhaseState = "complete"
+	PhaseFailed   PhaseState = "failed"
+	PhaseSkipped  PhaseState = "skipped"
+)
+
+// BuiltInGeneration is the blueprintGeneration recorded when the embedded
+// built-in blueprint was used.
+const BuiltInGeneration = "built-in"
+
+// PlanStatus is the phase plan of the operation a NAC object runs: which
+// blueprint action, a snapshot of it, and per-phase progress. It is the
+// record the phase runner resumes from after a restart.
+type PlanStatus struct {
+	// action is the blueprint action being run (backup, delete, ...).
+	// +required
+	Action string `json:"action"`
+
+	// blueprint is the name of the blueprint the action came from.
+	// +required
+	Blueprint string `json:"blueprint"`
+
+	// blueprintGeneration is the blueprint's metadata.generation, or
+	// "built-in" for the embedded default.
+	// +optional
+	BlueprintGeneration string `json:"blueprintGeneration,omitempty"`
+
+	// state of the plan: pending, running, complete or failed.
+	// +required
+	State PlanState `json:"state"`
+
+	// startTime is when the operation started; templates see it as .Time.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+
+	// completionTime is when the plan (including its deferPhase) ended.
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+
+	// spec is the resolved blueprint action, snapshotted when the operation
+	// started, so that a blueprint edit never changes an operation in flight.
+	// +optional
+	Spec *BlueprintAction `json:"spec,omitempty"`
+
+	// phases is the progress of each phase, in plan order.
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=map
+	// +listMapKey=name
+	Phases []PhaseStatus `json:"phases,omitempty"`
+
+	// deferPhase is the progress of the deferPhase, if the action has one.
+	// +optional
+	DeferPhase *PhaseStatus `json:"deferPhase,omitempty"`
+}
+
+// PhaseStatus is the progress of one phase.
+type PhaseStatus struct {
+	// name of the phase, as in the blueprint.
+	// +required
+	Name string `json:"name"`
+
+	// func is the phase function the phase runs.
+	// +required
+	Func string `json:"func"`
+
+	// state of the phase.
+	// +required
+	State PhaseState `json:"state"`
+
+	// startTime is when the phase first ran.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+
+	// completionTime is when the phase completed, failed or was skipped.
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+
+	// attempts counts the phase's runs that ended in a retryable error, plus
+	// the run that ended it.
+	// +optional
+	Attempts int32 `json:"attempts,omitempty"`
+
+	// message says what the phase did or is waiting for. Deterministic: no
+	// timestamps.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
+
+	// output is the phase's small key/value result; later phases read it as
+	// {{ .Phases.<name>.Output.<key> }}.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=16
+	Output map[string]string `json:"output,omitempty"`
+}
+
+// Phase returns the status of the phase called name, or nil when the plan has
+// none.
+func (p *PlanStatus) Phase(name string) *PhaseStatus {
+	for i := range p.Phases {
+		if p.Phases[i].Name == name {
+			return &p.Phases[i]
+		}
+	}
+	return nil
+}
+
+// Current returns the phase that is running or waiting (the deferPhase once
+// the main phases ended), or nil when none is.
+func (p *PlanStatus) Current() *PhaseStatus {
+	for i := range p.Phases {
+		if s := p.Phases[i].State; s == PhaseRunning || s == PhaseWaiting || s == PhasePending {
+			return &p.Phases[i]
+		}
+	}
+	if p.DeferPhase != nil && p.DeferPhase.State != PhaseComplete && p.DeferPhase.State != PhaseFailed {
+		return p.DeferPhase
+	}
+	return nil
+}

@@ -1,0 +1,47 @@
+// Package blueprints holds the built-in blueprints (embedded YAML, one per
+// NAC kind) and resolves which blueprint an operation uses (DESIGN.md §5).
+package blueprints
+
+import (
+	"embed"
+	"fmt"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/nacflow/nacflow/api/v1alpha1"
+)
+
+//go:embed builtin/*.yaml
+var builtinFS embed.FS
+
+// Built-in blueprint names, one per NAC kind.
+const (
+	// NonAdminBackup is the built-in blueprint of NonAdminBackup: actions
+	// backup.
+	NonAdminBackup = "nonadminbackup"
+)
+
+// BuiltIn returns a fresh copy of the embedded blueprint called name. It
+// returns an error when there is no such built-in or its YAML does not decode
+// strictly (a build defect, caught by the package tests).
+func BuiltIn(name string) (*v1alpha1.Blueprint, error) {
+	data, err := builtinFS.ReadFile("builtin/" + name + ".yaml")
+	if err != nil {
+		return nil, fmt.Errorf("no built-in blueprint %q", name)
+	}
+	bp := &v1alpha1.Blueprint{}
+	if err := yaml.UnmarshalStrict(data, bp); err != nil {
+		return nil, fmt.Errorf("decoding built-in blueprint %q: %w", name, err)
+	}
+	return bp, nil
+}
+
+// Action returns the action called action of bp, or an error naming both when
+// bp has none.
+func Action(bp *v1alpha1.Blueprint, action string) (*v1alpha1.BlueprintAction, error) {
+	a, ok := bp.Spec.Actions[action]
+	if !ok {
+		return nil, fmt.Errorf("blueprint %q has no action %q", bp.Name, action)
+	}
+	return &a, nil
+}

@@ -1,0 +1,133 @@
+// Command nac is the nacflow manager: it runs the NAC controllers that let
+// namespace owners back up and restore their own namespace with Velero.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/nacflow/nacflow/api/v1alpha1"
+	"github.com/nacflow/nacflow/controllers"
+	"github.com/nacflow/nacflow/engine"
+	"github.com/nacflow/nacflow/phases"
+)
+
+// namespaceEnvVar is OADP NAC's fallback for the OADP namespace.
+const namespaceEnvVar = "WATCH_NAMESPACE"
+
+type options struct {
+	oadpNamespace string
+	waitTimeout   time.Duration
+	metricsAddr   string
+	probeAddr     string
+	leaderElect   bool
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.oadpNamespace, "oadp-namespace", "",
+		"Namespace where Velero runs and where nacflow creates Velero objects (the OADP namespace). Default: $"+namespaceEnvVar+".")
+	flag.DurationVar(&o.waitTimeout, "wait-timeout", engine.DefaultWaitTimeout,
+		"Default timeout of a blueprint wait phase that sets no timeout of its own (Go duration, e.g. 10m).")
+	flag.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080",
+		"Address the Prometheus metrics endpoint binds to; \"0\" disables it.")
+	flag.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081",
+		"Address the /healthz and /readyz probes bind to.")
+	flag.BoolVar(&o.leaderElect, "leader-elect", false,
+		"Elect a leader (a Lease in the OADP namespace) so that only one replica reconciles.")
+	zapOpts := zap.Options{}
+	zapOpts.BindFlags(flag.CommandLine)
+	flag.Usage = func() {
+		fmt.Fprintf(flag.CommandLine.Output(), "Usage: nac [flags]\n\nRuns the nacflow controllers (NonAdminBackup, ...) against the cluster of --kubeconfig\n(or $KUBECONFIG, or the in-cluster config).\n\nFlags:\n")
+		flag.PrintDefaults()
+	}
+	flag.Parse()
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+
+	if err := run(o); err != nil {
+		ctrl.Log.Error(err, "nac stopped")
+		os.Exit(1)
+	}
+}
+
+func run(o options) error {
+	if o.oadpNamespace == "" {
+		o.oadpNamespace = os.Getenv(namespaceEnvVar)
+	}
+	if o.oadpNamespace == "" {
+		return errors.New("the OADP namespace is not set: pass --oadp-namespace or set " + namespaceEnvVar)
+	}
+	if o.waitTimeout <= 0 {
+		return fmt.Errorf("--wait-timeout must be positive, got %s", o.waitTimeout)
+	}
+
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, velerov1.AddToScheme, v1alpha1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return fmt.Errorf("building scheme: %w", err)
+		}
+	}
+
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return fmt.Errorf("loading kubeconfig: %w", err)
+	}
+	nacSelector := labels.SelectorFromSet(labels.Set{v1alpha1.OADPLabel: v1alpha1.OADPLabelValue})
+	oadpOnly := map[string]cache.Config{o.oadpNamespace: {}}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  scheme,
+		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
+		HealthProbeBindAddress:  o.probeAddr,
+		LeaderElection:          o.leaderElect,
+		LeaderElectionID:        "nacflow.oadp.openshift.io",
+		LeaderElectionNamespace: o.oadpNamespace,
+		Cache: cache.Options{
+			// Velero objects are cached only in the OADP namespace and only
+			// when they carry the NAC label: never a cluster-wide watch.
+			ByObject: map[client.Object]cache.ByObject{
+				&velerov1.Backup{}: {Namespaces: oadpOnly, Label: nacSelector},
+			},
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("creating manager: %w", err)
+	}
+
+	registry, err := phases.New(phases.Clients{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()})
+	if err != nil {
+		return err
+	}
+	recorder := mgr.GetEventRecorderFor("nonadminbackup-controller")
+	nab := &controllers.NonAdminBackupReconciler{
+		Client:        mgr.GetClient(),
+		Runner:        &engine.Runner{Registry: registry, Recorder: recorder, WaitTimeout: o.waitTimeout},
+		Recorder:      recorder,
+		OADPNamespace: o.oadpNamespace,
+	}
+	if err := nab.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the NonAdminBackup controller: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return err
+	}
+
+	ctrl.Log.Info("starting nac", "oadpNamespace", o.oadpNamespace, "waitTimeout", o.waitTimeout.String())
+	return mgr.Start(ctrl.SetupSignalHandler())
+}

@@ -1,0 +1,150 @@
+// Package engine compiles a blueprint action into a phase plan and runs it:
+// the Kanister-style workflow engine of nacflow (DESIGN.md §3).
+//
+// The engine knows phase functions only through the Registry it is given; it
+// never imports one. A run is level-triggered and resumable: every call to
+// Runner.Run continues from the plan recorded in the object's status.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	nacv1alpha1 "github.com/nacflow/nacflow/api/v1alpha1"
+)
+
+// Object is a NAC custom resource that carries a plan in its status.
+type Object interface {
+	client.Object
+	// GetPlan returns the plan status, nil before the first operation.
+	GetPlan() *nacv1alpha1.PlanStatus
+	// SetPlan replaces the plan status.
+	SetPlan(*nacv1alpha1.PlanStatus)
+}
+
+// Operation is what a phase function sees of the operation it serves. Object
+// is the live NAC object: a function may change its status (the runner
+// persists it), never its spec or metadata.
+type Operation struct {
+	// Object is the NAC object the operation runs for.
+	Object Object
+	// OADPNamespace is the namespace of Velero and of every object nacflow
+	// creates on a tenant's behalf.
+	OADPNamespace string
+	// UUID is the operation's NACUUID (OADP NAC): the value of the origin
+	// label on every object the operation creates.
+	UUID string
+	// Phase is the name of the phase being run.
+	Phase string
+}
+
+// Func is a phase function: a named, stateless step with typed arguments
+// (Kanister's Func, without its mutable singletons). Clients are injected
+// when the function is constructed, never taken from global state.
+type Func interface {
+	// Name is the name blueprints use in a phase's func field.
+	Name() string
+	// NewArgs returns a pointer to a new zero value of the function's argument
+	// struct; the runner decodes the rendered args into it, rejecting unknown
+	// fields.
+	NewArgs() any
+	// Run performs the step once. It returns a Done or Wait Result, or an
+	// error: a Terminal one fails the phase; any other is retried with
+	// backoff up to the phase's retries. Run must be idempotent: the runner
+	// re-enters a phase that was running when the controller stopped.
+	Run(ctx context.Context, op *Operation, args any) (Result, error)
+}
+
+// Result is the outcome of one successful Func.Run.
+type Result struct {
+	// Wait is true when the phase is not finished and must be checked again.
+	Wait bool
+	// RecheckAfter is how long to wait before checking again (Wait only); the
+	// runner is also woken by watch events before then.
+	RecheckAfter time.Duration
+	// Message says what was done or what is awaited, deterministically.
+	Message string
+	// Output is the phase's small key/value output (Done only).
+	Output map[string]string
+}
+
+// Done returns a finished Result with a message and outputs (may be nil).
+func Done(message string, output map[string]string) Result {
+	return Result{Message: message, Output: output}
+}
+
+// Wait returns a Result that keeps the phase waiting for reason, to be
+// checked again after recheck (or sooner on a watch event).
+func Wait(reason string, recheck time.Duration) Result {
+	return Result{Wait: true, Message: reason, RecheckAfter: recheck}
+}
+
+// terminalError marks an error that retrying cannot fix (invalid input).
+type terminalError struct{ err error }
+
+func (e *terminalError) Error() string { return e.err.Error() }
+func (e *terminalError) Unwrap() error { return e.err }
+
+// Terminal wraps err so that the runner fails the phase at once instead of
+// retrying it. Terminal(nil) is nil.
+func Terminal(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &terminalError{err: err}
+}
+
+// Terminalf is Terminal(fmt.Errorf(format, args...)).
+func Terminalf(format string, args ...any) error {
+	return Terminal(fmt.Errorf(format, args...))
+}
+
+// IsTerminal reports whether err, or an error it wraps, was made by Terminal.
+func IsTerminal(err error) bool {
+	var t *terminalError
+	return errors.As(err, &t)
+}
+
+// Registry is the set of phase functions a runner may call, by name. It is
+// built once at start-up and never changed afterwards.
+type Registry struct {
+	funcs map[string]Func
+}
+
+// NewRegistry returns a registry of funcs. It returns an error when a name is
+// empty or used twice.
+func NewRegistry(funcs ...Func) (*Registry, error) {
+	r := &Registry{funcs: make(map[string]Func, len(funcs))}
+	for _, f := range funcs {
+		name := f.Name()
+		if name == "" {
+			return nil, errors.New("phase function with an empty name")
+		}
+		if _, dup := r.funcs[name]; dup {
+			return nil, fmt.Errorf("phase function %q registered twice", name)
+		}
+		r.funcs[name] = f
+	}
+	return r, nil
+}
+
+// Get returns the function called name and whether it exists.
+func (r *Registry) Get(name string) (Func, bool) {
+	f, ok := r.funcs[name]
+	return f, ok
+}
+
+// Names returns the registered names, sorted.
+func (r *Registry) Names() []string {
+	names := make([]string, 0, len(r.funcs))
+	for n := range r.funcs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}

@@ -1,0 +1,28 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// PatchStatus writes obj's status with a JSON merge patch computed against
+// before (a copy taken when the reconcile started), through the status
+// subresource. It never sends a whole-object Update, so it cannot conflict
+// with spec writes, and it sends nothing when the status did not change.
+// It returns the API error, wrapped with the object's key.
+func PatchStatus(ctx context.Context, c client.Client, obj, before client.Object) error {
+	patch := client.MergeFrom(before)
+	data, err := patch.Data(obj)
+	if err != nil {
+		return fmt.Errorf("computing status patch of %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
+	}
+	if string(data) == "{}" {
+		return nil
+	}
+	if err := c.Status().Patch(ctx, obj, client.RawPatch(patch.Type(), data)); err != nil {
+		return fmt.Errorf("patching status of %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
+	}
+	return nil
+}

@@ -1,0 +1,225 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"text/template"
+
+	"github.com/Masterminds/sprig/v3"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	nacv1alpha1 "github.com/nacflow/nacflow/api/v1alpha1"
+)
+
+// allowedSprig lists the sprig functions templates may call: deterministic
+// ones only. Left out on purpose: env and expandenv (controller environment),
+// getHostByName (network), now, ago and the date functions that read the
+// clock (use .Time), random and uuid generators, and crypto generators.
+var allowedSprig = []string{
+	// strings
+	"abbrev", "abbrevboth", "trunc", "trim", "upper", "lower", "title", "untitle",
+	"substr", "repeat", "trimAll", "trimSuffix", "trimPrefix", "nospace", "initials",
+	"swapcase", "snakecase", "camelcase", "kebabcase", "wrap", "wrapWith", "contains",
+	"hasPrefix", "hasSuffix", "quote", "squote", "cat", "indent", "nindent", "replace",
+	"plural", "sha1sum", "sha256sum", "adler32sum", "toString", "b64enc", "b64dec",
+	"b32enc", "b32dec", "split", "splitList", "splitn", "toStrings", "join", "sortAlpha",
+	"regexMatch", "regexFindAll", "regexFind", "regexReplaceAll", "regexReplaceAllLiteral",
+	"regexSplit", "regexQuoteMeta",
+	// numbers and conversion
+	"atoi", "int", "int64", "float64", "toDecimal", "add", "add1", "sub", "mul", "div",
+	"mod", "max", "min", "floor", "ceil", "round", "seq", "until", "untilStep",
+	// dates computed from a given time (never the clock)
+	"date", "dateInZone", "toDate", "unixEpoch", "duration", "durationRound", "htmlDate",
+	// defaults and flow
+	"default", "empty", "coalesce", "all", "any", "ternary", "fail", "required",
+	"toJson", "toPrettyJson", "toRawJson", "fromJson", "kindOf", "kindIs", "typeOf",
+	"typeIs", "deepEqual",
+	// lists and dicts
+	"list", "first", "rest", "last", "initial", "append", "prepend", "concat", "reverse",
+	"uniq", "without", "has", "compact", "slice", "chunk", "dict", "get", "set", "unset",
+	"hasKey", "pluck", "keys", "pick", "omit", "values", "dig", "merge", "mergeOverwrite",
+}
+
+// funcMap is the allow-listed function map shared by every template.
+var funcMap = func() template.FuncMap {
+	all := sprig.TxtFuncMap()
+	fm := template.FuncMap{}
+	for _, name := range allowedSprig {
+		if f, ok := all[name]; ok {
+			fm[name] = f
+		}
+	}
+	return fm
+}()
+
+// PhaseParams is what templates see of one phase: {{ .Phases.<name>.Output.<key> }}.
+type PhaseParams struct {
+	Output map[string]string
+}
+
+// Params are the template parameters of a phase (Kanister's TemplateParams,
+// for NAC objects). Everything in them is data: user-supplied strings are
+// inserted as values and never parsed as templates.
+type Params struct {
+	// Object is the NAC object as a map (metadata, spec, status).
+	Object map[string]any
+	// Namespace and Name are the NAC object's.
+	Namespace string
+	Name      string
+	// OADPNamespace is the namespace Velero runs in.
+	OADPNamespace string
+	// UUID is the operation's NACUUID.
+	UUID string
+	// Time is the plan's start time, RFC 3339, fixed for the whole plan.
+	Time string
+	// Phases holds the outputs of the phases that completed, by name.
+	Phases map[string]PhaseParams
+	// DeferPhase holds the deferPhase's output once it completed.
+	DeferPhase *PhaseParams
+}
+
+// NewParams builds the template parameters for op from its object and plan.
+// It returns an error only when the object cannot be converted to a map.
+func NewParams(op *Operation, plan *nacv1alpha1.PlanStatus) (Params, error) {
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(op.Object)
+	if err != nil {
+		return Params{}, fmt.Errorf("converting %s/%s for templates: %w", op.Object.GetNamespace(), op.Object.GetName(), err)
+	}
+	p := Params{
+		Object:        obj,
+		Namespace:     op.Object.GetNamespace(),
+		Name:          op.Object.GetName(),
+		OADPNamespace: op.OADPNamespace,
+		UUID:          op.UUID,
+		Phases:        map[string]PhaseParams{},
+	}
+	if plan.StartTime != nil {
+		p.Time = plan.StartTime.UTC().Format("2006-01-02T15:04:05Z07:00")
+	}
+	for _, ph := range plan.Phases {
+		if ph.State == nacv1alpha1.PhaseComplete {
+			p.Phases[ph.Name] = PhaseParams{Output: ph.Output}
+		}
+	}
+	if d := plan.DeferPhase; d != nil && d.State == nacv1alpha1.PhaseComplete {
+		p.DeferPhase = &PhaseParams{Output: d.Output}
+	}
+	return p, nil
+}
+
+// newTemplate parses src with the allow-listed functions and missingkey=error.
+func newTemplate(src string) (*template.Template, error) {
+	return template.New("arg").Option("missingkey=error").Funcs(funcMap).Parse(src)
+}
+
+// parseTemplates parses every string in a decoded JSON value, so that a bad
+// template is found when a plan is compiled rather than when it runs.
+func parseTemplates(v any) error {
+	switch t := v.(type) {
+	case string:
+		_, err := newTemplate(t)
+		return err
+	case map[string]any:
+		for _, k := range sortedKeys(t) {
+			if err := parseTemplates(t[k]); err != nil {
+				return fmt.Errorf("%s: %w", k, err)
+			}
+		}
+	case []any:
+		for i, e := range t {
+			if err := parseTemplates(e); err != nil {
+				return fmt.Errorf("[%d]: %w", i, err)
+			}
+		}
+	}
+	return nil
+}
+
+// RenderArgs renders every string in args as a template over p and returns
+// the rendered args as plain JSON values. Non-string values pass through.
+// It returns an error naming the arg when a template fails to parse or to
+// execute (an unknown function, a missing key).
+func RenderArgs(args map[string]apiextensionsv1.JSON, p Params) (map[string]any, error) {
+	out := make(map[string]any, len(args))
+	for _, key := range sortedKeys(args) {
+		var v any
+		if err := json.Unmarshal(args[key].Raw, &v); err != nil {
+			return nil, fmt.Errorf("args.%s: %w", key, err)
+		}
+		r, err := renderValue(v, p)
+		if err != nil {
+			return nil, fmt.Errorf("args.%s: %w", key, err)
+		}
+		out[key] = r
+	}
+	return out, nil
+}
+
+func renderValue(v any, p Params) (any, error) {
+	switch t := v.(type) {
+	case string:
+		if !strings.Contains(t, "{{") {
+			return t, nil
+		}
+		tpl, err := newTemplate(t)
+		if err != nil {
+			return nil, err
+		}
+		var buf bytes.Buffer
+		if err := tpl.Execute(&buf, p); err != nil {
+			return nil, err
+		}
+		return buf.String(), nil
+	case map[string]any:
+		m := make(map[string]any, len(t))
+		for _, k := range sortedKeys(t) {
+			r, err := renderValue(t[k], p)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", k, err)
+			}
+			m[k] = r
+		}
+		return m, nil
+	case []any:
+		l := make([]any, len(t))
+		for i, e := range t {
+			r, err := renderValue(e, p)
+			if err != nil {
+				return nil, fmt.Errorf("[%d]: %w", i, err)
+			}
+			l[i] = r
+		}
+		return l, nil
+	default:
+		return v, nil
+	}
+}
+
+// DecodeArgs decodes rendered args strictly into into, a pointer to a
+// function's argument struct: an unknown arg name or a wrongly typed value is
+// an error.
+func DecodeArgs(rendered map[string]any, into any) error {
+	raw, err := json.Marshal(rendered)
+	if err != nil {
+		return fmt.Errorf("encoding args: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(into); err != nil {
+		return fmt.Errorf("args: %w", err)
+	}
+	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

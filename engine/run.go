@@ -1,0 +1,288 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+
+	nacv1alpha1 "github.com/nacflow/nacflow/api/v1alpha1"
+)
+
+// Event reasons the runner emits on the NAC object, on transitions only
+// (DESIGN.md §3). kubectl describe reads them as a phase-by-phase story.
+const (
+	EventStartedAction     = "StartedAction"
+	EventStartedPhase      = "StartedPhase"
+	EventPhaseWaiting      = "PhaseWaiting"
+	EventPhaseTimedOut     = "PhaseTimedOut"
+	EventEndedPhase        = "EndedPhase"
+	EventPhaseFailed       = "PhaseFailed"
+	EventPhaseRetrying     = "PhaseRetrying"
+	EventStartedDeferPhase = "StartedDeferPhase"
+	EventEndedDeferPhase   = "EndedDeferPhase"
+	EventEndedAction       = "EndedAction"
+	EventActionFailed      = "ActionFailed"
+)
+
+const (
+	// DefaultRetries is how many more attempts a phase gets after a retryable
+	// error when its blueprint sets no retries.
+	DefaultRetries = 3
+	// DefaultWaitTimeout is the wait timeout of a phase whose blueprint sets
+	// none, unless the controller's --wait-timeout says otherwise.
+	DefaultWaitTimeout = 10 * time.Minute
+	// maxMessage bounds phase messages kept in status (bytes).
+	maxMessage = 1024
+)
+
+// Runner runs plans. It holds no per-operation state: everything it needs to
+// resume is in the object's status.plan.
+type Runner struct {
+	// Registry resolves phase functions by name.
+	Registry *Registry
+	// Recorder receives the transition events.
+	Recorder record.EventRecorder
+	// WaitTimeout is the default timeout of a waiting phase; 0 means
+	// DefaultWaitTimeout.
+	WaitTimeout time.Duration
+	// Now returns the current time; nil means time.Now.
+	Now func() time.Time
+}
+
+// Request is one call to Run: the object, which operation, and the resolved
+// blueprint action used if the operation has not started yet.
+type Request struct {
+	// Object is the NAC object; Run changes its status in memory only: the
+	// caller persists it with PatchStatus.
+	Object Object
+	// Plan names and resolves the action. When the object's plan is for
+	// another action, or it has none, Plan is compiled and snapshotted.
+	Plan Plan
+	// UUID is the operation's NACUUID.
+	UUID string
+	// OADPNamespace is the namespace Velero runs in.
+	OADPNamespace string
+}
+
+// Outcome says what the caller should do after Run.
+type Outcome struct {
+	// RequeueAfter is when to run again while a phase waits (0: not waiting).
+	RequeueAfter time.Duration
+	// Finished is true once the plan, deferPhase included, has ended.
+	Finished bool
+}
+
+func (r *Runner) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+// Run continues the object's plan as far as it can go now: completed phases
+// are never run again, a running or waiting phase is re-entered, and the
+// next phase starts in the same call after one completes. The deferPhase runs
+// once the main phases end, whether they completed or failed.
+//
+// It returns an error only for a retryable phase error that still has
+// attempts left (the caller returns it so the workqueue backs off) or when a
+// new plan cannot be compiled (a broken blueprint: the plan is not started).
+func (r *Runner) Run(ctx context.Context, req Request) (Outcome, error) {
+	obj := req.Object
+	plan := obj.GetPlan()
+	if plan == nil || plan.Action != req.Plan.Action {
+		compiled, err := Compile(req.Plan, func(n string) bool { _, ok := r.Registry.Get(n); return ok }, r.now())
+		if err != nil {
+			return Outcome{}, Terminal(err)
+		}
+		plan = compiled
+		obj.SetPlan(plan)
+		r.event(obj, corev1.EventTypeNormal, EventStartedAction, "Started action %s of blueprint %s", plan.Action, plan.Blueprint)
+	}
+	if plan.State == nacv1alpha1.PlanComplete || plan.State == nacv1alpha1.PlanFailed {
+		return Outcome{Finished: true}, nil
+	}
+	plan.State = nacv1alpha1.PlanRunning
+	op := &Operation{Object: obj, OADPNamespace: req.OADPNamespace, UUID: req.UUID}
+
+	failed := false
+	for i := range plan.Phases {
+		ps := &plan.Phases[i]
+		if failed {
+			if ps.State == nacv1alpha1.PhasePending {
+				ps.State = nacv1alpha1.PhaseSkipped
+				ps.Message = "skipped: an earlier phase failed"
+			}
+			continue
+		}
+		switch ps.State {
+		case nacv1alpha1.PhaseComplete, nacv1alpha1.PhaseSkipped:
+			continue
+		case nacv1alpha1.PhaseFailed:
+			failed = true
+			continue
+		}
+		out, err := r.step(ctx, op, plan, ps, plan.Spec.Phases[i], false)
+		if err != nil || out.RequeueAfter > 0 {
+			return out, err
+		}
+		failed = ps.State == nacv1alpha1.PhaseFailed
+	}
+
+	if d := plan.DeferPhase; d != nil && d.State != nacv1alpha1.PhaseComplete && d.State != nacv1alpha1.PhaseFailed {
+		out, err := r.step(ctx, op, plan, d, *plan.Spec.DeferPhase, true)
+		if err != nil || out.RequeueAfter > 0 {
+			return out, err
+		}
+	}
+
+	end := metav1.NewTime(r.now())
+	plan.CompletionTime = &end
+	if failed || (plan.DeferPhase != nil && plan.DeferPhase.State == nacv1alpha1.PhaseFailed) {
+		plan.State = nacv1alpha1.PlanFailed
+		r.event(obj, corev1.EventTypeWarning, EventActionFailed, "Action %s failed", plan.Action)
+	} else {
+		plan.State = nacv1alpha1.PlanComplete
+		r.event(obj, corev1.EventTypeNormal, EventEndedAction, "Ended action %s", plan.Action)
+	}
+	return Outcome{Finished: true}, nil
+}
+
+// step runs one phase once and records the transition in ps. It returns a
+// RequeueAfter when the phase waits, and an error when a retryable error has
+// attempts left; otherwise the phase has completed or failed.
+func (r *Runner) step(ctx context.Context, op *Operation, plan *nacv1alpha1.PlanStatus, ps *nacv1alpha1.PhaseStatus, spec nacv1alpha1.BlueprintPhase, isDefer bool) (Outcome, error) {
+	obj := op.Object
+	now := r.now()
+	if ps.State == nacv1alpha1.PhasePending {
+		start := metav1.NewTime(now)
+		ps.StartTime = &start
+		ps.State = nacv1alpha1.PhaseRunning
+		if isDefer {
+			r.event(obj, corev1.EventTypeNormal, EventStartedDeferPhase, "Started deferPhase %s (%s)", ps.Name, ps.Func)
+		} else {
+			r.event(obj, corev1.EventTypeNormal, EventStartedPhase, "Started phase %s (%s)", ps.Name, ps.Func)
+		}
+	}
+
+	op.Phase = ps.Name
+	res, err := r.call(ctx, op, plan, spec)
+	switch {
+	case err != nil && IsTerminal(err):
+		ps.Attempts++
+		r.fail(obj, ps, err.Error())
+		return Outcome{}, nil
+	case err != nil:
+		ps.Attempts++
+		retries := int32(DefaultRetries)
+		if spec.Retries != nil {
+			retries = *spec.Retries
+		}
+		if ps.Attempts > retries {
+			r.fail(obj, ps, fmt.Sprintf("failed after %d attempts: %v", ps.Attempts, err))
+			return Outcome{}, nil
+		}
+		ps.Message = bounded(fmt.Sprintf("attempt %d failed, retrying: %v", ps.Attempts, err))
+		r.event(obj, corev1.EventTypeWarning, EventPhaseRetrying, "Phase %s attempt %d failed: %v", ps.Name, ps.Attempts, err)
+		return Outcome{}, fmt.Errorf("phase %s: %w", ps.Name, err)
+	case res.Wait:
+		timeout := r.WaitTimeout
+		if timeout <= 0 {
+			timeout = DefaultWaitTimeout
+		}
+		if spec.Timeout != nil {
+			timeout = spec.Timeout.Duration
+		}
+		waited := now.Sub(ps.StartTime.Time)
+		if waited >= timeout {
+			msg := fmt.Sprintf("timed out after %s: %s", timeout, res.Message)
+			if spec.OnTimeout == nacv1alpha1.OnTimeoutContinue {
+				r.event(obj, corev1.EventTypeWarning, EventPhaseTimedOut, "Phase %s %s; continuing (onTimeout: continue)", ps.Name, msg)
+				r.complete(obj, ps, msg+"; continued (onTimeout: continue)", nil, isDefer)
+				return Outcome{}, nil
+			}
+			r.fail(obj, ps, msg)
+			return Outcome{}, nil
+		}
+		if ps.State != nacv1alpha1.PhaseWaiting {
+			r.event(obj, corev1.EventTypeNormal, EventPhaseWaiting, "Phase %s is waiting: %s", ps.Name, res.Message)
+		}
+		ps.State = nacv1alpha1.PhaseWaiting
+		ps.Message = bounded(res.Message)
+		after := res.RecheckAfter
+		if after <= 0 || after > timeout-waited {
+			after = timeout - waited
+		}
+		return Outcome{RequeueAfter: after}, nil
+	default:
+		ps.Attempts++
+		r.complete(obj, ps, res.Message, res.Output, isDefer)
+		return Outcome{}, nil
+	}
+}
+
+// call renders the phase's args, decodes them into the function's typed args
+// and runs it. Render and decode errors are terminal: retrying the same
+// blueprint cannot fix them.
+func (r *Runner) call(ctx context.Context, op *Operation, plan *nacv1alpha1.PlanStatus, spec nacv1alpha1.BlueprintPhase) (Result, error) {
+	fn, ok := r.Registry.Get(spec.Func)
+	if !ok {
+		return Result{}, Terminalf("unknown func %q", spec.Func)
+	}
+	params, err := NewParams(op, plan)
+	if err != nil {
+		return Result{}, Terminal(err)
+	}
+	rendered, err := RenderArgs(spec.Args, params)
+	if err != nil {
+		return Result{}, Terminalf("rendering %w", err)
+	}
+	args := fn.NewArgs()
+	if err := DecodeArgs(rendered, args); err != nil {
+		return Result{}, Terminalf("%s %w", spec.Func, err)
+	}
+	return fn.Run(ctx, op, args)
+}
+
+func (r *Runner) complete(obj Object, ps *nacv1alpha1.PhaseStatus, msg string, output map[string]string, isDefer bool) {
+	end := metav1.NewTime(r.now())
+	ps.State = nacv1alpha1.PhaseComplete
+	ps.CompletionTime = &end
+	ps.Message = bounded(msg)
+	ps.Output = output
+	reason, what := EventEndedPhase, "phase"
+	if isDefer {
+		reason, what = EventEndedDeferPhase, "deferPhase"
+	}
+	if msg != "" {
+		r.event(obj, corev1.EventTypeNormal, reason, "Ended %s %s: %s", what, ps.Name, msg)
+	} else {
+		r.event(obj, corev1.EventTypeNormal, reason, "Ended %s %s", what, ps.Name)
+	}
+}
+
+func (r *Runner) fail(obj Object, ps *nacv1alpha1.PhaseStatus, msg string) {
+	end := metav1.NewTime(r.now())
+	ps.State = nacv1alpha1.PhaseFailed
+	ps.CompletionTime = &end
+	ps.Message = bounded(msg)
+	r.event(obj, corev1.EventTypeWarning, EventPhaseFailed, "Phase %s failed: %s", ps.Name, msg)
+}
+
+func (r *Runner) event(obj Object, eventType, reason, format string, args ...any) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(obj, eventType, reason, format, args...)
+	}
+}
+
+// bounded cuts s to the status message limit.
+func bounded(s string) string {
+	if len(s) <= maxMessage {
+		return s
+	}
+	return s[:maxMessage-3] + "..."
+}

@@ -1,0 +1,108 @@
+package phases
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nacflow/nacflow/api/v1alpha1"
+	"github.com/nacflow/nacflow/engine"
+)
+
+// NACResources are the NAC kinds every Velero Backup made for a tenant
+// excludes: restoring a NonAdminBackup object would replay the request (OADP
+// NAC excludes them the same way).
+var NACResources = []string{
+	"nonadminbackups.oadp.openshift.io",
+	"nonadminrestores.oadp.openshift.io",
+	"nonadminbackupstoragelocations.oadp.openshift.io",
+}
+
+// CreateVeleroBackup creates the Velero Backup of a NonAdminBackup in the
+// OADP namespace, or adopts it when it already exists with this operation's
+// NACUUID label (so a restart never makes a second one). The name is
+// v1alpha1.NACObjectName(ns, name, nacuuid); the spec is the NAB's backupSpec
+// with includedNamespaces forced to the NAB's namespace and the NAC kinds
+// excluded; labels and annotations are OADP NAC's. It records the link in
+// status.veleroBackup, sets status.phase Created and condition
+// Queued=True/BackupScheduled.
+//
+// Outputs: name, namespace. Errors: a terminal error when an object of that
+// name exists without this operation's label (never touched); API errors are
+// retryable.
+type CreateVeleroBackup struct {
+	clients Clients
+}
+
+// Name implements engine.Func.
+func (*CreateVeleroBackup) Name() string { return "CreateVeleroBackup" }
+
+// NewArgs implements engine.Func: the function takes no args.
+func (*CreateVeleroBackup) NewArgs() any { return &noArgs{} }
+
+// Run implements engine.Func.
+func (f *CreateVeleroBackup) Run(ctx context.Context, op *engine.Operation, _ any) (engine.Result, error) {
+	nab, err := asBackup(f.Name(), op)
+	if err != nil {
+		return engine.Result{}, err
+	}
+	if nab.Spec.BackupSpec == nil {
+		return engine.Result{}, engine.Terminalf("spec.backupSpec is required")
+	}
+	want := &velerov1.Backup{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        v1alpha1.NACObjectName(nab.Namespace, nab.Name, op.UUID),
+			Namespace:   op.OADPNamespace,
+			Labels:      nacBackupLabels(op.UUID),
+			Annotations: nacBackupAnnotations(nab),
+		},
+		Spec: *tenantBackupSpec(nab),
+	}
+
+	got := want.DeepCopy()
+	verb := "Created"
+	err = f.clients.Client.Create(ctx, got)
+	if apierrors.IsAlreadyExists(err) {
+		verb = "Adopted"
+		if err := f.clients.APIReader.Get(ctx, client.ObjectKeyFromObject(want), got); err != nil {
+			return engine.Result{}, fmt.Errorf("reading existing Velero Backup %s/%s: %w", want.Namespace, want.Name, err)
+		}
+		if got.Labels[v1alpha1.NabOriginNACUUIDLabel] != op.UUID {
+			return engine.Result{}, engine.Terminalf("Velero Backup %s/%s exists but does not belong to this NonAdminBackup (label %s is %q)",
+				want.Namespace, want.Name, v1alpha1.NabOriginNACUUIDLabel, got.Labels[v1alpha1.NabOriginNACUUIDLabel])
+		}
+	} else if err != nil {
+		return engine.Result{}, fmt.Errorf("creating Velero Backup %s/%s: %w", want.Namespace, want.Name, err)
+	}
+
+	nab.Status.Phase = v1alpha1.NonAdminPhaseCreated
+	nab.Status.VeleroBackup = &v1alpha1.VeleroBackup{
+		NACUUID: op.UUID, Name: got.Name, Namespace: got.Namespace, Spec: got.Spec.DeepCopy(),
+	}
+	meta.SetStatusCondition(&nab.Status.Conditions, metav1.Condition{
+		Type: v1alpha1.ConditionQueued, Status: metav1.ConditionTrue,
+		Reason: v1alpha1.ReasonBackupScheduled, Message: fmt.Sprintf("Created Velero Backup object %s", got.Name),
+		ObservedGeneration: nab.Generation,
+	})
+	return engine.Done(fmt.Sprintf("%s Velero Backup %s/%s", verb, got.Namespace, got.Name),
+		map[string]string{"name": got.Name, "namespace": got.Namespace}), nil
+}
+
+// tenantBackupSpec returns the Velero BackupSpec for nab: its backupSpec with
+// includedNamespaces set to its own namespace and the NAC kinds excluded.
+func tenantBackupSpec(nab *v1alpha1.NonAdminBackup) *velerov1.BackupSpec {
+	spec := nab.Spec.BackupSpec.DeepCopy()
+	spec.IncludedNamespaces = []string{nab.Namespace}
+	for _, r := range NACResources {
+		if !slices.Contains(spec.ExcludedResources, r) {
+			spec.ExcludedResources = append(spec.ExcludedResources, r)
+		}
+	}
+	return spec
+}

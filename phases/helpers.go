@@ -1,0 +1,39 @@
+package phases
+
+import (
+	"github.com/nacflow/nacflow/api/v1alpha1"
+	"github.com/nacflow/nacflow/engine"
+)
+
+// noArgs is the argument struct of functions that take none: any arg is
+// rejected by the strict decode.
+type noArgs struct{}
+
+// asBackup returns the operation's NonAdminBackup, or a terminal error naming
+// fn when a blueprint gave the function another kind.
+func asBackup(fn string, op *engine.Operation) (*v1alpha1.NonAdminBackup, error) {
+	nab, ok := op.Object.(*v1alpha1.NonAdminBackup)
+	if !ok {
+		return nil, engine.Terminalf("%s serves NonAdminBackup, not %T", fn, op.Object)
+	}
+	return nab, nil
+}
+
+// nacLabels returns the labels every object created for a NonAdminBackup
+// carries in the OADP namespace (OADP NAC).
+func nacBackupLabels(nacuuid string) map[string]string {
+	return map[string]string{
+		v1alpha1.OADPLabel:             v1alpha1.OADPLabelValue,
+		v1alpha1.ManagedByLabel:        v1alpha1.ManagedByLabelValue,
+		v1alpha1.NabOriginNACUUIDLabel: nacuuid,
+	}
+}
+
+// nacBackupAnnotations returns the origin annotations of an object created for
+// the NonAdminBackup nab (OADP NAC).
+func nacBackupAnnotations(nab *v1alpha1.NonAdminBackup) map[string]string {
+	return map[string]string{
+		v1alpha1.NabOriginNamespaceAnnotation: nab.Namespace,
+		v1alpha1.NabOriginNameAnnotation:      nab.Name,
+	}
+}

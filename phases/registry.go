@@ -1,0 +1,30 @@
+// Package phases holds nacflow's phase functions, one file each, and the
+// registry that gives them to the engine (DESIGN.md §4). Functions are
+// stateless: their clients are injected by New, never kept in globals.
+package phases
+
+import (
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nacflow/nacflow/engine"
+)
+
+// Clients are what phase functions talk to the cluster with.
+type Clients struct {
+	// Client reads through the manager's cache and writes to the API server.
+	Client client.Client
+	// APIReader reads straight from the API server, for the rare reads that
+	// must not see a stale cache (adopting an object after AlreadyExists).
+	APIReader client.Reader
+}
+
+// New returns the registry of every phase function, bound to c. It returns
+// an error only if two functions share a name (a programming error).
+func New(c Clients) (*engine.Registry, error) {
+	return engine.NewRegistry(
+		&ValidateBackupSpec{},
+		&CreateVeleroBackup{clients: c},
+		&WaitFor{clients: c},
+		&SyncStatus{clients: c},
+	)
+}

@@ -1,0 +1,65 @@
+package phases
+
+import (
+	"context"
+	"fmt"
+
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nacflow/nacflow/engine"
+)
+
+// SyncStatusArgs are the args of SyncStatus.
+type SyncStatusArgs struct {
+	// Kind of the Velero object to mirror: Backup.
+	Kind string `json:"kind"`
+	// Name of the Velero object in the OADP namespace. Empty: nothing to
+	// mirror (e.g. a deferPhase after validation refused the request).
+	Name string `json:"name"`
+}
+
+// SyncStatus mirrors a Velero object's spec and status into the NAC object's
+// status (for a Backup: status.veleroBackup and status.queueInfo). A missing
+// or unnamed object is not an error: there is nothing to mirror.
+//
+// Output: phase (the Velero object's phase, when there is one). Errors: an
+// unknown kind is terminal; API errors are retryable.
+type SyncStatus struct {
+	clients Clients
+}
+
+// Name implements engine.Func.
+func (*SyncStatus) Name() string { return "SyncStatus" }
+
+// NewArgs implements engine.Func.
+func (*SyncStatus) NewArgs() any { return &SyncStatusArgs{} }
+
+// Run implements engine.Func.
+func (f *SyncStatus) Run(ctx context.Context, op *engine.Operation, args any) (engine.Result, error) {
+	a := args.(*SyncStatusArgs)
+	switch a.Kind {
+	case "Backup":
+		nab, err := asBackup(f.Name(), op)
+		if err != nil {
+			return engine.Result{}, err
+		}
+		if a.Name == "" {
+			return engine.Done("no Velero Backup to mirror", nil), nil
+		}
+		b := &velerov1.Backup{}
+		err = f.clients.Client.Get(ctx, client.ObjectKey{Namespace: op.OADPNamespace, Name: a.Name}, b)
+		if apierrors.IsNotFound(err) {
+			return engine.Done(fmt.Sprintf("Velero Backup %s not found: nothing to mirror", a.Name), nil), nil
+		}
+		if err != nil {
+			return engine.Result{}, fmt.Errorf("reading Velero Backup %s/%s: %w", op.OADPNamespace, a.Name, err)
+		}
+		nab.MirrorBackup(b)
+		return engine.Done(fmt.Sprintf("Mirrored Velero Backup %s (%s)", a.Name, b.Status.Phase),
+			map[string]string{"phase": string(b.Status.Phase)}), nil
+	default:
+		return engine.Result{}, engine.Terminalf("SyncStatus: args.kind %q is not supported (supported: Backup)", a.Kind)
+	}
+}
