@@ -158,6 +158,7 @@ func (r *Runner) Run(ctx context.Context, req Request) (Outcome, error) {
 func (r *Runner) step(ctx context.Context, op *Operation, plan *nacv1alpha1.PlanStatus, ps *nacv1alpha1.PhaseStatus, spec nacv1alpha1.BlueprintPhase, isDefer bool) (Outcome, error) {
 	obj := op.Object
 	now := r.now()
+	defer func() { plan.Current = ps.Name + ": " + string(ps.State) }()
 	if ps.State == nacv1alpha1.PhasePending {
 		start := metav1.NewTime(now)
 		ps.StartTime = &start

@@ -151,8 +151,7 @@ type NonAdminBackupStatus struct {
 // +kubebuilder:printcolumn:name="Request-Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Velero-Phase",type=string,JSONPath=`.status.veleroBackup.status.phase`
 // +kubebuilder:printcolumn:name="Plan",type=string,JSONPath=`.status.plan.state`
-// +kubebuilder:printcolumn:name="Current-Phase",type=string,JSONPath=`.status.plan.phases[?(@.state=="running")].name`,priority=0
-// +kubebuilder:printcolumn:name="Waiting-On",type=string,JSONPath=`.status.plan.phases[?(@.state=="waiting")].name`
+// +kubebuilder:printcolumn:name="Plan-Phase",type=string,JSONPath=`.status.plan.current`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type NonAdminBackup struct {
 	metav1.TypeMeta   `json:",inline"`

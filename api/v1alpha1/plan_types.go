@@ -127,6 +127,12 @@ type PlanStatus struct {
 	// +required
 	State PlanState `json:"state"`
 
+	// current names the phase that runs, waits or last ended, with its state,
+	// as "<phase>: <state>" (for printer columns and a quick look).
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	Current string `json:"current,omitempty"`
+
 	// startTime is when the operation started; templates see it as .Time.
 	// +optional
 	StartTime *metav1.Time `json:"startTime,omitempty"`
@@ -199,20 +205,6 @@ func (p *PlanStatus) Phase(name string) *PhaseStatus {
 		if p.Phases[i].Name == name {
 			return &p.Phases[i]
 		}
-	}
-	return nil
-}
-
-// Current returns the phase that is running or waiting (the deferPhase once
-// the main phases ended), or nil when none is.
-func (p *PlanStatus) Current() *PhaseStatus {
-	for i := range p.Phases {
-		if s := p.Phases[i].State; s == PhaseRunning || s == PhaseWaiting || s == PhasePending {
-			return &p.Phases[i]
-		}
-	}
-	if p.DeferPhase != nil && p.DeferPhase.State != PhaseComplete && p.DeferPhase.State != PhaseFailed {
-		return p.DeferPhase
 	}
 	return nil
 }

@@ -1,0 +1,64 @@
+package engine_test
+
+import (
+	"time"
+
+	. "gopkg.in/check.v1"
+
+	"github.com/nacflow/nacflow/api/v1alpha1"
+	"github.com/nacflow/nacflow/engine"
+)
+
+type CompileSuite struct{}
+
+var _ = Suite(&CompileSuite{})
+
+func known(name string) bool { return name == "Echo" || name == "Wait" }
+
+func (s *CompileSuite) TestCompileErrors(c *C) {
+	for _, tc := range []struct {
+		about string
+		spec  *v1alpha1.BlueprintAction
+		err   string
+	}{
+		{"nil action", nil, `blueprint "bp" action "a" has no phases`},
+		{"no phases", &v1alpha1.BlueprintAction{}, `blueprint "bp" action "a" has no phases`},
+		{"empty name", &v1alpha1.BlueprintAction{Phases: []v1alpha1.BlueprintPhase{{Func: "Echo"}}}, `(?s).*phases\[0\]: name is empty.*`},
+		{"duplicate name", &v1alpha1.BlueprintAction{Phases: []v1alpha1.BlueprintPhase{{Name: "a", Func: "Echo"}, {Name: "a", Func: "Echo"}}},
+			`(?s).*phases\[1\]: phase name "a" is used twice.*`},
+		{"defer reuses a name", &v1alpha1.BlueprintAction{Phases: []v1alpha1.BlueprintPhase{{Name: "a", Func: "Echo"}}, DeferPhase: &v1alpha1.BlueprintPhase{Name: "a", Func: "Echo"}},
+			`(?s).*deferPhase: phase name "a" is used twice.*`},
+		{"unknown func", &v1alpha1.BlueprintAction{Phases: []v1alpha1.BlueprintPhase{{Name: "a", Func: "Nope"}}}, `(?s).*phases\[0\] \(a\): unknown func "Nope".*`},
+		{"bad template", &v1alpha1.BlueprintAction{Phases: []v1alpha1.BlueprintPhase{{Name: "a", Func: "Echo", Args: args(c, map[string]any{"value": "{{ .Name "})}}},
+			`(?s).*phases\[0\] \(a\): args.value: template: .*`},
+		{"disallowed func", &v1alpha1.BlueprintAction{Phases: []v1alpha1.BlueprintPhase{{Name: "a", Func: "Echo", Args: args(c, map[string]any{"value": `{{ env "HOME" }}`})}}},
+			`(?s).*args.value: .*function "env" not defined.*`},
+	} {
+		_, err := engine.Compile(engine.Plan{Action: "a", Blueprint: "bp", Spec: tc.spec}, known, time.Now())
+		c.Check(err, ErrorMatches, tc.err, Commentf(tc.about))
+	}
+}
+
+func (s *CompileSuite) TestCompileSnapshotsAction(c *C) {
+	spec := &v1alpha1.BlueprintAction{
+		Phases:     []v1alpha1.BlueprintPhase{{Name: "one", Func: "Echo"}, {Name: "two", Func: "Wait"}},
+		DeferPhase: &v1alpha1.BlueprintPhase{Name: "cleanup", Func: "Echo"},
+	}
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	plan, err := engine.Compile(engine.Plan{Action: "backup", Blueprint: "bp", BlueprintGeneration: "7", Spec: spec}, known, now)
+	c.Assert(err, IsNil)
+	c.Check(plan.Action, Equals, "backup")
+	c.Check(plan.Blueprint, Equals, "bp")
+	c.Check(plan.BlueprintGeneration, Equals, "7")
+	c.Check(plan.State, Equals, v1alpha1.PlanPending)
+	c.Check(plan.StartTime.Time.Equal(now), Equals, true)
+	c.Assert(plan.Phases, HasLen, 2)
+	c.Check(plan.Phases[0], DeepEquals, v1alpha1.PhaseStatus{Name: "one", Func: "Echo", State: v1alpha1.PhasePending})
+	c.Check(plan.Phases[1].Name, Equals, "two")
+	c.Check(plan.DeferPhase, DeepEquals, &v1alpha1.PhaseStatus{Name: "cleanup", Func: "Echo", State: v1alpha1.PhasePending})
+	c.Check(plan.Spec, DeepEquals, spec)
+
+	// The snapshot is a copy: editing the blueprint afterwards changes nothing.
+	spec.Phases[0].Func = "Wait"
+	c.Check(plan.Spec.Phases[0].Func, Equals, "Echo")
+}

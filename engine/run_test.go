@@ -1,0 +1,329 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	. "gopkg.in/check.v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/nacflow/nacflow/api/v1alpha1"
+	"github.com/nacflow/nacflow/engine"
+)
+
+// stepArgs are the args of the test function.
+type stepArgs struct {
+	Value string `json:"value"`
+}
+
+// behaviour scripts what the test function does in one phase on its n-th
+// call (n from 1).
+type behaviour func(n int, a *stepArgs) (engine.Result, error)
+
+// stepFunc is a test phase function whose behaviour is scripted per phase.
+// It counts its calls per phase.
+type stepFunc struct {
+	script map[string]behaviour
+	calls  map[string]int
+}
+
+func (f *stepFunc) Name() string { return "Step" }
+func (f *stepFunc) NewArgs() any { return &stepArgs{} }
+func (f *stepFunc) Run(_ context.Context, op *engine.Operation, args any) (engine.Result, error) {
+	f.calls[op.Phase]++
+	if b, ok := f.script[op.Phase]; ok {
+		return b(f.calls[op.Phase], args.(*stepArgs))
+	}
+	a := args.(*stepArgs)
+	return engine.Done("did "+op.Phase, map[string]string{"value": a.Value}), nil
+}
+
+type RunSuite struct {
+	fn       *stepFunc
+	recorder *record.FakeRecorder
+	runner   *engine.Runner
+	now      time.Time
+	nab      *v1alpha1.NonAdminBackup
+}
+
+var _ = Suite(&RunSuite{})
+
+func (s *RunSuite) SetUpTest(c *C) {
+	s.fn = &stepFunc{script: map[string]behaviour{}, calls: map[string]int{}}
+	reg, err := engine.NewRegistry(s.fn)
+	c.Assert(err, IsNil)
+	s.recorder = record.NewFakeRecorder(100)
+	s.now = time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	s.runner = &engine.Runner{Registry: reg, Recorder: s.recorder, Now: func() time.Time { return s.now }}
+	s.nab = &v1alpha1.NonAdminBackup{ObjectMeta: metav1.ObjectMeta{Name: "nab", Namespace: "tenant"}}
+}
+
+// request returns a Request for an action with phases a, b, c (b reads a's
+// output) and deferPhase d.
+func (s *RunSuite) request(c *C, mutate func(*v1alpha1.BlueprintAction)) engine.Request {
+	spec := &v1alpha1.BlueprintAction{
+		Phases: []v1alpha1.BlueprintPhase{
+			{Name: "a", Func: "Step", Args: args(c, map[string]any{"value": "from-a"})},
+			{Name: "b", Func: "Step", Args: args(c, map[string]any{"value": "{{ .Phases.a.Output.value }}+b"})},
+			{Name: "c", Func: "Step"},
+		},
+		DeferPhase: &v1alpha1.BlueprintPhase{Name: "d", Func: "Step"},
+	}
+	if mutate != nil {
+		mutate(spec)
+	}
+	return engine.Request{Object: s.nab, Plan: engine.Plan{Action: "backup", Blueprint: "bp", Spec: spec}, UUID: "u", OADPNamespace: "oadp"}
+}
+
+// events drains the recorded events as "Type Reason" strings.
+func (s *RunSuite) events() []string {
+	var out []string
+	for {
+		select {
+		case e := <-s.recorder.Events:
+			f := strings.Fields(e)
+			out = append(out, f[0]+" "+f[1])
+		default:
+			return out
+		}
+	}
+}
+
+func (s *RunSuite) states() []v1alpha1.PhaseState {
+	var out []v1alpha1.PhaseState
+	for _, p := range s.nab.Status.Plan.Phases {
+		out = append(out, p.State)
+	}
+	return append(out, s.nab.Status.Plan.DeferPhase.State)
+}
+
+func (s *RunSuite) TestRunsToCompletionPassingOutputs(c *C) {
+	out, err := s.runner.Run(context.Background(), s.request(c, nil))
+	c.Assert(err, IsNil)
+	c.Check(out, DeepEquals, engine.Outcome{Finished: true})
+	plan := s.nab.Status.Plan
+	c.Check(plan.State, Equals, v1alpha1.PlanComplete)
+	c.Check(s.states(), DeepEquals, []v1alpha1.PhaseState{"complete", "complete", "complete", "complete"})
+	c.Check(plan.Phase("b").Output, DeepEquals, map[string]string{"value": "from-a+b"})
+	c.Check(plan.Phase("a").Attempts, Equals, int32(1))
+	c.Check(plan.CompletionTime, NotNil)
+	c.Check(plan.Current, Equals, "d: complete")
+	c.Check(s.events(), DeepEquals, []string{
+		"Normal StartedAction",
+		"Normal StartedPhase", "Normal EndedPhase",
+		"Normal StartedPhase", "Normal EndedPhase",
+		"Normal StartedPhase", "Normal EndedPhase",
+		"Normal StartedDeferPhase", "Normal EndedDeferPhase",
+		"Normal EndedAction",
+	})
+
+	// A finished plan is never run again.
+	out, err = s.runner.Run(context.Background(), s.request(c, nil))
+	c.Assert(err, IsNil)
+	c.Check(out.Finished, Equals, true)
+	c.Check(s.fn.calls, DeepEquals, map[string]int{"a": 1, "b": 1, "c": 1, "d": 1})
+	c.Check(s.events(), HasLen, 0)
+}
+
+func (s *RunSuite) TestResumeAfterRestart(c *C) {
+	ready := false
+	s.fn.script["b"] = func(int, *stepArgs) (engine.Result, error) {
+		if !ready {
+			return engine.Wait("not ready", time.Minute), nil
+		}
+		return engine.Done("ready", nil), nil
+	}
+	out, err := s.runner.Run(context.Background(), s.request(c, nil))
+	c.Assert(err, IsNil)
+	c.Check(out.RequeueAfter, Equals, time.Minute)
+	c.Check(s.nab.Status.Plan.State, Equals, v1alpha1.PlanRunning)
+	c.Check(s.nab.Status.Plan.Phase("b").State, Equals, v1alpha1.PhaseWaiting)
+	c.Check(s.nab.Status.Plan.Phase("b").Message, Equals, "not ready")
+	c.Check(s.nab.Status.Plan.Current, Equals, "b: waiting")
+
+	// A restart: a new runner (and function) starts from the recorded status
+	// only, as a new controller process reading the object would.
+	persisted := s.nab.DeepCopy()
+	script := s.fn.script
+	s.SetUpTest(c)
+	s.fn.script = script
+	s.nab = persisted
+	ready = true
+	out, err = s.runner.Run(context.Background(), s.request(c, nil))
+	c.Assert(err, IsNil)
+	c.Check(out.Finished, Equals, true)
+	c.Check(s.fn.calls, DeepEquals, map[string]int{"b": 1, "c": 1, "d": 1}, Commentf("a must not run again"))
+	c.Check(s.nab.Status.Plan.State, Equals, v1alpha1.PlanComplete)
+	// No second StartedAction/StartedPhase for the resumed phase.
+	c.Check(s.events(), DeepEquals, []string{
+		"Normal EndedPhase",
+		"Normal StartedPhase", "Normal EndedPhase",
+		"Normal StartedDeferPhase", "Normal EndedDeferPhase",
+		"Normal EndedAction",
+	})
+}
+
+func (s *RunSuite) TestPhaseWaitingOncePerWait(c *C) {
+	s.fn.script["a"] = func(n int, _ *stepArgs) (engine.Result, error) {
+		return engine.Wait("poll", time.Second), nil
+	}
+	for range 3 {
+		_, err := s.runner.Run(context.Background(), s.request(c, nil))
+		c.Assert(err, IsNil)
+		s.now = s.now.Add(time.Second)
+	}
+	c.Check(s.fn.calls["a"], Equals, 3)
+	c.Check(s.events(), DeepEquals, []string{"Normal StartedAction", "Normal StartedPhase", "Normal PhaseWaiting"})
+}
+
+func (s *RunSuite) TestDeferPhaseRunsAfterFailure(c *C) {
+	s.fn.script["a"] = func(int, *stepArgs) (engine.Result, error) {
+		return engine.Result{}, engine.Terminalf("spec.x is invalid")
+	}
+	out, err := s.runner.Run(context.Background(), s.request(c, nil))
+	c.Assert(err, IsNil)
+	c.Check(out.Finished, Equals, true)
+	plan := s.nab.Status.Plan
+	c.Check(plan.State, Equals, v1alpha1.PlanFailed)
+	c.Check(s.states(), DeepEquals, []v1alpha1.PhaseState{"failed", "skipped", "skipped", "complete"})
+	c.Check(plan.Phase("a").Message, Equals, "spec.x is invalid")
+	c.Check(plan.Phase("a").Attempts, Equals, int32(1))
+	c.Check(s.fn.calls, DeepEquals, map[string]int{"a": 1, "d": 1})
+	c.Check(s.events(), DeepEquals, []string{
+		"Normal StartedAction", "Normal StartedPhase", "Warning PhaseFailed",
+		"Normal StartedDeferPhase", "Normal EndedDeferPhase", "Warning ActionFailed",
+	})
+}
+
+func (s *RunSuite) TestRetryableErrorsBackOffThenFail(c *C) {
+	s.fn.script["a"] = func(int, *stepArgs) (engine.Result, error) {
+		return engine.Result{}, errors.New("apiserver unavailable")
+	}
+	req := s.request(c, func(a *v1alpha1.BlueprintAction) {
+		two := int32(2)
+		a.Phases[0].Retries = &two
+	})
+	for attempt := 1; attempt <= 2; attempt++ {
+		_, err := s.runner.Run(context.Background(), req)
+		c.Assert(err, ErrorMatches, "phase a: apiserver unavailable")
+		c.Check(engine.IsTerminal(err), Equals, false)
+		c.Check(s.nab.Status.Plan.Phase("a").State, Equals, v1alpha1.PhaseRunning)
+		c.Check(s.nab.Status.Plan.Phase("a").Attempts, Equals, int32(attempt))
+	}
+	out, err := s.runner.Run(context.Background(), req)
+	c.Assert(err, IsNil)
+	c.Check(out.Finished, Equals, true)
+	c.Check(s.nab.Status.Plan.Phase("a").State, Equals, v1alpha1.PhaseFailed)
+	c.Check(s.nab.Status.Plan.Phase("a").Message, Equals, "failed after 3 attempts: apiserver unavailable")
+	c.Check(s.nab.Status.Plan.State, Equals, v1alpha1.PlanFailed)
+}
+
+func (s *RunSuite) TestRetryableErrorThenSuccess(c *C) {
+	s.fn.script["a"] = func(n int, _ *stepArgs) (engine.Result, error) {
+		if n == 1 {
+			return engine.Result{}, errors.New("conflict")
+		}
+		return engine.Done("ok", map[string]string{"value": "v"}), nil
+	}
+	_, err := s.runner.Run(context.Background(), s.request(c, nil))
+	c.Assert(err, NotNil)
+	out, err := s.runner.Run(context.Background(), s.request(c, nil))
+	c.Assert(err, IsNil)
+	c.Check(out.Finished, Equals, true)
+	c.Check(s.nab.Status.Plan.Phase("a").Attempts, Equals, int32(2))
+	c.Check(s.nab.Status.Plan.State, Equals, v1alpha1.PlanComplete)
+}
+
+func (s *RunSuite) waitForever(c *C, onTimeout v1alpha1.OnTimeout) engine.Request {
+	s.fn.script["b"] = func(int, *stepArgs) (engine.Result, error) { return engine.Wait("velero busy", time.Hour), nil }
+	return s.request(c, func(a *v1alpha1.BlueprintAction) {
+		a.Phases[1].Args = nil
+		a.Phases[1].Timeout = &metav1.Duration{Duration: 5 * time.Minute}
+		a.Phases[1].OnTimeout = onTimeout
+	})
+}
+
+func (s *RunSuite) TestWaitTimeoutFails(c *C) {
+	req := s.waitForever(c, v1alpha1.OnTimeoutFail)
+	out, err := s.runner.Run(context.Background(), req)
+	c.Assert(err, IsNil)
+	// The recheck is capped by the time left before the timeout.
+	c.Check(out.RequeueAfter, Equals, 5*time.Minute)
+	s.now = s.now.Add(5 * time.Minute)
+	out, err = s.runner.Run(context.Background(), req)
+	c.Assert(err, IsNil)
+	c.Check(out.Finished, Equals, true)
+	c.Check(s.states(), DeepEquals, []v1alpha1.PhaseState{"complete", "failed", "skipped", "complete"})
+	c.Check(s.nab.Status.Plan.Phase("b").Message, Equals, "timed out after 5m0s: velero busy")
+	c.Check(s.nab.Status.Plan.State, Equals, v1alpha1.PlanFailed)
+}
+
+func (s *RunSuite) TestWaitTimeoutContinues(c *C) {
+	req := s.waitForever(c, v1alpha1.OnTimeoutContinue)
+	_, err := s.runner.Run(context.Background(), req)
+	c.Assert(err, IsNil)
+	s.now = s.now.Add(6 * time.Minute)
+	out, err := s.runner.Run(context.Background(), req)
+	c.Assert(err, IsNil)
+	c.Check(out.Finished, Equals, true)
+	c.Check(s.states(), DeepEquals, []v1alpha1.PhaseState{"complete", "complete", "complete", "complete"})
+	c.Check(s.nab.Status.Plan.Phase("b").Message, Equals, "timed out after 5m0s: velero busy; continued (onTimeout: continue)")
+	c.Check(s.nab.Status.Plan.State, Equals, v1alpha1.PlanComplete)
+	c.Check(s.events(), DeepEquals, []string{
+		"Normal StartedAction", "Normal StartedPhase", "Normal EndedPhase",
+		"Normal StartedPhase", "Normal PhaseWaiting", "Warning PhaseTimedOut", "Normal EndedPhase",
+		"Normal StartedPhase", "Normal EndedPhase",
+		"Normal StartedDeferPhase", "Normal EndedDeferPhase", "Normal EndedAction",
+	})
+}
+
+func (s *RunSuite) TestDefaultWaitTimeout(c *C) {
+	s.runner.WaitTimeout = 2 * time.Minute
+	s.fn.script["a"] = func(int, *stepArgs) (engine.Result, error) { return engine.Wait("x", time.Hour), nil }
+	out, err := s.runner.Run(context.Background(), s.request(c, nil))
+	c.Assert(err, IsNil)
+	c.Check(out.RequeueAfter, Equals, 2*time.Minute)
+	s.now = s.now.Add(2 * time.Minute)
+	_, err = s.runner.Run(context.Background(), s.request(c, nil))
+	c.Assert(err, IsNil)
+	c.Check(s.nab.Status.Plan.Phase("a").Message, Equals, "timed out after 2m0s: x")
+}
+
+func (s *RunSuite) TestRenderErrorIsTerminal(c *C) {
+	req := s.request(c, func(a *v1alpha1.BlueprintAction) {
+		a.Phases[2].Args = args(c, map[string]any{"value": "{{ .Phases.missing.Output.x }}"})
+	})
+	out, err := s.runner.Run(context.Background(), req)
+	c.Assert(err, IsNil)
+	c.Check(out.Finished, Equals, true)
+	c.Check(s.nab.Status.Plan.Phase("c").State, Equals, v1alpha1.PhaseFailed)
+	c.Check(s.nab.Status.Plan.Phase("c").Message, Matches, `rendering args.value: .*map has no entry for key "missing".*`)
+	c.Check(s.fn.calls["c"], Equals, 0)
+}
+
+func (s *RunSuite) TestStrictArgDecodeIsTerminal(c *C) {
+	req := s.request(c, func(a *v1alpha1.BlueprintAction) {
+		a.Phases[0].Args = args(c, map[string]any{"valeu": "typo"})
+	})
+	_, err := s.runner.Run(context.Background(), req)
+	c.Assert(err, IsNil)
+	c.Check(s.nab.Status.Plan.Phase("a").Message, Equals, `Step args: json: unknown field "valeu"`)
+	c.Check(s.nab.Status.Plan.State, Equals, v1alpha1.PlanFailed)
+}
+
+func (s *RunSuite) TestBrokenBlueprintIsNotStarted(c *C) {
+	req := s.request(c, func(a *v1alpha1.BlueprintAction) { a.Phases[0].Func = "Missing" })
+	_, err := s.runner.Run(context.Background(), req)
+	c.Check(engine.IsTerminal(err), Equals, true)
+	c.Check(err, ErrorMatches, `(?s).*unknown func "Missing".*`)
+	c.Check(s.nab.Status.Plan, IsNil)
+	c.Check(s.events(), HasLen, 0)
+}
+
+func (s *RunSuite) TestRegistryRejectsDuplicates(c *C) {
+	_, err := engine.NewRegistry(&stepFunc{}, &stepFunc{})
+	c.Check(err, ErrorMatches, `phase function "Step" registered twice`)
+}
