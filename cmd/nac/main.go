@@ -9,18 +9,11 @@ import (
 	"os"
 	"time"
 
-	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/controllers"
 	"github.com/nacflow/nacflow/engine"
 	"github.com/nacflow/nacflow/phases"
@@ -75,19 +68,15 @@ func run(o options) error {
 		return fmt.Errorf("--wait-timeout must be positive, got %s", o.waitTimeout)
 	}
 
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, velerov1.AddToScheme, v1alpha1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			return fmt.Errorf("building scheme: %w", err)
-		}
+	scheme, err := controllers.NewScheme()
+	if err != nil {
+		return fmt.Errorf("building scheme: %w", err)
 	}
 
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
 		return fmt.Errorf("loading kubeconfig: %w", err)
 	}
-	nacSelector := labels.SelectorFromSet(labels.Set{v1alpha1.OADPLabel: v1alpha1.OADPLabelValue})
-	oadpOnly := map[string]cache.Config{o.oadpNamespace: {}}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
@@ -95,13 +84,7 @@ func run(o options) error {
 		LeaderElection:          o.leaderElect,
 		LeaderElectionID:        "nacflow.oadp.openshift.io",
 		LeaderElectionNamespace: o.oadpNamespace,
-		Cache: cache.Options{
-			// Velero objects are cached only in the OADP namespace and only
-			// when they carry the NAC label: never a cluster-wide watch.
-			ByObject: map[client.Object]cache.ByObject{
-				&velerov1.Backup{}: {Namespaces: oadpOnly, Label: nacSelector},
-			},
-		},
+		Cache:                   controllers.CacheOptions(o.oadpNamespace),
 	})
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)

@@ -1,0 +1,37 @@
+package controllers
+
+import (
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nacflow/nacflow/api/v1alpha1"
+)
+
+// NewScheme returns a scheme with the Kubernetes built-ins, Velero's kinds and
+// nacflow's. It returns an error only if a kind is registered twice.
+func NewScheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, velerov1.AddToScheme, v1alpha1.AddToScheme} {
+		if err := add(s); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// CacheOptions returns the manager's cache options: Velero objects are
+// watched only in oadpNamespace and only when they carry the OADP label,
+// never cluster-wide (DESIGN.md §6). NAC kinds are watched cluster-wide.
+func CacheOptions(oadpNamespace string) cache.Options {
+	nacSelector := labels.SelectorFromSet(labels.Set{v1alpha1.OADPLabel: v1alpha1.OADPLabelValue})
+	oadpOnly := map[string]cache.Config{oadpNamespace: {}}
+	return cache.Options{
+		ByObject: map[client.Object]cache.ByObject{
+			&velerov1.Backup{}: {Namespaces: oadpOnly, Label: nacSelector},
+		},
+	}
+}

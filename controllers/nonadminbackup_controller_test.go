@@ -1,0 +1,346 @@
+package controllers_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	. "gopkg.in/check.v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/nacflow/nacflow/api/v1alpha1"
+	"github.com/nacflow/nacflow/controllers"
+	"github.com/nacflow/nacflow/engine"
+	"github.com/nacflow/nacflow/phases"
+)
+
+// ControllerSuite runs the NonAdminBackup controller in a manager against
+// the real control plane, as cmd/nac does.
+type ControllerSuite struct {
+	oadp   string
+	cancel context.CancelFunc
+	done   chan error
+}
+
+var _ = Suite(&ControllerSuite{})
+
+func (s *ControllerSuite) SetUpSuite(c *C) {
+	s.oadp = createNamespace(c, "oadp")
+	mgr, err := ctrl.NewManager(testCfg, ctrl.Options{
+		Scheme:  testScheme,
+		Metrics: metricsserver.Options{BindAddress: "0"},
+		Cache:   controllers.CacheOptions(s.oadp),
+	})
+	c.Assert(err, IsNil)
+	registry, err := phases.New(phases.Clients{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()})
+	c.Assert(err, IsNil)
+	recorder := mgr.GetEventRecorderFor("nonadminbackup-controller")
+	r := &controllers.NonAdminBackupReconciler{
+		Client:        mgr.GetClient(),
+		Runner:        &engine.Runner{Registry: registry, Recorder: recorder},
+		Recorder:      recorder,
+		OADPNamespace: s.oadp,
+	}
+	c.Assert(r.SetupWithManager(mgr), IsNil)
+	ctx, cancel := context.WithCancel(context.Background())
+	s.cancel, s.done = cancel, make(chan error, 1)
+	go func() { s.done <- mgr.Start(ctx) }()
+}
+
+func (s *ControllerSuite) TearDownSuite(c *C) {
+	s.cancel()
+	c.Check(<-s.done, IsNil)
+}
+
+func newNAB(ns, name string, spec velerov1.BackupSpec) *v1alpha1.NonAdminBackup {
+	return &v1alpha1.NonAdminBackup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec:       v1alpha1.NonAdminBackupSpec{BackupSpec: &spec},
+	}
+}
+
+func getNAB(c *C, nab *v1alpha1.NonAdminBackup) *v1alpha1.NonAdminBackup {
+	got := &v1alpha1.NonAdminBackup{}
+	c.Assert(testClient.Get(context.Background(), client.ObjectKeyFromObject(nab), got), IsNil)
+	return got
+}
+
+// veleroBackupsOf lists the Velero Backups in oadp labelled with nacuuid.
+func veleroBackupsOf(c *C, oadp, nacuuid string) []velerov1.Backup {
+	list := &velerov1.BackupList{}
+	c.Assert(testClient.List(context.Background(), list, client.InNamespace(oadp),
+		client.MatchingLabels{v1alpha1.NabOriginNACUUIDLabel: nacuuid}), IsNil)
+	return list.Items
+}
+
+// completeBackup sets a Velero Backup's status.phase as Velero would.
+func completeBackup(c *C, oadp, name string, phase velerov1.BackupPhase) {
+	b := &velerov1.Backup{}
+	c.Assert(testClient.Get(context.Background(), client.ObjectKey{Namespace: oadp, Name: name}, b), IsNil)
+	before := b.DeepCopy()
+	b.Status.Phase = phase
+	b.Status.Progress = &velerov1.BackupProgress{TotalItems: 12, ItemsBackedUp: 12}
+	c.Assert(testClient.Patch(context.Background(), b, client.MergeFrom(before)), IsNil)
+}
+
+func (s *ControllerSuite) TestValidBackupLifecycle(c *C) {
+	ctx := context.Background()
+	ns := createNamespace(c, "tenant")
+	nab := newNAB(ns, "nightly", velerov1.BackupSpec{IncludedNamespaces: []string{ns}, ExcludedResources: []string{"secrets"}})
+	c.Assert(testClient.Create(ctx, nab), IsNil)
+
+	var got *v1alpha1.NonAdminBackup
+	eventually(c, 10*time.Second, func() (bool, string) {
+		got = getNAB(c, nab)
+		p := got.Status.Plan
+		if p == nil || p.Phase("waitForBackup") == nil || p.Phase("waitForBackup").State != v1alpha1.PhaseWaiting {
+			return false, fmt.Sprintf("plan: %+v", p)
+		}
+		return true, ""
+	})
+	nacuuid := controllers.NACUUID(got.UID)
+	wantName := v1alpha1.NACObjectName(ns, "nightly", nacuuid)
+	c.Check(len(wantName) <= 63, Equals, true)
+	c.Check(strings.HasPrefix(wantName, ns+"-nightly-"), Equals, true)
+
+	backups := veleroBackupsOf(c, s.oadp, nacuuid)
+	c.Assert(backups, HasLen, 1)
+	b := backups[0]
+	c.Check(b.Name, Equals, wantName)
+	c.Check(b.Labels, DeepEquals, map[string]string{
+		"openshift.io/oadp":                    "True",
+		"app.kubernetes.io/managed-by":         "oadp-nac-controller",
+		"openshift.io/oadp-nab-origin-nacuuid": nacuuid,
+	})
+	c.Check(b.Annotations, DeepEquals, map[string]string{
+		"openshift.io/oadp-nab-origin-name":      "nightly",
+		"openshift.io/oadp-nab-origin-namespace": ns,
+	})
+	c.Check(b.Spec.IncludedNamespaces, DeepEquals, []string{ns})
+	c.Check(b.Spec.ExcludedResources, DeepEquals, append([]string{"secrets"}, phases.NACResources...))
+
+	// Status while Velero works.
+	c.Check(got.Finalizers, DeepEquals, []string{v1alpha1.NonAdminBackupFinalizer})
+	c.Check(got.Status.Phase, Equals, v1alpha1.NonAdminPhaseCreated)
+	c.Check(got.Status.ObservedGeneration, Equals, got.Generation)
+	c.Check(got.Status.VeleroBackup.Name, Equals, wantName)
+	c.Check(got.Status.VeleroBackup.Namespace, Equals, s.oadp)
+	c.Check(got.Status.VeleroBackup.NACUUID, Equals, nacuuid)
+	c.Check(meta.IsStatusConditionTrue(got.Status.Conditions, v1alpha1.ConditionAccepted), Equals, true)
+	c.Check(meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionQueued).Reason, Equals, v1alpha1.ReasonBackupScheduled)
+	c.Check(got.Status.Plan.State, Equals, v1alpha1.PlanRunning)
+	c.Check(got.Status.Plan.Blueprint, Equals, "nonadminbackup")
+	c.Check(got.Status.Plan.BlueprintGeneration, Equals, v1alpha1.BuiltInGeneration)
+	c.Check(got.Status.Plan.Spec.Phases, HasLen, 4)
+	c.Check(got.Status.Plan.Current, Equals, "waitForBackup: waiting")
+	c.Check(got.Status.Plan.Phase("waitForBackup").Message, Equals, fmt.Sprintf("Velero Backup %s is not started", wantName))
+	eventually(c, 5*time.Second, func() (bool, string) {
+		evs := eventReasons(c, ns, "nightly")
+		return containsInOrder(evs, []string{
+			"Normal StartedAction",
+			"Normal StartedPhase", "Normal EndedPhase", // validate
+			"Normal StartedPhase", "Normal EndedPhase", // createBackup
+			"Normal StartedPhase", "Normal PhaseWaiting", // waitForBackup
+		}), joined(evs)
+	})
+
+	// Velero finishes: the NAB mirrors it and the plan completes.
+	completeBackup(c, s.oadp, wantName, velerov1.BackupPhaseCompleted)
+	eventually(c, 10*time.Second, func() (bool, string) {
+		got = getNAB(c, nab)
+		return got.Status.Plan.State == v1alpha1.PlanComplete, fmt.Sprintf("plan state %s", got.Status.Plan.State)
+	})
+	c.Check(got.Status.VeleroBackup.Status.Phase, Equals, velerov1.BackupPhaseCompleted)
+	c.Check(got.Status.VeleroBackup.Status.Progress.ItemsBackedUp, Equals, 12)
+	c.Check(got.Status.Plan.DeferPhase.State, Equals, v1alpha1.PhaseComplete)
+	c.Check(got.Status.Plan.Phase("syncStatus").Output, DeepEquals, map[string]string{"phase": "Completed"})
+	c.Check(got.Status.QueueInfo.EstimatedQueuePosition, Equals, 0)
+	eventually(c, 5*time.Second, func() (bool, string) {
+		evs := eventReasons(c, ns, "nightly")
+		return containsInOrder(evs, []string{
+			"Normal PhaseWaiting", "Normal EndedPhase", // waitForBackup
+			"Normal StartedPhase", "Normal EndedPhase", // syncStatus
+			"Normal StartedDeferPhase", "Normal EndedDeferPhase",
+			"Normal EndedAction",
+		}), joined(evs)
+	})
+
+	// After the plan: the mirror stays current (Velero later marks it failed
+	// in this made-up story).
+	completeBackup(c, s.oadp, wantName, velerov1.BackupPhasePartiallyFailed)
+	eventually(c, 10*time.Second, func() (bool, string) {
+		got = getNAB(c, nab)
+		return got.Status.VeleroBackup.Status.Phase == velerov1.BackupPhasePartiallyFailed, string(got.Status.VeleroBackup.Status.Phase)
+	})
+
+	// kubectl delete: the Velero Backup object goes, then the NAB.
+	c.Assert(testClient.Delete(ctx, nab), IsNil)
+	eventually(c, 10*time.Second, func() (bool, string) {
+		err := testClient.Get(ctx, client.ObjectKeyFromObject(nab), &v1alpha1.NonAdminBackup{})
+		return client.IgnoreNotFound(err) == nil && err != nil, fmt.Sprintf("get: %v", err)
+	})
+	c.Check(veleroBackupsOf(c, s.oadp, nacuuid), HasLen, 0)
+}
+
+func (s *ControllerSuite) TestInvalidBackupIsRefused(c *C) {
+	ctx := context.Background()
+	ns := createNamespace(c, "tenant")
+	for _, tc := range []struct {
+		name  string
+		spec  velerov1.BackupSpec
+		field string
+	}{
+		{"other-ns", velerov1.BackupSpec{IncludedNamespaces: []string{ns, "kube-system"}}, "spec.backupSpec.includedNamespaces"},
+		{"excluded-ns", velerov1.BackupSpec{ExcludedNamespaces: []string{"x"}}, "spec.backupSpec.excludedNamespaces"},
+		{"cluster", velerov1.BackupSpec{IncludeClusterResources: ptr(true)}, "spec.backupSpec.includeClusterResources"},
+		{"cluster-scoped", velerov1.BackupSpec{IncludedClusterScopedResources: []string{"nodes"}}, "spec.backupSpec.includedClusterScopedResources"},
+		{"vsl", velerov1.BackupSpec{VolumeSnapshotLocations: []string{"aws"}}, "spec.backupSpec.volumeSnapshotLocations"},
+		{"bsl", velerov1.BackupSpec{StorageLocation: "mine"}, "spec.backupSpec.storageLocation"},
+	} {
+		c.Assert(testClient.Create(ctx, newNAB(ns, tc.name, tc.spec)), IsNil)
+	}
+	// A valid NAB created alongside is still served.
+	valid := newNAB(ns, "valid", velerov1.BackupSpec{})
+	c.Assert(testClient.Create(ctx, valid), IsNil)
+
+	for _, tc := range []string{"other-ns", "excluded-ns", "cluster", "cluster-scoped", "vsl", "bsl"} {
+		nab := newNAB(ns, tc, velerov1.BackupSpec{})
+		var got *v1alpha1.NonAdminBackup
+		eventually(c, 10*time.Second, func() (bool, string) {
+			got = getNAB(c, nab)
+			return got.Status.Plan != nil && got.Status.Plan.State == v1alpha1.PlanFailed, fmt.Sprintf("%s: %+v", tc, got.Status.Plan)
+		})
+		cond := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionAccepted)
+		c.Assert(cond, NotNil)
+		c.Check(cond.Status, Equals, metav1.ConditionFalse)
+		c.Check(cond.Reason, Equals, v1alpha1.ReasonInvalidBackupSpec)
+		c.Check(got.Status.Phase, Equals, v1alpha1.NonAdminPhaseBackingOff)
+		c.Check(got.Status.VeleroBackup, IsNil)
+		c.Check(got.Status.Plan.Phase("validate").State, Equals, v1alpha1.PhaseFailed)
+		c.Check(got.Status.Plan.Phase("createBackup").State, Equals, v1alpha1.PhaseSkipped)
+		c.Check(got.Status.Plan.DeferPhase.State, Equals, v1alpha1.PhaseComplete)
+		c.Check(veleroBackupsOf(c, s.oadp, controllers.NACUUID(got.UID)), HasLen, 0)
+		eventually(c, 5*time.Second, func() (bool, string) {
+			evs := eventReasons(c, ns, tc)
+			return containsInOrder(evs, []string{"Warning PhaseFailed", "Warning ActionFailed"}), joined(evs)
+		})
+		c.Check(strings.HasPrefix(cond.Message, map[string]string{
+			"other-ns": "spec.backupSpec.includedNamespaces", "excluded-ns": "spec.backupSpec.excludedNamespaces",
+			"cluster": "spec.backupSpec.includeClusterResources", "cluster-scoped": "spec.backupSpec.includedClusterScopedResources",
+			"vsl": "spec.backupSpec.volumeSnapshotLocations", "bsl": "spec.backupSpec.storageLocation",
+		}[tc]), Equals, true, Commentf("%s: %s", tc, cond.Message))
+	}
+	eventually(c, 10*time.Second, func() (bool, string) {
+		got := getNAB(c, valid)
+		return got.Status.Phase == v1alpha1.NonAdminPhaseCreated, string(got.Status.Phase)
+	})
+}
+
+func (s *ControllerSuite) TestBackupSpecIsImmutable(c *C) {
+	ctx := context.Background()
+	ns := createNamespace(c, "tenant")
+	nab := newNAB(ns, "fixed", velerov1.BackupSpec{})
+	c.Assert(testClient.Create(ctx, nab), IsNil)
+	before := nab.DeepCopy()
+	nab.Spec.BackupSpec.IncludedNamespaces = []string{"kube-system"}
+	err := testClient.Patch(ctx, nab, client.MergeFrom(before))
+	c.Assert(err, ErrorMatches, `.*backupSpec is immutable.*`)
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// CrashSuite runs the reconciler by hand, without a manager, to stop it at an
+// exact instant.
+type CrashSuite struct{}
+
+var _ = Suite(&CrashSuite{})
+
+// reconciler returns a NonAdminBackupReconciler over cl that records events
+// in a fake recorder.
+func reconciler(c *C, cl client.Client, oadp string) *controllers.NonAdminBackupReconciler {
+	registry, err := phases.New(phases.Clients{Client: cl, APIReader: cl})
+	c.Assert(err, IsNil)
+	rec := record.NewFakeRecorder(1000)
+	return &controllers.NonAdminBackupReconciler{
+		Client: cl, Runner: &engine.Runner{Registry: registry, Recorder: rec}, Recorder: rec, OADPNamespace: oadp,
+	}
+}
+
+// TestCrashAfterCreateBeforeStatusWrite kills the controller between
+// creating the Velero Backup and the next status write (the status patch of
+// that reconcile never reaches the API server), then restarts it: exactly one
+// Velero Backup exists and the plan completes.
+func (s *CrashSuite) TestCrashAfterCreateBeforeStatusWrite(c *C) {
+	ctx := context.Background()
+	oadp, ns := createNamespace(c, "oadp"), createNamespace(c, "tenant")
+	nab := newNAB(ns, "crashy", velerov1.BackupSpec{})
+	c.Assert(testClient.Create(ctx, nab), IsNil)
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(nab)}
+
+	killed := errors.New("controller killed")
+	crashing := interceptor.NewClient(testClient, interceptor.Funcs{
+		SubResourcePatch: func(context.Context, client.Client, string, client.Object, client.Patch, ...client.SubResourcePatchOption) error {
+			return killed
+		},
+	})
+	_, err := reconciler(c, crashing, oadp).Reconcile(ctx, req)
+	c.Assert(errors.Is(err, killed), Equals, true, Commentf("%v", err))
+
+	got := getNAB(c, nab)
+	c.Check(got.Status.Plan, IsNil, Commentf("no status was written"))
+	nacuuid := controllers.NACUUID(got.UID)
+	c.Assert(veleroBackupsOf(c, oadp, nacuuid), HasLen, 1, Commentf("the Velero Backup was created before the crash"))
+
+	// Restart: a new reconciler with a working client.
+	r := reconciler(c, testClient, oadp)
+	res, err := r.Reconcile(ctx, req)
+	c.Assert(err, IsNil)
+	c.Check(res.RequeueAfter > 0, Equals, true)
+	got = getNAB(c, nab)
+	c.Check(got.Status.Plan.Phase("createBackup").Message, Matches, "Adopted Velero Backup .*")
+	c.Check(got.Status.Plan.Current, Equals, "waitForBackup: waiting")
+	backups := veleroBackupsOf(c, oadp, nacuuid)
+	c.Assert(backups, HasLen, 1)
+
+	completeBackup(c, oadp, backups[0].Name, velerov1.BackupPhaseCompleted)
+	_, err = r.Reconcile(ctx, req)
+	c.Assert(err, IsNil)
+	got = getNAB(c, nab)
+	c.Check(got.Status.Plan.State, Equals, v1alpha1.PlanComplete)
+	c.Check(got.Status.Plan.DeferPhase.State, Equals, v1alpha1.PhaseComplete)
+	c.Check(got.Status.VeleroBackup.Status.Phase, Equals, velerov1.BackupPhaseCompleted)
+	c.Check(veleroBackupsOf(c, oadp, nacuuid), HasLen, 1)
+}
+
+// TestForeignObjectIsNeverAdopted: an object already holding the Velero
+// Backup's name without this operation's label fails the phase and is left
+// untouched.
+func (s *CrashSuite) TestForeignObjectIsNeverAdopted(c *C) {
+	ctx := context.Background()
+	oadp, ns := createNamespace(c, "oadp"), createNamespace(c, "tenant")
+	nab := newNAB(ns, "squatted", velerov1.BackupSpec{})
+	c.Assert(testClient.Create(ctx, nab), IsNil)
+	got := getNAB(c, nab)
+	name := v1alpha1.NACObjectName(ns, "squatted", controllers.NACUUID(got.UID))
+	foreign := &velerov1.Backup{ObjectMeta: metav1.ObjectMeta{Namespace: oadp, Name: name, Labels: map[string]string{"owner": "someone-else"}}}
+	c.Assert(testClient.Create(ctx, foreign), IsNil)
+
+	_, err := reconciler(c, testClient, oadp).Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(nab)})
+	c.Assert(err, IsNil)
+	got = getNAB(c, nab)
+	c.Check(got.Status.Plan.State, Equals, v1alpha1.PlanFailed)
+	c.Check(got.Status.Plan.Phase("createBackup").Message, Matches, ".*exists but does not belong to this NonAdminBackup.*")
+	after := &velerov1.Backup{}
+	c.Assert(testClient.Get(ctx, client.ObjectKeyFromObject(foreign), after), IsNil)
+	c.Check(after.Labels, DeepEquals, map[string]string{"owner": "someone-else"})
+	c.Check(after.Spec.IncludedNamespaces, HasLen, 0)
+}

@@ -1,0 +1,132 @@
+package controllers_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vmware-tanzu/velero/config/crd/v1/crds"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	. "gopkg.in/check.v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/nacflow/nacflow/controllers"
+)
+
+// The control plane shared by every suite of this package: a real
+// kube-apiserver and etcd from bin/ (make builds them), with nacflow's and
+// Velero's CRDs.
+var (
+	testCfg    *rest.Config
+	testScheme *runtime.Scheme
+	testClient client.WithWatch
+)
+
+func Test(t *testing.T) {
+	logOut := io.Discard
+	if os.Getenv("NACFLOW_TEST_LOG") != "" {
+		logOut = os.Stderr
+	}
+	logf.SetLogger(zap.New(zap.WriteTo(logOut), zap.UseDevMode(true)))
+	assets := os.Getenv("NACFLOW_ASSETS")
+	if assets == "" {
+		assets = filepath.Join("..", "bin")
+	}
+	for _, bin := range []string{"kube-apiserver", "etcd"} {
+		if _, err := os.Stat(filepath.Join(assets, bin)); err != nil {
+			t.Fatalf("%s not found in %s: run the tests with `make test`, which builds it", bin, assets)
+		}
+	}
+	env := &envtest.Environment{
+		BinaryAssetsDirectory: assets,
+		CRDDirectoryPaths:     []string{filepath.Join("..", "config", "crd", "bases")},
+		CRDs:                  crds.CRDs,
+		ErrorIfCRDPathMissing: true,
+	}
+	var err error
+	if testCfg, err = env.Start(); err != nil {
+		t.Fatalf("starting the control plane: %v", err)
+	}
+	defer func() {
+		if err := env.Stop(); err != nil {
+			t.Errorf("stopping the control plane: %v", err)
+		}
+	}()
+	if testScheme, err = controllers.NewScheme(); err != nil {
+		t.Fatal(err)
+	}
+	if testClient, err = client.NewWithWatch(testCfg, client.Options{Scheme: testScheme}); err != nil {
+		t.Fatal(err)
+	}
+	TestingT(t)
+}
+
+// createNamespace creates a namespace with a unique name built from prefix.
+func createNamespace(c *C, prefix string) string {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}
+	c.Assert(testClient.Create(context.Background(), ns), IsNil)
+	return ns.Name
+}
+
+// eventually polls check every 100ms until it returns true or timeout
+// passes; then it fails the test with check's last message.
+func eventually(c *C, timeout time.Duration, check func() (bool, string)) {
+	deadline := time.Now().Add(timeout)
+	var msg string
+	for {
+		var ok bool
+		if ok, msg = check(); ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.Fatalf("not true after %s: %s", timeout, msg)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// eventReasons returns "Type Reason" of the events on the object named name
+// in namespace, oldest first.
+func eventReasons(c *C, namespace, name string) []string {
+	list := &corev1.EventList{}
+	c.Assert(testClient.List(context.Background(), list, client.InNamespace(namespace)), IsNil)
+	var evs []corev1.Event
+	for _, e := range list.Items {
+		if e.InvolvedObject.Name == name {
+			evs = append(evs, e)
+		}
+	}
+	// Event names are "<object>.<creation time in hex nanoseconds>": sorting
+	// by name sorts by creation, finer than the timestamps' seconds.
+	sort.Slice(evs, func(i, j int) bool { return evs[i].Name < evs[j].Name })
+	var out []string
+	for _, e := range evs {
+		out = append(out, fmt.Sprintf("%s %s", e.Type, e.Reason))
+	}
+	return out
+}
+
+// containsInOrder reports whether list holds all of want, in that order.
+func containsInOrder(list, want []string) bool {
+	i := 0
+	for _, e := range list {
+		if i < len(want) && e == want[i] {
+			i++
+		}
+	}
+	return i == len(want)
+}
+
+func joined(l []string) string { return strings.Join(l, ", ") }
