@@ -1,0 +1,52 @@
+package phases_test
+
+import (
+	"time"
+
+	. "gopkg.in/check.v1"
+
+	"github.com/nacflow/nacflow/blueprints"
+	"github.com/nacflow/nacflow/engine"
+	"github.com/nacflow/nacflow/phases"
+)
+
+type BuiltInSuite struct{}
+
+var _ = Suite(&BuiltInSuite{})
+
+// TestBuiltInsCompile: every action of every built-in blueprint compiles
+// against the real registry, and each phase's literal args decode strictly
+// into its function's arg struct.
+func (s *BuiltInSuite) TestBuiltInsCompile(c *C) {
+	reg, err := phases.New(phases.Clients{})
+	c.Assert(err, IsNil)
+	known := func(n string) bool { _, ok := reg.Get(n); return ok }
+	for _, name := range []string{blueprints.NonAdminBackup} {
+		bp, err := blueprints.BuiltIn(name)
+		c.Assert(err, IsNil)
+		c.Check(bp.Name, Equals, name)
+		c.Assert(bp.Spec.Actions, Not(HasLen), 0)
+		for action := range bp.Spec.Actions {
+			spec, err := blueprints.Action(bp, action)
+			c.Assert(err, IsNil)
+			_, err = engine.Compile(engine.Plan{Action: action, Blueprint: name, Spec: spec}, known, time.Now())
+			c.Check(err, IsNil, Commentf("%s/%s", name, action))
+		}
+	}
+	bp, err := blueprints.BuiltIn(blueprints.NonAdminBackup)
+	c.Assert(err, IsNil)
+	c.Check(bp.Spec.Kind, Equals, "NonAdminBackup")
+	backup := bp.Spec.Actions["backup"]
+	var funcs []string
+	for _, p := range backup.Phases {
+		funcs = append(funcs, p.Func)
+	}
+	c.Check(funcs, DeepEquals, []string{"ValidateBackupSpec", "CreateVeleroBackup", "WaitFor", "SyncStatus"})
+	c.Check(backup.Phases[2].Timeout.Duration, Equals, 4*time.Hour, Commentf("at least Velero's itemOperationTimeout"))
+	c.Check(backup.DeferPhase, NotNil)
+
+	_, err = blueprints.BuiltIn("nope")
+	c.Check(err, ErrorMatches, `no built-in blueprint "nope"`)
+	_, err = blueprints.Action(bp, "restore")
+	c.Check(err, ErrorMatches, `blueprint "nonadminbackup" has no action "restore"`)
+}

@@ -1,0 +1,239 @@
+// Package e2e drives nacflow the way README.md tells a newcomer to: the
+// local control plane of `make run` (bin/localcp) running the real nac
+// binary, and kubectl applying the examples.
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	. "gopkg.in/check.v1"
+)
+
+func Test(t *testing.T) { TestingT(t) }
+
+type E2ESuite struct {
+	root       string
+	kubeconfig string
+	cmd        *exec.Cmd
+	output     *syncBuffer
+	exited     chan error
+}
+
+var _ = Suite(&E2ESuite{})
+
+// syncBuffer collects the control plane's output for failure messages.
+type syncBuffer struct {
+	lines chan string
+	buf   bytes.Buffer
+}
+
+func (s *E2ESuite) SetUpSuite(c *C) {
+	if _, err := exec.LookPath("kubectl"); err != nil {
+		c.Fatalf("kubectl is not on PATH: %v", err)
+	}
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	c.Assert(err, IsNil)
+	s.root = root
+	assets := os.Getenv("NACFLOW_ASSETS")
+	if assets == "" {
+		assets = filepath.Join(root, "bin")
+	}
+	tmp := c.MkDir()
+	for _, b := range []struct{ out, pkg string }{{"nac", "./cmd/nac"}, {"localcp", "./hack/localcp"}} {
+		build := exec.Command("go", "build", "-o", filepath.Join(tmp, b.out), b.pkg)
+		build.Dir = root
+		out, err := build.CombinedOutput()
+		c.Assert(err, IsNil, Commentf("go build %s: %s", b.pkg, out))
+	}
+	s.kubeconfig = filepath.Join(tmp, "kubeconfig")
+	s.cmd = exec.Command(filepath.Join(tmp, "localcp"), "--assets", assets, "--dir", tmp, "--oadp-namespace", "openshift-adp",
+		"--", filepath.Join(tmp, "nac"), "--oadp-namespace", "openshift-adp", "--metrics-bind-address", "0",
+		"--health-probe-bind-address", "127.0.0.1:0")
+	s.cmd.Dir = root
+	pr, pw, err := os.Pipe()
+	c.Assert(err, IsNil)
+	s.cmd.Stdout, s.cmd.Stderr = pw, pw
+	c.Assert(s.cmd.Start(), IsNil)
+	pw.Close()
+	s.exited = make(chan error, 1)
+	go func() { s.exited <- s.cmd.Wait() }()
+
+	s.output = &syncBuffer{lines: make(chan string, 10000)}
+	ready := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(pr)
+		announced := false
+		for sc.Scan() {
+			line := sc.Text()
+			s.output.lines <- line
+			if !announced && strings.Contains(line, `"Starting workers"`) {
+				announced = true
+				close(ready)
+			}
+		}
+	}()
+	select {
+	case <-ready:
+	case err := <-s.exited:
+		c.Fatalf("localcp exited before the controller started: %v\n%s", err, s.drain())
+	case <-time.After(90 * time.Second):
+		c.Fatalf("the controller did not start within 90s:\n%s", s.drain())
+	}
+}
+
+// drain returns the output collected so far.
+func (s *E2ESuite) drain() string {
+	for {
+		select {
+		case l := <-s.output.lines:
+			s.output.buf.WriteString(l + "\n")
+		default:
+			return s.output.buf.String()
+		}
+	}
+}
+
+func (s *E2ESuite) TearDownSuite(c *C) {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return
+	}
+	// Ctrl-C, as a user of make run would.
+	c.Check(s.cmd.Process.Signal(syscall.SIGINT), IsNil)
+	select {
+	case err := <-s.exited:
+		c.Check(err, IsNil, Commentf("localcp should stop cleanly:\n%s", s.drain()))
+		c.Check(s.drain(), Matches, `(?s).*>> stopping the control plane.*`)
+	case <-time.After(60 * time.Second):
+		_ = s.cmd.Process.Kill()
+		c.Fatalf("localcp did not stop within 60s after SIGINT")
+	}
+}
+
+// kubectl runs kubectl against the local control plane from the repository
+// root, as README.md does, and returns its combined output.
+func (s *E2ESuite) kubectl(c *C, args ...string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "kubectl", args...)
+	cmd.Dir = s.root
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+s.kubeconfig)
+	out, err := cmd.CombinedOutput()
+	c.Assert(err, IsNil, Commentf("kubectl %s: %s", strings.Join(args, " "), out))
+	return string(out)
+}
+
+// kubectlIn is kubectl with stdin.
+func (s *E2ESuite) kubectlIn(c *C, stdin string, args ...string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "kubectl", args...)
+	cmd.Dir = s.root
+	cmd.Stdin = strings.NewReader(stdin)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+s.kubeconfig)
+	out, err := cmd.CombinedOutput()
+	c.Assert(err, IsNil, Commentf("kubectl %s: %s", strings.Join(args, " "), out))
+	return string(out)
+}
+
+// eventually retries check every 250ms for up to timeout.
+func eventually(c *C, timeout time.Duration, check func() (bool, string)) {
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, msg := check()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.Fatalf("not true after %s: %s", timeout, msg)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// inOrder reports whether every string of want appears in text, in order.
+func inOrder(text string, want ...string) bool {
+	for _, w := range want {
+		i := strings.Index(text, w)
+		if i < 0 {
+			return false
+		}
+		text = text[i+len(w):]
+	}
+	return true
+}
+
+func (s *E2ESuite) TestReadmeWalkthrough(c *C) {
+	c.Check(s.kubectl(c, "apply", "-f", "examples/nonadminbackup.yaml"), Matches, "nonadminbackup.oadp.openshift.io/sample created\n")
+
+	// Within 10 s a Velero Backup <ns>-<name>-<uuid> exists in openshift-adp.
+	var name string
+	eventually(c, 10*time.Second, func() (bool, string) {
+		out := s.kubectl(c, "get", "backups.velero.io", "-n", "openshift-adp",
+			"-l", "openshift.io/oadp=True,app.kubernetes.io/managed-by=oadp-nac-controller",
+			"-o", `jsonpath={range .items[?(@.metadata.annotations.openshift\.io/oadp-nab-origin-name=="sample")]}{.metadata.name}{end}`)
+		name = strings.TrimSpace(out)
+		return name != "", "no Velero Backup for sample yet"
+	})
+	c.Check(name, Matches, `demo-sample-[0-9a-f-]{36}`)
+	c.Check(len(name) <= 63, Equals, true)
+	c.Check(s.kubectl(c, "get", "backups.velero.io", "-n", "openshift-adp", name,
+		"-o", `jsonpath={.spec.includedNamespaces}|{.metadata.annotations.openshift\.io/oadp-nab-origin-name}|{.metadata.annotations.openshift\.io/oadp-nab-origin-namespace}`),
+		Equals, `["demo"]|sample|demo`)
+
+	eventually(c, 10*time.Second, func() (bool, string) {
+		out := s.kubectl(c, "get", "nab", "-n", "demo")
+		return inOrder(out, "NAME", "REQUEST-PHASE", "VELERO-PHASE", "PLAN", "PLAN-PHASE", "AGE",
+			"sample", "Created", "running", "waitForBackup: waiting"), out
+	})
+	describe := s.kubectl(c, "describe", "nab", "-n", "demo", "sample")
+	c.Check(inOrder(describe, "Events:",
+		"StartedAction", "StartedPhase", "validate", "EndedPhase", "validate",
+		"StartedPhase", "createBackup", "EndedPhase", "createBackup",
+		"StartedPhase", "waitForBackup", "PhaseWaiting", "waitForBackup"), Equals, true, Commentf(describe))
+
+	// Velero finishes the backup.
+	s.kubectl(c, "patch", "backups.velero.io", "-n", "openshift-adp", name, "--type", "merge", "-p", `{"status":{"phase":"Completed"}}`)
+	eventually(c, 10*time.Second, func() (bool, string) {
+		out := s.kubectl(c, "get", "nab", "-n", "demo", "sample",
+			"-o", "jsonpath={.status.veleroBackup.status.phase}|{.status.plan.state}|{.status.plan.deferPhase.state}")
+		return out == "Completed|complete|complete", out
+	})
+	eventually(c, 10*time.Second, func() (bool, string) {
+		d := s.kubectl(c, "describe", "nab", "-n", "demo", "sample")
+		return inOrder(d, "PhaseWaiting", "EndedPhase", "waitForBackup", "StartedPhase", "syncStatus", "EndedPhase", "syncStatus",
+			"StartedDeferPhase", "finalStatus", "EndedDeferPhase", "EndedAction"), d
+	})
+}
+
+func (s *E2ESuite) TestInvalidExample(c *C) {
+	s.kubectl(c, "apply", "-f", "examples/nonadminbackup-invalid.yaml")
+	eventually(c, 10*time.Second, func() (bool, string) {
+		out := s.kubectl(c, "get", "nab", "-n", "demo", "other-namespace",
+			"-o", `jsonpath={.status.phase}|{.status.conditions[?(@.type=="Accepted")].status}|{.status.conditions[?(@.type=="Accepted")].message}`)
+		return out == `BackingOff|False|spec.backupSpec.includedNamespaces can not contain namespaces other than: demo (found "openshift-adp")`, out
+	})
+	d := s.kubectl(c, "describe", "nab", "-n", "demo", "other-namespace")
+	c.Check(inOrder(d, "Warning", "PhaseFailed", "spec.backupSpec.includedNamespaces", "Warning", "ActionFailed"), Equals, true, Commentf(d))
+	uid := s.kubectl(c, "get", "nab", "-n", "demo", "other-namespace", "-o", "jsonpath={.metadata.uid}")
+	c.Check(uid, Not(Equals), "")
+	all := s.kubectl(c, "get", "backups.velero.io", "-n", "openshift-adp", "-o",
+		`jsonpath={range .items[*]}{.metadata.annotations.openshift\.io/oadp-nab-origin-name}{"\n"}{end}`)
+	c.Check(strings.Contains(all, "other-namespace"), Equals, false, Commentf("no Velero Backup for the invalid NAB: %s", all))
+
+	// The controller keeps serving other NABs.
+	s.kubectlIn(c, "apiVersion: oadp.openshift.io/v1alpha1\nkind: NonAdminBackup\nmetadata:\n  name: after-invalid\n  namespace: demo\nspec:\n  backupSpec: {}\n",
+		"apply", "-f", "-")
+	eventually(c, 10*time.Second, func() (bool, string) {
+		out := s.kubectl(c, "get", "nab", "-n", "demo", "after-invalid", "-o", "jsonpath={.status.phase}")
+		return out == "Created", out
+	})
+}
