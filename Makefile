@@ -60,8 +60,9 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code for the API types.
 	$(CONTROLLER_GEN) object paths=./api/...
 
 .PHONY: manifests
-manifests: $(CONTROLLER_GEN) ## Generate CRD YAML under config/crd/bases.
+manifests: $(CONTROLLER_GEN) ## Generate CRD YAML (config/crd/bases) and the controller's ClusterRole (config/rbac).
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
+	$(CONTROLLER_GEN) rbac:roleName=nacflow-manager paths=./controllers/... output:rbac:artifacts:config=config/rbac
 
 .PHONY: fmt
 fmt: ## gofmt the tree.

@@ -11,6 +11,9 @@ import (
 	"github.com/nacflow/nacflow/api/v1alpha1"
 )
 
+// RBAC the manager needs besides its reconcilers': leader election.
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+
 // NewScheme returns a scheme with the Kubernetes built-ins, Velero's kinds and
 // nacflow's. It returns an error only if a kind is registered twice.
 func NewScheme() (*runtime.Scheme, error) {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 
@@ -188,7 +189,9 @@ func (r *Runner) step(ctx context.Context, op *Operation, plan *nacv1alpha1.Plan
 			return Outcome{}, nil
 		}
 		ps.Message = bounded(fmt.Sprintf("attempt %d failed, retrying: %v", ps.Attempts, err))
-		r.event(obj, corev1.EventTypeWarning, EventPhaseRetrying, "Phase %s attempt %d failed: %v", ps.Name, ps.Attempts, err)
+		if !apierrors.IsConflict(err) { // conflicts are routine: never an event
+			r.event(obj, corev1.EventTypeWarning, EventPhaseRetrying, "Phase %s attempt %d failed: %v", ps.Name, ps.Attempts, err)
+		}
 		return Outcome{}, fmt.Errorf("phase %s: %w", ps.Name, err)
 	case res.Wait:
 		timeout := r.WaitTimeout

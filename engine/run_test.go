@@ -7,7 +7,9 @@ import (
 	"time"
 
 	. "gopkg.in/check.v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
@@ -326,4 +328,14 @@ func (s *RunSuite) TestBrokenBlueprintIsNotStarted(c *C) {
 func (s *RunSuite) TestRegistryRejectsDuplicates(c *C) {
 	_, err := engine.NewRegistry(&stepFunc{}, &stepFunc{})
 	c.Check(err, ErrorMatches, `phase function "Step" registered twice`)
+}
+
+func (s *RunSuite) TestConflictsAreNotEvents(c *C) {
+	s.fn.script["a"] = func(n int, _ *stepArgs) (engine.Result, error) {
+		return engine.Result{}, apierrors.NewConflict(schema.GroupResource{Resource: "backups"}, "x", errors.New("changed"))
+	}
+	_, err := s.runner.Run(context.Background(), s.request(c, nil))
+	c.Check(apierrors.IsConflict(err), Equals, true)
+	c.Check(s.events(), DeepEquals, []string{"Normal StartedAction", "Normal StartedPhase"})
+	c.Check(s.nab.Status.Plan.Phase("a").Attempts, Equals, int32(1))
 }
