@@ -107,6 +107,9 @@ func (r *Runner) Run(ctx context.Context, req Request) (Outcome, error) {
 	if plan.State == nacv1alpha1.PlanComplete || plan.State == nacv1alpha1.PlanFailed {
 		return Outcome{Finished: true}, nil
 	}
+	if err := consistent(plan); err != nil {
+		return Outcome{}, Terminal(err)
+	}
 	plan.State = nacv1alpha1.PlanRunning
 	op := &Operation{Object: obj, OADPNamespace: req.OADPNamespace, UUID: req.UUID}
 
@@ -151,6 +154,22 @@ func (r *Runner) Run(ctx context.Context, req Request) (Outcome, error) {
 		r.event(obj, corev1.EventTypeNormal, EventEndedAction, "Ended action %s", plan.Action)
 	}
 	return Outcome{Finished: true}, nil
+}
+
+// consistent checks that a recorded plan matches its own snapshot, so that a
+// damaged status can never make the runner index past the phases.
+func consistent(plan *nacv1alpha1.PlanStatus) error {
+	if plan.Spec == nil || len(plan.Spec.Phases) != len(plan.Phases) ||
+		(plan.Spec.DeferPhase == nil) != (plan.DeferPhase == nil) {
+		return fmt.Errorf("status.plan of action %q does not match its spec snapshot: the plan cannot be resumed", plan.Action)
+	}
+	for i := range plan.Phases {
+		if plan.Phases[i].Name != plan.Spec.Phases[i].Name {
+			return fmt.Errorf("status.plan.phases[%d] is %q but the spec snapshot says %q: the plan cannot be resumed",
+				i, plan.Phases[i].Name, plan.Spec.Phases[i].Name)
+		}
+	}
+	return nil
 }
 
 // step runs one phase once and records the transition in ps. It returns a

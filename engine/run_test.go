@@ -339,3 +339,13 @@ func (s *RunSuite) TestConflictsAreNotEvents(c *C) {
 	c.Check(s.events(), DeepEquals, []string{"Normal StartedAction", "Normal StartedPhase"})
 	c.Check(s.nab.Status.Plan.Phase("a").Attempts, Equals, int32(1))
 }
+
+func (s *RunSuite) TestDamagedPlanIsRefusedNotPanicking(c *C) {
+	s.fn.script["a"] = func(int, *stepArgs) (engine.Result, error) { return engine.Wait("x", time.Minute), nil }
+	_, err := s.runner.Run(context.Background(), s.request(c, nil))
+	c.Assert(err, IsNil)
+	s.nab.Status.Plan.Phases = s.nab.Status.Plan.Phases[:1] // a damaged status
+	_, err = s.runner.Run(context.Background(), s.request(c, nil))
+	c.Check(engine.IsTerminal(err), Equals, true)
+	c.Check(err, ErrorMatches, `status.plan of action "backup" does not match its spec snapshot: the plan cannot be resumed`)
+}
