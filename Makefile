@@ -89,7 +89,7 @@ verify-generated: generate manifests ## Fail when generated files are out of dat
 .PHONY: run
 run: $(KUBE_APISERVER) $(ETCD) build ## Start a local control plane with CRDs and run the controller in the foreground.
 	$(LOCALCP) --assets $(BIN) --dir $(LOCAL) --oadp-namespace $(OADP_NAMESPACE) -- \
-		$(NAC) --oadp-namespace $(OADP_NAMESPACE) --metrics-bind-address 127.0.0.1:8080 --health-probe-bind-address 127.0.0.1:8081
+		$(NAC) --oadp-namespace $(OADP_NAMESPACE) --metrics-bind-address 127.0.0.1:8090 --health-probe-bind-address 127.0.0.1:8091
 
 .PHONY: clean
 clean: ## Remove build output and the local control plane's state (keeps the cached tools).

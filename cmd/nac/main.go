@@ -36,9 +36,9 @@ func main() {
 		"Namespace where Velero runs and where nacflow creates Velero objects (the OADP namespace). Default: $"+namespaceEnvVar+".")
 	flag.DurationVar(&o.waitTimeout, "wait-timeout", engine.DefaultWaitTimeout,
 		"Default timeout of a blueprint wait phase that sets no timeout of its own (Go duration, e.g. 10m).")
-	flag.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080",
-		"Address the Prometheus metrics endpoint binds to; \"0\" disables it.")
-	flag.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081",
+	flag.StringVar(&o.metricsAddr, "metrics-bind-address", ":8090",
+		"Address the Prometheus metrics endpoint binds to; \"0\" disables it. Not 8080: Velero's own metrics bind :8080 wherever it runs.")
+	flag.StringVar(&o.probeAddr, "health-probe-bind-address", ":8091",
 		"Address the /healthz and /readyz probes bind to.")
 	flag.BoolVar(&o.leaderElect, "leader-elect", false,
 		"Elect a leader (a Lease in the OADP namespace) so that only one replica reconciles.")
