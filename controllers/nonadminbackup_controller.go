@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
@@ -61,7 +62,14 @@ type NonAdminBackupReconciler struct {
 	Recorder record.EventRecorder
 	// OADPNamespace is where Velero runs and Velero Backups are made.
 	OADPNamespace string
+
+	reads readTracker
 }
+
+// staleRecheck is how soon a reconcile that found its cache behind its own
+// last write looks again. Status patches do not wake the controller (they do
+// not change metadata.generation), so it must requeue itself.
+const staleRecheck = 100 * time.Millisecond
 
 // +kubebuilder:rbac:groups=oadp.openshift.io,resources=nonadminbackups,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=oadp.openshift.io,resources=nonadminbackups/status;nonadminbackups/finalizers,verbs=get;update;patch
@@ -75,8 +83,20 @@ type NonAdminBackupReconciler struct {
 func (r *NonAdminBackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, err error) {
 	nab := &v1alpha1.NonAdminBackup{}
 	if err := r.Client.Get(ctx, req.NamespacedName, nab); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.reads.forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	readRV := nab.ResourceVersion
+	if r.reads.isStale(req.NamespacedName, readRV) {
+		return ctrl.Result{RequeueAfter: staleRecheck}, nil
+	}
+	defer func() {
+		if nab.ResourceVersion != readRV {
+			r.reads.wrote(req.NamespacedName, readRV)
+		}
+	}()
 	if !nab.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, r.reconcileDelete(ctx, nab)
 	}

@@ -174,6 +174,12 @@ func (s *ControllerSuite) TestValidBackupLifecycle(c *C) {
 		}), joined(evs)
 	})
 
+	// The plan ran once: no reconcile acted on a cache older than its own
+	// status write.
+	evs := eventReasons(c, ns, "nightly")
+	c.Check(count(evs, "Normal StartedAction"), Equals, 1, Commentf(joined(evs)))
+	c.Check(count(evs, "Normal StartedPhase"), Equals, 4, Commentf(joined(evs)))
+
 	// After the plan: the mirror stays current (Velero later marks it failed
 	// in this made-up story).
 	completeBackup(c, s.oadp, wantName, velerov1.BackupPhasePartiallyFailed)
@@ -257,6 +263,16 @@ func (s *ControllerSuite) TestBackupSpecIsImmutable(c *C) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func count(list []string, s string) int {
+	n := 0
+	for _, e := range list {
+		if e == s {
+			n++
+		}
+	}
+	return n
+}
 
 // CrashSuite runs the reconciler by hand, without a manager, to stop it at an
 // exact instant.

@@ -1,0 +1,27 @@
+package controllers
+
+import (
+	. "gopkg.in/check.v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// TrackerSuite runs from the package's single gocheck entry point, Test in
+// suite_test.go (a second one would run every suite twice).
+
+type TrackerSuite struct{}
+
+var _ = Suite(&TrackerSuite{})
+
+func (s *TrackerSuite) TestReadTracker(c *C) {
+	var t readTracker
+	key := types.NamespacedName{Namespace: "ns", Name: "nab"}
+	c.Check(t.isStale(key, "10"), Equals, false, Commentf("nothing written yet"))
+	t.wrote(key, "10")
+	c.Check(t.isStale(key, "10"), Equals, true, Commentf("the cache still holds the version read before the write"))
+	c.Check(t.isStale(key, "10"), Equals, true, Commentf("still behind"))
+	c.Check(t.isStale(key, "12"), Equals, false, Commentf("the cache caught up"))
+	c.Check(t.isStale(key, "10"), Equals, false, Commentf("the record is cleared once the cache caught up"))
+	t.wrote(key, "12")
+	t.forget(key)
+	c.Check(t.isStale(key, "12"), Equals, false)
+}
