@@ -15,12 +15,21 @@ GO           ?= go
 KUBE_VERSION      ?= v1.33.13
 KUBE_MINOR        := $(word 2,$(subst ., ,$(KUBE_VERSION)))
 CONTROLLER_TOOLS_VERSION ?= v0.18.0
+# Velero is built from the version go.mod requires (hack/velero/go.mod pins it).
+VELERO_VERSION    := $(shell awk '$$1=="github.com/vmware-tanzu/velero" {print $$2}' go.mod)
+AWS_PLUGIN_VERSION ?= v1.14.3
+GOFAKES3_VERSION  ?= v1.2.0
 OADP_NAMESPACE    ?= openshift-adp
+# make run WITH_VELERO=false: control plane and controller only.
+WITH_VELERO       ?= true
 TEST_TIMEOUT      ?= 15m
 
 KUBE_APISERVER  := $(BIN)/kube-apiserver
 ETCD            := $(BIN)/etcd
 CONTROLLER_GEN  := $(BIN)/controller-gen
+VELERO          := $(BIN)/velero
+AWS_PLUGIN      := $(BIN)/plugins/velero-plugin-for-aws
+GOFAKES3        := $(BIN)/gofakes3
 NAC             := $(BIN)/nac
 LOCALCP         := $(BIN)/localcp
 
@@ -34,7 +43,7 @@ KUBE_LDFLAGS := -s -w \
 
 .PHONY: help
 help: ## Show the targets.
-	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
+	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
 
 ##@ Tools (built once, cached in bin/)
 
@@ -50,8 +59,24 @@ $(CONTROLLER_GEN):
 	@echo ">> installing controller-gen $(CONTROLLER_TOOLS_VERSION)"
 	GOBIN=$(BIN) $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
 
+$(VELERO):
+	@echo ">> building the Velero server $(VELERO_VERSION) from the Go module proxy (first time: about 5 minutes; cached in bin/)"
+	@grep -q "github.com/vmware-tanzu/velero $(VELERO_VERSION)" hack/velero/go.mod || { echo "hack/velero/go.mod does not pin velero $(VELERO_VERSION) like go.mod"; exit 1; }
+	cd hack/velero && $(GO) build -o $@ github.com/vmware-tanzu/velero/cmd/velero
+
+$(AWS_PLUGIN):
+	@echo ">> installing velero-plugin-for-aws $(AWS_PLUGIN_VERSION)"
+	GOBIN=$(BIN)/plugins $(GO) install github.com/vmware-tanzu/velero-plugin-for-aws/velero-plugin-for-aws@$(AWS_PLUGIN_VERSION)
+
+$(GOFAKES3):
+	@echo ">> installing the S3-compatible object store gofakes3 $(GOFAKES3_VERSION)"
+	GOBIN=$(BIN) $(GO) install github.com/johannesboyne/gofakes3/cmd/gofakes3@$(GOFAKES3_VERSION)
+
+CONTROL_PLANE := $(KUBE_APISERVER) $(ETCD)
+VELERO_STACK  := $(VELERO) $(AWS_PLUGIN) $(GOFAKES3)
+
 .PHONY: tools
-tools: $(KUBE_APISERVER) $(ETCD) $(CONTROLLER_GEN) ## Build the control plane and controller-gen if missing.
+tools: $(CONTROL_PLANE) $(VELERO_STACK) $(CONTROLLER_GEN) ## Build every tool that is missing: control plane, Velero stack, controller-gen.
 
 ##@ Development
 
@@ -77,18 +102,37 @@ build: ## Build bin/nac and bin/localcp.
 	$(GO) build -o $(NAC) ./cmd/nac
 	$(GO) build -o $(LOCALCP) ./hack/localcp
 
-.PHONY: test
-test: $(KUBE_APISERVER) $(ETCD) vet ## Unit and integration tests against a real kube-apiserver + etcd.
+UNIT_PKGS        := ./api/... ./engine/... ./phases/... ./blueprints/...
+INTEGRATION_PKGS := ./controllers/...
+E2E_PKGS         := ./test/e2e/...
+
+.PHONY: lint
+lint: vet ## gofmt check and go vet.
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
+
+.PHONY: test
+test: $(CONTROL_PLANE) $(VELERO_STACK) lint ## All tests: unit, integration (real kube-apiserver + etcd) and e2e (plus real Velero and object store).
 	NACFLOW_ASSETS=$(BIN) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+
+.PHONY: test-unit
+test-unit: ## Unit tests only (no control plane).
+	$(GO) test -count=1 $(UNIT_PKGS)
+
+.PHONY: test-integration
+test-integration: $(CONTROL_PLANE) ## Integration tests against a real kube-apiserver + etcd.
+	NACFLOW_ASSETS=$(BIN) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(INTEGRATION_PKGS)
+
+.PHONY: test-e2e
+test-e2e: $(CONTROL_PLANE) $(VELERO_STACK) ## End-to-end tests: the make-run stack with a real Velero server, driven by kubectl.
+	NACFLOW_ASSETS=$(BIN) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -v $(E2E_PKGS)
 
 .PHONY: verify-generated
 verify-generated: generate manifests ## Fail when generated files are out of date.
 	@git diff --exit-code -- api config || { echo "generated files are stale: run 'make generate manifests' and commit"; exit 1; }
 
 .PHONY: run
-run: $(KUBE_APISERVER) $(ETCD) build ## Start a local control plane with CRDs and run the controller in the foreground.
-	$(LOCALCP) --assets $(BIN) --dir $(LOCAL) --oadp-namespace $(OADP_NAMESPACE) -- \
+run: $(CONTROL_PLANE) $(VELERO_STACK) build ## Local control plane, object store, Velero and CRDs; the controller in the foreground.
+	$(LOCALCP) --assets $(BIN) --dir $(LOCAL) --oadp-namespace $(OADP_NAMESPACE) --velero=$(WITH_VELERO) -- \
 		$(NAC) --oadp-namespace $(OADP_NAMESPACE) --metrics-bind-address 127.0.0.1:8090 --health-probe-bind-address 127.0.0.1:8091
 
 .PHONY: clean

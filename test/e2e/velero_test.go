@@ -1,0 +1,144 @@
+package e2e
+
+import (
+	"compress/gzip"
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	. "gopkg.in/check.v1"
+)
+
+// s3URL returns the object store's URL from the default BSL.
+func (s *E2ESuite) s3URL(c *C) string {
+	u := s.kubectl(c, "get", "backupstoragelocations.velero.io", "-n", "openshift-adp", "default", "-o", "jsonpath={.spec.config.s3Url}")
+	c.Assert(u, Matches, `http://127\.0\.0\.1:[0-9]+`)
+	return u
+}
+
+// bucketKeys lists the keys under prefix in the velero bucket (S3
+// ListObjects over plain HTTP; the local store checks no signatures).
+func (s *E2ESuite) bucketKeys(c *C, prefix string) []string {
+	resp, err := http.Get(s.s3URL(c) + "/velero?prefix=" + url.QueryEscape(prefix))
+	c.Assert(err, IsNil)
+	defer resp.Body.Close()
+	c.Assert(resp.StatusCode, Equals, http.StatusOK)
+	var list struct {
+		Contents []struct {
+			Key string `xml:"Key"`
+		} `xml:"Contents"`
+	}
+	c.Assert(xml.NewDecoder(resp.Body).Decode(&list), IsNil)
+	var keys []string
+	for _, o := range list.Contents {
+		keys = append(keys, o.Key)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// resourceList reads Velero's <backup>-resource-list.json.gz from the bucket:
+// group-resource → ["namespace/name", ...].
+func (s *E2ESuite) resourceList(c *C, backup string) map[string][]string {
+	resp, err := http.Get(fmt.Sprintf("%s/velero/backups/%s/%s-resource-list.json.gz", s.s3URL(c), backup, backup))
+	c.Assert(err, IsNil)
+	defer resp.Body.Close()
+	c.Assert(resp.StatusCode, Equals, http.StatusOK)
+	gz, err := gzip.NewReader(resp.Body)
+	c.Assert(err, IsNil)
+	raw, err := io.ReadAll(gz)
+	c.Assert(err, IsNil)
+	list := map[string][]string{}
+	c.Assert(json.Unmarshal(raw, &list), IsNil)
+	return list
+}
+
+const tenantResources = `apiVersion: v1
+kind: ConfigMap
+metadata: {name: app-config, namespace: %[1]s}
+data: {greeting: hello-from-%[1]s}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: app-secret, namespace: %[1]s}
+stringData: {password: s3cr3t-%[1]s}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: app, namespace: %[1]s}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: app}}
+  template:
+    metadata: {labels: {app: app}}
+    spec:
+      containers: [{name: app, image: registry.example/app:1}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: app, namespace: %[1]s}
+spec:
+  selector: {app: app}
+  ports: [{port: 80}]
+`
+
+// TestTenantBackupWithRealVelero backs up a tenant namespace holding a
+// ConfigMap, a Secret, a Deployment and a Service with the real Velero
+// server, and checks what reached the bucket: the tenant's resources, and
+// nothing of a second tenant's.
+func (s *E2ESuite) TestTenantBackupWithRealVelero(c *C) {
+	for _, ns := range []string{"tenant-a", "tenant-b"} {
+		s.kubectl(c, "create", "namespace", ns)
+		s.kubectlIn(c, fmt.Sprintf(tenantResources, ns), "apply", "-f", "-")
+	}
+	s.kubectlIn(c, "apiVersion: oadp.openshift.io/v1alpha1\nkind: NonAdminBackup\nmetadata:\n  name: full\n  namespace: tenant-a\nspec:\n  backupSpec:\n    snapshotVolumes: false\n",
+		"apply", "-f", "-")
+
+	var out string
+	eventually(c, 2*time.Minute, func() (bool, string) {
+		out = s.kubectl(c, "get", "nab", "-n", "tenant-a", "full", "-o",
+			"jsonpath={.status.veleroBackup.status.phase}|{.status.plan.state}|{.status.veleroBackup.status.progress.itemsBackedUp}|{.status.veleroBackup.status.progress.totalItems}|{.status.veleroBackup.name}")
+		return strings.HasPrefix(out, "Completed|complete|"), out
+	})
+	f := strings.Split(out, "|")
+	backedUp, _ := strconv.Atoi(f[2])
+	total, _ := strconv.Atoi(f[3])
+	c.Check(backedUp > 0, Equals, true, Commentf(out))
+	c.Check(backedUp, Equals, total, Commentf("the NAB mirrors Velero's progress: %s", out))
+	name := f[4]
+
+	keys := s.bucketKeys(c, "backups/"+name+"/")
+	for _, want := range []string{name + ".tar.gz", "velero-backup.json", name + "-resource-list.json.gz", name + "-logs.gz"} {
+		c.Check(contains(keys, "backups/"+name+"/"+want), Equals, true, Commentf("%s in %v", want, keys))
+	}
+
+	list := s.resourceList(c, name)
+	for gr, item := range map[string]string{
+		"v1/ConfigMap": "tenant-a/app-config", "v1/Secret": "tenant-a/app-secret",
+		"apps/v1/Deployment": "tenant-a/app", "v1/Service": "tenant-a/app",
+	} {
+		c.Check(contains(list[gr], item), Equals, true, Commentf("%s %s in %v", gr, item, list[gr]))
+	}
+	for gr, items := range list {
+		for _, item := range items {
+			c.Check(strings.HasPrefix(item, "tenant-b/") || item == "tenant-b", Equals, false, Commentf("%s %s of another tenant in the backup", gr, item))
+			c.Check(strings.Contains(gr, "oadp.openshift.io"), Equals, false, Commentf("NAC kind %s in the backup", gr))
+		}
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, e := range list {
+		if e == s {
+			return true
+		}
+	}
+	return false
+}
