@@ -23,6 +23,7 @@ func Test(t *testing.T) { TestingT(t) }
 
 type E2ESuite struct {
 	root       string
+	dir        string // localcp's --dir: kubeconfig and logs
 	kubeconfig string
 	cmd        *exec.Cmd
 	output     *syncBuffer
@@ -55,6 +56,7 @@ func (s *E2ESuite) SetUpSuite(c *C) {
 		out, err := build.CombinedOutput()
 		c.Assert(err, IsNil, Commentf("go build %s: %s", b.pkg, out))
 	}
+	s.dir = tmp
 	s.kubeconfig = filepath.Join(tmp, "kubeconfig")
 	s.cmd = exec.Command(filepath.Join(tmp, "localcp"), "--assets", assets, "--dir", tmp, "--oadp-namespace", "openshift-adp",
 		"--", filepath.Join(tmp, "nac"), "--oadp-namespace", "openshift-adp", "--metrics-bind-address", "0",

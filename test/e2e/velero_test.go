@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"archive/tar"
 	"compress/gzip"
 	"encoding/json"
 	"encoding/xml"
@@ -8,6 +9,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -58,6 +61,39 @@ func (s *E2ESuite) resourceList(c *C, backup string) map[string][]string {
 	list := map[string][]string{}
 	c.Assert(json.Unmarshal(raw, &list), IsNil)
 	return list
+}
+
+// backupItem returns the file at path inside the backup's tarball.
+func (s *E2ESuite) backupItem(c *C, backup, path string) string {
+	resp, err := http.Get(fmt.Sprintf("%s/velero/backups/%s/%s.tar.gz", s.s3URL(c), backup, backup))
+	c.Assert(err, IsNil)
+	defer resp.Body.Close()
+	c.Assert(resp.StatusCode, Equals, http.StatusOK)
+	gz, err := gzip.NewReader(resp.Body)
+	c.Assert(err, IsNil)
+	tr := tar.NewReader(gz)
+	var names []string
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		c.Assert(err, IsNil)
+		names = append(names, h.Name)
+		if h.Name == path {
+			data, err := io.ReadAll(tr)
+			c.Assert(err, IsNil)
+			return string(data)
+		}
+	}
+	c.Fatalf("%s not in backup %s: %v", path, backup, names)
+	return ""
+}
+
+// veleroLogMentions reports whether the Velero server's log names backup.
+func (s *E2ESuite) veleroLogMentions(backup string) bool {
+	data, err := os.ReadFile(filepath.Join(s.dir, "velero.log"))
+	return err == nil && strings.Contains(string(data), backup)
 }
 
 const tenantResources = `apiVersion: v1
@@ -118,6 +154,13 @@ func (s *E2ESuite) TestTenantBackupWithRealVelero(c *C) {
 	for _, want := range []string{name + ".tar.gz", "velero-backup.json", name + "-resource-list.json.gz", name + "-logs.gz"} {
 		c.Check(contains(keys, "backups/"+name+"/"+want), Equals, true, Commentf("%s in %v", want, keys))
 	}
+
+	// The data, not only the names: the ConfigMap as Velero stored it.
+	cm := s.backupItem(c, name, "resources/configmaps/namespaces/tenant-a/app-config.json")
+	c.Check(cm, Matches, `(?s).*"greeting":\s*"hello-from-tenant-a".*`)
+
+	// Velero's own log tells of the backup.
+	c.Check(s.veleroLogMentions(name), Equals, true, Commentf("velero.log should mention %s", name))
 
 	list := s.resourceList(c, name)
 	for gr, item := range map[string]string{
