@@ -17,7 +17,7 @@ var builtinFS embed.FS
 // Built-in blueprint names, one per NAC kind.
 const (
 	// NonAdminBackup is the built-in blueprint of NonAdminBackup: actions
-	// backup.
+	// backup, delete (spec.deleteBackup: true) and finalize (kubectl delete).
 	NonAdminBackup = "nonadminbackup"
 )
 

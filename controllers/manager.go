@@ -34,7 +34,8 @@ func CacheOptions(oadpNamespace string) cache.Options {
 	oadpOnly := map[string]cache.Config{oadpNamespace: {}}
 	return cache.Options{
 		ByObject: map[client.Object]cache.ByObject{
-			&velerov1.Backup{}: {Namespaces: oadpOnly, Label: nacSelector},
+			&velerov1.Backup{}:              {Namespaces: oadpOnly, Label: nacSelector},
+			&velerov1.DeleteBackupRequest{}: {Namespaces: oadpOnly, Label: nacSelector},
 		},
 	}
 }

@@ -13,6 +13,8 @@ import (
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -33,6 +35,11 @@ import (
 const (
 	// ActionBackup makes the Velero Backup of a new NonAdminBackup.
 	ActionBackup = "backup"
+	// ActionDelete deletes the backup and its data (spec.deleteBackup: true).
+	ActionDelete = "delete"
+	// ActionFinalize removes the Velero objects of a deleted NonAdminBackup,
+	// keeping the data (kubectl delete).
+	ActionFinalize = "finalize"
 )
 
 // EventBlueprintInvalid is the Warning event reason when the blueprint action
@@ -56,6 +63,9 @@ func NACUUID(uid types.UID) string {
 type NonAdminBackupReconciler struct {
 	// Client reads through the cache and writes to the API server.
 	Client client.Client
+	// APIReader reads straight from the API server, to confirm that an
+	// object missing from the cache is really gone.
+	APIReader client.Reader
 	// Runner runs the phase plans.
 	Runner *engine.Runner
 	// Recorder emits events on NonAdminBackups.
@@ -71,16 +81,18 @@ type NonAdminBackupReconciler struct {
 // not change metadata.generation), so it must requeue itself.
 const staleRecheck = 100 * time.Millisecond
 
-// +kubebuilder:rbac:groups=oadp.openshift.io,resources=nonadminbackups,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=oadp.openshift.io,resources=nonadminbackups,verbs=get;list;watch;update;patch;delete
 // +kubebuilder:rbac:groups=oadp.openshift.io,resources=nonadminbackups/status;nonadminbackups/finalizers,verbs=get;update;patch
-// +kubebuilder:rbac:groups=velero.io,resources=backups,verbs=get;list;watch;create;delete;deletecollection
+// +kubebuilder:rbac:groups=velero.io,resources=backups;deletebackuprequests,verbs=get;list;watch;create;delete;deletecollection
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
-// Reconcile moves one NonAdminBackup forward: deletion goes to its own path;
-// otherwise the finalizer is added (the first write), the backup action runs
-// as far as it can, and the Velero Backup's status is mirrored. Status is
-// written once, with a patch, on the way out.
-func (r *NonAdminBackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, err error) {
+// Reconcile moves one NonAdminBackup forward. It picks the blueprint action
+// the object's state calls for — finalize once it is being deleted, delete
+// when spec.deleteBackup is true, backup otherwise — adds the finalizer
+// first (the first write), runs the action as far as it can, mirrors the
+// Velero Backup, and writes status once, with a patch. When delete or
+// finalize has completed it deletes the NAB or removes the finalizer.
+func (r *NonAdminBackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	nab := &v1alpha1.NonAdminBackup{}
 	if err := r.Client.Get(ctx, req.NamespacedName, nab); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -97,10 +109,12 @@ func (r *NonAdminBackupReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 			r.reads.wrote(req.NamespacedName, readRV)
 		}
 	}()
-	if !nab.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, r.reconcileDelete(ctx, nab)
-	}
+
+	deleting := !nab.DeletionTimestamp.IsZero()
 	if !controllerutil.ContainsFinalizer(nab, v1alpha1.NonAdminBackupFinalizer) {
+		if deleting {
+			return ctrl.Result{}, nil
+		}
 		before := nab.DeepCopy()
 		controllerutil.AddFinalizer(nab, v1alpha1.NonAdminBackupFinalizer)
 		if err := r.Client.Patch(ctx, nab, client.MergeFrom(before)); err != nil {
@@ -108,42 +122,81 @@ func (r *NonAdminBackupReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		}
 	}
 
+	action := actionFor(nab)
 	before := nab.DeepCopy()
-	defer func() {
-		if err == nil {
-			nab.Status.ObservedGeneration = nab.Generation
+	result, finished, err := r.runAction(ctx, nab, action)
+	if err == nil {
+		nab.Status.ObservedGeneration = nab.Generation
+	}
+	if perr := engine.PatchStatus(ctx, r.Client, nab, before); perr != nil {
+		return ctrl.Result{}, errors.Join(err, perr)
+	}
+	if err != nil || !finished {
+		return result, err
+	}
+	complete := nab.Status.Plan != nil && nab.Status.Plan.State == v1alpha1.PlanComplete
+	switch {
+	case action == ActionDelete && !deleting && complete:
+		// Velero removed the backup: now the NAB itself goes (OADP NAC).
+		if err := r.Client.Delete(ctx, nab); client.IgnoreNotFound(err) != nil {
+			return ctrl.Result{}, fmt.Errorf("deleting %s after its backup was deleted: %w", req.NamespacedName, err)
 		}
-		if perr := engine.PatchStatus(ctx, r.Client, nab, before); perr != nil {
-			err = errors.Join(err, perr)
+	case deleting:
+		before := nab.DeepCopy()
+		controllerutil.RemoveFinalizer(nab, v1alpha1.NonAdminBackupFinalizer)
+		if err := r.Client.Patch(ctx, nab, client.MergeFrom(before)); client.IgnoreNotFound(err) != nil {
+			return ctrl.Result{}, fmt.Errorf("removing finalizer of %s: %w", req.NamespacedName, err)
 		}
-	}()
-	return r.reconcileBackup(ctx, nab)
+		log.FromContext(ctx).Info("NonAdminBackup finalized", "action", nab.Status.Plan.Action)
+	}
+	return result, nil
 }
 
-// reconcileBackup runs the backup action and keeps status.veleroBackup current.
-func (r *NonAdminBackupReconciler) reconcileBackup(ctx context.Context, nab *v1alpha1.NonAdminBackup) (ctrl.Result, error) {
+// actionFor returns the blueprint action nab's state calls for. A NAB being
+// deleted after its delete action completed needs nothing more than its
+// finalizer removed: that is the completed delete action itself.
+func actionFor(nab *v1alpha1.NonAdminBackup) string {
+	p := nab.Status.Plan
+	deleteDone := p != nil && p.Action == ActionDelete && p.State == v1alpha1.PlanComplete
+	switch {
+	case !nab.DeletionTimestamp.IsZero() && deleteDone:
+		return ActionDelete
+	case !nab.DeletionTimestamp.IsZero():
+		return ActionFinalize
+	case nab.Spec.DeleteBackup:
+		return ActionDelete
+	default:
+		return ActionBackup
+	}
+}
+
+// runAction runs action and, for backup, keeps status.veleroBackup current.
+// finished is true once the plan (deferPhase included) has ended.
+func (r *NonAdminBackupReconciler) runAction(ctx context.Context, nab *v1alpha1.NonAdminBackup, action string) (ctrl.Result, bool, error) {
 	if nab.Status.Phase == "" {
 		nab.Status.Phase = v1alpha1.NonAdminPhaseNew
 	}
-	plan, err := r.resolve(ActionBackup)
+	plan, err := r.resolve(action)
 	if err != nil {
 		r.Recorder.Event(nab, corev1.EventTypeWarning, EventBlueprintInvalid, err.Error())
-		return ctrl.Result{}, reconcile.TerminalError(err)
+		return ctrl.Result{}, false, reconcile.TerminalError(err)
 	}
 	out, err := r.Runner.Run(ctx, engine.Request{
 		Object: nab, Plan: plan, UUID: r.nacuuid(nab), OADPNamespace: r.OADPNamespace,
 	})
 	if engine.IsTerminal(err) {
 		r.Recorder.Event(nab, corev1.EventTypeWarning, EventBlueprintInvalid, err.Error())
-		return ctrl.Result{}, reconcile.TerminalError(err)
+		return ctrl.Result{}, false, reconcile.TerminalError(err)
 	}
 	if err != nil {
-		return ctrl.Result{}, err
+		return ctrl.Result{}, false, err
 	}
-	if err := r.mirror(ctx, nab); err != nil {
-		return ctrl.Result{}, err
+	if action == ActionBackup {
+		if err := r.mirror(ctx, nab, out.Finished); err != nil {
+			return ctrl.Result{}, false, err
+		}
 	}
-	return ctrl.Result{RequeueAfter: out.RequeueAfter}, nil
+	return ctrl.Result{RequeueAfter: out.RequeueAfter}, out.Finished, nil
 }
 
 // resolve returns the blueprint action to run. Today that is always the
@@ -170,53 +223,50 @@ func (r *NonAdminBackupReconciler) nacuuid(nab *v1alpha1.NonAdminBackup) string 
 }
 
 // mirror copies the linked Velero Backup's spec and status into the NAB, so
-// status.veleroBackup stays current while and after the plan runs.
-func (r *NonAdminBackupReconciler) mirror(ctx context.Context, nab *v1alpha1.NonAdminBackup) error {
+// status.veleroBackup stays current while and after the plan runs. Once the
+// plan has ended, a Velero Backup that is gone from the API server (deleted
+// outside nacflow) turns the NAB BackingOff with a message saying so.
+func (r *NonAdminBackupReconciler) mirror(ctx context.Context, nab *v1alpha1.NonAdminBackup, planEnded bool) error {
 	vb := nab.Status.VeleroBackup
 	if vb == nil || vb.Name == "" {
 		return nil
 	}
+	key := client.ObjectKey{Namespace: r.OADPNamespace, Name: vb.Name}
 	b := &velerov1.Backup{}
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.OADPNamespace, Name: vb.Name}, b)
+	err := r.Client.Get(ctx, key, b)
+	if apierrors.IsNotFound(err) && planEnded {
+		err = r.APIReader.Get(ctx, key, b) // the cache may lag; the API server decides
+		if apierrors.IsNotFound(err) {
+			nab.Status.Phase = v1alpha1.NonAdminPhaseBackingOff
+			meta.SetStatusCondition(&nab.Status.Conditions, metav1.Condition{
+				Type: v1alpha1.ConditionQueued, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonVeleroBackupNotFound,
+				Message:            fmt.Sprintf("Velero Backup %s no longer exists in %s: it was deleted outside nacflow", vb.Name, r.OADPNamespace),
+				ObservedGeneration: nab.Generation,
+			})
+			return nil
+		}
+	}
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("reading Velero Backup %s/%s: %w", r.OADPNamespace, vb.Name, err)
+		return fmt.Errorf("reading Velero Backup %s: %w", key, err)
 	}
 	nab.MirrorBackup(b)
 	return nil
 }
 
-// reconcileDelete removes the Velero Backup objects this NAB made (objects
-// only: backup data stays in object storage) and then the finalizer.
-func (r *NonAdminBackupReconciler) reconcileDelete(ctx context.Context, nab *v1alpha1.NonAdminBackup) error {
-	if !controllerutil.ContainsFinalizer(nab, v1alpha1.NonAdminBackupFinalizer) {
-		return nil
-	}
-	err := r.Client.DeleteAllOf(ctx, &velerov1.Backup{}, client.InNamespace(r.OADPNamespace),
-		client.MatchingLabels{v1alpha1.NabOriginNACUUIDLabel: r.nacuuid(nab)})
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("deleting Velero Backup of %s/%s: %w", nab.Namespace, nab.Name, err)
-	}
-	before := nab.DeepCopy()
-	controllerutil.RemoveFinalizer(nab, v1alpha1.NonAdminBackupFinalizer)
-	if err := r.Client.Patch(ctx, nab, client.MergeFrom(before)); err != nil {
-		return client.IgnoreNotFound(fmt.Errorf("removing finalizer of %s/%s: %w", nab.Namespace, nab.Name, err))
-	}
-	log.FromContext(ctx).Info("removed Velero Backup object and finalizer; backup data stays in object storage")
-	return nil
-}
-
 // SetupWithManager registers the reconciler: NonAdminBackups cluster-wide
 // (spec changes only, so status patches do not retrigger it), and Velero
-// Backups in the OADP namespace carrying the NAC labels, mapped back to
-// their NAB by the origin annotations.
+// Backups and DeleteBackupRequests in the OADP namespace carrying the NAC
+// labels, mapped back to their NAB by the origin annotations.
 func (r *NonAdminBackupReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("nonadminbackup").
 		For(&v1alpha1.NonAdminBackup{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&velerov1.Backup{}, handler.EnqueueRequestsFromMapFunc(r.backupToNAB),
+			builder.WithPredicates(predicate.NewPredicateFuncs(r.isNACObject))).
+		Watches(&velerov1.DeleteBackupRequest{}, handler.EnqueueRequestsFromMapFunc(r.backupToNAB),
 			builder.WithPredicates(predicate.NewPredicateFuncs(r.isNACObject))).
 		Complete(r)
 }

@@ -46,6 +46,7 @@ func (s *ControllerSuite) SetUpSuite(c *C) {
 	recorder := mgr.GetEventRecorderFor("nonadminbackup-controller")
 	r := &controllers.NonAdminBackupReconciler{
 		Client:        mgr.GetClient(),
+		APIReader:     mgr.GetAPIReader(),
 		Runner:        &engine.Runner{Registry: registry, Recorder: recorder},
 		Recorder:      recorder,
 		OADPNamespace: s.oadp,
@@ -287,7 +288,7 @@ func reconciler(c *C, cl client.Client, oadp string) *controllers.NonAdminBackup
 	c.Assert(err, IsNil)
 	rec := record.NewFakeRecorder(1000)
 	return &controllers.NonAdminBackupReconciler{
-		Client: cl, Runner: &engine.Runner{Registry: registry, Recorder: rec}, Recorder: rec, OADPNamespace: oadp,
+		Client: cl, APIReader: cl, Runner: &engine.Runner{Registry: registry, Recorder: rec}, Recorder: rec, OADPNamespace: oadp,
 	}
 }
 

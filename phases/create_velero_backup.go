@@ -6,10 +6,8 @@ import (
 	"slices"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/engine"
@@ -34,8 +32,9 @@ var NACResources = []string{
 // Queued=True/BackupScheduled.
 //
 // Outputs: name, namespace. Errors: a terminal error when an object of that
-// name exists without this operation's label (never touched); API errors are
-// retryable.
+// name exists without this operation's label ("Velero Backup NS/NAME exists
+// but does not belong to this NonAdminBackup"; never touched); API errors
+// are retryable.
 type CreateVeleroBackup struct {
 	clients Clients
 }
@@ -65,21 +64,11 @@ func (f *CreateVeleroBackup) Run(ctx context.Context, op *engine.Operation, _ an
 		Spec: *tenantBackupSpec(nab),
 	}
 
-	got := want.DeepCopy()
-	verb := "Created"
-	err = f.clients.Client.Create(ctx, got)
-	if apierrors.IsAlreadyExists(err) {
-		verb = "Adopted"
-		if err := f.clients.APIReader.Get(ctx, client.ObjectKeyFromObject(want), got); err != nil {
-			return engine.Result{}, fmt.Errorf("reading existing Velero Backup %s/%s: %w", want.Namespace, want.Name, err)
-		}
-		if got.Labels[v1alpha1.NabOriginNACUUIDLabel] != op.UUID {
-			return engine.Result{}, engine.Terminalf("Velero Backup %s/%s exists but does not belong to this NonAdminBackup (label %s is %q)",
-				want.Namespace, want.Name, v1alpha1.NabOriginNACUUIDLabel, got.Labels[v1alpha1.NabOriginNACUUIDLabel])
-		}
-	} else if err != nil {
-		return engine.Result{}, fmt.Errorf("creating Velero Backup %s/%s: %w", want.Namespace, want.Name, err)
+	obj, verb, err := createOrAdopt(ctx, f.clients, "Velero Backup", want, op.UUID)
+	if err != nil {
+		return engine.Result{}, err
 	}
+	got := obj.(*velerov1.Backup)
 
 	nab.Status.Phase = v1alpha1.NonAdminPhaseCreated
 	nab.Status.VeleroBackup = &v1alpha1.VeleroBackup{

@@ -26,5 +26,8 @@ func New(c Clients) (*engine.Registry, error) {
 		&CreateVeleroBackup{clients: c},
 		&WaitFor{clients: c},
 		&SyncStatus{clients: c},
+		&MarkDeleting{},
+		&CreateDeleteBackupRequest{clients: c},
+		&DeleteObjects{clients: c},
 	)
 }

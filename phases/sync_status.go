@@ -8,12 +8,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/engine"
 )
 
 // SyncStatusArgs are the args of SyncStatus.
 type SyncStatusArgs struct {
-	// Kind of the Velero object to mirror: Backup.
+	// Kind of the Velero object to mirror: Backup or DeleteBackupRequest.
 	Kind string `json:"kind"`
 	// Name of the Velero object in the OADP namespace. Empty: nothing to
 	// mirror (e.g. a deferPhase after validation refused the request).
@@ -21,7 +22,8 @@ type SyncStatusArgs struct {
 }
 
 // SyncStatus mirrors a Velero object's spec and status into the NAC object's
-// status (for a Backup: status.veleroBackup and status.queueInfo). A missing
+// status (for a Backup: status.veleroBackup and status.queueInfo; for a
+// DeleteBackupRequest: status.veleroDeleteBackupRequest). A missing
 // or unnamed object is not an error: there is nothing to mirror.
 //
 // Output: phase (the Velero object's phase, when there is one). Errors: an
@@ -59,7 +61,29 @@ func (f *SyncStatus) Run(ctx context.Context, op *engine.Operation, args any) (e
 		nab.MirrorBackup(b)
 		return engine.Done(fmt.Sprintf("Mirrored Velero Backup %s (%s)", a.Name, b.Status.Phase),
 			map[string]string{"phase": string(b.Status.Phase)}), nil
+	case "DeleteBackupRequest":
+		nab, err := asBackup(f.Name(), op)
+		if err != nil {
+			return engine.Result{}, err
+		}
+		if a.Name == "" {
+			return engine.Done("no Velero DeleteBackupRequest to mirror", nil), nil
+		}
+		dbr := &velerov1.DeleteBackupRequest{}
+		err = f.clients.Client.Get(ctx, client.ObjectKey{Namespace: op.OADPNamespace, Name: a.Name}, dbr)
+		if apierrors.IsNotFound(err) {
+			return engine.Done(fmt.Sprintf("Velero DeleteBackupRequest %s not found: nothing to mirror", a.Name), nil), nil
+		}
+		if err != nil {
+			return engine.Result{}, fmt.Errorf("reading Velero DeleteBackupRequest %s/%s: %w", op.OADPNamespace, a.Name, err)
+		}
+		if nab.Status.VeleroDeleteBackupRequest == nil {
+			nab.Status.VeleroDeleteBackupRequest = &v1alpha1.VeleroDeleteBackupRequest{NACUUID: op.UUID, Name: dbr.Name, Namespace: dbr.Namespace}
+		}
+		nab.Status.VeleroDeleteBackupRequest.Status = dbr.Status.DeepCopy()
+		return engine.Done(fmt.Sprintf("Mirrored Velero DeleteBackupRequest %s (%s)", a.Name, phaseOr(string(dbr.Status.Phase))),
+			map[string]string{"phase": string(dbr.Status.Phase)}), nil
 	default:
-		return engine.Result{}, engine.Terminalf("SyncStatus: args.kind %q is not supported (supported: Backup)", a.Kind)
+		return engine.Result{}, engine.Terminalf("SyncStatus: args.kind %q is not supported (supported: Backup, DeleteBackupRequest)", a.Kind)
 	}
 }

@@ -3,6 +3,7 @@ package phases
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
@@ -25,8 +26,8 @@ const (
 
 // WaitForArgs are the args of WaitFor.
 type WaitForArgs struct {
-	// Kind of the object to wait for: Backup (a Velero Backup in the OADP
-	// namespace).
+	// Kind of the object to wait for: Backup or DeleteBackupRequest (Velero
+	// objects in the OADP namespace).
 	Kind string `json:"kind"`
 	// Name of the object, usually {{ .Phases.<create phase>.Output.name }}.
 	Name string `json:"name"`
@@ -37,9 +38,17 @@ type WaitForArgs struct {
 // passes or the phase's timeout expires (the runner applies timeout and
 // onTimeout). Objects are always read in the OADP namespace.
 //
-// Readiness: Backup — its phase is terminal (Completed, PartiallyFailed,
-// Failed, FailedValidation). Output: phase. Errors: an unknown kind or an
-// empty name is terminal; API errors are retryable.
+// Readiness:
+//   - Backup: its phase is terminal (Completed, PartiallyFailed, Failed,
+//     FailedValidation). Output: phase. A Backup that is gone from the API
+//     server (not only from the cache) is a terminal error: it was deleted
+//     before it finished.
+//   - DeleteBackupRequest: the Backup it names is gone. An empty name means
+//     there was nothing to delete (done at once). A request Velero processed
+//     with errors is a terminal error quoting them.
+//
+// Errors: an unknown kind or an empty Backup name is terminal; API errors are
+// retryable.
 type WaitFor struct {
 	clients Clients
 }
@@ -53,29 +62,77 @@ func (*WaitFor) NewArgs() any { return &WaitForArgs{} }
 // Run implements engine.Func.
 func (f *WaitFor) Run(ctx context.Context, op *engine.Operation, args any) (engine.Result, error) {
 	a := args.(*WaitForArgs)
-	if a.Name == "" {
-		return engine.Result{}, engine.Terminalf("WaitFor: args.name is empty")
-	}
 	switch a.Kind {
 	case "Backup":
-		b := &velerov1.Backup{}
-		err := f.clients.Client.Get(ctx, client.ObjectKey{Namespace: op.OADPNamespace, Name: a.Name}, b)
-		if apierrors.IsNotFound(err) {
-			return engine.Wait(fmt.Sprintf("Velero Backup %s not found yet", a.Name), recheckMissing), nil
-		}
-		if err != nil {
-			return engine.Result{}, fmt.Errorf("reading Velero Backup %s/%s: %w", op.OADPNamespace, a.Name, err)
-		}
-		if !v1alpha1.BackupFinished(b.Status.Phase) {
-			phase := string(b.Status.Phase)
-			if phase == "" {
-				phase = "not started"
-			}
-			return engine.Wait(fmt.Sprintf("Velero Backup %s is %s", a.Name, phase), recheckRunning), nil
-		}
-		return engine.Done(fmt.Sprintf("Velero Backup %s is %s", a.Name, b.Status.Phase),
-			map[string]string{"phase": string(b.Status.Phase)}), nil
+		return f.backup(ctx, op.OADPNamespace, a.Name)
+	case "DeleteBackupRequest":
+		return f.deletion(ctx, op.OADPNamespace, a.Name)
 	default:
-		return engine.Result{}, engine.Terminalf("WaitFor: args.kind %q is not supported (supported: Backup)", a.Kind)
+		return engine.Result{}, engine.Terminalf("WaitFor: args.kind %q is not supported (supported: Backup, DeleteBackupRequest)", a.Kind)
 	}
+}
+
+func (f *WaitFor) backup(ctx context.Context, ns, name string) (engine.Result, error) {
+	if name == "" {
+		return engine.Result{}, engine.Terminalf("WaitFor: args.name is empty")
+	}
+	b := &velerov1.Backup{}
+	err := f.clients.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, b)
+	if apierrors.IsNotFound(err) {
+		// Not in the cache: just created, or deleted? Ask the API server.
+		err = f.clients.APIReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, b)
+		if apierrors.IsNotFound(err) {
+			return engine.Result{}, engine.Terminalf("Velero Backup %s was deleted from %s before it finished", name, ns)
+		}
+		if err == nil {
+			return engine.Wait(fmt.Sprintf("Velero Backup %s is %s", name, phaseOr(string(b.Status.Phase))), recheckMissing), nil
+		}
+	}
+	if err != nil {
+		return engine.Result{}, fmt.Errorf("reading Velero Backup %s/%s: %w", ns, name, err)
+	}
+	if !v1alpha1.BackupFinished(b.Status.Phase) {
+		return engine.Wait(fmt.Sprintf("Velero Backup %s is %s", name, phaseOr(string(b.Status.Phase))), recheckRunning), nil
+	}
+	return engine.Done(fmt.Sprintf("Velero Backup %s is %s", name, b.Status.Phase),
+		map[string]string{"phase": string(b.Status.Phase)}), nil
+}
+
+func (f *WaitFor) deletion(ctx context.Context, ns, name string) (engine.Result, error) {
+	if name == "" {
+		return engine.Done("no Velero Backup to wait for", nil), nil
+	}
+	dbr := &velerov1.DeleteBackupRequest{}
+	err := f.clients.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, dbr)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return engine.Result{}, fmt.Errorf("reading Velero DeleteBackupRequest %s/%s: %w", ns, name, err)
+	}
+	backupName := name
+	if err == nil && dbr.Spec.BackupName != "" {
+		backupName = dbr.Spec.BackupName
+	}
+	b := &velerov1.Backup{}
+	berr := f.clients.APIReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: backupName}, b)
+	if apierrors.IsNotFound(berr) {
+		return engine.Done(fmt.Sprintf("Velero deleted Backup %s and its data", backupName), nil), nil
+	}
+	if berr != nil {
+		return engine.Result{}, fmt.Errorf("reading Velero Backup %s/%s: %w", ns, backupName, berr)
+	}
+	if err == nil && dbr.Status.Phase == velerov1.DeleteBackupRequestPhaseProcessed && len(dbr.Status.Errors) > 0 {
+		return engine.Result{}, engine.Terminalf("Velero could not delete Backup %s: %s", backupName, strings.Join(dbr.Status.Errors, "; "))
+	}
+	phase := "not found yet"
+	if err == nil {
+		phase = phaseOr(string(dbr.Status.Phase))
+	}
+	return engine.Wait(fmt.Sprintf("Velero DeleteBackupRequest %s is %s", name, phase), recheckRunning), nil
+}
+
+// phaseOr returns phase, or "not started" when Velero has set none.
+func phaseOr(phase string) string {
+	if phase == "" {
+		return "not started"
+	}
+	return phase
 }

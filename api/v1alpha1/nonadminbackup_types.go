@@ -59,6 +59,9 @@ const (
 	ReasonBackupScheduled = "BackupScheduled"
 	// ReasonDeletionPending: Deleting=True while deletion runs.
 	ReasonDeletionPending = "DeletionPending"
+	// ReasonVeleroBackupNotFound: Queued=False; the Velero Backup was deleted
+	// outside nacflow.
+	ReasonVeleroBackupNotFound = "VeleroBackupNotFound"
 )
 
 // VeleroBackup links a NonAdminBackup to its Velero Backup and mirrors it.

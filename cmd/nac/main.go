@@ -97,6 +97,7 @@ func run(o options) error {
 	recorder := mgr.GetEventRecorderFor("nonadminbackup-controller")
 	nab := &controllers.NonAdminBackupReconciler{
 		Client:        mgr.GetClient(),
+		APIReader:     mgr.GetAPIReader(),
 		Runner:        &engine.Runner{Registry: registry, Recorder: recorder, WaitTimeout: o.waitTimeout},
 		Recorder:      recorder,
 		OADPNamespace: o.oadpNamespace,

@@ -1,0 +1,170 @@
+package controllers_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	. "gopkg.in/check.v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nacflow/nacflow/api/v1alpha1"
+	"github.com/nacflow/nacflow/controllers"
+)
+
+// createdBackup creates a NAB in a new tenant namespace and waits until its
+// Velero Backup exists and Velero (played by the test) completed it. It
+// returns the NAB and the Velero Backup.
+func (s *ControllerSuite) createdBackup(c *C, name string) (*v1alpha1.NonAdminBackup, *velerov1.Backup) {
+	ns := createNamespace(c, "tenant")
+	nab := newNAB(ns, name, velerov1.BackupSpec{})
+	c.Assert(testClient.Create(context.Background(), nab), IsNil)
+	var got *v1alpha1.NonAdminBackup
+	eventually(c, 10*time.Second, func() (bool, string) {
+		got = getNAB(c, nab)
+		return got.Status.VeleroBackup != nil && got.Status.VeleroBackup.Name != "", fmt.Sprintf("%+v", got.Status)
+	})
+	completeBackup(c, s.oadp, got.Status.VeleroBackup.Name, velerov1.BackupPhaseCompleted)
+	eventually(c, 10*time.Second, func() (bool, string) {
+		got = getNAB(c, nab)
+		return got.Status.Plan.State == v1alpha1.PlanComplete, string(got.Status.Plan.State)
+	})
+	b := &velerov1.Backup{}
+	c.Assert(testClient.Get(context.Background(), client.ObjectKey{Namespace: s.oadp, Name: got.Status.VeleroBackup.Name}, b), IsNil)
+	return got, b
+}
+
+func setDeleteBackup(c *C, nab *v1alpha1.NonAdminBackup) {
+	before := nab.DeepCopy()
+	nab.Spec.DeleteBackup = true
+	c.Assert(testClient.Patch(context.Background(), nab, client.MergeFrom(before)), IsNil)
+}
+
+func (s *ControllerSuite) TestDeleteBackupEndToEnd(c *C) {
+	ctx := context.Background()
+	nab, backup := s.createdBackup(c, "doomed")
+	setDeleteBackup(c, nab)
+
+	// nacflow asks Velero: one DeleteBackupRequest, labelled as Velero's CLI does.
+	dbr := &velerov1.DeleteBackupRequest{}
+	eventually(c, 10*time.Second, func() (bool, string) {
+		err := testClient.Get(ctx, client.ObjectKey{Namespace: s.oadp, Name: backup.Name}, dbr)
+		return err == nil, fmt.Sprintf("%v", err)
+	})
+	c.Check(dbr.Spec.BackupName, Equals, backup.Name)
+	c.Check(dbr.Labels, DeepEquals, map[string]string{
+		"velero.io/backup-name":                backup.Name,
+		"velero.io/backup-uid":                 string(backup.UID),
+		"openshift.io/oadp":                    "True",
+		"app.kubernetes.io/managed-by":         "oadp-nac-controller",
+		"openshift.io/oadp-nab-origin-nacuuid": controllers.NACUUID(nab.UID),
+	})
+	c.Check(dbr.Annotations["openshift.io/oadp-nab-origin-name"], Equals, "doomed")
+	list := &velerov1.DeleteBackupRequestList{}
+	c.Assert(testClient.List(ctx, list, client.InNamespace(s.oadp), client.MatchingLabels{"velero.io/backup-name": backup.Name}), IsNil)
+	c.Check(list.Items, HasLen, 1)
+
+	var got *v1alpha1.NonAdminBackup
+	eventually(c, 10*time.Second, func() (bool, string) {
+		got = getNAB(c, nab)
+		p := got.Status.Plan
+		return p.Action == "delete" && p.Current == "waitForDeletion: waiting", p.Action + " " + p.Current
+	})
+	c.Check(got.Status.Phase, Equals, v1alpha1.NonAdminPhaseDeleting)
+	cond := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionDeleting)
+	c.Assert(cond, NotNil)
+	c.Check(cond.Reason, Equals, v1alpha1.ReasonDeletionPending)
+	c.Check(got.Status.VeleroDeleteBackupRequest.Name, Equals, backup.Name)
+	evs := eventReasons(c, nab.Namespace, "doomed")
+	c.Check(containsInOrder(evs, []string{"Normal EndedAction", // backup
+		"Normal StartedAction", "Normal StartedPhase", "Normal EndedPhase", "Normal StartedPhase", "Normal EndedPhase",
+		"Normal StartedPhase", "Normal PhaseWaiting"}), Equals, true, Commentf(joined(evs)))
+
+	// Velero processes the request: deletes the Backup, marks the request.
+	c.Assert(testClient.Delete(ctx, backup), IsNil)
+	before := dbr.DeepCopy()
+	dbr.Status.Phase = velerov1.DeleteBackupRequestPhaseProcessed
+	c.Assert(testClient.Patch(ctx, dbr, client.MergeFrom(before)), IsNil)
+
+	eventually(c, 10*time.Second, func() (bool, string) {
+		err := testClient.Get(ctx, client.ObjectKeyFromObject(nab), &v1alpha1.NonAdminBackup{})
+		return apierrors.IsNotFound(err), fmt.Sprintf("NAB still there: %v", err)
+	})
+	eventually(c, 5*time.Second, func() (bool, string) {
+		err := testClient.Get(ctx, client.ObjectKeyFromObject(dbr), &velerov1.DeleteBackupRequest{})
+		return apierrors.IsNotFound(err), "DeleteBackupRequest still there"
+	})
+}
+
+func (s *ControllerSuite) TestDeleteBackupVeleroErrors(c *C) {
+	ctx := context.Background()
+	nab, backup := s.createdBackup(c, "stuck")
+	setDeleteBackup(c, nab)
+	dbr := &velerov1.DeleteBackupRequest{}
+	eventually(c, 10*time.Second, func() (bool, string) {
+		err := testClient.Get(ctx, client.ObjectKey{Namespace: s.oadp, Name: backup.Name}, dbr)
+		return err == nil, fmt.Sprintf("%v", err)
+	})
+	before := dbr.DeepCopy()
+	dbr.Status = velerov1.DeleteBackupRequestStatus{Phase: velerov1.DeleteBackupRequestPhaseProcessed, Errors: []string{"bucket unreachable"}}
+	c.Assert(testClient.Patch(ctx, dbr, client.MergeFrom(before)), IsNil)
+
+	var got *v1alpha1.NonAdminBackup
+	eventually(c, 10*time.Second, func() (bool, string) {
+		got = getNAB(c, nab)
+		return got.Status.Plan.State == v1alpha1.PlanFailed, string(got.Status.Plan.State)
+	})
+	c.Check(got.Status.Plan.Phase("waitForDeletion").Message, Equals, fmt.Sprintf("Velero could not delete Backup %s: bucket unreachable", backup.Name))
+	c.Check(got.Status.VeleroDeleteBackupRequest.Status.Errors, DeepEquals, []string{"bucket unreachable"})
+	c.Check(got.Status.Plan.DeferPhase.State, Equals, v1alpha1.PhaseComplete)
+	// Nothing was deleted behind the user's back.
+	c.Assert(testClient.Get(ctx, client.ObjectKeyFromObject(backup), &velerov1.Backup{}), IsNil)
+	c.Assert(testClient.Get(ctx, client.ObjectKeyFromObject(nab), &v1alpha1.NonAdminBackup{}), IsNil)
+}
+
+func (s *ControllerSuite) TestPlainDeleteKeepsNoVeleroObjects(c *C) {
+	ctx := context.Background()
+	nab, backup := s.createdBackup(c, "plain")
+	// A DeleteBackupRequest left from an earlier attempt, with the NAB's label.
+	stale := &velerov1.DeleteBackupRequest{
+		ObjectMeta: metav1.ObjectMeta{Namespace: s.oadp, Name: backup.Name + "-old", Labels: backup.Labels},
+		Spec:       velerov1.DeleteBackupRequestSpec{BackupName: backup.Name},
+	}
+	c.Assert(testClient.Create(ctx, stale), IsNil)
+	// Another tenant's object in the OADP namespace is never touched.
+	other := &velerov1.Backup{ObjectMeta: metav1.ObjectMeta{Namespace: s.oadp, Name: "someone-else",
+		Labels: map[string]string{"openshift.io/oadp": "True", "openshift.io/oadp-nab-origin-nacuuid": "another-uuid"}}}
+	c.Assert(testClient.Create(ctx, other), IsNil)
+
+	c.Assert(testClient.Delete(ctx, nab), IsNil)
+	eventually(c, 10*time.Second, func() (bool, string) {
+		err := testClient.Get(ctx, client.ObjectKeyFromObject(nab), &v1alpha1.NonAdminBackup{})
+		return apierrors.IsNotFound(err), fmt.Sprintf("NAB still there: %v", err)
+	})
+	c.Check(veleroBackupsOf(c, s.oadp, controllers.NACUUID(nab.UID)), HasLen, 0)
+	dbrs := &velerov1.DeleteBackupRequestList{}
+	c.Assert(testClient.List(ctx, dbrs, client.InNamespace(s.oadp), client.MatchingLabels{"openshift.io/oadp-nab-origin-nacuuid": controllers.NACUUID(nab.UID)}), IsNil)
+	c.Check(dbrs.Items, HasLen, 0)
+	c.Check(testClient.Get(ctx, client.ObjectKeyFromObject(other), &velerov1.Backup{}), IsNil)
+}
+
+func (s *ControllerSuite) TestVeleroBackupDeletedUnderneath(c *C) {
+	ctx := context.Background()
+	nab, backup := s.createdBackup(c, "orphaned")
+	c.Assert(testClient.Delete(ctx, backup), IsNil)
+	// The Backup's deletion event wakes the controller through its watch.
+	var got *v1alpha1.NonAdminBackup
+	eventually(c, 10*time.Second, func() (bool, string) {
+		got = getNAB(c, nab)
+		return got.Status.Phase == v1alpha1.NonAdminPhaseBackingOff, string(got.Status.Phase)
+	})
+	cond := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionQueued)
+	c.Assert(cond, NotNil)
+	c.Check(cond.Status, Equals, metav1.ConditionFalse)
+	c.Check(cond.Reason, Equals, v1alpha1.ReasonVeleroBackupNotFound)
+	c.Check(cond.Message, Equals, fmt.Sprintf("Velero Backup %s no longer exists in %s: it was deleted outside nacflow", backup.Name, s.oadp))
+}

@@ -1,0 +1,63 @@
+package phases
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nacflow/nacflow/api/v1alpha1"
+	"github.com/nacflow/nacflow/engine"
+)
+
+// DeleteObjectsArgs are the args of DeleteObjects.
+type DeleteObjectsArgs struct {
+	// Kinds to delete: Backup, DeleteBackupRequest (Velero kinds).
+	Kinds []string `json:"kinds"`
+}
+
+// deletableKinds maps the kinds DeleteObjects accepts to their Go types.
+var deletableKinds = map[string]func() client.Object{
+	"Backup":              func() client.Object { return &velerov1.Backup{} },
+	"DeleteBackupRequest": func() client.Object { return &velerov1.DeleteBackupRequest{} },
+}
+
+// DeleteObjects deletes the objects of the given kinds that this operation
+// created: only in the OADP namespace and only those labelled with the
+// operation's NACUUID (the engine's safety rule). Deleting a Velero Backup
+// object this way keeps its data in object storage.
+//
+// Errors: an unknown kind is terminal; API errors are retryable.
+type DeleteObjects struct {
+	clients Clients
+}
+
+// Name implements engine.Func.
+func (*DeleteObjects) Name() string { return "DeleteObjects" }
+
+// NewArgs implements engine.Func.
+func (*DeleteObjects) NewArgs() any { return &DeleteObjectsArgs{} }
+
+// Run implements engine.Func.
+func (f *DeleteObjects) Run(ctx context.Context, op *engine.Operation, args any) (engine.Result, error) {
+	a := args.(*DeleteObjectsArgs)
+	if len(a.Kinds) == 0 {
+		return engine.Result{}, engine.Terminalf("DeleteObjects: args.kinds is empty")
+	}
+	for _, k := range a.Kinds {
+		if deletableKinds[k] == nil {
+			return engine.Result{}, engine.Terminalf("DeleteObjects: args.kinds: %q is not supported (supported: Backup, DeleteBackupRequest)", k)
+		}
+	}
+	for _, k := range a.Kinds {
+		err := f.clients.Client.DeleteAllOf(ctx, deletableKinds[k](), client.InNamespace(op.OADPNamespace),
+			client.MatchingLabels{v1alpha1.NabOriginNACUUIDLabel: op.UUID})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return engine.Result{}, fmt.Errorf("deleting Velero %s objects of %s: %w", k, op.UUID, err)
+		}
+	}
+	return engine.Done(fmt.Sprintf("Deleted this operation's Velero %s objects from %s", strings.Join(a.Kinds, " and "), op.OADPNamespace), nil), nil
+}
