@@ -79,10 +79,12 @@ func (s *ControllerSuite) TestDeleteBackupEndToEnd(c *C) {
 	c.Assert(cond, NotNil)
 	c.Check(cond.Reason, Equals, v1alpha1.ReasonDeletionPending)
 	c.Check(got.Status.VeleroDeleteBackupRequest.Name, Equals, backup.Name)
-	evs := eventReasons(c, nab.Namespace, "doomed")
-	c.Check(containsInOrder(evs, []string{"Normal EndedAction", // backup
-		"Normal StartedAction", "Normal StartedPhase", "Normal EndedPhase", "Normal StartedPhase", "Normal EndedPhase",
-		"Normal StartedPhase", "Normal PhaseWaiting"}), Equals, true, Commentf(joined(evs)))
+	eventually(c, 5*time.Second, func() (bool, string) {
+		evs := eventReasons(c, nab.Namespace, "doomed")
+		return containsInOrder(evs, []string{"Normal EndedAction", // backup
+			"Normal StartedAction", "Normal StartedPhase", "Normal EndedPhase", "Normal StartedPhase", "Normal EndedPhase",
+			"Normal StartedPhase", "Normal PhaseWaiting"}), joined(evs)
+	})
 
 	// Velero processes the request: deletes the Backup, marks the request.
 	c.Assert(testClient.Delete(ctx, backup), IsNil)

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	. "gopkg.in/check.v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
@@ -36,9 +38,10 @@ var _ = Suite(&ControllerSuite{})
 func (s *ControllerSuite) SetUpSuite(c *C) {
 	s.oadp = createNamespace(c, "oadp")
 	mgr, err := ctrl.NewManager(testCfg, ctrl.Options{
-		Scheme:  testScheme,
-		Metrics: metricsserver.Options{BindAddress: "0"},
-		Cache:   controllers.CacheOptions(s.oadp),
+		Scheme:           testScheme,
+		Metrics:          metricsserver.Options{BindAddress: "0"},
+		Cache:            controllers.CacheOptions(s.oadp),
+		EventBroadcaster: controllers.NewEventBroadcaster(), //nolint:staticcheck // lives as long as the process
 	})
 	c.Assert(err, IsNil)
 	registry, err := phases.New(phases.Clients{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()})
@@ -201,17 +204,14 @@ func (s *ControllerSuite) TestValidBackupLifecycle(c *C) {
 func (s *ControllerSuite) TestInvalidBackupIsRefused(c *C) {
 	ctx := context.Background()
 	ns := createNamespace(c, "tenant")
+	// What CEL cannot know (the namespace's own name, whether a storage
+	// location is allowed) the controller refuses.
 	for _, tc := range []struct {
-		name  string
-		spec  velerov1.BackupSpec
-		field string
+		name string
+		spec velerov1.BackupSpec
 	}{
-		{"other-ns", velerov1.BackupSpec{IncludedNamespaces: []string{ns, "kube-system"}}, "spec.backupSpec.includedNamespaces"},
-		{"excluded-ns", velerov1.BackupSpec{ExcludedNamespaces: []string{"x"}}, "spec.backupSpec.excludedNamespaces"},
-		{"cluster", velerov1.BackupSpec{IncludeClusterResources: ptr(true)}, "spec.backupSpec.includeClusterResources"},
-		{"cluster-scoped", velerov1.BackupSpec{IncludedClusterScopedResources: []string{"nodes"}}, "spec.backupSpec.includedClusterScopedResources"},
-		{"vsl", velerov1.BackupSpec{VolumeSnapshotLocations: []string{"aws"}}, "spec.backupSpec.volumeSnapshotLocations"},
-		{"bsl", velerov1.BackupSpec{StorageLocation: "mine"}, "spec.backupSpec.storageLocation"},
+		{"other-ns", velerov1.BackupSpec{IncludedNamespaces: []string{"kube-system"}}},
+		{"bsl", velerov1.BackupSpec{StorageLocation: "mine"}},
 	} {
 		c.Assert(testClient.Create(ctx, newNAB(ns, tc.name, tc.spec)), IsNil)
 	}
@@ -219,7 +219,7 @@ func (s *ControllerSuite) TestInvalidBackupIsRefused(c *C) {
 	valid := newNAB(ns, "valid", velerov1.BackupSpec{})
 	c.Assert(testClient.Create(ctx, valid), IsNil)
 
-	for _, tc := range []string{"other-ns", "excluded-ns", "cluster", "cluster-scoped", "vsl", "bsl"} {
+	for tc, field := range map[string]string{"other-ns": "spec.backupSpec.includedNamespaces", "bsl": "spec.backupSpec.storageLocation"} {
 		nab := newNAB(ns, tc, velerov1.BackupSpec{})
 		var got *v1alpha1.NonAdminBackup
 		eventually(c, 10*time.Second, func() (bool, string) {
@@ -230,6 +230,7 @@ func (s *ControllerSuite) TestInvalidBackupIsRefused(c *C) {
 		c.Assert(cond, NotNil)
 		c.Check(cond.Status, Equals, metav1.ConditionFalse)
 		c.Check(cond.Reason, Equals, v1alpha1.ReasonInvalidBackupSpec)
+		c.Check(strings.HasPrefix(cond.Message, field), Equals, true, Commentf("%s: %s", tc, cond.Message))
 		c.Check(got.Status.Phase, Equals, v1alpha1.NonAdminPhaseBackingOff)
 		c.Check(got.Status.VeleroBackup, IsNil)
 		c.Check(got.Status.Plan.Phase("validate").State, Equals, v1alpha1.PhaseFailed)
@@ -240,15 +241,49 @@ func (s *ControllerSuite) TestInvalidBackupIsRefused(c *C) {
 			evs := eventReasons(c, ns, tc)
 			return containsInOrder(evs, []string{"Warning PhaseFailed", "Warning ActionFailed"}), joined(evs)
 		})
-		c.Check(strings.HasPrefix(cond.Message, map[string]string{
-			"other-ns": "spec.backupSpec.includedNamespaces", "excluded-ns": "spec.backupSpec.excludedNamespaces",
-			"cluster": "spec.backupSpec.includeClusterResources", "cluster-scoped": "spec.backupSpec.includedClusterScopedResources",
-			"vsl": "spec.backupSpec.volumeSnapshotLocations", "bsl": "spec.backupSpec.storageLocation",
-		}[tc]), Equals, true, Commentf("%s: %s", tc, cond.Message))
 	}
 	eventually(c, 10*time.Second, func() (bool, string) {
 		got := getNAB(c, valid)
 		return got.Status.Phase == v1alpha1.NonAdminPhaseCreated, string(got.Status.Phase)
+	})
+}
+
+// TestCELRefusesAtApply: what can never be valid is refused by the API
+// server, before the controller sees it.
+func (s *ControllerSuite) TestCELRefusesAtApply(c *C) {
+	ns := createNamespace(c, "tenant")
+	for _, tc := range []struct {
+		spec velerov1.BackupSpec
+		msg  string
+	}{
+		{velerov1.BackupSpec{IncludedNamespaces: []string{ns, "kube-system"}}, "spec.backupSpec.includedNamespaces may name only the NonAdminBackup's own namespace"},
+		{velerov1.BackupSpec{ExcludedNamespaces: []string{"x"}}, "spec.backupSpec.excludedNamespaces is restricted"},
+		{velerov1.BackupSpec{IncludeClusterResources: ptr(true)}, "spec.backupSpec.includeClusterResources can not be true"},
+		{velerov1.BackupSpec{IncludedClusterScopedResources: []string{"nodes"}}, "spec.backupSpec.includedClusterScopedResources is restricted"},
+		{velerov1.BackupSpec{VolumeSnapshotLocations: []string{"aws"}}, "spec.backupSpec.volumeSnapshotLocations is restricted"},
+	} {
+		err := testClient.Create(context.Background(), newNAB(ns, "refused", tc.spec))
+		c.Check(err, ErrorMatches, ".*"+regexp.QuoteMeta(tc.msg)+".*")
+	}
+}
+
+func (s *ControllerSuite) TestDeleteBackupCannotBeUnset(c *C) {
+	ctx := context.Background()
+	ns := createNamespace(c, "tenant")
+	nab := newNAB(ns, "once", velerov1.BackupSpec{})
+	nab.Spec.DeleteBackup = true
+	// Created with deleteBackup already true: nothing to delete, the NAB goes.
+	c.Assert(testClient.Create(ctx, nab), IsNil)
+	before := nab.DeepCopy()
+	nab.Spec.DeleteBackup = false
+	err := testClient.Patch(ctx, nab, client.MergeFrom(before))
+	if err == nil {
+		c.Fatalf("setting deleteBackup back to false was accepted")
+	}
+	c.Check(apierrors.IsNotFound(err) || strings.Contains(err.Error(), "deleteBackup can not be set back to false once true"), Equals, true, Commentf("%v", err))
+	eventually(c, 10*time.Second, func() (bool, string) {
+		err := testClient.Get(ctx, client.ObjectKeyFromObject(nab), &v1alpha1.NonAdminBackup{})
+		return apierrors.IsNotFound(err), fmt.Sprintf("%v", err)
 	})
 }
 

@@ -7,6 +7,10 @@ import (
 
 // NonAdminBackupSpec is what a namespace owner asks for (OADP NAC's
 // NonAdminBackupSpec).
+//
+// The CEL rules refuse at kubectl apply what can never be valid; the
+// controller's ValidateBackupSpec still checks everything.
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.deleteBackup) || !oldSelf.deleteBackup || (has(self.deleteBackup) && self.deleteBackup)",message="deleteBackup can not be set back to false once true"
 type NonAdminBackupSpec struct {
 	// backupSpec is the Velero BackupSpec of the backup to make. nacflow
 	// enforces the tenant rules on it (own namespace only, no cluster-scoped
@@ -14,6 +18,11 @@ type NonAdminBackupSpec struct {
 	// Backup in the OADP namespace.
 	// +required
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="backupSpec is immutable: create a new NonAdminBackup instead"
+	// +kubebuilder:validation:XValidation:rule="!has(self.includedNamespaces) || size(self.includedNamespaces) <= 1",message="spec.backupSpec.includedNamespaces may name only the NonAdminBackup's own namespace"
+	// +kubebuilder:validation:XValidation:rule="!has(self.excludedNamespaces) || size(self.excludedNamespaces) == 0",message="spec.backupSpec.excludedNamespaces is restricted"
+	// +kubebuilder:validation:XValidation:rule="!has(self.includeClusterResources) || !self.includeClusterResources",message="spec.backupSpec.includeClusterResources can not be true"
+	// +kubebuilder:validation:XValidation:rule="!has(self.includedClusterScopedResources) || size(self.includedClusterScopedResources) == 0",message="spec.backupSpec.includedClusterScopedResources is restricted"
+	// +kubebuilder:validation:XValidation:rule="!has(self.volumeSnapshotLocations) || size(self.volumeSnapshotLocations) == 0",message="spec.backupSpec.volumeSnapshotLocations is restricted"
 	BackupSpec *velerov1.BackupSpec `json:"backupSpec"`
 
 	// deleteBackup, when true, deletes the Velero Backup and its data in

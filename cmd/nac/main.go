@@ -85,6 +85,7 @@ func run(o options) error {
 		LeaderElectionID:        "nacflow.oadp.openshift.io",
 		LeaderElectionNamespace: o.oadpNamespace,
 		Cache:                   controllers.CacheOptions(o.oadpNamespace),
+		EventBroadcaster:        controllers.NewEventBroadcaster(), //nolint:staticcheck // lives as long as the process
 	})
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
