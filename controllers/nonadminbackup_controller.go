@@ -70,6 +70,8 @@ type NonAdminBackupReconciler struct {
 	Runner *engine.Runner
 	// Recorder emits events on NonAdminBackups.
 	Recorder record.EventRecorder
+	// Blueprints resolves blueprint actions (admin overrides, built-ins).
+	Blueprints *blueprints.Resolver
 	// OADPNamespace is where Velero runs and Velero Backups are made.
 	OADPNamespace string
 
@@ -85,6 +87,7 @@ const staleRecheck = 100 * time.Millisecond
 // +kubebuilder:rbac:groups=oadp.openshift.io,resources=nonadminbackups/status;nonadminbackups/finalizers,verbs=get;update;patch
 // +kubebuilder:rbac:groups=velero.io,resources=backups;deletebackuprequests,verbs=get;list;watch;create;delete;deletecollection
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=oadp.openshift.io,resources=blueprints,verbs=get;list;watch
 
 // Reconcile moves one NonAdminBackup forward. It picks the blueprint action
 // the object's state calls for — finalize once it is being deleted, delete
@@ -176,10 +179,17 @@ func (r *NonAdminBackupReconciler) runAction(ctx context.Context, nab *v1alpha1.
 	if nab.Status.Phase == "" {
 		nab.Status.Phase = v1alpha1.NonAdminPhaseNew
 	}
-	plan, err := r.resolve(action)
-	if err != nil {
-		r.Recorder.Event(nab, corev1.EventTypeWarning, EventBlueprintInvalid, err.Error())
-		return ctrl.Result{}, false, reconcile.TerminalError(err)
+	var plan engine.Plan
+	var err error
+	if p := nab.Status.Plan; p == nil || p.Action != action {
+		// Only a new operation resolves its blueprint; a running one
+		// continues from its snapshot.
+		if plan, err = r.resolve(ctx, nab, action); err != nil {
+			r.Recorder.Event(nab, corev1.EventTypeWarning, EventBlueprintInvalid, err.Error())
+			return ctrl.Result{}, false, reconcile.TerminalError(err)
+		}
+	} else {
+		plan = engine.Plan{Action: action}
 	}
 	out, err := r.Runner.Run(ctx, engine.Request{
 		Object: nab, Plan: plan, UUID: r.nacuuid(nab), OADPNamespace: r.OADPNamespace,
@@ -199,18 +209,30 @@ func (r *NonAdminBackupReconciler) runAction(ctx context.Context, nab *v1alpha1.
 	return ctrl.Result{RequeueAfter: out.RequeueAfter}, out.Finished, nil
 }
 
-// resolve returns the blueprint action to run. Today that is always the
-// built-in nonadminbackup blueprint.
-func (r *NonAdminBackupReconciler) resolve(action string) (engine.Plan, error) {
-	bp, err := blueprints.BuiltIn(blueprints.NonAdminBackup)
+// resolve returns the blueprint action to run: the admin's override of the
+// nonadminbackup blueprint when it has the action and compiles, the built-in
+// otherwise. A broken override is reported on nab as a Warning event and
+// never used (the running operation keeps its snapshot anyway).
+func (r *NonAdminBackupReconciler) resolve(ctx context.Context, nab *v1alpha1.NonAdminBackup, action string) (engine.Plan, error) {
+	res, err := r.Blueprints.Resolve(ctx, blueprints.NonAdminBackup, "NonAdminBackup", action)
 	if err != nil {
 		return engine.Plan{}, err
 	}
-	spec, err := blueprints.Action(bp, action)
-	if err != nil {
-		return engine.Plan{}, err
+	plan := engine.Plan{Action: action, Blueprint: res.Blueprint, BlueprintGeneration: res.Generation, Spec: res.Action}
+	if res.Generation == v1alpha1.BuiltInGeneration {
+		return plan, nil
 	}
-	return engine.Plan{Action: action, Blueprint: bp.Name, BlueprintGeneration: v1alpha1.BuiltInGeneration, Spec: spec}, nil
+	known := func(n string) bool { _, ok := r.Runner.Registry.Get(n); return ok }
+	if _, cerr := engine.Compile(plan, known, time.Now()); cerr != nil {
+		r.Recorder.Eventf(nab, corev1.EventTypeWarning, EventBlueprintInvalid,
+			"Blueprint %s/%s is invalid, using the built-in: %v", r.OADPNamespace, res.Blueprint, cerr)
+		res, err = blueprints.BuiltInAction(blueprints.NonAdminBackup, action)
+		if err != nil {
+			return engine.Plan{}, err
+		}
+		plan = engine.Plan{Action: action, Blueprint: res.Blueprint, BlueprintGeneration: res.Generation, Spec: res.Action}
+	}
+	return plan, nil
 }
 
 // nacuuid returns the NACUUID recorded in status, or the one derived from the

@@ -20,6 +20,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
+	"github.com/nacflow/nacflow/blueprints"
 	"github.com/nacflow/nacflow/controllers"
 	"github.com/nacflow/nacflow/engine"
 	"github.com/nacflow/nacflow/phases"
@@ -53,6 +54,7 @@ func (s *ControllerSuite) SetUpSuite(c *C) {
 		Runner:        &engine.Runner{Registry: registry, Recorder: recorder},
 		Recorder:      recorder,
 		OADPNamespace: s.oadp,
+		Blueprints:    &blueprints.Resolver{Reader: mgr.GetClient(), Namespace: s.oadp},
 	}
 	c.Assert(r.SetupWithManager(mgr), IsNil)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -324,6 +326,7 @@ func reconciler(c *C, cl client.Client, oadp string) *controllers.NonAdminBackup
 	rec := record.NewFakeRecorder(1000)
 	return &controllers.NonAdminBackupReconciler{
 		Client: cl, APIReader: cl, Runner: &engine.Runner{Registry: registry, Recorder: rec}, Recorder: rec, OADPNamespace: oadp,
+		Blueprints: &blueprints.Resolver{Reader: cl, Namespace: oadp},
 	}
 }
 

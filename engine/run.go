@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	nacv1alpha1 "github.com/nacflow/nacflow/api/v1alpha1"
 )
@@ -195,6 +196,7 @@ func (r *Runner) step(ctx context.Context, op *Operation, plan *nacv1alpha1.Plan
 	switch {
 	case err != nil && IsTerminal(err):
 		ps.Attempts++
+		log.FromContext(ctx).Info("phase failed", "action", plan.Action, "phase", ps.Name, "func", ps.Func, "reason", err.Error())
 		r.fail(obj, ps, err.Error())
 		return Outcome{}, nil
 	case err != nil:

@@ -25,8 +25,9 @@ var NACResources = []string{
 // CreateVeleroBackup creates the Velero Backup of a NonAdminBackup in the
 // OADP namespace, or adopts it when it already exists with this operation's
 // NACUUID label (so a restart never makes a second one). The name is
-// v1alpha1.NACObjectName(ns, name, nacuuid); the spec is the NAB's backupSpec
-// with includedNamespaces forced to the NAB's namespace and the NAC kinds
+// v1alpha1.NACObjectName(ns, name, nacuuid); the spec is the accepted
+// backupSpec (status.veleroBackup.spec, with admin-enforced values) with
+// includedNamespaces forced to the NAB's namespace and the NAC kinds
 // excluded; labels and annotations are OADP NAC's. It records the link in
 // status.veleroBackup, sets status.phase Created and condition
 // Queued=True/BackupScheduled.
@@ -83,10 +84,15 @@ func (f *CreateVeleroBackup) Run(ctx context.Context, op *engine.Operation, _ an
 		map[string]string{"name": got.Name, "namespace": got.Namespace}), nil
 }
 
-// tenantBackupSpec returns the Velero BackupSpec for nab: its backupSpec with
-// includedNamespaces set to its own namespace and the NAC kinds excluded.
+// tenantBackupSpec returns the Velero BackupSpec for nab: the spec
+// ValidateBackupSpec accepted (admin-enforced values applied; the NAB's own
+// backupSpec when no validation recorded one) with includedNamespaces set to
+// its own namespace and the NAC kinds excluded.
 func tenantBackupSpec(nab *v1alpha1.NonAdminBackup) *velerov1.BackupSpec {
 	spec := nab.Spec.BackupSpec.DeepCopy()
+	if vb := nab.Status.VeleroBackup; vb != nil && vb.Spec != nil {
+		spec = vb.Spec.DeepCopy()
+	}
 	spec.IncludedNamespaces = []string{nab.Namespace}
 	for _, r := range NACResources {
 		if !slices.Contains(spec.ExcludedResources, r) {

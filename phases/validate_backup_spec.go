@@ -8,14 +8,27 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/engine"
 )
 
+// ValidateBackupSpecArgs are the args of ValidateBackupSpec.
+type ValidateBackupSpecArgs struct {
+	// Enforce holds the admin's enforced backupSpec values (seed design
+	// "admin enforced spec"), typed as Velero's BackupSpec.
+	Enforce *EnforcedBackupSpec `json:"enforce,omitempty"`
+}
+
 // ValidateBackupSpec checks a NonAdminBackup's backupSpec against the tenant
-// rules of OADP NAC: a tenant may back up only its own namespace, and nothing
-// cluster-scoped. It sets condition Accepted (BackupAccepted or
-// InvalidBackupSpec) and, on refusal, status.phase BackingOff.
+// rules of OADP NAC — a tenant may back up only its own namespace, and
+// nothing cluster-scoped — and applies the admin's enforced values
+// (args.enforce; see EnforcedBackupSpec.Apply). The accepted, effective spec
+// is recorded in status.veleroBackup.spec, so the tenant sees enforced values
+// before Velero does, and CreateVeleroBackup builds the Velero Backup from
+// it. It sets condition Accepted (BackupAccepted or InvalidBackupSpec) and,
+// on refusal, status.phase BackingOff.
 //
 // Refused, each with a message naming the field: includedNamespaces other
 // than the NAB's own namespace, any excludedNamespaces, includeClusterResources
@@ -27,16 +40,23 @@ type ValidateBackupSpec struct{}
 // Name implements engine.Func.
 func (*ValidateBackupSpec) Name() string { return "ValidateBackupSpec" }
 
-// NewArgs implements engine.Func: the function takes no args.
-func (*ValidateBackupSpec) NewArgs() any { return &noArgs{} }
+// NewArgs implements engine.Func.
+func (*ValidateBackupSpec) NewArgs() any { return &ValidateBackupSpecArgs{} }
 
 // Run implements engine.Func.
-func (f *ValidateBackupSpec) Run(_ context.Context, op *engine.Operation, _ any) (engine.Result, error) {
+func (f *ValidateBackupSpec) Run(_ context.Context, op *engine.Operation, args any) (engine.Result, error) {
+	a := args.(*ValidateBackupSpecArgs)
 	nab, err := asBackup(f.Name(), op)
 	if err != nil {
 		return engine.Result{}, err
 	}
-	if err := validateBackupSpec(nab); err != nil {
+	err = validateBackupSpec(nab)
+	var effective *velerov1.BackupSpec
+	if err == nil {
+		effective = nab.Spec.BackupSpec.DeepCopy()
+		err = a.Enforce.Apply(effective)
+	}
+	if err != nil {
 		nab.Status.Phase = v1alpha1.NonAdminPhaseBackingOff
 		meta.SetStatusCondition(&nab.Status.Conditions, metav1.Condition{
 			Type: v1alpha1.ConditionAccepted, Status: metav1.ConditionFalse,
@@ -50,7 +70,15 @@ func (f *ValidateBackupSpec) Run(_ context.Context, op *engine.Operation, _ any)
 		Reason: v1alpha1.ReasonBackupAccepted, Message: "backup accepted",
 		ObservedGeneration: nab.Generation,
 	})
-	return engine.Done("backupSpec accepted", nil), nil
+	if nab.Status.VeleroBackup == nil {
+		nab.Status.VeleroBackup = &v1alpha1.VeleroBackup{}
+	}
+	nab.Status.VeleroBackup.Spec = effective
+	msg := "backupSpec accepted"
+	if a.Enforce != nil && len(a.Enforce.Fields) > 0 {
+		msg += "; enforced by the admin: " + strings.Join(a.Enforce.Fields, ", ")
+	}
+	return engine.Done(msg, nil), nil
 }
 
 // validateBackupSpec returns the first tenant rule nab's backupSpec breaks.

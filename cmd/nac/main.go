@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/nacflow/nacflow/blueprints"
 	"github.com/nacflow/nacflow/controllers"
 	"github.com/nacflow/nacflow/engine"
 	"github.com/nacflow/nacflow/phases"
@@ -102,6 +103,7 @@ func run(o options) error {
 		Runner:        &engine.Runner{Registry: registry, Recorder: recorder, WaitTimeout: o.waitTimeout},
 		Recorder:      recorder,
 		OADPNamespace: o.oadpNamespace,
+		Blueprints:    &blueprints.Resolver{Reader: mgr.GetClient(), Namespace: o.oadpNamespace},
 	}
 	if err := nab.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the NonAdminBackup controller: %w", err)
