@@ -42,15 +42,17 @@ func NewScheme() (*runtime.Scheme, error) {
 }
 
 // CacheOptions returns the manager's cache options: Velero objects are
-// watched only in oadpNamespace and only when they carry the OADP label,
-// never cluster-wide (DESIGN.md §6); Blueprints only in oadpNamespace. NAC
+// watched only in oadpNamespace (DeleteBackupRequests only when they carry
+// the OADP label), never cluster-wide (DESIGN.md §6); Blueprints only in oadpNamespace. NAC
 // kinds are watched cluster-wide.
 func CacheOptions(oadpNamespace string) cache.Options {
 	nacSelector := labels.SelectorFromSet(labels.Set{v1alpha1.OADPLabel: v1alpha1.OADPLabelValue})
 	oadpOnly := map[string]cache.Config{oadpNamespace: {}}
 	return cache.Options{
 		ByObject: map[client.Object]cache.ByObject{
-			&velerov1.Backup{}:              {Namespaces: oadpOnly, Label: nacSelector},
+			// Every Backup of the OADP namespace, NAC's or not: all of them
+			// take a place in Velero's queue.
+			&velerov1.Backup{}:              {Namespaces: oadpOnly},
 			&velerov1.DeleteBackupRequest{}: {Namespaces: oadpOnly, Label: nacSelector},
 			&v1alpha1.Blueprint{}:           {Namespaces: oadpOnly},
 		},

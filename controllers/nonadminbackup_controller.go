@@ -72,6 +72,10 @@ type NonAdminBackupReconciler struct {
 	Recorder record.EventRecorder
 	// Blueprints resolves blueprint actions (admin overrides, built-ins).
 	Blueprints *blueprints.Resolver
+	// QueueRefreshWindow is how long waiting NABs' queue positions may lag a
+	// completion; completions within it cost one refresh. 0 means
+	// DefaultQueueRefreshWindow.
+	QueueRefreshWindow time.Duration
 	// OADPNamespace is where Velero runs and Velero Backups are made.
 	OADPNamespace string
 
@@ -275,6 +279,13 @@ func (r *NonAdminBackupReconciler) mirror(ctx context.Context, nab *v1alpha1.Non
 		return fmt.Errorf("reading Velero Backup %s: %w", key, err)
 	}
 	nab.MirrorBackup(b)
+	if !v1alpha1.BackupFinished(b.Status.Phase) && b.Status.QueuePosition == 0 {
+		all := &velerov1.BackupList{}
+		if err := r.Client.List(ctx, all, client.InNamespace(r.OADPNamespace)); err != nil {
+			return fmt.Errorf("listing Velero Backups for the queue position: %w", err)
+		}
+		nab.Status.QueueInfo = &v1alpha1.QueueInfo{EstimatedQueuePosition: queuePosition(all.Items, b)}
+	}
 	return nil
 }
 
@@ -286,11 +297,18 @@ func (r *NonAdminBackupReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("nonadminbackup").
 		For(&v1alpha1.NonAdminBackup{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&velerov1.Backup{}, handler.EnqueueRequestsFromMapFunc(r.backupToNAB),
-			builder.WithPredicates(predicate.NewPredicateFuncs(r.isNACObject))).
+		// Every Backup of the OADP namespace: an admin's own backup finishing
+		// moves tenants up the queue too.
+		Watches(&velerov1.Backup{}, r.backupEvents(),
+			builder.WithPredicates(predicate.NewPredicateFuncs(r.inOADPNamespace))).
 		Watches(&velerov1.DeleteBackupRequest{}, handler.EnqueueRequestsFromMapFunc(r.backupToNAB),
 			builder.WithPredicates(predicate.NewPredicateFuncs(r.isNACObject))).
 		Complete(r)
+}
+
+// inOADPNamespace reports whether obj lives in the OADP namespace.
+func (r *NonAdminBackupReconciler) inOADPNamespace(obj client.Object) bool {
+	return obj.GetNamespace() == r.OADPNamespace
 }
 
 // isNACObject reports whether obj lives in the OADP namespace and carries the

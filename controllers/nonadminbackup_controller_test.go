@@ -55,6 +55,8 @@ func (s *ControllerSuite) SetUpSuite(c *C) {
 		Recorder:      recorder,
 		OADPNamespace: s.oadp,
 		Blueprints:    &blueprints.Resolver{Reader: mgr.GetClient(), Namespace: s.oadp},
+
+		QueueRefreshWindow: time.Second,
 	}
 	c.Assert(r.SetupWithManager(mgr), IsNil)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -398,4 +400,73 @@ func (s *CrashSuite) TestForeignObjectIsNeverAdopted(c *C) {
 	c.Assert(testClient.Get(ctx, client.ObjectKeyFromObject(foreign), after), IsNil)
 	c.Check(after.Labels, DeepEquals, map[string]string{"owner": "someone-else"})
 	c.Check(after.Spec.IncludedNamespaces, HasLen, 0)
+}
+
+// finishAllBackups plays Velero finishing every unfinished Backup in oadp.
+func finishAllBackups(c *C, oadp string) {
+	list := &velerov1.BackupList{}
+	c.Assert(testClient.List(context.Background(), list, client.InNamespace(oadp)), IsNil)
+	for _, b := range list.Items {
+		if !v1alpha1.BackupFinished(b.Status.Phase) {
+			completeBackup(c, oadp, b.Name, velerov1.BackupPhaseCompleted)
+		}
+	}
+}
+
+func queuePos(c *C, nab *v1alpha1.NonAdminBackup) int {
+	got := getNAB(c, nab)
+	if got.Status.QueueInfo == nil {
+		return -1
+	}
+	return got.Status.QueueInfo.EstimatedQueuePosition
+}
+
+func (s *ControllerSuite) TestQueuePositionsAndCoalescedRefresh(c *C) {
+	ctx := context.Background()
+	finishAllBackups(c, s.oadp)
+	ns := createNamespace(c, "tenant")
+	var nabs []*v1alpha1.NonAdminBackup
+	for i := range 4 {
+		if i > 0 {
+			time.Sleep(1100 * time.Millisecond) // creation timestamps have 1s resolution
+		}
+		nab := newNAB(ns, fmt.Sprintf("q%d", i+1), velerov1.BackupSpec{})
+		c.Assert(testClient.Create(ctx, nab), IsNil)
+		eventually(c, 10*time.Second, func() (bool, string) {
+			got := getNAB(c, nab)
+			return got.Status.VeleroBackup != nil && got.Status.VeleroBackup.Name != "", "no Velero Backup yet"
+		})
+		nabs = append(nabs, getNAB(c, nab))
+	}
+	eventually(c, 10*time.Second, func() (bool, string) {
+		got := []int{queuePos(c, nabs[0]), queuePos(c, nabs[1]), queuePos(c, nabs[2]), queuePos(c, nabs[3])}
+		return fmt.Sprint(got) == "[1 2 3 4]", fmt.Sprint(got)
+	})
+
+	// Count every write to the last NAB while Velero finishes the first three
+	// at once.
+	last := getNAB(c, nabs[3])
+	w, err := testClient.Watch(ctx, &v1alpha1.NonAdminBackupList{}, client.InNamespace(ns),
+		client.MatchingFields{"metadata.name": last.Name}, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: last.ResourceVersion}})
+	c.Assert(err, IsNil)
+	defer w.Stop()
+	for _, nab := range nabs[:3] {
+		completeBackup(c, s.oadp, nab.Status.VeleroBackup.Name, velerov1.BackupPhaseCompleted)
+	}
+	eventually(c, 10*time.Second, func() (bool, string) {
+		got := []int{queuePos(c, nabs[0]), queuePos(c, nabs[1]), queuePos(c, nabs[2]), queuePos(c, nabs[3])}
+		return fmt.Sprint(got) == "[0 0 0 1]", fmt.Sprint(got)
+	})
+	// Let a further refresh window pass: nothing more may be written.
+	time.Sleep(2 * time.Second)
+	writes := 0
+	for done := false; !done; {
+		select {
+		case <-w.ResultChan():
+			writes++
+		default:
+			done = true
+		}
+	}
+	c.Check(writes, Equals, 1, Commentf("three completions in one window cost one status write to the waiting NAB"))
 }

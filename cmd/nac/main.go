@@ -29,6 +29,7 @@ type options struct {
 	metricsAddr   string
 	probeAddr     string
 	leaderElect   bool
+	queueWindow   time.Duration
 }
 
 func main() {
@@ -43,6 +44,8 @@ func main() {
 		"Address the /healthz and /readyz probes bind to.")
 	flag.BoolVar(&o.leaderElect, "leader-elect", false,
 		"Elect a leader (a Lease in the OADP namespace) so that only one replica reconciles.")
+	flag.DurationVar(&o.queueWindow, "queue-refresh-window", controllers.DefaultQueueRefreshWindow,
+		"How long waiting NonAdminBackups' queue positions may lag a finished backup; all completions within it cost one status write per waiting NAB.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Usage = func() {
@@ -64,6 +67,9 @@ func run(o options) error {
 	}
 	if o.oadpNamespace == "" {
 		return errors.New("the OADP namespace is not set: pass --oadp-namespace or set " + namespaceEnvVar)
+	}
+	if o.queueWindow <= 0 {
+		return fmt.Errorf("--queue-refresh-window must be positive, got %s", o.queueWindow)
 	}
 	if o.waitTimeout <= 0 {
 		return fmt.Errorf("--wait-timeout must be positive, got %s", o.waitTimeout)
@@ -104,6 +110,8 @@ func run(o options) error {
 		Recorder:      recorder,
 		OADPNamespace: o.oadpNamespace,
 		Blueprints:    &blueprints.Resolver{Reader: mgr.GetClient(), Namespace: o.oadpNamespace},
+
+		QueueRefreshWindow: o.queueWindow,
 	}
 	if err := nab.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the NonAdminBackup controller: %w", err)

@@ -1,0 +1,112 @@
+package controllers
+
+import (
+	"context"
+	"time"
+
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/nacflow/nacflow/api/v1alpha1"
+)
+
+// DefaultQueueRefreshWindow is how long the queue positions of waiting
+// NonAdminBackups may lag behind a completion, and so the window in which a
+// burst of completions costs one refresh.
+const DefaultQueueRefreshWindow = 5 * time.Second
+
+// queuePosition returns the estimated queue position of me among all, the
+// Velero Backups of the OADP namespace (OADP NAC's rule): 0 once me has
+// finished; Velero's own status.queuePosition where it reports one (Velero
+// >= 1.18); otherwise 1 + the unfinished Backups created before me (ties
+// broken by name, so positions are distinct and stable).
+func queuePosition(all []velerov1.Backup, me *velerov1.Backup) int {
+	if v1alpha1.BackupFinished(me.Status.Phase) {
+		return 0
+	}
+	if me.Status.QueuePosition > 0 {
+		return me.Status.QueuePosition
+	}
+	pos := 1
+	for i := range all {
+		b := &all[i]
+		if b.Name == me.Name || v1alpha1.BackupFinished(b.Status.Phase) {
+			continue
+		}
+		if earlier(b, me) {
+			pos++
+		}
+	}
+	return pos
+}
+
+// earlier reports whether a was created before b, by creation time then name.
+func earlier(a, b *velerov1.Backup) bool {
+	ta, tb := a.CreationTimestamp.Time, b.CreationTimestamp.Time
+	if !ta.Equal(tb) {
+		return ta.Before(tb)
+	}
+	return a.Name < b.Name
+}
+
+// backupEvents maps Velero Backup events to reconcile requests: every event
+// wakes the Backup's own NonAdminBackup; a Backup that finishes or goes also
+// schedules, after the refresh window, every NonAdminBackup whose Backup is
+// still unfinished, so their queue positions move up. The workqueue keeps the
+// earliest schedule of a key, so a burst of completions within one window
+// refreshes each waiting NAB once — not once per completion per NAB, as OADP
+// NAC does.
+func (r *NonAdminBackupReconciler) backupEvents() handler.TypedEventHandler[client.Object, reconcile.Request] {
+	own := func(obj client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		for _, req := range r.backupToNAB(context.Background(), obj) {
+			q.Add(req)
+		}
+	}
+	return handler.TypedFuncs[client.Object, reconcile.Request]{
+		CreateFunc: func(_ context.Context, e event.TypedCreateEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			own(e.Object, q)
+		},
+		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			own(e.ObjectNew, q)
+			oldB, okOld := e.ObjectOld.(*velerov1.Backup)
+			newB, okNew := e.ObjectNew.(*velerov1.Backup)
+			if okOld && okNew && !v1alpha1.BackupFinished(oldB.Status.Phase) && v1alpha1.BackupFinished(newB.Status.Phase) {
+				r.refreshWaiting(ctx, q)
+			}
+		},
+		DeleteFunc: func(ctx context.Context, e event.TypedDeleteEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			own(e.Object, q)
+			r.refreshWaiting(ctx, q)
+		},
+	}
+}
+
+// refreshWaiting schedules, after the refresh window, the NonAdminBackups
+// whose Velero Backups have not finished.
+func (r *NonAdminBackupReconciler) refreshWaiting(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	list := &velerov1.BackupList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(r.OADPNamespace), client.HasLabels{v1alpha1.NabOriginNACUUIDLabel}); err != nil {
+		log.FromContext(ctx).Error(err, "listing Velero Backups to refresh queue positions")
+		return
+	}
+	window := r.QueueRefreshWindow
+	if window <= 0 {
+		window = DefaultQueueRefreshWindow
+	}
+	for i := range list.Items {
+		b := &list.Items[i]
+		if v1alpha1.BackupFinished(b.Status.Phase) {
+			continue
+		}
+		ns, name := b.Annotations[v1alpha1.NabOriginNamespaceAnnotation], b.Annotations[v1alpha1.NabOriginNameAnnotation]
+		if ns != "" && name != "" {
+			q.AddAfter(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}, window)
+		}
+	}
+}
