@@ -134,6 +134,18 @@ func (s *E2ESuite) kubectl(c *C, args ...string) string {
 	return string(out)
 }
 
+// kubectlAllowFail runs kubectl and returns its output whether or not it
+// failed (for "is it gone yet" checks).
+func (s *E2ESuite) kubectlAllowFail(args ...string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "kubectl", args...)
+	cmd.Dir = s.root
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+s.kubeconfig)
+	out, _ := cmd.CombinedOutput()
+	return string(out)
+}
+
 // kubectlIn is kubectl with stdin.
 func (s *E2ESuite) kubectlIn(c *C, stdin string, args ...string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -215,6 +227,21 @@ func (s *E2ESuite) TestReadmeWalkthrough(c *C) {
 			"StartedDeferPhase", "finalStatus", "EndedDeferPhase", "EndedAction"), d
 	})
 	c.Check(s.bucketKeys(c, "backups/"+name+"/"), Not(HasLen), 0)
+}
+
+// TestExamplesApply: every example applies cleanly (server-side dry run,
+// so nothing is created).
+func (s *E2ESuite) TestExamplesApply(c *C) {
+	files, err := filepath.Glob(filepath.Join(s.root, "examples", "*.yaml"))
+	c.Assert(err, IsNil)
+	more, err := filepath.Glob(filepath.Join(s.root, "examples", "*", "*.yaml"))
+	c.Assert(err, IsNil)
+	files = append(files, more...)
+	c.Assert(len(files) >= 4, Equals, true, Commentf("%v", files))
+	for _, f := range files {
+		out := s.kubectl(c, "apply", "--dry-run=server", "-f", f)
+		c.Check(out, Matches, `(?s).* (created|configured|unchanged) \(server dry run\)\n`, Commentf(f))
+	}
 }
 
 func (s *E2ESuite) TestInvalidExample(c *C) {

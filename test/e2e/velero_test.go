@@ -175,6 +175,17 @@ func (s *E2ESuite) TestTenantBackupWithRealVelero(c *C) {
 			c.Check(strings.Contains(gr, "oadp.openshift.io"), Equals, false, Commentf("NAC kind %s in the backup", gr))
 		}
 	}
+
+	// Permanent deletion: Velero processes the DeleteBackupRequest, the
+	// files leave the bucket, the Velero Backup and the NAB go.
+	s.kubectl(c, "patch", "nab", "-n", "tenant-a", "full", "--type", "merge", "-p", `{"spec":{"deleteBackup":true}}`)
+	eventually(c, 2*time.Minute, func() (bool, string) {
+		out := s.kubectlAllowFail("get", "nab", "-n", "tenant-a", "full", "-o", "jsonpath={.status.plan.current}")
+		return strings.Contains(out, "NotFound"), out
+	})
+	c.Check(s.bucketKeys(c, "backups/"+name+"/"), HasLen, 0)
+	c.Check(s.kubectlAllowFail("get", "backups.velero.io", "-n", "openshift-adp", name), Matches, `(?s).*NotFound.*`)
+	c.Check(s.veleroLogMentions("deletebackuprequest"), Equals, true)
 }
 
 func contains(list []string, s string) bool {
