@@ -95,3 +95,29 @@ func (s *ControllerSuite) TestEnforcementAndLiveBlueprintEdit(c *C) {
 	c.Check(spec.TTL.Duration, Equals, 24*time.Hour)
 	c.Check(spec.SnapshotVolumes, IsNil)
 }
+
+// TestInvalidOverrideIsNotUsed: an override that tries to enforce a tenancy
+// field is reported and the built-in runs instead.
+func (s *ControllerSuite) TestInvalidOverrideIsNotUsed(c *C) {
+	ctx := context.Background()
+	bp, err := blueprints.BuiltIn(blueprints.NonAdminBackup)
+	c.Assert(err, IsNil)
+	bp.Namespace = s.oadp
+	setEnforce(c, bp, `{"includedNamespaces": ["kube-system"]}`)
+	c.Assert(testClient.Create(ctx, bp), IsNil)
+	defer func() { c.Check(testClient.Delete(ctx, bp), IsNil) }()
+	ns := createNamespace(c, "tenant")
+
+	eventually(c, 10*time.Second, func() (bool, string) {
+		nab := newNAB(ns, fmt.Sprintf("n-%d", time.Now().UnixNano()), velerov1.BackupSpec{})
+		c.Assert(testClient.Create(ctx, nab), IsNil)
+		var evs []string
+		eventually(c, 5*time.Second, func() (bool, string) {
+			evs = eventReasons(c, ns, nab.Name)
+			return containsInOrder(evs, []string{"Normal StartedAction"}), joined(evs)
+		})
+		got := getNAB(c, nab)
+		c.Check(got.Status.Plan.BlueprintGeneration, Equals, v1alpha1.BuiltInGeneration)
+		return containsInOrder(evs, []string{"Warning BlueprintInvalid"}), joined(evs)
+	})
+}

@@ -226,8 +226,7 @@ func (r *NonAdminBackupReconciler) resolve(ctx context.Context, nab *v1alpha1.No
 	if res.Generation == v1alpha1.BuiltInGeneration {
 		return plan, nil
 	}
-	known := func(n string) bool { _, ok := r.Runner.Registry.Get(n); return ok }
-	if _, cerr := engine.Compile(plan, known, time.Now()); cerr != nil {
+	if _, cerr := engine.Compile(plan, r.Runner.Registry, time.Now()); cerr != nil {
 		r.Recorder.Eventf(nab, corev1.EventTypeWarning, EventBlueprintInvalid,
 			"Blueprint %s/%s is invalid, using the built-in: %v", r.OADPNamespace, res.Blueprint, cerr)
 		res, err = blueprints.BuiltInAction(blueprints.NonAdminBackup, action)

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,14 +25,16 @@ type Plan struct {
 	Spec *nacv1alpha1.BlueprintAction
 }
 
-// Compile checks a resolved blueprint action and turns it into a new plan
-// status: the action snapshotted into spec, every phase pending, startTime
-// now. It is pure (no I/O). known reports whether a func name is registered.
+// Compile checks a resolved blueprint action against the registry reg and
+// turns it into a new plan status: the action snapshotted into spec, every
+// phase pending, startTime now. It is pure (no I/O).
 //
 // It returns an error, naming the phase and field, when the action has no
 // phases, a phase name is empty or used twice (the deferPhase included), a
-// func is unknown, or an arg's template does not parse.
-func Compile(p Plan, known func(string) bool, now time.Time) (*nacv1alpha1.PlanStatus, error) {
+// func is not in reg, an arg's template does not parse, or a phase whose args
+// hold no template fails the func's strict decode (an unknown arg, a wrong
+// type, a value the func refuses).
+func Compile(p Plan, reg *Registry, now time.Time) (*nacv1alpha1.PlanStatus, error) {
 	if p.Spec == nil || len(p.Spec.Phases) == 0 {
 		return nil, fmt.Errorf("blueprint %q action %q has no phases", p.Blueprint, p.Action)
 	}
@@ -45,10 +48,15 @@ func Compile(p Plan, known func(string) bool, now time.Time) (*nacv1alpha1.PlanS
 			errs = append(errs, fmt.Errorf("%s: phase name %q is used twice", where, ph.Name))
 		}
 		seen[ph.Name] = true
-		if !known(ph.Func) {
+		fn, ok := reg.Get(ph.Func)
+		if !ok {
 			errs = append(errs, fmt.Errorf("%s (%s): unknown func %q", where, ph.Name, ph.Func))
 		}
+		templated := false
 		for _, key := range sortedKeys(ph.Args) {
+			if bytes.Contains(ph.Args[key].Raw, []byte("{{")) {
+				templated = true
+			}
 			var v any
 			if err := json.Unmarshal(ph.Args[key].Raw, &v); err != nil {
 				errs = append(errs, fmt.Errorf("%s (%s): args.%s: %w", where, ph.Name, key, err))
@@ -56,6 +64,15 @@ func Compile(p Plan, known func(string) bool, now time.Time) (*nacv1alpha1.PlanS
 			}
 			if err := parseTemplates(v); err != nil {
 				errs = append(errs, fmt.Errorf("%s (%s): args.%s: %w", where, ph.Name, key, err))
+			}
+		}
+		if ok && !templated {
+			literal := make(map[string]any, len(ph.Args))
+			for k, v := range ph.Args {
+				literal[k] = json.RawMessage(v.Raw)
+			}
+			if err := DecodeArgs(literal, fn.NewArgs()); err != nil {
+				errs = append(errs, fmt.Errorf("%s (%s): %s %w", where, ph.Name, ph.Func, err))
 			}
 		}
 	}

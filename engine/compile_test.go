@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"context"
 	"time"
 
 	. "gopkg.in/check.v1"
@@ -13,7 +14,21 @@ type CompileSuite struct{}
 
 var _ = Suite(&CompileSuite{})
 
-func known(name string) bool { return name == "Echo" || name == "Wait" }
+// testRegistry has two functions, Echo and Wait, taking {value: string}.
+func testRegistry(c *C) *engine.Registry {
+	reg, err := engine.NewRegistry(&namedFunc{name: "Echo"}, &namedFunc{name: "Wait"})
+	c.Assert(err, IsNil)
+	return reg
+}
+
+// namedFunc is a do-nothing phase function with args {value: string}.
+type namedFunc struct{ name string }
+
+func (f *namedFunc) Name() string { return f.name }
+func (f *namedFunc) NewArgs() any { return &stepArgs{} }
+func (f *namedFunc) Run(context.Context, *engine.Operation, any) (engine.Result, error) {
+	return engine.Done("", nil), nil
+}
 
 func (s *CompileSuite) TestCompileErrors(c *C) {
 	for _, tc := range []struct {
@@ -31,10 +46,14 @@ func (s *CompileSuite) TestCompileErrors(c *C) {
 		{"unknown func", &v1alpha1.BlueprintAction{Phases: []v1alpha1.BlueprintPhase{{Name: "a", Func: "Nope"}}}, `(?s).*phases\[0\] \(a\): unknown func "Nope".*`},
 		{"bad template", &v1alpha1.BlueprintAction{Phases: []v1alpha1.BlueprintPhase{{Name: "a", Func: "Echo", Args: args(c, map[string]any{"value": "{{ .Name "})}}},
 			`(?s).*phases\[0\] \(a\): args.value: template: .*`},
+		{"unknown literal arg", &v1alpha1.BlueprintAction{Phases: []v1alpha1.BlueprintPhase{{Name: "a", Func: "Echo", Args: args(c, map[string]any{"valeu": "x"})}}},
+			`(?s).*phases\[0\] \(a\): Echo args: json: unknown field "valeu".*`},
+		{"wrongly typed literal arg", &v1alpha1.BlueprintAction{Phases: []v1alpha1.BlueprintPhase{{Name: "a", Func: "Echo", Args: args(c, map[string]any{"value": 3})}}},
+			`(?s).*phases\[0\] \(a\): Echo args: json: cannot unmarshal number.*`},
 		{"disallowed func", &v1alpha1.BlueprintAction{Phases: []v1alpha1.BlueprintPhase{{Name: "a", Func: "Echo", Args: args(c, map[string]any{"value": `{{ env "HOME" }}`})}}},
 			`(?s).*args.value: .*function "env" not defined.*`},
 	} {
-		_, err := engine.Compile(engine.Plan{Action: "a", Blueprint: "bp", Spec: tc.spec}, known, time.Now())
+		_, err := engine.Compile(engine.Plan{Action: "a", Blueprint: "bp", Spec: tc.spec}, testRegistry(c), time.Now())
 		c.Check(err, ErrorMatches, tc.err, Commentf(tc.about))
 	}
 }
@@ -45,7 +64,7 @@ func (s *CompileSuite) TestCompileSnapshotsAction(c *C) {
 		DeferPhase: &v1alpha1.BlueprintPhase{Name: "cleanup", Func: "Echo"},
 	}
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	plan, err := engine.Compile(engine.Plan{Action: "backup", Blueprint: "bp", BlueprintGeneration: "7", Spec: spec}, known, now)
+	plan, err := engine.Compile(engine.Plan{Action: "backup", Blueprint: "bp", BlueprintGeneration: "7", Spec: spec}, testRegistry(c), now)
 	c.Assert(err, IsNil)
 	c.Check(plan.Action, Equals, "backup")
 	c.Check(plan.Blueprint, Equals, "bp")

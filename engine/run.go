@@ -97,7 +97,7 @@ func (r *Runner) Run(ctx context.Context, req Request) (Outcome, error) {
 	obj := req.Object
 	plan := obj.GetPlan()
 	if plan == nil || plan.Action != req.Plan.Action {
-		compiled, err := Compile(req.Plan, func(n string) bool { _, ok := r.Registry.Get(n); return ok }, r.now())
+		compiled, err := Compile(req.Plan, r.Registry, r.now())
 		if err != nil {
 			return Outcome{}, Terminal(err)
 		}

@@ -306,9 +306,11 @@ func (s *RunSuite) TestRenderErrorIsTerminal(c *C) {
 	c.Check(s.fn.calls["c"], Equals, 0)
 }
 
+// TestStrictArgDecodeIsTerminal: templated args are decoded only once
+// rendered; a wrong name there fails the phase (literal ones fail Compile).
 func (s *RunSuite) TestStrictArgDecodeIsTerminal(c *C) {
 	req := s.request(c, func(a *v1alpha1.BlueprintAction) {
-		a.Phases[0].Args = args(c, map[string]any{"valeu": "typo"})
+		a.Phases[0].Args = args(c, map[string]any{"valeu": "{{ .Name }}"})
 	})
 	_, err := s.runner.Run(context.Background(), req)
 	c.Assert(err, IsNil)

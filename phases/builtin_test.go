@@ -20,7 +20,6 @@ var _ = Suite(&BuiltInSuite{})
 func (s *BuiltInSuite) TestBuiltInsCompile(c *C) {
 	reg, err := phases.New(phases.Clients{})
 	c.Assert(err, IsNil)
-	known := func(n string) bool { _, ok := reg.Get(n); return ok }
 	for _, name := range []string{blueprints.NonAdminBackup} {
 		bp, err := blueprints.BuiltIn(name)
 		c.Assert(err, IsNil)
@@ -29,7 +28,7 @@ func (s *BuiltInSuite) TestBuiltInsCompile(c *C) {
 		for action := range bp.Spec.Actions {
 			spec, err := blueprints.Action(bp, action)
 			c.Assert(err, IsNil)
-			_, err = engine.Compile(engine.Plan{Action: action, Blueprint: name, Spec: spec}, known, time.Now())
+			_, err = engine.Compile(engine.Plan{Action: action, Blueprint: name, Spec: spec}, reg, time.Now())
 			c.Check(err, IsNil, Commentf("%s/%s", name, action))
 		}
 	}
