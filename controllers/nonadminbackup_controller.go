@@ -107,13 +107,16 @@ func (r *NonAdminBackupReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	readRV := nab.ResourceVersion
-	if r.reads.isStale(req.NamespacedName, readRV) {
+	if r.reads.isStale(req.NamespacedName, nab.ResourceVersion) {
 		return ctrl.Result{RequeueAfter: staleRecheck}, nil
 	}
+	// Every version this reconcile reads or writes, but the last, is behind
+	// its own final write.
+	passed := []string{nab.ResourceVersion}
+	wrote := func() { passed = append(passed, nab.ResourceVersion) }
 	defer func() {
-		if nab.ResourceVersion != readRV {
-			r.reads.wrote(req.NamespacedName, readRV)
+		if last := len(passed) - 1; last > 0 {
+			r.reads.wrote(req.NamespacedName, passed[:last]...)
 		}
 	}()
 
@@ -127,6 +130,7 @@ func (r *NonAdminBackupReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		if err := r.Client.Patch(ctx, nab, client.MergeFrom(before)); err != nil {
 			return ctrl.Result{}, fmt.Errorf("adding finalizer to %s: %w", req.NamespacedName, err)
 		}
+		wrote()
 	}
 
 	action := actionFor(nab)
@@ -137,6 +141,9 @@ func (r *NonAdminBackupReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	}
 	if perr := engine.PatchStatus(ctx, r.Client, nab, before); perr != nil {
 		return ctrl.Result{}, errors.Join(err, perr)
+	}
+	if nab.ResourceVersion != passed[len(passed)-1] {
+		wrote()
 	}
 	if err != nil || !finished {
 		return result, err

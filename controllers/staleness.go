@@ -11,24 +11,26 @@ import (
 // read its own writes: a reconcile that runs right after another (woken,
 // say, by the Velero Backup the first one created) may still see the object
 // from before the first one's status patch, and would start the plan again.
-// After a reconcile writes, the tracker remembers the resourceVersion it had
-// read; a later reconcile that reads that same version knows its cache is
-// behind and waits for it (the "expectations" of Kubernetes' ReplicaSet
-// controller, kept to one version per object).
+// After a reconcile writes, the tracker remembers the resourceVersions it
+// went past: the one it read and those its own earlier writes produced (a
+// finalizer patch before the status patch, say). A later reconcile that
+// reads one of them knows its cache is behind and waits (the "expectations"
+// of Kubernetes' ReplicaSet controller). Versions are only compared for
+// equality, never ordered.
 type readTracker struct {
 	mu    sync.Mutex
-	stale map[types.NamespacedName]string
+	stale map[types.NamespacedName][]string
 }
 
-// wrote records that a reconcile which read resourceVersion rv of key has
-// written to the object since.
-func (t *readTracker) wrote(key types.NamespacedName, rv string) {
+// wrote records that the versions passed of key are superseded by the
+// controller's own later write.
+func (t *readTracker) wrote(key types.NamespacedName, passed ...string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.stale == nil {
-		t.stale = map[types.NamespacedName]string{}
+		t.stale = map[types.NamespacedName][]string{}
 	}
-	t.stale[key] = rv
+	t.stale[key] = passed
 }
 
 // isStale reports whether resourceVersion rv of key is one the controller
@@ -36,9 +38,10 @@ func (t *readTracker) wrote(key types.NamespacedName, rv string) {
 func (t *readTracker) isStale(key types.NamespacedName, rv string) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	old, ok := t.stale[key]
-	if ok && old == rv {
-		return true
+	for _, old := range t.stale[key] {
+		if old == rv {
+			return true
+		}
 	}
 	delete(t.stale, key)
 	return false

@@ -21,7 +21,11 @@ func (s *TrackerSuite) TestReadTracker(c *C) {
 	c.Check(t.isStale(key, "10"), Equals, true, Commentf("still behind"))
 	c.Check(t.isStale(key, "12"), Equals, false, Commentf("the cache caught up"))
 	c.Check(t.isStale(key, "10"), Equals, false, Commentf("the record is cleared once the cache caught up"))
-	t.wrote(key, "12")
+	t.wrote(key, "12", "13") // read 12, wrote 13 (finalizer), then 14
+	c.Check(t.isStale(key, "12"), Equals, true)
+	c.Check(t.isStale(key, "13"), Equals, true, Commentf("an intermediate version of our own is behind too"))
+	c.Check(t.isStale(key, "14"), Equals, false)
+	t.wrote(key, "14")
 	t.forget(key)
-	c.Check(t.isStale(key, "12"), Equals, false)
+	c.Check(t.isStale(key, "14"), Equals, false)
 }
