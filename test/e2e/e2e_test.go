@@ -121,33 +121,9 @@ func (s *E2ESuite) TearDownSuite(c *C) {
 	}
 }
 
-// kubectl runs kubectl against the local control plane from the repository
-// root, as README.md does, and returns its combined output.
-func (s *E2ESuite) kubectl(c *C, args ...string) string {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "kubectl", args...)
-	cmd.Dir = s.root
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+s.kubeconfig)
-	out, err := cmd.CombinedOutput()
-	c.Assert(err, IsNil, Commentf("kubectl %s: %s", strings.Join(args, " "), out))
-	return string(out)
-}
-
-// kubectlAllowFail runs kubectl and returns its output whether or not it
-// failed (for "is it gone yet" checks).
-func (s *E2ESuite) kubectlAllowFail(args ...string) string {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "kubectl", args...)
-	cmd.Dir = s.root
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+s.kubeconfig)
-	out, _ := cmd.CombinedOutput()
-	return string(out)
-}
-
-// kubectlIn is kubectl with stdin.
-func (s *E2ESuite) kubectlIn(c *C, stdin string, args ...string) string {
+// runKubectl runs kubectl with stdin against the local control plane, from
+// the repository root as README.md does, and returns its combined output.
+func (s *E2ESuite) runKubectl(stdin string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "kubectl", args...)
@@ -155,8 +131,26 @@ func (s *E2ESuite) kubectlIn(c *C, stdin string, args ...string) string {
 	cmd.Stdin = strings.NewReader(stdin)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+s.kubeconfig)
 	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// kubectl runs kubectl and fails the test when it fails.
+func (s *E2ESuite) kubectl(c *C, args ...string) string {
+	return s.kubectlIn(c, "", args...)
+}
+
+// kubectlIn is kubectl with stdin.
+func (s *E2ESuite) kubectlIn(c *C, stdin string, args ...string) string {
+	out, err := s.runKubectl(stdin, args...)
 	c.Assert(err, IsNil, Commentf("kubectl %s: %s", strings.Join(args, " "), out))
-	return string(out)
+	return out
+}
+
+// kubectlAllowFail runs kubectl and returns its output whether or not it
+// failed (for "is it gone yet" checks).
+func (s *E2ESuite) kubectlAllowFail(args ...string) string {
+	out, _ := s.runKubectl("", args...)
+	return out
 }
 
 // eventually retries check every 250ms for up to timeout.
