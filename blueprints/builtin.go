@@ -19,6 +19,9 @@ const (
 	// NonAdminBackup is the built-in blueprint of NonAdminBackup: actions
 	// backup, delete (spec.deleteBackup: true) and finalize (kubectl delete).
 	NonAdminBackup = "nonadminbackup"
+	// NonAdminRestore is the built-in blueprint of NonAdminRestore: actions
+	// restore and finalize (kubectl delete).
+	NonAdminRestore = "nonadminrestore"
 )
 
 // BuiltIn returns a fresh copy of the embedded blueprint called name. It

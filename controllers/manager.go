@@ -54,6 +54,7 @@ func CacheOptions(oadpNamespace string) cache.Options {
 			// take a place in Velero's queue.
 			&velerov1.Backup{}:              {Namespaces: oadpOnly},
 			&velerov1.DeleteBackupRequest{}: {Namespaces: oadpOnly, Label: nacSelector},
+			&velerov1.Restore{}:             {Namespaces: oadpOnly, Label: nacSelector},
 			&v1alpha1.Blueprint{}:           {Namespaces: oadpOnly},
 		},
 	}

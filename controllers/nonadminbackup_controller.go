@@ -5,30 +5,24 @@ package controllers
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/google/uuid"
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/blueprints"
-	"github.com/nacflow/nacflow/engine"
 )
 
 // Actions of the nonadminbackup blueprint.
@@ -61,23 +55,11 @@ func NACUUID(uid types.UID) string {
 // NonAdminBackupReconciler runs the nonadminbackup blueprint for each
 // NonAdminBackup and mirrors its Velero Backup.
 type NonAdminBackupReconciler struct {
-	// Client reads through the cache and writes to the API server.
-	Client client.Client
-	// APIReader reads straight from the API server, to confirm that an
-	// object missing from the cache is really gone.
-	APIReader client.Reader
-	// Runner runs the phase plans.
-	Runner *engine.Runner
-	// Recorder emits events on NonAdminBackups.
-	Recorder record.EventRecorder
-	// Blueprints resolves blueprint actions (admin overrides, built-ins).
-	Blueprints *blueprints.Resolver
+	Deps
 	// QueueRefreshWindow is how long waiting NABs' queue positions may lag a
 	// completion; completions within it cost one refresh. 0 means
 	// DefaultQueueRefreshWindow.
 	QueueRefreshWindow time.Duration
-	// OADPNamespace is where Velero runs and Velero Backups are made.
-	OADPNamespace string
 
 	reads readTracker
 }
@@ -93,77 +75,31 @@ const staleRecheck = 100 * time.Millisecond
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=oadp.openshift.io,resources=blueprints,verbs=get;list;watch
 
-// Reconcile moves one NonAdminBackup forward. It picks the blueprint action
-// the object's state calls for — finalize once it is being deleted, delete
-// when spec.deleteBackup is true, backup otherwise — adds the finalizer
-// first (the first write), runs the action as far as it can, mirrors the
-// Velero Backup, and writes status once, with a patch. When delete or
-// finalize has completed it deletes the NAB or removes the finalizer.
+// Reconcile moves one NonAdminBackup forward with the shared NAC loop
+// (reconcileNAC): finalize once it is being deleted, delete when
+// spec.deleteBackup is true (then the NAB itself is deleted), backup
+// otherwise; the Velero Backup is mirrored after each run of backup.
 func (r *NonAdminBackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	nab := &v1alpha1.NonAdminBackup{}
-	if err := r.Client.Get(ctx, req.NamespacedName, nab); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.reads.forget(req.NamespacedName)
-		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if r.reads.isStale(req.NamespacedName, nab.ResourceVersion) {
-		return ctrl.Result{RequeueAfter: staleRecheck}, nil
-	}
-	// Every version this reconcile reads or writes, but the last, is behind
-	// its own final write.
-	passed := []string{nab.ResourceVersion}
-	wrote := func() { passed = append(passed, nab.ResourceVersion) }
-	defer func() {
-		if last := len(passed) - 1; last > 0 {
-			r.reads.wrote(req.NamespacedName, passed[:last]...)
-		}
-	}()
-
-	deleting := !nab.DeletionTimestamp.IsZero()
-	if !controllerutil.ContainsFinalizer(nab, v1alpha1.NonAdminBackupFinalizer) {
-		if deleting {
-			return ctrl.Result{}, nil
-		}
-		before := nab.DeepCopy()
-		controllerutil.AddFinalizer(nab, v1alpha1.NonAdminBackupFinalizer)
-		if err := r.Client.Patch(ctx, nab, client.MergeFrom(before)); err != nil {
-			return ctrl.Result{}, fmt.Errorf("adding finalizer to %s: %w", req.NamespacedName, err)
-		}
-		wrote()
-	}
-
-	action := actionFor(nab)
-	before := nab.DeepCopy()
-	result, finished, err := r.runAction(ctx, nab, action)
-	if err == nil {
-		nab.Status.ObservedGeneration = nab.Generation
-	}
-	if perr := engine.PatchStatus(ctx, r.Client, nab, before); perr != nil {
-		return ctrl.Result{}, errors.Join(err, perr)
-	}
-	if nab.ResourceVersion != passed[len(passed)-1] {
-		wrote()
-	}
-	if err != nil || !finished {
-		return result, err
-	}
-	complete := nab.Status.Plan != nil && nab.Status.Plan.State == v1alpha1.PlanComplete
-	switch {
-	case action == ActionDelete && !deleting && complete:
-		// Velero removed the backup: now the NAB itself goes (OADP NAC).
-		if err := r.Client.Delete(ctx, nab); client.IgnoreNotFound(err) != nil {
-			return ctrl.Result{}, fmt.Errorf("deleting %s after its backup was deleted: %w", req.NamespacedName, err)
-		}
-	case deleting:
-		before := nab.DeepCopy()
-		controllerutil.RemoveFinalizer(nab, v1alpha1.NonAdminBackupFinalizer)
-		if err := r.Client.Patch(ctx, nab, client.MergeFrom(before)); client.IgnoreNotFound(err) != nil {
-			return ctrl.Result{}, fmt.Errorf("removing finalizer of %s: %w", req.NamespacedName, err)
-		}
-		log.FromContext(ctx).Info("NonAdminBackup finalized", "action", nab.Status.Plan.Action)
-	}
-	return result, nil
+	return reconcileNAC(ctx, &r.Deps, &r.reads, nacKind[*v1alpha1.NonAdminBackup]{
+		newObject: func() *v1alpha1.NonAdminBackup { return &v1alpha1.NonAdminBackup{} },
+		finalizer: v1alpha1.NonAdminBackupFinalizer,
+		blueprint: blueprints.NonAdminBackup, kind: "NonAdminBackup",
+		actionFor: actionFor,
+		nacuuid:   r.nacuuid,
+		begin: func(nab *v1alpha1.NonAdminBackup) {
+			if nab.Status.Phase == "" {
+				nab.Status.Phase = v1alpha1.NonAdminPhaseNew
+			}
+		},
+		observed: func(nab *v1alpha1.NonAdminBackup, g int64) { nab.Status.ObservedGeneration = g },
+		afterRun: func(ctx context.Context, nab *v1alpha1.NonAdminBackup, action string, finished bool) error {
+			if action != ActionBackup {
+				return nil
+			}
+			return r.mirror(ctx, nab, finished)
+		},
+		deleteWhenComplete: ActionDelete,
+	}, req)
 }
 
 // actionFor returns the blueprint action nab's state calls for. A NAB being
@@ -182,67 +118,6 @@ func actionFor(nab *v1alpha1.NonAdminBackup) string {
 	default:
 		return ActionBackup
 	}
-}
-
-// runAction runs action and, for backup, keeps status.veleroBackup current.
-// finished is true once the plan (deferPhase included) has ended.
-func (r *NonAdminBackupReconciler) runAction(ctx context.Context, nab *v1alpha1.NonAdminBackup, action string) (ctrl.Result, bool, error) {
-	if nab.Status.Phase == "" {
-		nab.Status.Phase = v1alpha1.NonAdminPhaseNew
-	}
-	var plan engine.Plan
-	var err error
-	if p := nab.Status.Plan; p == nil || p.Action != action {
-		// Only a new operation resolves its blueprint; a running one
-		// continues from its snapshot.
-		if plan, err = r.resolve(ctx, nab, action); err != nil {
-			r.Recorder.Event(nab, corev1.EventTypeWarning, EventBlueprintInvalid, err.Error())
-			return ctrl.Result{}, false, reconcile.TerminalError(err)
-		}
-	} else {
-		plan = engine.Plan{Action: action}
-	}
-	out, err := r.Runner.Run(ctx, engine.Request{
-		Object: nab, Plan: plan, UUID: r.nacuuid(nab), OADPNamespace: r.OADPNamespace,
-	})
-	if engine.IsTerminal(err) {
-		r.Recorder.Event(nab, corev1.EventTypeWarning, EventBlueprintInvalid, err.Error())
-		return ctrl.Result{}, false, reconcile.TerminalError(err)
-	}
-	if err != nil {
-		return ctrl.Result{}, false, err
-	}
-	if action == ActionBackup {
-		if err := r.mirror(ctx, nab, out.Finished); err != nil {
-			return ctrl.Result{}, false, err
-		}
-	}
-	return ctrl.Result{RequeueAfter: out.RequeueAfter}, out.Finished, nil
-}
-
-// resolve returns the blueprint action to run: the admin's override of the
-// nonadminbackup blueprint when it has the action and compiles, the built-in
-// otherwise. A broken override is reported on nab as a Warning event and
-// never used (the running operation keeps its snapshot anyway).
-func (r *NonAdminBackupReconciler) resolve(ctx context.Context, nab *v1alpha1.NonAdminBackup, action string) (engine.Plan, error) {
-	res, err := r.Blueprints.Resolve(ctx, blueprints.NonAdminBackup, "NonAdminBackup", action)
-	if err != nil {
-		return engine.Plan{}, err
-	}
-	plan := engine.Plan{Action: action, Blueprint: res.Blueprint, BlueprintGeneration: res.Generation, Spec: res.Action}
-	if res.Generation == v1alpha1.BuiltInGeneration {
-		return plan, nil
-	}
-	if _, cerr := engine.Compile(plan, r.Runner.Registry, time.Now()); cerr != nil {
-		r.Recorder.Eventf(nab, corev1.EventTypeWarning, EventBlueprintInvalid,
-			"Blueprint %s/%s is invalid, using the built-in: %v", r.OADPNamespace, res.Blueprint, cerr)
-		res, err = blueprints.BuiltInAction(blueprints.NonAdminBackup, action)
-		if err != nil {
-			return engine.Plan{}, err
-		}
-		plan = engine.Plan{Action: action, Blueprint: res.Blueprint, BlueprintGeneration: res.Generation, Spec: res.Action}
-	}
-	return plan, nil
 }
 
 // nacuuid returns the NACUUID recorded in status, or the one derived from the

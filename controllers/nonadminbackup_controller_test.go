@@ -47,18 +47,21 @@ func (s *ControllerSuite) SetUpSuite(c *C) {
 	c.Assert(err, IsNil)
 	registry, err := phases.New(phases.Clients{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()})
 	c.Assert(err, IsNil)
-	recorder := mgr.GetEventRecorderFor("nonadminbackup-controller")
-	r := &controllers.NonAdminBackupReconciler{
-		Client:        mgr.GetClient(),
-		APIReader:     mgr.GetAPIReader(),
-		Runner:        &engine.Runner{Registry: registry, Recorder: recorder},
-		Recorder:      recorder,
-		OADPNamespace: s.oadp,
-		Blueprints:    &blueprints.Resolver{Reader: mgr.GetClient(), Namespace: s.oadp},
-
-		QueueRefreshWindow: time.Second,
+	deps := func(name string) controllers.Deps {
+		recorder := mgr.GetEventRecorderFor(name)
+		return controllers.Deps{
+			Client:        mgr.GetClient(),
+			APIReader:     mgr.GetAPIReader(),
+			Runner:        &engine.Runner{Registry: registry, Recorder: recorder},
+			Recorder:      recorder,
+			Blueprints:    &blueprints.Resolver{Reader: mgr.GetClient(), Namespace: s.oadp},
+			OADPNamespace: s.oadp,
+		}
 	}
+	r := &controllers.NonAdminBackupReconciler{Deps: deps("nonadminbackup-controller"), QueueRefreshWindow: time.Second}
 	c.Assert(r.SetupWithManager(mgr), IsNil)
+	nar := &controllers.NonAdminRestoreReconciler{Deps: deps("nonadminrestore-controller")}
+	c.Assert(nar.SetupWithManager(mgr), IsNil)
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel, s.done = cancel, make(chan error, 1)
 	go func() { s.done <- mgr.Start(ctx) }()
@@ -326,10 +329,10 @@ func reconciler(c *C, cl client.Client, oadp string) *controllers.NonAdminBackup
 	registry, err := phases.New(phases.Clients{Client: cl, APIReader: cl})
 	c.Assert(err, IsNil)
 	rec := record.NewFakeRecorder(1000)
-	return &controllers.NonAdminBackupReconciler{
+	return &controllers.NonAdminBackupReconciler{Deps: controllers.Deps{
 		Client: cl, APIReader: cl, Runner: &engine.Runner{Registry: registry, Recorder: rec}, Recorder: rec, OADPNamespace: oadp,
 		Blueprints: &blueprints.Resolver{Reader: cl, Namespace: oadp},
-	}
+	}}
 }
 
 // TestCrashAfterCreateBeforeStatusWrite kills the controller between
@@ -395,7 +398,7 @@ func (s *CrashSuite) TestForeignObjectIsNeverAdopted(c *C) {
 	c.Assert(err, IsNil)
 	got = getNAB(c, nab)
 	c.Check(got.Status.Plan.State, Equals, v1alpha1.PlanFailed)
-	c.Check(got.Status.Plan.Phase("createBackup").Message, Matches, ".*exists but does not belong to this NonAdminBackup.*")
+	c.Check(got.Status.Plan.Phase("createBackup").Message, Matches, ".*exists but does not belong to this operation.*")
 	after := &velerov1.Backup{}
 	c.Assert(testClient.Get(ctx, client.ObjectKeyFromObject(foreign), after), IsNil)
 	c.Check(after.Labels, DeepEquals, map[string]string{"owner": "someone-else"})

@@ -20,7 +20,7 @@ var _ = Suite(&BuiltInSuite{})
 func (s *BuiltInSuite) TestBuiltInsCompile(c *C) {
 	reg, err := phases.New(phases.Clients{})
 	c.Assert(err, IsNil)
-	for _, name := range []string{blueprints.NonAdminBackup} {
+	for _, name := range []string{blueprints.NonAdminBackup, blueprints.NonAdminRestore} {
 		bp, err := blueprints.BuiltIn(name)
 		c.Assert(err, IsNil)
 		c.Check(bp.Name, Equals, name)

@@ -12,12 +12,17 @@ import (
 )
 
 // createOrAdopt creates want (a kind such as "Velero Backup", for messages) in the OADP namespace, or, when an object of
-// that name exists, adopts it if it carries nacuuid as its
-// openshift.io/oadp-nab-origin-nacuuid label. It returns the object as it is
+// that name exists, adopts it if it carries nacuuid as its origin label
+// (openshift.io/oadp-nar-origin-nacuuid when want has it, else
+// openshift.io/oadp-nab-origin-nacuuid). It returns the object as it is
 // in the cluster and "Created" or "Adopted". An existing object without
 // the label is never touched: that is a terminal error. API errors are
 // returned as they are (retryable).
 func createOrAdopt(ctx context.Context, c Clients, kind string, want client.Object, nacuuid string) (client.Object, string, error) {
+	label := v1alpha1.NabOriginNACUUIDLabel
+	if _, ok := want.GetLabels()[v1alpha1.NarOriginNACUUIDLabel]; ok {
+		label = v1alpha1.NarOriginNACUUIDLabel
+	}
 	got := want.DeepCopyObject().(client.Object)
 	err := c.Client.Create(ctx, got)
 	if err == nil {
@@ -30,9 +35,9 @@ func createOrAdopt(ctx context.Context, c Clients, kind string, want client.Obje
 	if err := c.APIReader.Get(ctx, client.ObjectKeyFromObject(want), got); err != nil {
 		return nil, "", fmt.Errorf("reading existing %s %s/%s: %w", kind, want.GetNamespace(), want.GetName(), err)
 	}
-	if owner := got.GetLabels()[v1alpha1.NabOriginNACUUIDLabel]; owner != nacuuid {
-		return nil, "", engine.Terminalf("%s %s/%s exists but does not belong to this NonAdminBackup (label %s is %q)",
-			kind, want.GetNamespace(), want.GetName(), v1alpha1.NabOriginNACUUIDLabel, owner)
+	if owner := got.GetLabels()[label]; owner != nacuuid {
+		return nil, "", engine.Terminalf("%s %s/%s exists but does not belong to this operation (label %s is %q)",
+			kind, want.GetNamespace(), want.GetName(), label, owner)
 	}
 	return got, "Adopted", nil
 }

@@ -9,13 +9,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/engine"
 )
 
 // DeleteObjectsArgs are the args of DeleteObjects.
 type DeleteObjectsArgs struct {
-	// Kinds to delete: Backup, DeleteBackupRequest (Velero kinds).
+	// Kinds to delete: Backup, DeleteBackupRequest, Restore (Velero kinds).
 	Kinds []string `json:"kinds"`
 }
 
@@ -23,6 +22,7 @@ type DeleteObjectsArgs struct {
 var deletableKinds = map[string]func() client.Object{
 	"Backup":              func() client.Object { return &velerov1.Backup{} },
 	"DeleteBackupRequest": func() client.Object { return &velerov1.DeleteBackupRequest{} },
+	"Restore":             func() client.Object { return &velerov1.Restore{} },
 }
 
 // DeleteObjects deletes the objects of the given kinds that this operation
@@ -49,12 +49,12 @@ func (f *DeleteObjects) Run(ctx context.Context, op *engine.Operation, args any)
 	}
 	for _, k := range a.Kinds {
 		if deletableKinds[k] == nil {
-			return engine.Result{}, engine.Terminalf("DeleteObjects: args.kinds: %q is not supported (supported: Backup, DeleteBackupRequest)", k)
+			return engine.Result{}, engine.Terminalf("DeleteObjects: args.kinds: %q is not supported (supported: Backup, DeleteBackupRequest, Restore)", k)
 		}
 	}
 	for _, k := range a.Kinds {
 		err := f.clients.Client.DeleteAllOf(ctx, deletableKinds[k](), client.InNamespace(op.OADPNamespace),
-			client.MatchingLabels{v1alpha1.NabOriginNACUUIDLabel: op.UUID})
+			client.MatchingLabels{originLabel(op): op.UUID})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return engine.Result{}, fmt.Errorf("deleting Velero %s objects of %s: %w", k, op.UUID, err)
 		}

@@ -23,44 +23,93 @@ type EnforcedBackupSpec struct {
 	Fields []string
 }
 
-// unenforceableBackupFields would break tenancy if an admin could set them
-// for every tenant: they are the tenant rules' own fields.
-var unenforceableBackupFields = map[string]bool{
-	"includedNamespaces": true, "excludedNamespaces": true, "includeClusterResources": true,
-	"includedClusterScopedResources": true, "excludedClusterScopedResources": true,
-	"storageLocation": true, "volumeSnapshotLocations": true,
+// EnforcedRestoreSpec is EnforcedBackupSpec for a NonAdminRestore's
+// restoreSpec (OADP's enforceRestoreSpec).
+type EnforcedRestoreSpec struct {
+	// Spec holds the enforced values.
+	Spec velerov1.RestoreSpec
+	// Fields are the JSON names of the fields the admin set, sorted.
+	Fields []string
 }
+
+// Fields that would break tenancy if an admin could set them for every
+// tenant: they are the tenant rules' own fields.
+var (
+	unenforceableBackupFields = map[string]bool{
+		"includedNamespaces": true, "excludedNamespaces": true, "includeClusterResources": true,
+		"includedClusterScopedResources": true, "excludedClusterScopedResources": true,
+		"storageLocation": true, "volumeSnapshotLocations": true,
+	}
+	unenforceableRestoreFields = map[string]bool{
+		"backupName": true, "scheduleName": true, "includedNamespaces": true,
+		"excludedNamespaces": true, "namespaceMapping": true,
+	}
+)
 
 // UnmarshalJSON decodes an enforce object strictly: an unknown field or a
 // wrongly typed value is an error, and so is a field that cannot be enforced.
 func (e *EnforcedBackupSpec) UnmarshalJSON(data []byte) error {
+	var err error
+	e.Fields, err = decodeEnforced(data, &e.Spec, unenforceableBackupFields)
+	return err
+}
+
+// Apply enforces e on spec, in place; see applyEnforced. A nil e enforces
+// nothing.
+func (e *EnforcedBackupSpec) Apply(spec *velerov1.BackupSpec) error {
+	if e == nil {
+		return nil
+	}
+	return applyEnforced(spec, &e.Spec, e.Fields, "spec.backupSpec")
+}
+
+// UnmarshalJSON decodes an enforce object strictly, like
+// EnforcedBackupSpec's.
+func (e *EnforcedRestoreSpec) UnmarshalJSON(data []byte) error {
+	var err error
+	e.Fields, err = decodeEnforced(data, &e.Spec, unenforceableRestoreFields)
+	return err
+}
+
+// Apply enforces e on spec, in place; see applyEnforced. A nil e enforces
+// nothing.
+func (e *EnforcedRestoreSpec) Apply(spec *velerov1.RestoreSpec) error {
+	if e == nil {
+		return nil
+	}
+	return applyEnforced(spec, &e.Spec, e.Fields, "spec.restoreSpec")
+}
+
+// decodeEnforced decodes data strictly into into (a pointer to a Velero
+// spec) and returns the JSON names of the fields data sets, sorted. It
+// returns an error for an unknown field, a wrong type, or a field in
+// unenforceable.
+func decodeEnforced(data []byte, into any, unenforceable map[string]bool) ([]string, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&e.Spec); err != nil {
-		return err
+	if err := dec.Decode(into); err != nil {
+		return nil, err
 	}
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(data, &raw); err != nil {
-		return err
+		return nil, err
 	}
-	e.Fields = e.Fields[:0]
-	var refused []string
+	var fields, refused []string
 	for k := range raw {
-		if unenforceableBackupFields[k] {
+		if unenforceable[k] {
 			refused = append(refused, k)
 		}
-		e.Fields = append(e.Fields, k)
+		fields = append(fields, k)
 	}
-	sort.Strings(e.Fields)
+	sort.Strings(fields)
 	if len(refused) > 0 {
 		sort.Strings(refused)
-		return fmt.Errorf("enforce.%s can not be enforced: it would break tenant isolation", strings.Join(refused, ", enforce."))
+		return nil, fmt.Errorf("enforce.%s can not be enforced: it would break tenant isolation", strings.Join(refused, ", enforce."))
 	}
-	return nil
+	return fields, nil
 }
 
-// jsonField returns the struct field of v (a BackupSpec value) whose JSON
-// name is name.
+// jsonField returns the struct field of v whose JSON name is name.
 func jsonField(v reflect.Value, name string) (reflect.Value, bool) {
 	t := v.Type()
 	for i := range t.NumField() {
@@ -72,29 +121,27 @@ func jsonField(v reflect.Value, name string) (reflect.Value, bool) {
 	return reflect.Value{}, false
 }
 
-// Apply enforces e on spec, in place: a field the user left empty takes the
-// enforced value (whole, so a second-level field such as labelSelector is
-// enforced as one value), and a field the user set to another value is
-// refused with "spec.backupSpec.<field> field value is enforced by admin
-// user, can not override it" (OADP NAC's message). It returns the first
-// refusal, in field-name order.
-func (e *EnforcedBackupSpec) Apply(spec *velerov1.BackupSpec) error {
-	if e == nil {
-		return nil
-	}
-	user := reflect.ValueOf(spec).Elem()
-	enforced := reflect.ValueOf(&e.Spec).Elem()
-	for _, name := range e.Fields {
-		uf, ok := jsonField(user, name)
+// applyEnforced enforces the fields of enforced on user (pointers to the same
+// struct type), in place: a field the user left empty takes the enforced
+// value (whole, so a second-level field such as labelSelector is enforced as
+// one value), and a field the user set to another value is refused with
+// "<prefix>.<field> field value is enforced by admin user, can not override
+// it" (OADP NAC's message). It returns the first refusal, in field-name
+// order.
+func applyEnforced(user, enforced any, fields []string, prefix string) error {
+	u := reflect.ValueOf(user).Elem()
+	e := reflect.ValueOf(enforced).Elem()
+	for _, name := range fields {
+		uf, ok := jsonField(u, name)
 		if !ok {
 			continue
 		}
-		ef, _ := jsonField(enforced, name)
+		ef, _ := jsonField(e, name)
 		switch {
 		case uf.IsZero():
 			uf.Set(ef)
 		case !equality.Semantic.DeepEqual(uf.Interface(), ef.Interface()):
-			return fmt.Errorf("spec.backupSpec.%s field value is enforced by admin user, can not override it", name)
+			return fmt.Errorf("%s.%s field value is enforced by admin user, can not override it", prefix, name)
 		}
 	}
 	return nil

@@ -37,3 +37,21 @@ func nacBackupAnnotations(nab *v1alpha1.NonAdminBackup) map[string]string {
 		v1alpha1.NabOriginNameAnnotation:      nab.Name,
 	}
 }
+
+// asRestore returns the operation's NonAdminRestore, or a terminal error
+// naming fn when a blueprint gave the function another kind.
+func asRestore(fn string, op *engine.Operation) (*v1alpha1.NonAdminRestore, error) {
+	nar, ok := op.Object.(*v1alpha1.NonAdminRestore)
+	if !ok {
+		return nil, engine.Terminalf("%s serves NonAdminRestore, not %T", fn, op.Object)
+	}
+	return nar, nil
+}
+
+// originLabel returns the NACUUID label of objects created for op's kind.
+func originLabel(op *engine.Operation) string {
+	if _, ok := op.Object.(*v1alpha1.NonAdminRestore); ok {
+		return v1alpha1.NarOriginNACUUIDLabel
+	}
+	return v1alpha1.NabOriginNACUUIDLabel
+}

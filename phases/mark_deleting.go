@@ -16,7 +16,7 @@ type MarkDeletingArgs struct {
 	Message string `json:"message"`
 }
 
-// MarkDeleting sets a NonAdminBackup's status.phase to Deleting and its
+// MarkDeleting sets a NonAdminBackup's or NonAdminRestore's status.phase to Deleting and its
 // condition Deleting=True/DeletionPending with args.message (OADP NAC's
 // deletion status). It writes nothing outside the object's status.
 type MarkDeleting struct{}
@@ -30,17 +30,23 @@ func (*MarkDeleting) NewArgs() any { return &MarkDeletingArgs{} }
 // Run implements engine.Func.
 func (f *MarkDeleting) Run(_ context.Context, op *engine.Operation, args any) (engine.Result, error) {
 	a := args.(*MarkDeletingArgs)
-	nab, err := asBackup(f.Name(), op)
-	if err != nil {
-		return engine.Result{}, err
-	}
 	if a.Message == "" {
 		return engine.Result{}, engine.Terminalf("MarkDeleting: args.message is empty")
 	}
-	nab.Status.Phase = v1alpha1.NonAdminPhaseDeleting
-	meta.SetStatusCondition(&nab.Status.Conditions, metav1.Condition{
+	var phase *v1alpha1.NonAdminPhase
+	var conds *[]metav1.Condition
+	switch o := op.Object.(type) {
+	case *v1alpha1.NonAdminBackup:
+		phase, conds = &o.Status.Phase, &o.Status.Conditions
+	case *v1alpha1.NonAdminRestore:
+		phase, conds = &o.Status.Phase, &o.Status.Conditions
+	default:
+		return engine.Result{}, engine.Terminalf("MarkDeleting serves NonAdminBackup and NonAdminRestore, not %T", op.Object)
+	}
+	*phase = v1alpha1.NonAdminPhaseDeleting
+	meta.SetStatusCondition(conds, metav1.Condition{
 		Type: v1alpha1.ConditionDeleting, Status: metav1.ConditionTrue,
-		Reason: v1alpha1.ReasonDeletionPending, Message: a.Message, ObservedGeneration: nab.Generation,
+		Reason: v1alpha1.ReasonDeletionPending, Message: a.Message, ObservedGeneration: op.Object.GetGeneration(),
 	})
 	return engine.Done(a.Message, nil), nil
 }

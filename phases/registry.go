@@ -29,5 +29,7 @@ func New(c Clients) (*engine.Registry, error) {
 		&MarkDeleting{},
 		&CreateDeleteBackupRequest{clients: c},
 		&DeleteObjects{clients: c},
+		&ValidateRestoreSpec{clients: c},
+		&CreateVeleroRestore{clients: c},
 	)
 }

@@ -14,7 +14,8 @@ import (
 
 // SyncStatusArgs are the args of SyncStatus.
 type SyncStatusArgs struct {
-	// Kind of the Velero object to mirror: Backup or DeleteBackupRequest.
+	// Kind of the Velero object to mirror: Backup, DeleteBackupRequest or
+	// Restore.
 	Kind string `json:"kind"`
 	// Name of the Velero object in the OADP namespace. Empty: nothing to
 	// mirror (e.g. a deferPhase after validation refused the request).
@@ -23,7 +24,8 @@ type SyncStatusArgs struct {
 
 // SyncStatus mirrors a Velero object's spec and status into the NAC object's
 // status (for a Backup: status.veleroBackup and status.queueInfo; for a
-// DeleteBackupRequest: status.veleroDeleteBackupRequest). A missing
+// DeleteBackupRequest: status.veleroDeleteBackupRequest; for a Restore, of a
+// NonAdminRestore: status.veleroRestore and status.queueInfo). A missing
 // or unnamed object is not an error: there is nothing to mirror.
 //
 // Output: phase (the Velero object's phase, when there is one). Errors: an
@@ -83,7 +85,26 @@ func (f *SyncStatus) Run(ctx context.Context, op *engine.Operation, args any) (e
 		nab.Status.VeleroDeleteBackupRequest.Status = dbr.Status.DeepCopy()
 		return engine.Done(fmt.Sprintf("Mirrored Velero DeleteBackupRequest %s (%s)", a.Name, phaseOr(string(dbr.Status.Phase))),
 			map[string]string{"phase": string(dbr.Status.Phase)}), nil
+	case "Restore":
+		nar, err := asRestore(f.Name(), op)
+		if err != nil {
+			return engine.Result{}, err
+		}
+		if a.Name == "" {
+			return engine.Done("no Velero Restore to mirror", nil), nil
+		}
+		r := &velerov1.Restore{}
+		err = f.clients.Client.Get(ctx, client.ObjectKey{Namespace: op.OADPNamespace, Name: a.Name}, r)
+		if apierrors.IsNotFound(err) {
+			return engine.Done(fmt.Sprintf("Velero Restore %s not found: nothing to mirror", a.Name), nil), nil
+		}
+		if err != nil {
+			return engine.Result{}, fmt.Errorf("reading Velero Restore %s/%s: %w", op.OADPNamespace, a.Name, err)
+		}
+		nar.MirrorRestore(r)
+		return engine.Done(fmt.Sprintf("Mirrored Velero Restore %s (%s)", a.Name, phaseOr(string(r.Status.Phase))),
+			map[string]string{"phase": string(r.Status.Phase)}), nil
 	default:
-		return engine.Result{}, engine.Terminalf("SyncStatus: args.kind %q is not supported (supported: Backup, DeleteBackupRequest)", a.Kind)
+		return engine.Result{}, engine.Terminalf("SyncStatus: args.kind %q is not supported (supported: Backup, DeleteBackupRequest, Restore)", a.Kind)
 	}
 }

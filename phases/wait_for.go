@@ -26,8 +26,9 @@ const (
 
 // WaitForArgs are the args of WaitFor.
 type WaitForArgs struct {
-	// Kind of the object to wait for: Backup or DeleteBackupRequest (Velero
-	// objects in the OADP namespace).
+	// Kind of the object to wait for: Backup, DeleteBackupRequest, Restore
+	// (Velero objects in the OADP namespace) or RestorableBackup (a
+	// NonAdminBackup in the operation's namespace).
 	Kind string `json:"kind"`
 	// Name of the object, usually {{ .Phases.<create phase>.Output.name }}.
 	Name string `json:"name"`
@@ -43,6 +44,10 @@ type WaitForArgs struct {
 //     FailedValidation). Output: phase. A Backup that is gone from the API
 //     server (not only from the cache) is a terminal error: it was deleted
 //     before it finished.
+//   - RestorableBackup (name: a NonAdminBackup in the operation's own
+//     namespace): its Velero Backup is Completed or PartiallyFailed (output
+//     name); Failed or gone is terminal.
+//   - Restore: its phase is terminal. Output: phase.
 //   - DeleteBackupRequest: the Backup it names is gone. An empty name means
 //     there was nothing to delete (done at once). A request Velero processed
 //     with errors is a terminal error quoting them.
@@ -67,9 +72,75 @@ func (f *WaitFor) Run(ctx context.Context, op *engine.Operation, args any) (engi
 		return f.backup(ctx, op.OADPNamespace, a.Name)
 	case "DeleteBackupRequest":
 		return f.deletion(ctx, op.OADPNamespace, a.Name)
+	case "RestorableBackup":
+		return f.restorable(ctx, op, a.Name)
+	case "Restore":
+		return f.restore(ctx, op.OADPNamespace, a.Name)
 	default:
-		return engine.Result{}, engine.Terminalf("WaitFor: args.kind %q is not supported (supported: Backup, DeleteBackupRequest)", a.Kind)
+		return engine.Result{}, engine.Terminalf("WaitFor: args.kind %q is not supported (supported: Backup, DeleteBackupRequest, RestorableBackup, Restore)", a.Kind)
 	}
+}
+
+// restorable waits until the Velero Backup of the NonAdminBackup name, in
+// the operation's own namespace, can be restored: Completed or
+// PartiallyFailed (output name: the Velero Backup's name). A Failed one, or
+// one that is gone, is a terminal error; one still running is waited for.
+func (f *WaitFor) restorable(ctx context.Context, op *engine.Operation, name string) (engine.Result, error) {
+	ns := op.Object.GetNamespace()
+	nab := &v1alpha1.NonAdminBackup{}
+	err := f.clients.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, nab)
+	if apierrors.IsNotFound(err) {
+		return engine.Result{}, engine.Terminalf("NonAdminBackup %s/%s no longer exists", ns, name)
+	}
+	if err != nil {
+		return engine.Result{}, fmt.Errorf("reading NonAdminBackup %s/%s: %w", ns, name, err)
+	}
+	vb := nab.Status.VeleroBackup
+	if vb == nil || vb.Name == "" || vb.Namespace == "" {
+		return engine.Wait(fmt.Sprintf("NonAdminBackup %s has no Velero Backup yet", name), recheckMissing), nil
+	}
+	b := &velerov1.Backup{}
+	err = f.clients.Client.Get(ctx, client.ObjectKey{Namespace: op.OADPNamespace, Name: vb.Name}, b)
+	if apierrors.IsNotFound(err) {
+		err = f.clients.APIReader.Get(ctx, client.ObjectKey{Namespace: op.OADPNamespace, Name: vb.Name}, b)
+		if apierrors.IsNotFound(err) {
+			return engine.Result{}, engine.Terminalf("the Velero Backup %s of NonAdminBackup %s no longer exists", vb.Name, name)
+		}
+	}
+	if err != nil {
+		return engine.Result{}, fmt.Errorf("reading Velero Backup %s/%s: %w", op.OADPNamespace, vb.Name, err)
+	}
+	switch b.Status.Phase {
+	case velerov1.BackupPhaseCompleted, velerov1.BackupPhasePartiallyFailed:
+		return engine.Done(fmt.Sprintf("Velero Backup %s of NonAdminBackup %s is %s", b.Name, name, b.Status.Phase),
+			map[string]string{"name": b.Name, "phase": string(b.Status.Phase)}), nil
+	case velerov1.BackupPhaseFailed, velerov1.BackupPhaseFailedValidation, velerov1.BackupPhaseDeleting:
+		return engine.Result{}, engine.Terminalf("the Velero Backup %s of NonAdminBackup %s is %s: only Completed or PartiallyFailed backups can be restored", b.Name, name, b.Status.Phase)
+	}
+	return engine.Wait(fmt.Sprintf("Velero Backup %s of NonAdminBackup %s is %s", b.Name, name, phaseOr(string(b.Status.Phase))), recheckRunning), nil
+}
+
+// restore waits until the Velero Restore name has finished. One gone from
+// the API server is a terminal error.
+func (f *WaitFor) restore(ctx context.Context, ns, name string) (engine.Result, error) {
+	if name == "" {
+		return engine.Result{}, engine.Terminalf("WaitFor: args.name is empty")
+	}
+	r := &velerov1.Restore{}
+	err := f.clients.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, r)
+	if apierrors.IsNotFound(err) {
+		err = f.clients.APIReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, r)
+		if apierrors.IsNotFound(err) {
+			return engine.Result{}, engine.Terminalf("Velero Restore %s was deleted from %s before it finished", name, ns)
+		}
+	}
+	if err != nil {
+		return engine.Result{}, fmt.Errorf("reading Velero Restore %s/%s: %w", ns, name, err)
+	}
+	if !v1alpha1.RestoreFinished(r.Status.Phase) {
+		return engine.Wait(fmt.Sprintf("Velero Restore %s is %s", name, phaseOr(string(r.Status.Phase))), recheckRunning), nil
+	}
+	return engine.Done(fmt.Sprintf("Velero Restore %s is %s", name, r.Status.Phase), map[string]string{"phase": string(r.Status.Phase)}), nil
 }
 
 func (f *WaitFor) backup(ctx context.Context, ns, name string) (engine.Result, error) {

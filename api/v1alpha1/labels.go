@@ -21,9 +21,20 @@ const (
 	NabOriginNameAnnotation = "openshift.io/oadp-nab-origin-name"
 	// NabOriginNamespaceAnnotation holds its namespace.
 	NabOriginNamespaceAnnotation = "openshift.io/oadp-nab-origin-namespace"
+
+	// NarOriginNACUUIDLabel holds the NACUUID of the NonAdminRestore an
+	// object belongs to.
+	NarOriginNACUUIDLabel = "openshift.io/oadp-nar-origin-nacuuid"
+	// NarOriginNameAnnotation holds the name of that NonAdminRestore.
+	NarOriginNameAnnotation = "openshift.io/oadp-nar-origin-name"
+	// NarOriginNamespaceAnnotation holds its namespace.
+	NarOriginNamespaceAnnotation = "openshift.io/oadp-nar-origin-namespace"
 )
 
-// Finalizer is put on every NAC object so that nacflow can clean up the
+// NonAdminBackupFinalizer is put on every NonAdminBackup so that nacflow can clean up the
 // objects it made in the OADP namespace before the NAC object goes (OADP NAC's
 // finalizer name).
 const NonAdminBackupFinalizer = "nonadminbackup.oadp.openshift.io/finalizer"
+
+// NonAdminRestoreFinalizer is the NonAdminRestore's finalizer (OADP NAC's).
+const NonAdminRestoreFinalizer = "nonadminrestore.oadp.openshift.io/finalizer"

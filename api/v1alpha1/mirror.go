@@ -41,3 +41,35 @@ func (n *NonAdminBackup) MirrorBackup(b *velerov1.Backup) bool {
 	}
 	return !equality.Semantic.DeepEqual(before, &n.Status)
 }
+
+// RestoreFinished reports whether a Velero Restore phase is terminal:
+// Completed, PartiallyFailed, Failed or FailedValidation.
+func RestoreFinished(phase velerov1.RestorePhase) bool {
+	switch phase {
+	case velerov1.RestorePhaseCompleted, velerov1.RestorePhasePartiallyFailed,
+		velerov1.RestorePhaseFailed, velerov1.RestorePhaseFailedValidation:
+		return true
+	}
+	return false
+}
+
+// MirrorRestore copies the Velero Restore's status into
+// status.veleroRestore, and queue position 0 into status.queueInfo once it
+// finished (Velero 1.18 reports no queue position for restores). It reports
+// whether anything changed.
+func (n *NonAdminRestore) MirrorRestore(r *velerov1.Restore) bool {
+	before := n.Status.DeepCopy()
+	if n.Status.VeleroRestore == nil {
+		n.Status.VeleroRestore = &VeleroRestore{}
+	}
+	vr := n.Status.VeleroRestore
+	vr.Name, vr.Namespace = r.Name, r.Namespace
+	if id := r.Labels[NarOriginNACUUIDLabel]; id != "" {
+		vr.NACUUID = id
+	}
+	vr.Status = r.Status.DeepCopy()
+	if RestoreFinished(r.Status.Phase) {
+		n.Status.QueueInfo = &QueueInfo{EstimatedQueuePosition: 0}
+	}
+	return !equality.Semantic.DeepEqual(before, &n.Status)
+}

@@ -102,19 +102,26 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	recorder := mgr.GetEventRecorderFor("nonadminbackup-controller")
-	nab := &controllers.NonAdminBackupReconciler{
-		Client:        mgr.GetClient(),
-		APIReader:     mgr.GetAPIReader(),
-		Runner:        &engine.Runner{Registry: registry, Recorder: recorder, WaitTimeout: o.waitTimeout},
-		Recorder:      recorder,
-		OADPNamespace: o.oadpNamespace,
-		Blueprints:    &blueprints.Resolver{Reader: mgr.GetClient(), Namespace: o.oadpNamespace},
-
-		QueueRefreshWindow: o.queueWindow,
+	// deps returns the dependencies of one controller, its events signed
+	// with its own name.
+	deps := func(name string) controllers.Deps {
+		recorder := mgr.GetEventRecorderFor(name)
+		return controllers.Deps{
+			Client:        mgr.GetClient(),
+			APIReader:     mgr.GetAPIReader(),
+			Runner:        &engine.Runner{Registry: registry, Recorder: recorder, WaitTimeout: o.waitTimeout},
+			Recorder:      recorder,
+			Blueprints:    &blueprints.Resolver{Reader: mgr.GetClient(), Namespace: o.oadpNamespace},
+			OADPNamespace: o.oadpNamespace,
+		}
 	}
+	nab := &controllers.NonAdminBackupReconciler{Deps: deps("nonadminbackup-controller"), QueueRefreshWindow: o.queueWindow}
 	if err := nab.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the NonAdminBackup controller: %w", err)
+	}
+	nar := &controllers.NonAdminRestoreReconciler{Deps: deps("nonadminrestore-controller")}
+	if err := nar.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the NonAdminRestore controller: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return err

@@ -1,0 +1,115 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/nacflow/nacflow/api/v1alpha1"
+	"github.com/nacflow/nacflow/blueprints"
+)
+
+// Actions of the nonadminrestore blueprint.
+const (
+	// ActionRestore makes the Velero Restore of a new NonAdminRestore.
+	ActionRestore = "restore"
+)
+
+// NonAdminRestoreReconciler runs the nonadminrestore blueprint for each
+// NonAdminRestore (OADP NAC's restore workflow) and mirrors its Velero
+// Restore.
+type NonAdminRestoreReconciler struct {
+	Deps
+
+	reads readTracker
+}
+
+// +kubebuilder:rbac:groups=oadp.openshift.io,resources=nonadminrestores,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=oadp.openshift.io,resources=nonadminrestores/status;nonadminrestores/finalizers,verbs=get;update;patch
+// +kubebuilder:rbac:groups=velero.io,resources=restores,verbs=get;list;watch;create;delete;deletecollection
+
+// Reconcile moves one NonAdminRestore forward with the shared NAC loop:
+// finalize once it is being deleted (the Velero Restore object goes), restore
+// otherwise, mirroring the Velero Restore after each run.
+func (r *NonAdminRestoreReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	return reconcileNAC(ctx, &r.Deps, &r.reads, nacKind[*v1alpha1.NonAdminRestore]{
+		newObject: func() *v1alpha1.NonAdminRestore { return &v1alpha1.NonAdminRestore{} },
+		finalizer: v1alpha1.NonAdminRestoreFinalizer,
+		blueprint: blueprints.NonAdminRestore, kind: "NonAdminRestore",
+		actionFor: func(nar *v1alpha1.NonAdminRestore) string {
+			if !nar.DeletionTimestamp.IsZero() {
+				return ActionFinalize
+			}
+			return ActionRestore
+		},
+		nacuuid: func(nar *v1alpha1.NonAdminRestore) string {
+			if vr := nar.Status.VeleroRestore; vr != nil && vr.NACUUID != "" {
+				return vr.NACUUID
+			}
+			return NACUUID(nar.UID)
+		},
+		begin: func(nar *v1alpha1.NonAdminRestore) {
+			if nar.Status.Phase == "" {
+				nar.Status.Phase = v1alpha1.NonAdminPhaseNew
+			}
+		},
+		observed: func(nar *v1alpha1.NonAdminRestore, g int64) { nar.Status.ObservedGeneration = g },
+		afterRun: func(ctx context.Context, nar *v1alpha1.NonAdminRestore, action string, _ bool) error {
+			if action != ActionRestore {
+				return nil
+			}
+			return r.mirror(ctx, nar)
+		},
+	}, req)
+}
+
+// mirror copies the linked Velero Restore's status into the NAR.
+func (r *NonAdminRestoreReconciler) mirror(ctx context.Context, nar *v1alpha1.NonAdminRestore) error {
+	vr := nar.Status.VeleroRestore
+	if vr == nil || vr.Name == "" {
+		return nil
+	}
+	restore := &velerov1.Restore{}
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.OADPNamespace, Name: vr.Name}, restore)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading Velero Restore %s/%s: %w", r.OADPNamespace, vr.Name, err)
+	}
+	nar.MirrorRestore(restore)
+	return nil
+}
+
+// SetupWithManager registers the reconciler: NonAdminRestores cluster-wide
+// (spec changes only), Velero Restores in the OADP namespace carrying the
+// NAC label, mapped back by their origin annotations.
+func (r *NonAdminRestoreReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("nonadminrestore").
+		For(&v1alpha1.NonAdminRestore{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&velerov1.Restore{}, handler.EnqueueRequestsFromMapFunc(restoreToNAR),
+			builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+				return o.GetNamespace() == r.OADPNamespace && o.GetLabels()[v1alpha1.NarOriginNACUUIDLabel] != ""
+			}))).
+		Complete(r)
+}
+
+// restoreToNAR maps a Velero Restore to the NonAdminRestore named by its
+// origin annotations.
+func restoreToNAR(_ context.Context, obj client.Object) []reconcile.Request {
+	ns, name := obj.GetAnnotations()[v1alpha1.NarOriginNamespaceAnnotation], obj.GetAnnotations()[v1alpha1.NarOriginNameAnnotation]
+	if ns == "" || name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
+}

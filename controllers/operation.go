@@ -1,0 +1,182 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/nacflow/nacflow/api/v1alpha1"
+	"github.com/nacflow/nacflow/blueprints"
+	"github.com/nacflow/nacflow/engine"
+)
+
+// Deps are what every NAC reconciler is given.
+type Deps struct {
+	// Client reads through the cache and writes to the API server.
+	Client client.Client
+	// APIReader reads straight from the API server, to confirm that an
+	// object missing from the cache is really gone.
+	APIReader client.Reader
+	// Runner runs the phase plans.
+	Runner *engine.Runner
+	// Recorder emits events on NAC objects.
+	Recorder record.EventRecorder
+	// Blueprints resolves blueprint actions (admin overrides, built-ins).
+	Blueprints *blueprints.Resolver
+	// OADPNamespace is where Velero runs and Velero objects are made.
+	OADPNamespace string
+}
+
+// nacKind tells the shared reconcile loop about one NAC kind.
+type nacKind[T engine.Object] struct {
+	newObject func() T
+	finalizer string
+	// blueprint is the built-in blueprint's name, kind the NAC kind it serves.
+	blueprint, kind string
+	// actionFor picks the action the object's state calls for.
+	actionFor func(T) string
+	// nacuuid returns the operation's NACUUID.
+	nacuuid func(T) string
+	// begin prepares status before the run (status.phase New, ...).
+	begin func(T)
+	// observed records the generation reconciled.
+	observed func(T, int64)
+	// afterRun runs after each successful Run (mirroring Velero status).
+	afterRun func(ctx context.Context, obj T, action string, finished bool) error
+	// deleteWhenComplete names the action after whose completion the object
+	// itself is deleted ("" for none).
+	deleteWhenComplete string
+}
+
+// reconcileNAC is the one reconcile loop of every NAC kind: get the object;
+// wait while the cache is behind our own last write; add the finalizer (the
+// first write); run the action its state calls for as far as it can go; write
+// status once, with a patch; then delete the object or remove the finalizer
+// when a deleting action has ended.
+func reconcileNAC[T engine.Object](ctx context.Context, d *Deps, reads *readTracker, k nacKind[T], req ctrl.Request) (ctrl.Result, error) {
+	obj := k.newObject()
+	if err := d.Client.Get(ctx, req.NamespacedName, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			reads.forget(req.NamespacedName)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if reads.isStale(req.NamespacedName, obj.GetResourceVersion()) {
+		return ctrl.Result{RequeueAfter: staleRecheck}, nil
+	}
+	// Every version this reconcile reads or writes, but the last, is behind
+	// its own final write.
+	passed := []string{obj.GetResourceVersion()}
+	wrote := func() { passed = append(passed, obj.GetResourceVersion()) }
+	defer func() {
+		if last := len(passed) - 1; last > 0 {
+			reads.wrote(req.NamespacedName, passed[:last]...)
+		}
+	}()
+
+	deleting := !obj.GetDeletionTimestamp().IsZero()
+	if !controllerutil.ContainsFinalizer(obj, k.finalizer) {
+		if deleting {
+			return ctrl.Result{}, nil
+		}
+		before := obj.DeepCopyObject().(client.Object)
+		controllerutil.AddFinalizer(obj, k.finalizer)
+		if err := d.Client.Patch(ctx, obj, client.MergeFrom(before)); err != nil {
+			return ctrl.Result{}, fmt.Errorf("adding finalizer to %s: %w", req.NamespacedName, err)
+		}
+		wrote()
+	}
+
+	action := k.actionFor(obj)
+	before := obj.DeepCopyObject().(client.Object)
+	k.begin(obj)
+	result, finished, err := runAction(ctx, d, k, obj, action)
+	if err == nil {
+		k.observed(obj, obj.GetGeneration())
+	}
+	if perr := engine.PatchStatus(ctx, d.Client, obj, before); perr != nil {
+		return ctrl.Result{}, errors.Join(err, perr)
+	}
+	if obj.GetResourceVersion() != passed[len(passed)-1] {
+		wrote()
+	}
+	if err != nil || !finished {
+		return result, err
+	}
+	complete := obj.GetPlan() != nil && obj.GetPlan().State == v1alpha1.PlanComplete
+	switch {
+	case action == k.deleteWhenComplete && !deleting && complete:
+		if err := d.Client.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+			return ctrl.Result{}, fmt.Errorf("deleting %s after its %s action: %w", req.NamespacedName, action, err)
+		}
+	case deleting:
+		before := obj.DeepCopyObject().(client.Object)
+		controllerutil.RemoveFinalizer(obj, k.finalizer)
+		if err := d.Client.Patch(ctx, obj, client.MergeFrom(before)); client.IgnoreNotFound(err) != nil {
+			return ctrl.Result{}, fmt.Errorf("removing finalizer of %s: %w", req.NamespacedName, err)
+		}
+		log.FromContext(ctx).Info("finalized", "kind", k.kind, "action", action)
+	}
+	return result, nil
+}
+
+// runAction resolves (for a new operation) and runs action, then afterRun.
+// finished is true once the plan, deferPhase included, has ended.
+func runAction[T engine.Object](ctx context.Context, d *Deps, k nacKind[T], obj T, action string) (ctrl.Result, bool, error) {
+	plan := engine.Plan{Action: action}
+	if p := obj.GetPlan(); p == nil || p.Action != action {
+		// Only a new operation resolves its blueprint; a running one
+		// continues from its snapshot.
+		var err error
+		if plan, err = resolvePlan(ctx, d, obj, k.blueprint, k.kind, action); err != nil {
+			d.Recorder.Event(obj, corev1.EventTypeWarning, EventBlueprintInvalid, err.Error())
+			return ctrl.Result{}, false, reconcile.TerminalError(err)
+		}
+	}
+	out, err := d.Runner.Run(ctx, engine.Request{Object: obj, Plan: plan, UUID: k.nacuuid(obj), OADPNamespace: d.OADPNamespace})
+	if engine.IsTerminal(err) {
+		d.Recorder.Event(obj, corev1.EventTypeWarning, EventBlueprintInvalid, err.Error())
+		return ctrl.Result{}, false, reconcile.TerminalError(err)
+	}
+	if err != nil {
+		return ctrl.Result{}, false, err
+	}
+	if err := k.afterRun(ctx, obj, action, out.Finished); err != nil {
+		return ctrl.Result{}, false, err
+	}
+	return ctrl.Result{RequeueAfter: out.RequeueAfter}, out.Finished, nil
+}
+
+// resolvePlan returns the blueprint action to run: the admin's override of
+// the built-in blueprint name when it has the action and compiles, the
+// built-in otherwise. A broken override is reported on obj as a Warning
+// event and never used.
+func resolvePlan(ctx context.Context, d *Deps, obj engine.Object, name, kind, action string) (engine.Plan, error) {
+	res, err := d.Blueprints.Resolve(ctx, name, kind, action)
+	if err != nil {
+		return engine.Plan{}, err
+	}
+	plan := engine.Plan{Action: action, Blueprint: res.Blueprint, BlueprintGeneration: res.Generation, Spec: res.Action}
+	if res.Generation == v1alpha1.BuiltInGeneration {
+		return plan, nil
+	}
+	if _, cerr := engine.Compile(plan, d.Runner.Registry, time.Now()); cerr != nil {
+		d.Recorder.Eventf(obj, corev1.EventTypeWarning, EventBlueprintInvalid,
+			"Blueprint %s/%s is invalid, using the built-in: %v", d.OADPNamespace, res.Blueprint, cerr)
+		if res, err = blueprints.BuiltInAction(name, action); err != nil {
+			return engine.Plan{}, err
+		}
+		plan = engine.Plan{Action: action, Blueprint: res.Blueprint, BlueprintGeneration: res.Generation, Spec: res.Action}
+	}
+	return plan, nil
+}

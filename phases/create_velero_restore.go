@@ -1,0 +1,110 @@
+package phases
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nacflow/nacflow/api/v1alpha1"
+	"github.com/nacflow/nacflow/engine"
+)
+
+// CreateVeleroRestoreArgs are the args of CreateVeleroRestore.
+type CreateVeleroRestoreArgs struct {
+	// BackupName is the Velero Backup to restore, usually
+	// {{ .Phases.<wait phase>.Output.name }}.
+	BackupName string `json:"backupName"`
+}
+
+// restoreExcluded are excluded from every tenant restore: the NAC kinds
+// (restoring one would replay a request) and volumesnapshotclasses, which are
+// cluster-scoped (OADP NAC excludes the same).
+var restoreExcluded = append(slices.Clone(NACResources), "volumesnapshotclasses.snapshot.storage.k8s.io")
+
+// CreateVeleroRestore creates the Velero Restore of a NonAdminRestore in the
+// OADP namespace (or adopts it, as CreateVeleroBackup does): named
+// v1alpha1.NACObjectName(ns, name, nacuuid), labelled
+// openshift.io/oadp-nar-origin-nacuuid with the origin annotations, from the
+// accepted restoreSpec (status.veleroRestore.spec) with backupName =
+// args.backupName, includedNamespaces = [own namespace] and the NAC kinds and
+// volumesnapshotclasses excluded. The Velero Backup must belong to the
+// NonAdminRestore's namespace (its origin annotation): a tenant never
+// restores another tenant's backup, whatever a blueprint renders. Sets
+// status.phase Created and Queued=True/RestoreScheduled.
+//
+// Outputs: name. Errors: a foreign or missing backup and a name taken by
+// another object are terminal; API errors are retryable.
+type CreateVeleroRestore struct {
+	clients Clients
+}
+
+// Name implements engine.Func.
+func (*CreateVeleroRestore) Name() string { return "CreateVeleroRestore" }
+
+// NewArgs implements engine.Func.
+func (*CreateVeleroRestore) NewArgs() any { return &CreateVeleroRestoreArgs{} }
+
+// Run implements engine.Func.
+func (f *CreateVeleroRestore) Run(ctx context.Context, op *engine.Operation, args any) (engine.Result, error) {
+	a := args.(*CreateVeleroRestoreArgs)
+	nar, err := asRestore(f.Name(), op)
+	if err != nil {
+		return engine.Result{}, err
+	}
+	if a.BackupName == "" {
+		return engine.Result{}, engine.Terminalf("CreateVeleroRestore: args.backupName is empty")
+	}
+	backup := &velerov1.Backup{}
+	if err := f.clients.APIReader.Get(ctx, client.ObjectKey{Namespace: op.OADPNamespace, Name: a.BackupName}, backup); err != nil {
+		return engine.Result{}, fmt.Errorf("reading Velero Backup %s/%s: %w", op.OADPNamespace, a.BackupName, err)
+	}
+	if origin := backup.Annotations[v1alpha1.NabOriginNamespaceAnnotation]; origin != nar.Namespace {
+		return engine.Result{}, engine.Terminalf("Velero Backup %s does not belong to namespace %s: refusing to restore it", a.BackupName, nar.Namespace)
+	}
+
+	spec := nar.Spec.RestoreSpec.DeepCopy()
+	if vr := nar.Status.VeleroRestore; vr != nil && vr.Spec != nil {
+		spec = vr.Spec.DeepCopy()
+	}
+	spec.BackupName = a.BackupName
+	spec.IncludedNamespaces = []string{nar.Namespace}
+	for _, r := range restoreExcluded {
+		if !slices.Contains(spec.ExcludedResources, r) {
+			spec.ExcludedResources = append(spec.ExcludedResources, r)
+		}
+	}
+	want := &velerov1.Restore{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: v1alpha1.NACObjectName(nar.Namespace, nar.Name, op.UUID), Namespace: op.OADPNamespace,
+			Labels: map[string]string{
+				v1alpha1.OADPLabel: v1alpha1.OADPLabelValue, v1alpha1.ManagedByLabel: v1alpha1.ManagedByLabelValue,
+				v1alpha1.NarOriginNACUUIDLabel: op.UUID,
+			},
+			Annotations: map[string]string{
+				v1alpha1.NarOriginNamespaceAnnotation: nar.Namespace, v1alpha1.NarOriginNameAnnotation: nar.Name,
+			},
+		},
+		Spec: *spec,
+	}
+	obj, verb, err := createOrAdopt(ctx, f.clients, "Velero Restore", want, op.UUID)
+	if err != nil {
+		return engine.Result{}, err
+	}
+	got := obj.(*velerov1.Restore)
+	nar.Status.Phase = v1alpha1.NonAdminPhaseCreated
+	if nar.Status.VeleroRestore == nil {
+		nar.Status.VeleroRestore = &v1alpha1.VeleroRestore{}
+	}
+	nar.Status.VeleroRestore.NACUUID, nar.Status.VeleroRestore.Name, nar.Status.VeleroRestore.Namespace = op.UUID, got.Name, got.Namespace
+	meta.SetStatusCondition(&nar.Status.Conditions, metav1.Condition{
+		Type: v1alpha1.ConditionQueued, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonRestoreScheduled,
+		Message: fmt.Sprintf("Created Velero Restore object %s", got.Name), ObservedGeneration: nar.Generation,
+	})
+	return engine.Done(fmt.Sprintf("%s Velero Restore %s/%s of Velero Backup %s", verb, got.Namespace, got.Name, a.BackupName),
+		map[string]string{"name": got.Name}), nil
+}

@@ -1,0 +1,134 @@
+package phases
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nacflow/nacflow/api/v1alpha1"
+	"github.com/nacflow/nacflow/engine"
+)
+
+// ValidateRestoreSpecArgs are the args of ValidateRestoreSpec.
+type ValidateRestoreSpecArgs struct {
+	// Enforce holds the admin's enforced restoreSpec values, typed as
+	// Velero's RestoreSpec.
+	Enforce *EnforcedRestoreSpec `json:"enforce,omitempty"`
+}
+
+// ValidateRestoreSpec checks a NonAdminRestore's restoreSpec against OADP
+// NAC's tenant rules and applies the admin's enforced values (args.enforce,
+// as for backups). backupName is required and names a NonAdminBackup in the
+// NonAdminRestore's own namespace — read only there, so a tenant can never
+// name another tenant's backup — which must not be refused, being deleted or
+// have a Failed backup. scheduleName, includedNamespaces other than its own,
+// excludedNamespaces and namespaceMapping are refused. It sets condition
+// Accepted (RestoreAccepted or InvalidRestoreSpec), status.phase BackingOff
+// on refusal, and records the effective spec in status.veleroRestore.spec.
+//
+// Errors: refusals are terminal; API errors are retryable.
+type ValidateRestoreSpec struct {
+	clients Clients
+}
+
+// Name implements engine.Func.
+func (*ValidateRestoreSpec) Name() string { return "ValidateRestoreSpec" }
+
+// NewArgs implements engine.Func.
+func (*ValidateRestoreSpec) NewArgs() any { return &ValidateRestoreSpecArgs{} }
+
+// Run implements engine.Func.
+func (f *ValidateRestoreSpec) Run(ctx context.Context, op *engine.Operation, args any) (engine.Result, error) {
+	a := args.(*ValidateRestoreSpecArgs)
+	nar, err := asRestore(f.Name(), op)
+	if err != nil {
+		return engine.Result{}, err
+	}
+	refusal := validateRestoreSpec(nar)
+	var effective *velerov1.RestoreSpec
+	if refusal == nil {
+		effective = nar.Spec.RestoreSpec.DeepCopy()
+		refusal = a.Enforce.Apply(effective)
+	}
+	if refusal == nil {
+		if refusal, err = f.checkBackup(ctx, nar); err != nil {
+			return engine.Result{}, err
+		}
+	}
+	if refusal != nil {
+		nar.Status.Phase = v1alpha1.NonAdminPhaseBackingOff
+		meta.SetStatusCondition(&nar.Status.Conditions, metav1.Condition{
+			Type: v1alpha1.ConditionAccepted, Status: metav1.ConditionFalse,
+			Reason: v1alpha1.ReasonInvalidRestoreSpec, Message: refusal.Error(), ObservedGeneration: nar.Generation,
+		})
+		return engine.Result{}, engine.Terminal(refusal)
+	}
+	meta.SetStatusCondition(&nar.Status.Conditions, metav1.Condition{
+		Type: v1alpha1.ConditionAccepted, Status: metav1.ConditionTrue,
+		Reason: v1alpha1.ReasonRestoreAccepted, Message: "restore accepted", ObservedGeneration: nar.Generation,
+	})
+	if nar.Status.VeleroRestore == nil {
+		nar.Status.VeleroRestore = &v1alpha1.VeleroRestore{}
+	}
+	nar.Status.VeleroRestore.Spec = effective
+	msg := "restoreSpec accepted"
+	if a.Enforce != nil && len(a.Enforce.Fields) > 0 {
+		msg += "; enforced by the admin: " + strings.Join(a.Enforce.Fields, ", ")
+	}
+	return engine.Done(msg, map[string]string{"nonAdminBackup": effective.BackupName}), nil
+}
+
+// validateRestoreSpec returns the first tenant rule nar's restoreSpec breaks.
+func validateRestoreSpec(nar *v1alpha1.NonAdminRestore) error {
+	spec := nar.Spec.RestoreSpec
+	switch {
+	case spec == nil:
+		return fmt.Errorf("spec.restoreSpec is required")
+	case spec.BackupName == "":
+		return fmt.Errorf("spec.restoreSpec.backupName is required: the name of a NonAdminBackup in namespace %s", nar.Namespace)
+	case spec.ScheduleName != "":
+		return fmt.Errorf("spec.restoreSpec.scheduleName is restricted: restore from a NonAdminBackup with backupName")
+	case len(spec.ExcludedNamespaces) > 0:
+		return fmt.Errorf("spec.restoreSpec.excludedNamespaces is restricted: found %s", strings.Join(spec.ExcludedNamespaces, ", "))
+	case len(spec.NamespaceMapping) > 0:
+		return fmt.Errorf("spec.restoreSpec.namespaceMapping is restricted: a NonAdminRestore restores into its own namespace only")
+	}
+	for _, ns := range spec.IncludedNamespaces {
+		if ns != nar.Namespace {
+			return fmt.Errorf("spec.restoreSpec.includedNamespaces can not contain namespaces other than: %s (found %q)", nar.Namespace, ns)
+		}
+	}
+	return nil
+}
+
+// checkBackup returns a refusal when the NonAdminBackup nar names cannot be
+// restored from: missing from nar's namespace, refused, being deleted, or its
+// backup failed. A backup still running is not refused: the restore waits
+// for it.
+func (f *ValidateRestoreSpec) checkBackup(ctx context.Context, nar *v1alpha1.NonAdminRestore) (error, error) {
+	name := nar.Spec.RestoreSpec.BackupName
+	nab := &v1alpha1.NonAdminBackup{}
+	err := f.clients.Client.Get(ctx, client.ObjectKey{Namespace: nar.Namespace, Name: name}, nab)
+	if apierrors.IsNotFound(err) {
+		return fmt.Errorf("spec.restoreSpec.backupName: no NonAdminBackup named %q in namespace %s", name, nar.Namespace), nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading NonAdminBackup %s/%s: %w", nar.Namespace, name, err)
+	}
+	switch nab.Status.Phase {
+	case v1alpha1.NonAdminPhaseBackingOff, v1alpha1.NonAdminPhaseDeleting:
+		return fmt.Errorf("spec.restoreSpec.backupName: NonAdminBackup %q is %s: it has no backup to restore", name, nab.Status.Phase), nil
+	}
+	if vb := nab.Status.VeleroBackup; vb != nil && vb.Status != nil {
+		if p := vb.Status.Phase; p == velerov1.BackupPhaseFailed || p == velerov1.BackupPhaseFailedValidation {
+			return fmt.Errorf("spec.restoreSpec.backupName: the backup of NonAdminBackup %q is %s: only Completed or PartiallyFailed backups can be restored", name, p), nil
+		}
+	}
+	return nil, nil
+}
