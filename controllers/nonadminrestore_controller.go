@@ -92,7 +92,9 @@ func (r *NonAdminRestoreReconciler) mirror(ctx context.Context, nar *v1alpha1.No
 
 // SetupWithManager registers the reconciler: NonAdminRestores cluster-wide
 // (spec changes only), Velero Restores in the OADP namespace carrying the
-// NAC label, mapped back by their origin annotations.
+// NAC label, mapped back by their origin annotations, and Velero Backups of
+// NonAdminBackups, mapped to the unfinished NonAdminRestores that wait for
+// them.
 func (r *NonAdminRestoreReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("nonadminrestore").
@@ -101,7 +103,34 @@ func (r *NonAdminRestoreReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 				return o.GetNamespace() == r.OADPNamespace && o.GetLabels()[v1alpha1.NarOriginNACUUIDLabel] != ""
 			}))).
+		Watches(&velerov1.Backup{}, handler.EnqueueRequestsFromMapFunc(r.backupToWaitingNARs),
+			builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+				return o.GetNamespace() == r.OADPNamespace && o.GetLabels()[v1alpha1.NabOriginNACUUIDLabel] != ""
+			}))).
 		Complete(r)
+}
+
+// backupToWaitingNARs maps a Velero Backup to the unfinished NonAdminRestores
+// of its NonAdminBackup's namespace that name that NonAdminBackup.
+func (r *NonAdminRestoreReconciler) backupToWaitingNARs(ctx context.Context, obj client.Object) []reconcile.Request {
+	ns, nab := obj.GetAnnotations()[v1alpha1.NabOriginNamespaceAnnotation], obj.GetAnnotations()[v1alpha1.NabOriginNameAnnotation]
+	if ns == "" || nab == "" {
+		return nil
+	}
+	list := &v1alpha1.NonAdminRestoreList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(ns)); err != nil {
+		return nil
+	}
+	var reqs []reconcile.Request
+	for _, nar := range list.Items {
+		p := nar.Status.Plan
+		if nar.Spec.RestoreSpec == nil || nar.Spec.RestoreSpec.BackupName != nab ||
+			(p != nil && (p.State == v1alpha1.PlanComplete || p.State == v1alpha1.PlanFailed)) {
+			continue
+		}
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: nar.Namespace, Name: nar.Name}})
+	}
+	return reqs
 }
 
 // restoreToNAR maps a Velero Restore to the NonAdminRestore named by its

@@ -1,0 +1,192 @@
+package controllers_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	. "gopkg.in/check.v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nacflow/nacflow/api/v1alpha1"
+	"github.com/nacflow/nacflow/controllers"
+)
+
+func newNAR(ns, name string, spec velerov1.RestoreSpec) *v1alpha1.NonAdminRestore {
+	return &v1alpha1.NonAdminRestore{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec:       v1alpha1.NonAdminRestoreSpec{RestoreSpec: &spec},
+	}
+}
+
+func getNAR(c *C, nar *v1alpha1.NonAdminRestore) *v1alpha1.NonAdminRestore {
+	got := &v1alpha1.NonAdminRestore{}
+	c.Assert(testClient.Get(context.Background(), client.ObjectKeyFromObject(nar), got), IsNil)
+	return got
+}
+
+// veleroRestoresOf lists the Velero Restores in oadp labelled with nacuuid.
+func veleroRestoresOf(c *C, oadp, nacuuid string) []velerov1.Restore {
+	list := &velerov1.RestoreList{}
+	c.Assert(testClient.List(context.Background(), list, client.InNamespace(oadp),
+		client.MatchingLabels{v1alpha1.NarOriginNACUUIDLabel: nacuuid}), IsNil)
+	return list.Items
+}
+
+// setRestorePhase plays Velero on a Restore.
+func setRestorePhase(c *C, oadp, name string, phase velerov1.RestorePhase) {
+	r := &velerov1.Restore{}
+	c.Assert(testClient.Get(context.Background(), client.ObjectKey{Namespace: oadp, Name: name}, r), IsNil)
+	before := r.DeepCopy()
+	r.Status.Phase = phase
+	r.Status.Progress = &velerov1.RestoreProgress{TotalItems: 5, ItemsRestored: 5}
+	c.Assert(testClient.Patch(context.Background(), r, client.MergeFrom(before)), IsNil)
+}
+
+// refusedNAR waits until nar's plan failed and returns the Accepted
+// condition's message; no Velero Restore may exist for it.
+func (s *ControllerSuite) refusedNAR(c *C, nar *v1alpha1.NonAdminRestore) (*v1alpha1.NonAdminRestore, string) {
+	var got *v1alpha1.NonAdminRestore
+	eventually(c, 10*time.Second, func() (bool, string) {
+		got = getNAR(c, nar)
+		return got.Status.Plan != nil && got.Status.Plan.State == v1alpha1.PlanFailed, fmt.Sprintf("%+v", got.Status.Plan)
+	})
+	c.Check(veleroRestoresOf(c, s.oadp, controllers.NACUUID(got.UID)), HasLen, 0)
+	c.Check(got.Status.Phase, Equals, v1alpha1.NonAdminPhaseBackingOff)
+	cond := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionAccepted)
+	if cond == nil {
+		return got, ""
+	}
+	c.Check(cond.Reason, Equals, v1alpha1.ReasonInvalidRestoreSpec)
+	return got, cond.Message
+}
+
+func (s *ControllerSuite) TestRestoreHappyPath(c *C) {
+	ctx := context.Background()
+	nab, backup := s.createdBackup(c, "source")
+	ns := nab.Namespace
+	nar := newNAR(ns, "bring-back", velerov1.RestoreSpec{BackupName: "source"})
+	c.Assert(testClient.Create(ctx, nar), IsNil)
+
+	var got *v1alpha1.NonAdminRestore
+	eventually(c, 10*time.Second, func() (bool, string) {
+		got = getNAR(c, nar)
+		return got.Status.Plan != nil && got.Status.Plan.Current == "waitForRestore: waiting", fmt.Sprintf("%+v", got.Status.Plan)
+	})
+	restores := veleroRestoresOf(c, s.oadp, controllers.NACUUID(got.UID))
+	c.Assert(restores, HasLen, 1)
+	r := restores[0]
+	c.Check(r.Name, Equals, v1alpha1.NACObjectName(ns, "bring-back", controllers.NACUUID(got.UID)))
+	c.Check(r.Spec.BackupName, Equals, backup.Name, Commentf("the Velero backup's name, not the NAB's"))
+	c.Check(r.Spec.IncludedNamespaces, DeepEquals, []string{ns})
+	c.Check(strings.Join(r.Spec.ExcludedResources, ","), Matches, ".*nonadminbackups.oadp.openshift.io.*volumesnapshotclasses.snapshot.storage.k8s.io")
+	c.Check(r.Labels["openshift.io/oadp"], Equals, "True")
+	c.Check(r.Annotations, DeepEquals, map[string]string{"openshift.io/oadp-nar-origin-name": "bring-back", "openshift.io/oadp-nar-origin-namespace": ns})
+	c.Check(got.Status.Phase, Equals, v1alpha1.NonAdminPhaseCreated)
+	c.Check(meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionQueued).Reason, Equals, v1alpha1.ReasonRestoreScheduled)
+	c.Check(meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionAccepted).Reason, Equals, v1alpha1.ReasonRestoreAccepted)
+
+	setRestorePhase(c, s.oadp, r.Name, velerov1.RestorePhaseCompleted)
+	eventually(c, 10*time.Second, func() (bool, string) {
+		got = getNAR(c, nar)
+		return got.Status.Plan.State == v1alpha1.PlanComplete, string(got.Status.Plan.State)
+	})
+	c.Check(got.Status.VeleroRestore.Status.Phase, Equals, velerov1.RestorePhaseCompleted)
+	c.Check(got.Status.VeleroRestore.Status.Progress.ItemsRestored, Equals, 5)
+	c.Check(got.Status.QueueInfo.EstimatedQueuePosition, Equals, 0)
+	eventually(c, 5*time.Second, func() (bool, string) {
+		evs := eventReasons(c, ns, "bring-back")
+		return containsInOrder(evs, []string{"Normal StartedAction",
+			"Normal StartedPhase", "Normal EndedPhase", // validate
+			"Normal StartedPhase", "Normal EndedPhase", // waitForBackup
+			"Normal StartedPhase", "Normal EndedPhase", // createRestore
+			"Normal StartedPhase", "Normal PhaseWaiting", "Normal EndedPhase", // waitForRestore
+			"Normal StartedPhase", "Normal EndedPhase", // syncStatus
+			"Normal StartedDeferPhase", "Normal EndedDeferPhase", "Normal EndedAction"}), joined(evs)
+	})
+
+	// Deleting the NAR removes the Velero Restore object.
+	c.Assert(testClient.Delete(ctx, got), IsNil)
+	eventually(c, 10*time.Second, func() (bool, string) {
+		err := testClient.Get(ctx, client.ObjectKeyFromObject(nar), &v1alpha1.NonAdminRestore{})
+		return apierrors.IsNotFound(err), fmt.Sprintf("%v", err)
+	})
+	c.Check(veleroRestoresOf(c, s.oadp, controllers.NACUUID(got.UID)), HasLen, 0)
+}
+
+func (s *ControllerSuite) TestRestoreRefusals(c *C) {
+	ctx := context.Background()
+	// Another tenant's completed backup.
+	other, otherBackup := s.createdBackup(c, "theirs")
+	ns := createNamespace(c, "tenant")
+	own := newNAB(ns, "mine", velerov1.BackupSpec{})
+	c.Assert(testClient.Create(ctx, own), IsNil)
+
+	for _, tc := range []struct {
+		name string
+		spec velerov1.RestoreSpec
+		msg  string
+	}{
+		// The other tenant's NAB name, and its Velero backup's name: neither
+		// is a NonAdminBackup of this namespace.
+		{"their-nab", velerov1.RestoreSpec{BackupName: other.Name}, fmt.Sprintf(`spec.restoreSpec.backupName: no NonAdminBackup named "theirs" in namespace %s`, ns)},
+		{"their-velero-backup", velerov1.RestoreSpec{BackupName: otherBackup.Name}, fmt.Sprintf(`spec.restoreSpec.backupName: no NonAdminBackup named %q in namespace %s`, otherBackup.Name, ns)},
+		{"mapping", velerov1.RestoreSpec{BackupName: "mine", NamespaceMapping: map[string]string{ns: "elsewhere"}}, "spec.restoreSpec.namespaceMapping is restricted: a NonAdminRestore restores into its own namespace only"},
+		{"other-ns", velerov1.RestoreSpec{BackupName: "mine", IncludedNamespaces: []string{other.Namespace}}, fmt.Sprintf(`spec.restoreSpec.includedNamespaces can not contain namespaces other than: %s (found %q)`, ns, other.Namespace)},
+		{"excluded", velerov1.RestoreSpec{BackupName: "mine", ExcludedNamespaces: []string{"x"}}, "spec.restoreSpec.excludedNamespaces is restricted: found x"},
+		{"schedule", velerov1.RestoreSpec{BackupName: "mine", ScheduleName: "nightly"}, "spec.restoreSpec.scheduleName is restricted: restore from a NonAdminBackup with backupName"},
+	} {
+		nar := newNAR(ns, tc.name, tc.spec)
+		c.Assert(testClient.Create(ctx, nar), IsNil)
+		_, msg := s.refusedNAR(c, nar)
+		c.Check(msg, Equals, tc.msg, Commentf(tc.name))
+	}
+}
+
+func (s *ControllerSuite) TestRestoreWaitsForRunningBackupAndRefusesFailed(c *C) {
+	ctx := context.Background()
+	ns := createNamespace(c, "tenant")
+	nab := newNAB(ns, "slow", velerov1.BackupSpec{})
+	c.Assert(testClient.Create(ctx, nab), IsNil)
+	var gotNAB *v1alpha1.NonAdminBackup
+	eventually(c, 10*time.Second, func() (bool, string) {
+		gotNAB = getNAB(c, nab)
+		return gotNAB.Status.VeleroBackup != nil && gotNAB.Status.VeleroBackup.Name != "", "no Velero Backup yet"
+	})
+	completeBackup(c, s.oadp, gotNAB.Status.VeleroBackup.Name, velerov1.BackupPhaseInProgress)
+
+	nar := newNAR(ns, "patient", velerov1.RestoreSpec{BackupName: "slow"})
+	c.Assert(testClient.Create(ctx, nar), IsNil)
+	var got *v1alpha1.NonAdminRestore
+	eventually(c, 10*time.Second, func() (bool, string) {
+		got = getNAR(c, nar)
+		return got.Status.Plan != nil && got.Status.Plan.Current == "waitForBackup: waiting", fmt.Sprintf("%+v", got.Status.Plan)
+	})
+	c.Check(got.Status.Plan.Phase("waitForBackup").Message, Matches, "Velero Backup .* of NonAdminBackup slow is InProgress")
+	c.Check(veleroRestoresOf(c, s.oadp, controllers.NACUUID(got.UID)), HasLen, 0)
+
+	// The backup completes: the restore starts.
+	completeBackup(c, s.oadp, gotNAB.Status.VeleroBackup.Name, velerov1.BackupPhaseCompleted)
+	eventually(c, 10*time.Second, func() (bool, string) {
+		got = getNAR(c, nar)
+		return got.Status.Plan.Current == "waitForRestore: waiting", got.Status.Plan.Current
+	})
+	c.Check(veleroRestoresOf(c, s.oadp, controllers.NACUUID(got.UID)), HasLen, 1)
+
+	// A failed backup is refused.
+	failed, failedBackup := s.createdBackup(c, "broken")
+	completeBackup(c, s.oadp, failedBackup.Name, velerov1.BackupPhaseFailed)
+	eventually(c, 10*time.Second, func() (bool, string) {
+		g := getNAB(c, failed)
+		return g.Status.VeleroBackup.Status.Phase == velerov1.BackupPhaseFailed, string(g.Status.VeleroBackup.Status.Phase)
+	})
+	bad := newNAR(failed.Namespace, "hopeless", velerov1.RestoreSpec{BackupName: "broken"})
+	c.Assert(testClient.Create(ctx, bad), IsNil)
+	_, msg := s.refusedNAR(c, bad)
+	c.Check(msg, Equals, `spec.restoreSpec.backupName: the backup of NonAdminBackup "broken" is Failed: only Completed or PartiallyFailed backups can be restored`)
+}
