@@ -176,6 +176,24 @@ func (s *E2ESuite) TestTenantBackupWithRealVelero(c *C) {
 		}
 	}
 
+	// Restore: the tenant's resources are deleted, a NonAdminRestore brings
+	// them back with the same data, through the real Velero server.
+	s.kubectl(c, "delete", "-n", "tenant-a", "configmap/app-config", "secret/app-secret", "deployment/app", "service/app")
+	s.kubectlIn(c, "apiVersion: oadp.openshift.io/v1alpha1\nkind: NonAdminRestore\nmetadata:\n  name: back\n  namespace: tenant-a\nspec:\n  restoreSpec:\n    backupName: full\n",
+		"apply", "-f", "-")
+	eventually(c, 2*time.Minute, func() (bool, string) {
+		out := s.kubectl(c, "get", "nar", "-n", "tenant-a", "back", "-o", "jsonpath={.status.veleroRestore.status.phase}|{.status.plan.state}")
+		return out == "Completed|complete", out
+	})
+	c.Check(s.kubectl(c, "get", "configmap", "-n", "tenant-a", "app-config", "-o", "jsonpath={.data.greeting}"), Equals, "hello-from-tenant-a")
+	c.Check(s.kubectl(c, "get", "secret", "-n", "tenant-a", "app-secret", "-o", "jsonpath={.data.password}"), Equals, "czNjcjN0LXRlbmFudC1h") // base64 of s3cr3t-tenant-a
+	s.kubectl(c, "get", "deployment", "-n", "tenant-a", "app")
+	s.kubectl(c, "get", "service", "-n", "tenant-a", "app")
+	d := s.kubectl(c, "describe", "nar", "-n", "tenant-a", "back")
+	c.Check(inOrder(d, "StartedAction", "validate", "waitForBackup", "createRestore", "waitForRestore", "syncStatus", "EndedAction"), Equals, true, Commentf(d))
+	// Tenant B was never touched.
+	c.Check(s.kubectl(c, "get", "configmap", "-n", "tenant-b", "app-config", "-o", "jsonpath={.data.greeting}"), Equals, "hello-from-tenant-b")
+
 	// Permanent deletion: Velero processes the DeleteBackupRequest, the
 	// files leave the bucket, the Velero Backup and the NAB go.
 	s.kubectl(c, "patch", "nab", "-n", "tenant-a", "full", "--type", "merge", "-p", `{"spec":{"deleteBackup":true}}`)
