@@ -47,6 +47,11 @@ func setDeleteBackup(c *C, nab *v1alpha1.NonAdminBackup) {
 func (s *ControllerSuite) TestDeleteBackupEndToEnd(c *C) {
 	ctx := context.Background()
 	nab, backup := s.createdBackup(c, "doomed")
+	// A restore made from it, and one made from another NAB of the namespace.
+	restore := newNAR(nab.Namespace, "from-doomed", velerov1.RestoreSpec{BackupName: "doomed"})
+	c.Assert(testClient.Create(ctx, restore), IsNil)
+	unrelated := newNAR(nab.Namespace, "from-other", velerov1.RestoreSpec{BackupName: "other"})
+	c.Assert(testClient.Create(ctx, unrelated), IsNil)
 	setDeleteBackup(c, nab)
 
 	// nacflow asks Velero: one DeleteBackupRequest, labelled as Velero's CLI does.
@@ -100,6 +105,12 @@ func (s *ControllerSuite) TestDeleteBackupEndToEnd(c *C) {
 		err := testClient.Get(ctx, client.ObjectKeyFromObject(dbr), &velerov1.DeleteBackupRequest{})
 		return apierrors.IsNotFound(err), "DeleteBackupRequest still there"
 	})
+	// The restore made from the deleted backup went with it; the other stays.
+	eventually(c, 10*time.Second, func() (bool, string) {
+		err := testClient.Get(ctx, client.ObjectKeyFromObject(restore), &v1alpha1.NonAdminRestore{})
+		return apierrors.IsNotFound(err), fmt.Sprintf("NonAdminRestore from-doomed: %v", err)
+	})
+	c.Check(testClient.Get(ctx, client.ObjectKeyFromObject(unrelated), &v1alpha1.NonAdminRestore{}), IsNil)
 }
 
 func (s *ControllerSuite) TestDeleteBackupVeleroErrors(c *C) {

@@ -33,7 +33,7 @@ type NonAdminRestoreReconciler struct {
 	reads readTracker
 }
 
-// +kubebuilder:rbac:groups=oadp.openshift.io,resources=nonadminrestores,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=oadp.openshift.io,resources=nonadminrestores,verbs=get;list;watch;update;patch;delete
 // +kubebuilder:rbac:groups=oadp.openshift.io,resources=nonadminrestores/status;nonadminrestores/finalizers,verbs=get;update;patch
 // +kubebuilder:rbac:groups=velero.io,resources=restores,verbs=get;list;watch;create;delete;deletecollection
 

@@ -31,5 +31,6 @@ func New(c Clients) (*engine.Registry, error) {
 		&DeleteObjects{clients: c},
 		&ValidateRestoreSpec{clients: c},
 		&CreateVeleroRestore{clients: c},
+		&DeleteRestoresOfBackup{clients: c},
 	)
 }

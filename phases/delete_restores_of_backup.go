@@ -1,0 +1,54 @@
+package phases
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nacflow/nacflow/api/v1alpha1"
+	"github.com/nacflow/nacflow/engine"
+)
+
+// DeleteRestoresOfBackup deletes the NonAdminRestores of the NonAdminBackup's
+// own namespace whose restoreSpec.backupName names it: a backup deleted for
+// good takes the restores made from it along (OADP NAC). Each one's own
+// finalize action then removes its Velero Restore. It touches nothing
+// outside the NonAdminBackup's namespace.
+//
+// Output: deleted (how many). Errors: API errors are retryable.
+type DeleteRestoresOfBackup struct {
+	clients Clients
+}
+
+// Name implements engine.Func.
+func (*DeleteRestoresOfBackup) Name() string { return "DeleteRestoresOfBackup" }
+
+// NewArgs implements engine.Func: the function takes no args.
+func (*DeleteRestoresOfBackup) NewArgs() any { return &noArgs{} }
+
+// Run implements engine.Func.
+func (f *DeleteRestoresOfBackup) Run(ctx context.Context, op *engine.Operation, _ any) (engine.Result, error) {
+	nab, err := asBackup(f.Name(), op)
+	if err != nil {
+		return engine.Result{}, err
+	}
+	list := &v1alpha1.NonAdminRestoreList{}
+	if err := f.clients.Client.List(ctx, list, client.InNamespace(nab.Namespace)); err != nil {
+		return engine.Result{}, fmt.Errorf("listing NonAdminRestores in %s: %w", nab.Namespace, err)
+	}
+	deleted := 0
+	for i := range list.Items {
+		nar := &list.Items[i]
+		if nar.Spec.RestoreSpec == nil || nar.Spec.RestoreSpec.BackupName != nab.Name {
+			continue
+		}
+		if err := f.clients.Client.Delete(ctx, nar); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
+			return engine.Result{}, fmt.Errorf("deleting NonAdminRestore %s/%s: %w", nar.Namespace, nar.Name, err)
+		}
+		deleted++
+	}
+	return engine.Done(fmt.Sprintf("Deleted %d NonAdminRestore(s) of NonAdminBackup %s", deleted, nab.Name),
+		map[string]string{"deleted": fmt.Sprint(deleted)}), nil
+}
