@@ -8,12 +8,14 @@ import (
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	. "gopkg.in/check.v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
+	"github.com/nacflow/nacflow/blueprints"
 	"github.com/nacflow/nacflow/controllers"
 )
 
@@ -189,4 +191,41 @@ func (s *ControllerSuite) TestRestoreWaitsForRunningBackupAndRefusesFailed(c *C)
 	c.Assert(testClient.Create(ctx, bad), IsNil)
 	_, msg := s.refusedNAR(c, bad)
 	c.Check(msg, Equals, `spec.restoreSpec.backupName: the backup of NonAdminBackup "broken" is Failed: only Completed or PartiallyFailed backups can be restored`)
+}
+
+func (s *ControllerSuite) TestRestoreEnforcement(c *C) {
+	ctx := context.Background()
+	bp, err := blueprints.BuiltIn(blueprints.NonAdminRestore)
+	c.Assert(err, IsNil)
+	bp.Namespace = s.oadp
+	a := bp.Spec.Actions["restore"]
+	c.Assert(a.Phases[0].Func, Equals, "ValidateRestoreSpec")
+	a.Phases[0].Args = map[string]apiextensionsv1.JSON{"enforce": {Raw: []byte(`{"existingResourcePolicy": "update", "restorePVs": false}`)}}
+	bp.Spec.Actions["restore"] = a
+	c.Assert(testClient.Create(ctx, bp), IsNil)
+	defer func() { c.Check(testClient.Delete(ctx, bp), IsNil) }()
+	nab, _ := s.createdBackup(c, "enforced-source")
+
+	// Fill-in: the Velero Restore carries the enforced values.
+	var got *v1alpha1.NonAdminRestore
+	eventually(c, 10*time.Second, func() (bool, string) {
+		nar := newNAR(nab.Namespace, fmt.Sprintf("filled-%d", time.Now().UnixNano()), velerov1.RestoreSpec{BackupName: nab.Name})
+		c.Assert(testClient.Create(ctx, nar), IsNil)
+		eventually(c, 10*time.Second, func() (bool, string) {
+			got = getNAR(c, nar)
+			return got.Status.VeleroRestore != nil && got.Status.VeleroRestore.Name != "", fmt.Sprintf("%+v", got.Status.Plan)
+		})
+		return got.Status.Plan.BlueprintGeneration == "1", got.Status.Plan.BlueprintGeneration
+	})
+	restores := veleroRestoresOf(c, s.oadp, controllers.NACUUID(got.UID))
+	c.Assert(restores, HasLen, 1)
+	c.Check(restores[0].Spec.ExistingResourcePolicy, Equals, velerov1.PolicyTypeUpdate)
+	c.Assert(restores[0].Spec.RestorePVs, NotNil)
+	c.Check(*restores[0].Spec.RestorePVs, Equals, false)
+
+	// Refusal, verbatim.
+	refused := newNAR(nab.Namespace, "policy-none", velerov1.RestoreSpec{BackupName: nab.Name, ExistingResourcePolicy: velerov1.PolicyTypeNone})
+	c.Assert(testClient.Create(ctx, refused), IsNil)
+	_, msg := s.refusedNAR(c, refused)
+	c.Check(msg, Equals, "spec.restoreSpec.existingResourcePolicy field value is enforced by admin user, can not override it")
 }
