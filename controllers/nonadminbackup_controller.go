@@ -123,10 +123,19 @@ func actionFor(nab *v1alpha1.NonAdminBackup) string {
 // nacuuid returns the NACUUID recorded in status, or the one derived from the
 // NAB's UID before anything was recorded.
 func (r *NonAdminBackupReconciler) nacuuid(nab *v1alpha1.NonAdminBackup) string {
-	if vb := nab.Status.VeleroBackup; vb != nil && vb.NACUUID != "" {
-		return vb.NACUUID
+	if vb := nab.Status.VeleroBackup; vb != nil {
+		return recordedOrDerived(vb.NACUUID, nab.UID)
 	}
 	return NACUUID(nab.UID)
+}
+
+// recordedOrDerived returns the NACUUID recorded in a status, or, when none
+// is, the one derived from the object's UID.
+func recordedOrDerived(recorded string, uid types.UID) string {
+	if recorded != "" {
+		return recorded
+	}
+	return NACUUID(uid)
 }
 
 // mirror copies the linked Velero Backup's spec and status into the NAB, so

@@ -52,8 +52,8 @@ func (r *NonAdminRestoreReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 			return ActionRestore
 		},
 		nacuuid: func(nar *v1alpha1.NonAdminRestore) string {
-			if vr := nar.Status.VeleroRestore; vr != nil && vr.NACUUID != "" {
-				return vr.NACUUID
+			if vr := nar.Status.VeleroRestore; vr != nil {
+				return recordedOrDerived(vr.NACUUID, nar.UID)
 			}
 			return NACUUID(nar.UID)
 		},
