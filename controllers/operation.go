@@ -47,6 +47,9 @@ type nacKind[T engine.Object] struct {
 	actionFor func(T) string
 	// nacuuid returns the operation's NACUUID.
 	nacuuid func(T) string
+	// revision returns what a run is for; a change starts a new run (nil: the
+	// action never re-runs).
+	revision func(context.Context, T) (string, error)
 	// begin prepares status before the run (status.phase New, ...).
 	begin func(T)
 	// observed records the generation reconciled.
@@ -133,8 +136,15 @@ func reconcileNAC[T engine.Object](ctx context.Context, d *Deps, reads *readTrac
 // runAction resolves (for a new operation) and runs action, then afterRun.
 // finished is true once the plan, deferPhase included, has ended.
 func runAction[T engine.Object](ctx context.Context, d *Deps, k nacKind[T], obj T, action string) (ctrl.Result, bool, error) {
+	revision := ""
+	if k.revision != nil {
+		var err error
+		if revision, err = k.revision(ctx, obj); err != nil {
+			return ctrl.Result{}, false, err
+		}
+	}
 	plan := engine.Plan{Action: action}
-	if p := obj.GetPlan(); p == nil || p.Action != action {
+	if engine.NeedsNewPlan(obj, action, revision) {
 		// Only a new operation resolves its blueprint; a running one
 		// continues from its snapshot.
 		var err error
@@ -143,7 +153,7 @@ func runAction[T engine.Object](ctx context.Context, d *Deps, k nacKind[T], obj 
 			return ctrl.Result{}, false, reconcile.TerminalError(err)
 		}
 	}
-	out, err := d.Runner.Run(ctx, engine.Request{Object: obj, Plan: plan, UUID: k.nacuuid(obj), OADPNamespace: d.OADPNamespace})
+	out, err := d.Runner.Run(ctx, engine.Request{Object: obj, Plan: plan, UUID: k.nacuuid(obj), OADPNamespace: d.OADPNamespace, Revision: revision})
 	if engine.IsTerminal(err) {
 		d.Recorder.Event(obj, corev1.EventTypeWarning, EventBlueprintInvalid, err.Error())
 		return ctrl.Result{}, false, reconcile.TerminalError(err)

@@ -68,6 +68,17 @@ type Request struct {
 	UUID string
 	// OADPNamespace is the namespace Velero runs in.
 	OADPNamespace string
+	// Revision is what the operation is for (e.g. the object's generation and
+	// its inputs' versions). When the recorded plan has another revision, a
+	// new run of the action starts. "" for kinds that never re-run.
+	Revision string
+}
+
+// NeedsNewPlan reports whether Run would start a new plan for req: the
+// object has none, or one of another action or revision.
+func NeedsNewPlan(obj Object, action, revision string) bool {
+	p := obj.GetPlan()
+	return p == nil || p.Action != action || p.Revision != revision
 }
 
 // Outcome says what the caller should do after Run.
@@ -96,12 +107,13 @@ func (r *Runner) now() time.Time {
 func (r *Runner) Run(ctx context.Context, req Request) (Outcome, error) {
 	obj := req.Object
 	plan := obj.GetPlan()
-	if plan == nil || plan.Action != req.Plan.Action {
+	if NeedsNewPlan(obj, req.Plan.Action, req.Revision) {
 		compiled, err := Compile(req.Plan, r.Registry, r.now())
 		if err != nil {
 			return Outcome{}, Terminal(err)
 		}
 		plan = compiled
+		plan.Revision = req.Revision
 		obj.SetPlan(plan)
 		r.event(obj, corev1.EventTypeNormal, EventStartedAction, "Started action %s of blueprint %s", plan.Action, plan.Blueprint)
 	}

@@ -351,3 +351,23 @@ func (s *RunSuite) TestDamagedPlanIsRefusedNotPanicking(c *C) {
 	c.Check(engine.IsTerminal(err), Equals, true)
 	c.Check(err, ErrorMatches, `status.plan of action "backup" does not match its spec snapshot: the plan cannot be resumed`)
 }
+
+func (s *RunSuite) TestNewRevisionStartsANewRun(c *C) {
+	req := s.request(c, nil)
+	req.Revision = "g1"
+	_, err := s.runner.Run(context.Background(), req)
+	c.Assert(err, IsNil)
+	c.Check(s.nab.Status.Plan.State, Equals, v1alpha1.PlanComplete)
+	c.Check(s.nab.Status.Plan.Revision, Equals, "g1")
+	// Same revision: nothing runs again.
+	_, err = s.runner.Run(context.Background(), req)
+	c.Assert(err, IsNil)
+	c.Check(s.fn.calls["a"], Equals, 1)
+	// New revision: the action runs again from its first phase.
+	req.Revision = "g2"
+	c.Check(engine.NeedsNewPlan(s.nab, "backup", "g2"), Equals, true)
+	_, err = s.runner.Run(context.Background(), req)
+	c.Assert(err, IsNil)
+	c.Check(s.fn.calls["a"], Equals, 2)
+	c.Check(s.nab.Status.Plan.Revision, Equals, "g2")
+}

@@ -29,6 +29,14 @@ const (
 	NarOriginNameAnnotation = "openshift.io/oadp-nar-origin-name"
 	// NarOriginNamespaceAnnotation holds its namespace.
 	NarOriginNamespaceAnnotation = "openshift.io/oadp-nar-origin-namespace"
+
+	// NabslOriginNACUUIDLabel holds the NACUUID of the
+	// NonAdminBackupStorageLocation an object belongs to.
+	NabslOriginNACUUIDLabel = "openshift.io/oadp-nabsl-origin-nacuuid"
+	// NabslOriginNameAnnotation holds its name.
+	NabslOriginNameAnnotation = "openshift.io/oadp-nabsl-origin-name"
+	// NabslOriginNamespaceAnnotation holds its namespace.
+	NabslOriginNamespaceAnnotation = "openshift.io/oadp-nabsl-origin-namespace"
 )
 
 // NonAdminBackupFinalizer is put on every NonAdminBackup so that nacflow can clean up the
@@ -38,3 +46,7 @@ const NonAdminBackupFinalizer = "nonadminbackup.oadp.openshift.io/finalizer"
 
 // NonAdminRestoreFinalizer is the NonAdminRestore's finalizer (OADP NAC's).
 const NonAdminRestoreFinalizer = "nonadminrestore.oadp.openshift.io/finalizer"
+
+// NonAdminBackupStorageLocationFinalizer is the NonAdminBackupStorageLocation's
+// finalizer (OADP NAC's).
+const NonAdminBackupStorageLocationFinalizer = "nonadminbackupstoragelocation.oadp.openshift.io/finalizer"

@@ -127,6 +127,13 @@ type PlanStatus struct {
 	// +required
 	State PlanState `json:"state"`
 
+	// revision is what the operation was started for (for kinds that re-run
+	// on change: the object's generation and its inputs' versions). A
+	// different revision starts a new run of the action.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	Revision string `json:"revision,omitempty"`
+
 	// current names the phase that runs, waits or last ended, with its state,
 	// as "<phase>: <state>" (for printer columns and a quick look).
 	// +optional

@@ -1,0 +1,199 @@
+package v1alpha1
+
+import (
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// NonAdminBackupStorageLocationSpec is a tenant's own backup storage
+// location (seed design non_admin_backupstoragelocation.md).
+type NonAdminBackupStorageLocationSpec struct {
+	// backupStorageLocationSpec is the Velero BSL spec. credential names a
+	// Secret (name and key) in the NonAdminBackupStorageLocation's own
+	// namespace: a SecretKeySelector has no namespace, so another
+	// namespace's Secret cannot be expressed. The prefix in object storage is
+	// forced under the tenant's namespace.
+	// +required
+	// +kubebuilder:validation:XValidation:rule="!has(self.default) || !self.default",message="spec.backupStorageLocationSpec.default must be false: a tenant's location is never the default"
+	// +kubebuilder:validation:XValidation:rule="has(self.credential) && has(self.credential.name) && size(self.credential.name) > 0 && has(self.credential.key) && size(self.credential.key) > 0",message="spec.backupStorageLocationSpec.credential name and key are required: a Secret in this namespace"
+	BackupStorageLocationSpec *velerov1.BackupStorageLocationSpec `json:"backupStorageLocationSpec"`
+}
+
+// Condition types and reasons of NonAdminBackupStorageLocations (OADP NAC).
+const (
+	// ConditionClusterAdminApproved: an admin approved the request (or
+	// approval is not required).
+	ConditionClusterAdminApproved = "ClusterAdminApproved"
+	// ConditionSecretSynced: the credential Secret was copied into the OADP
+	// namespace.
+	ConditionSecretSynced = "SecretSynced"
+	// ConditionBackupStorageLocationSynced: the Velero BSL exists and matches.
+	ConditionBackupStorageLocationSynced = "BackupStorageLocationSynced"
+
+	// ReasonBSLAccepted: Accepted=True.
+	ReasonBSLAccepted = "BackupStorageLocationAccepted"
+	// ReasonInvalidBSLSpec: Accepted=False; the message names the field.
+	ReasonInvalidBSLSpec = "InvalidBackupStorageLocationSpec"
+	// ReasonApproved, ReasonPendingApproval, ReasonRejected: ClusterAdminApproved.
+	ReasonApproved        = "Approved"
+	ReasonPendingApproval = "PendingApproval"
+	ReasonRejected        = "Rejected"
+	// ReasonSecretSynced: SecretSynced=True.
+	ReasonSecretSynced = "SecretSynced"
+	// ReasonBSLSynced: BackupStorageLocationSynced=True.
+	ReasonBSLSynced = "BackupStorageLocationSynced"
+)
+
+// VeleroBackupStorageLocation links a NonAdminBackupStorageLocation to its
+// Velero BSL and mirrors it.
+type VeleroBackupStorageLocation struct {
+	// nacuuid is the operation's NACUUID (label
+	// openshift.io/oadp-nabsl-origin-nacuuid).
+	// +optional
+	NACUUID string `json:"nacuuid,omitempty"`
+	// name of the Velero BSL: what a NonAdminBackup's storageLocation naming
+	// this NonAdminBackupStorageLocation is translated to.
+	// +optional
+	Name string `json:"name,omitempty"`
+	// namespace of the Velero BSL (the OADP namespace).
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	// spec is the effective spec: admin-enforced values and the forced prefix.
+	// +optional
+	Spec *velerov1.BackupStorageLocationSpec `json:"spec,omitempty"`
+	// status mirrors the Velero BSL's status (phase Available/Unavailable,
+	// Velero's message).
+	// +optional
+	Status *velerov1.BackupStorageLocationStatus `json:"status,omitempty"`
+}
+
+// NonAdminBackupStorageLocationStatus is the observed state.
+type NonAdminBackupStorageLocationStatus struct {
+	// phase: New, BackingOff, Created or Deleting.
+	// +optional
+	Phase NonAdminPhase `json:"phase,omitempty"`
+	// observedGeneration is the metadata.generation last reconciled.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// conditions: Accepted, ClusterAdminApproved, SecretSynced,
+	// BackupStorageLocationSynced, Deleting.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=8
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// veleroBackupStorageLocation links to and mirrors the Velero BSL.
+	// +optional
+	VeleroBackupStorageLocation *VeleroBackupStorageLocation `json:"veleroBackupStorageLocation,omitempty"`
+	// plan is the blueprint action run for this location.
+	// +optional
+	Plan *PlanStatus `json:"plan,omitempty"`
+}
+
+// NonAdminBackupStorageLocation is a tenant's own bucket for its backups,
+// created in the OADP namespace as a Velero BSL once an admin approved it.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=nabsl,categories=nac
+// +kubebuilder:printcolumn:name="Request-Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Velero-Phase",type=string,JSONPath=`.status.veleroBackupStorageLocation.status.phase`
+// +kubebuilder:printcolumn:name="Approved",type=string,JSONPath=`.status.conditions[?(@.type=="ClusterAdminApproved")].status`
+// +kubebuilder:printcolumn:name="Plan",type=string,JSONPath=`.status.plan.state`
+// +kubebuilder:printcolumn:name="Plan-Phase",type=string,JSONPath=`.status.plan.current`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type NonAdminBackupStorageLocation struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec NonAdminBackupStorageLocationSpec `json:"spec"`
+	// +optional
+	Status NonAdminBackupStorageLocationStatus `json:"status,omitempty"`
+}
+
+// GetPlan returns the plan status, nil before the first operation started.
+func (n *NonAdminBackupStorageLocation) GetPlan() *PlanStatus { return n.Status.Plan }
+
+// SetPlan replaces the plan status.
+func (n *NonAdminBackupStorageLocation) SetPlan(p *PlanStatus) { n.Status.Plan = p }
+
+// +kubebuilder:object:root=true
+
+// NonAdminBackupStorageLocationList is a list of NonAdminBackupStorageLocations.
+type NonAdminBackupStorageLocationList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []NonAdminBackupStorageLocation `json:"items"`
+}
+
+// ApprovalDecision is an admin's decision on a NonAdminBackupStorageLocation.
+// +kubebuilder:validation:Enum=approve;reject;pending
+type ApprovalDecision string
+
+// Approval decisions.
+const (
+	ApprovalApprove ApprovalDecision = "approve"
+	ApprovalReject  ApprovalDecision = "reject"
+	ApprovalPending ApprovalDecision = "pending"
+)
+
+// NonAdminBackupStorageLocationRequestSpec is the admin's side of a request.
+type NonAdminBackupStorageLocationRequestSpec struct {
+	// approvalDecision: approve, reject or pending (the default). Changing an
+	// approval to reject or pending later removes the Velero BSL and the
+	// copied Secret.
+	// +optional
+	// +kubebuilder:default=pending
+	ApprovalDecision ApprovalDecision `json:"approvalDecision,omitempty"`
+}
+
+// NonAdminBackupStorageLocationRequestStatus shows the admin what is asked.
+type NonAdminBackupStorageLocationRequestStatus struct {
+	// nacuuid of the NonAdminBackupStorageLocation's operation.
+	// +optional
+	NACUUID string `json:"nacuuid,omitempty"`
+	// namespace and name of the NonAdminBackupStorageLocation.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	// +optional
+	Name string `json:"name,omitempty"`
+	// requestedSpec is the effective spec the tenant asks for.
+	// +optional
+	RequestedSpec *velerov1.BackupStorageLocationSpec `json:"requestedSpec,omitempty"`
+}
+
+// NonAdminBackupStorageLocationRequest asks a cluster admin to approve a
+// tenant's NonAdminBackupStorageLocation (OADP's approval flow). It lives in
+// the OADP namespace; only admins can change it.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=nabslrequest,categories=nac
+// +kubebuilder:printcolumn:name="Decision",type=string,JSONPath=`.spec.approvalDecision`
+// +kubebuilder:printcolumn:name="Namespace",type=string,JSONPath=`.status.namespace`
+// +kubebuilder:printcolumn:name="Name",type=string,JSONPath=`.status.name`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type NonAdminBackupStorageLocationRequest struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +optional
+	Spec NonAdminBackupStorageLocationRequestSpec `json:"spec,omitempty"`
+	// +optional
+	Status NonAdminBackupStorageLocationRequestStatus `json:"status,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// NonAdminBackupStorageLocationRequestList is a list of requests.
+type NonAdminBackupStorageLocationRequestList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []NonAdminBackupStorageLocationRequest `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&NonAdminBackupStorageLocation{}, &NonAdminBackupStorageLocationList{},
+		&NonAdminBackupStorageLocationRequest{}, &NonAdminBackupStorageLocationRequestList{})
+}
