@@ -22,6 +22,9 @@ const (
 	// NonAdminRestore is the built-in blueprint of NonAdminRestore: actions
 	// restore and finalize (kubectl delete).
 	NonAdminRestore = "nonadminrestore"
+	// NonAdminBackupStorageLocation is the built-in blueprint of
+	// NonAdminBackupStorageLocation: actions create and finalize.
+	NonAdminBackupStorageLocation = "nonadminbackupstoragelocation"
 )
 
 // BuiltIn returns a fresh copy of the embedded blueprint called name. It

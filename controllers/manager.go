@@ -52,10 +52,12 @@ func CacheOptions(oadpNamespace string) cache.Options {
 		ByObject: map[client.Object]cache.ByObject{
 			// Every Backup of the OADP namespace, NAC's or not: all of them
 			// take a place in Velero's queue.
-			&velerov1.Backup{}:              {Namespaces: oadpOnly},
-			&velerov1.DeleteBackupRequest{}: {Namespaces: oadpOnly, Label: nacSelector},
-			&velerov1.Restore{}:             {Namespaces: oadpOnly, Label: nacSelector},
-			&v1alpha1.Blueprint{}:           {Namespaces: oadpOnly},
+			&velerov1.Backup{}:                               {Namespaces: oadpOnly},
+			&velerov1.DeleteBackupRequest{}:                  {Namespaces: oadpOnly, Label: nacSelector},
+			&velerov1.Restore{}:                              {Namespaces: oadpOnly, Label: nacSelector},
+			&velerov1.BackupStorageLocation{}:                {Namespaces: oadpOnly, Label: nacSelector},
+			&v1alpha1.NonAdminBackupStorageLocationRequest{}: {Namespaces: oadpOnly},
+			&v1alpha1.Blueprint{}:                            {Namespaces: oadpOnly},
 		},
 	}
 }

@@ -45,7 +45,7 @@ func (s *ControllerSuite) SetUpSuite(c *C) {
 		EventBroadcaster: controllers.NewEventBroadcaster(), //nolint:staticcheck // lives as long as the process
 	})
 	c.Assert(err, IsNil)
-	registry, err := phases.New(phases.Clients{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()})
+	registry, err := phases.New(phases.Clients{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}, phases.Options{})
 	c.Assert(err, IsNil)
 	deps := func(name string) controllers.Deps {
 		recorder := mgr.GetEventRecorderFor(name)
@@ -326,7 +326,7 @@ var _ = Suite(&CrashSuite{})
 // reconciler returns a NonAdminBackupReconciler over cl that records events
 // in a fake recorder.
 func reconciler(c *C, cl client.Client, oadp string) *controllers.NonAdminBackupReconciler {
-	registry, err := phases.New(phases.Clients{Client: cl, APIReader: cl})
+	registry, err := phases.New(phases.Clients{Client: cl, APIReader: cl}, phases.Options{})
 	c.Assert(err, IsNil)
 	rec := record.NewFakeRecorder(1000)
 	return &controllers.NonAdminBackupReconciler{Deps: controllers.Deps{

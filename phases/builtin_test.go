@@ -18,9 +18,9 @@ var _ = Suite(&BuiltInSuite{})
 // against the real registry, and each phase's literal args decode strictly
 // into its function's arg struct.
 func (s *BuiltInSuite) TestBuiltInsCompile(c *C) {
-	reg, err := phases.New(phases.Clients{})
+	reg, err := phases.New(phases.Clients{}, phases.Options{})
 	c.Assert(err, IsNil)
-	for _, name := range []string{blueprints.NonAdminBackup, blueprints.NonAdminRestore} {
+	for _, name := range []string{blueprints.NonAdminBackup, blueprints.NonAdminRestore, blueprints.NonAdminBackupStorageLocation} {
 		bp, err := blueprints.BuiltIn(name)
 		c.Assert(err, IsNil)
 		c.Check(bp.Name, Equals, name)

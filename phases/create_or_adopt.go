@@ -13,15 +13,17 @@ import (
 
 // createOrAdopt creates want (a kind such as "Velero Backup", for messages) in the OADP namespace, or, when an object of
 // that name exists, adopts it if it carries nacuuid as its origin label
-// (openshift.io/oadp-nar-origin-nacuuid when want has it, else
+// (openshift.io/oadp-nar- or -nabsl-origin-nacuuid when want has it, else
 // openshift.io/oadp-nab-origin-nacuuid). It returns the object as it is
 // in the cluster and "Created" or "Adopted". An existing object without
 // the label is never touched: that is a terminal error. API errors are
 // returned as they are (retryable).
 func createOrAdopt(ctx context.Context, c Clients, kind string, want client.Object, nacuuid string) (client.Object, string, error) {
 	label := v1alpha1.NabOriginNACUUIDLabel
-	if _, ok := want.GetLabels()[v1alpha1.NarOriginNACUUIDLabel]; ok {
-		label = v1alpha1.NarOriginNACUUIDLabel
+	for _, l := range []string{v1alpha1.NarOriginNACUUIDLabel, v1alpha1.NabslOriginNACUUIDLabel} {
+		if _, ok := want.GetLabels()[l]; ok {
+			label = l
+		}
 	}
 	got := want.DeepCopyObject().(client.Object)
 	err := c.Client.Create(ctx, got)

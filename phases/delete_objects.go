@@ -6,23 +6,31 @@ import (
 	"strings"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/engine"
 )
 
 // DeleteObjectsArgs are the args of DeleteObjects.
 type DeleteObjectsArgs struct {
-	// Kinds to delete: Backup, DeleteBackupRequest, Restore (Velero kinds).
+	// Kinds to delete: Backup, BackupStorageLocation, DeleteBackupRequest,
+	// Restore (Velero kinds), Secret, NonAdminBackupStorageLocationRequest.
 	Kinds []string `json:"kinds"`
 }
 
 // deletableKinds maps the kinds DeleteObjects accepts to their Go types.
 var deletableKinds = map[string]func() client.Object{
-	"Backup":              func() client.Object { return &velerov1.Backup{} },
-	"DeleteBackupRequest": func() client.Object { return &velerov1.DeleteBackupRequest{} },
-	"Restore":             func() client.Object { return &velerov1.Restore{} },
+	"Backup":                func() client.Object { return &velerov1.Backup{} },
+	"DeleteBackupRequest":   func() client.Object { return &velerov1.DeleteBackupRequest{} },
+	"Restore":               func() client.Object { return &velerov1.Restore{} },
+	"BackupStorageLocation": func() client.Object { return &velerov1.BackupStorageLocation{} },
+	"Secret":                func() client.Object { return &corev1.Secret{} },
+	"NonAdminBackupStorageLocationRequest": func() client.Object {
+		return &v1alpha1.NonAdminBackupStorageLocationRequest{}
+	},
 }
 
 // DeleteObjects deletes the objects of the given kinds that this operation
@@ -49,7 +57,7 @@ func (f *DeleteObjects) Run(ctx context.Context, op *engine.Operation, args any)
 	}
 	for _, k := range a.Kinds {
 		if deletableKinds[k] == nil {
-			return engine.Result{}, engine.Terminalf("DeleteObjects: args.kinds: %q is not supported (supported: Backup, DeleteBackupRequest, Restore)", k)
+			return engine.Result{}, engine.Terminalf("DeleteObjects: args.kinds: %q is not supported (supported: Backup, BackupStorageLocation, DeleteBackupRequest, NonAdminBackupStorageLocationRequest, Restore, Secret)", k)
 		}
 	}
 	for _, k := range a.Kinds {

@@ -146,3 +146,72 @@ func applyEnforced(user, enforced any, fields []string, prefix string) error {
 	}
 	return nil
 }
+
+// EnforcedBSLSpec is EnforcedBackupSpec for a NonAdminBackupStorageLocation's
+// backupStorageLocationSpec: provider, config, accessMode, the sync and
+// validation periods, and objectStorage's bucket, prefix and caCert, each
+// enforced on its own.
+type EnforcedBSLSpec struct {
+	// Spec holds the enforced values.
+	Spec velerov1.BackupStorageLocationSpec
+	// Fields are the JSON names of the top-level fields the admin set, sorted
+	// (objectStorage excluded: see ObjectStorageFields).
+	Fields []string
+	// ObjectStorageFields are the JSON names of objectStorage's fields the
+	// admin set, sorted.
+	ObjectStorageFields []string
+}
+
+var (
+	unenforceableBSLFields           = map[string]bool{"credential": true, "default": true}
+	unenforceableObjectStorageFields = map[string]bool{"caCertRef": true}
+)
+
+// UnmarshalJSON decodes an enforce object strictly, like
+// EnforcedBackupSpec's; credential, default and objectStorage.caCertRef
+// cannot be enforced.
+func (e *EnforcedBSLSpec) UnmarshalJSON(data []byte) error {
+	fields, err := decodeEnforced(data, &e.Spec, unenforceableBSLFields)
+	if err != nil {
+		return err
+	}
+	e.Fields = nil
+	for _, f := range fields {
+		if f != "objectStorage" {
+			e.Fields = append(e.Fields, f)
+		}
+	}
+	var raw struct {
+		ObjectStorage json.RawMessage `json:"objectStorage"`
+	}
+	if err := json.Unmarshal(data, &raw); err != nil || raw.ObjectStorage == nil {
+		return err
+	}
+	e.ObjectStorageFields, err = decodeEnforced(raw.ObjectStorage, &velerov1.ObjectStorageLocation{}, unenforceableObjectStorageFields)
+	if err != nil {
+		return fmt.Errorf("objectStorage: %w", err)
+	}
+	return nil
+}
+
+// Apply enforces e on spec, in place; see applyEnforced. A nil e enforces
+// nothing.
+func (e *EnforcedBSLSpec) Apply(spec *velerov1.BackupStorageLocationSpec) error {
+	if e == nil {
+		return nil
+	}
+	if err := applyEnforced(spec, &e.Spec, e.Fields, "spec.backupStorageLocationSpec"); err != nil {
+		return err
+	}
+	if len(e.ObjectStorageFields) == 0 {
+		return nil
+	}
+	if spec.ObjectStorage == nil {
+		spec.ObjectStorage = &velerov1.ObjectStorageLocation{}
+	}
+	enforced := e.Spec.ObjectStorage
+	if enforced == nil {
+		enforced = &velerov1.ObjectStorageLocation{}
+	}
+	return applyEnforced(spec.ObjectStorage, enforced, e.ObjectStorageFields, "spec.backupStorageLocationSpec.objectStorage")
+}

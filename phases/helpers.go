@@ -48,10 +48,34 @@ func asRestore(fn string, op *engine.Operation) (*v1alpha1.NonAdminRestore, erro
 	return nar, nil
 }
 
+// asBSL returns the operation's NonAdminBackupStorageLocation, or a terminal
+// error naming fn when a blueprint gave the function another kind.
+func asBSL(fn string, op *engine.Operation) (*v1alpha1.NonAdminBackupStorageLocation, error) {
+	nabsl, ok := op.Object.(*v1alpha1.NonAdminBackupStorageLocation)
+	if !ok {
+		return nil, engine.Terminalf("%s serves NonAdminBackupStorageLocation, not %T", fn, op.Object)
+	}
+	return nabsl, nil
+}
+
 // originLabel returns the NACUUID label of objects created for op's kind.
 func originLabel(op *engine.Operation) string {
-	if _, ok := op.Object.(*v1alpha1.NonAdminRestore); ok {
+	switch op.Object.(type) {
+	case *v1alpha1.NonAdminRestore:
 		return v1alpha1.NarOriginNACUUIDLabel
+	case *v1alpha1.NonAdminBackupStorageLocation:
+		return v1alpha1.NabslOriginNACUUIDLabel
 	}
 	return v1alpha1.NabOriginNACUUIDLabel
+}
+
+// nacBSLMeta returns the labels and annotations of an object created in the
+// OADP namespace for nabsl in operation nacuuid (OADP NAC).
+func nacBSLMeta(nabsl *v1alpha1.NonAdminBackupStorageLocation, nacuuid string) (labels, annotations map[string]string) {
+	return map[string]string{
+			v1alpha1.OADPLabel: v1alpha1.OADPLabelValue, v1alpha1.ManagedByLabel: v1alpha1.ManagedByLabelValue,
+			v1alpha1.NabslOriginNACUUIDLabel: nacuuid,
+		}, map[string]string{
+			v1alpha1.NabslOriginNamespaceAnnotation: nabsl.Namespace, v1alpha1.NabslOriginNameAnnotation: nabsl.Name,
+		}
 }

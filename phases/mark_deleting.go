@@ -40,8 +40,10 @@ func (f *MarkDeleting) Run(_ context.Context, op *engine.Operation, args any) (e
 		phase, conds = &o.Status.Phase, &o.Status.Conditions
 	case *v1alpha1.NonAdminRestore:
 		phase, conds = &o.Status.Phase, &o.Status.Conditions
+	case *v1alpha1.NonAdminBackupStorageLocation:
+		phase, conds = &o.Status.Phase, &o.Status.Conditions
 	default:
-		return engine.Result{}, engine.Terminalf("MarkDeleting serves NonAdminBackup and NonAdminRestore, not %T", op.Object)
+		return engine.Result{}, engine.Terminalf("MarkDeleting serves the NAC kinds, not %T", op.Object)
 	}
 	*phase = v1alpha1.NonAdminPhaseDeleting
 	meta.SetStatusCondition(conds, metav1.Condition{

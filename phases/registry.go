@@ -18,9 +18,16 @@ type Clients struct {
 	APIReader client.Reader
 }
 
-// New returns the registry of every phase function, bound to c. It returns
-// an error only if two functions share a name (a programming error).
-func New(c Clients) (*engine.Registry, error) {
+// Options are controller settings some phase functions follow.
+type Options struct {
+	// RequireApprovalForBSL is --require-approval-for-bsl: tenants' storage
+	// locations wait for an admin's approval.
+	RequireApprovalForBSL bool
+}
+
+// New returns the registry of every phase function, bound to c and o. It
+// returns an error only if two functions share a name (a programming error).
+func New(c Clients, o Options) (*engine.Registry, error) {
 	return engine.NewRegistry(
 		&ValidateBackupSpec{},
 		&CreateVeleroBackup{clients: c},
@@ -32,5 +39,10 @@ func New(c Clients) (*engine.Registry, error) {
 		&ValidateRestoreSpec{clients: c},
 		&CreateVeleroRestore{clients: c},
 		&DeleteRestoresOfBackup{clients: c},
+		&ValidateBSLSpec{clients: c},
+		&RequestApproval{clients: c, required: o.RequireApprovalForBSL},
+		&CopySecret{clients: c},
+		&CreateVeleroBSL{clients: c},
+		&DeleteBackupsUsingBSL{clients: c},
 	)
 }

@@ -104,7 +104,26 @@ func (f *SyncStatus) Run(ctx context.Context, op *engine.Operation, args any) (e
 		nar.MirrorRestore(r)
 		return engine.Done(fmt.Sprintf("Mirrored Velero Restore %s (%s)", a.Name, phaseOr(string(r.Status.Phase))),
 			map[string]string{"phase": string(r.Status.Phase)}), nil
+	case "BackupStorageLocation":
+		nabsl, err := asBSL(f.Name(), op)
+		if err != nil {
+			return engine.Result{}, err
+		}
+		if a.Name == "" {
+			return engine.Done("no Velero BackupStorageLocation to mirror", nil), nil
+		}
+		b := &velerov1.BackupStorageLocation{}
+		err = f.clients.Client.Get(ctx, client.ObjectKey{Namespace: op.OADPNamespace, Name: a.Name}, b)
+		if apierrors.IsNotFound(err) {
+			return engine.Done(fmt.Sprintf("Velero BackupStorageLocation %s not found: nothing to mirror", a.Name), nil), nil
+		}
+		if err != nil {
+			return engine.Result{}, fmt.Errorf("reading Velero BackupStorageLocation %s/%s: %w", op.OADPNamespace, a.Name, err)
+		}
+		nabsl.MirrorBSL(b)
+		return engine.Done(fmt.Sprintf("Mirrored Velero BackupStorageLocation %s (%s)", a.Name, phaseOr(string(b.Status.Phase))),
+			map[string]string{"phase": string(b.Status.Phase)}), nil
 	default:
-		return engine.Result{}, engine.Terminalf("SyncStatus: args.kind %q is not supported (supported: Backup, DeleteBackupRequest, Restore)", a.Kind)
+		return engine.Result{}, engine.Terminalf("SyncStatus: args.kind %q is not supported (supported: Backup, BackupStorageLocation, DeleteBackupRequest, Restore)", a.Kind)
 	}
 }

@@ -48,6 +48,8 @@ type WaitForArgs struct {
 //     namespace): its Velero Backup is Completed or PartiallyFailed (output
 //     name); Failed or gone is terminal.
 //   - Restore: its phase is terminal. Output: phase.
+//   - BackupStorageLocation: Velero reports it Available (else the wait
+//     message carries Velero's own message).
 //   - DeleteBackupRequest: the Backup it names is gone. An empty name means
 //     there was nothing to delete (done at once). A request Velero processed
 //     with errors is a terminal error quoting them.
@@ -76,9 +78,37 @@ func (f *WaitFor) Run(ctx context.Context, op *engine.Operation, args any) (engi
 		return f.restorable(ctx, op, a.Name)
 	case "Restore":
 		return f.restore(ctx, op.OADPNamespace, a.Name)
+	case "BackupStorageLocation":
+		return f.bsl(ctx, op.OADPNamespace, a.Name)
 	default:
-		return engine.Result{}, engine.Terminalf("WaitFor: args.kind %q is not supported (supported: Backup, DeleteBackupRequest, RestorableBackup, Restore)", a.Kind)
+		return engine.Result{}, engine.Terminalf("WaitFor: args.kind %q is not supported (supported: Backup, BackupStorageLocation, DeleteBackupRequest, RestorableBackup, Restore)", a.Kind)
 	}
+}
+
+// recheckBSL is the fallback recheck while Velero validates a location.
+const recheckBSL = 5 * time.Second
+
+// bsl waits until Velero reports the BackupStorageLocation name Available.
+func (f *WaitFor) bsl(ctx context.Context, ns, name string) (engine.Result, error) {
+	if name == "" {
+		return engine.Result{}, engine.Terminalf("WaitFor: args.name is empty")
+	}
+	b := &velerov1.BackupStorageLocation{}
+	err := f.clients.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, b)
+	if apierrors.IsNotFound(err) {
+		return engine.Wait(fmt.Sprintf("Velero BackupStorageLocation %s not found yet", name), recheckMissing), nil
+	}
+	if err != nil {
+		return engine.Result{}, fmt.Errorf("reading Velero BackupStorageLocation %s/%s: %w", ns, name, err)
+	}
+	if b.Status.Phase == velerov1.BackupStorageLocationPhaseAvailable {
+		return engine.Done(fmt.Sprintf("Velero BackupStorageLocation %s is Available", name), map[string]string{"phase": string(b.Status.Phase)}), nil
+	}
+	msg := fmt.Sprintf("Velero BackupStorageLocation %s is %s", name, phaseOr(string(b.Status.Phase)))
+	if b.Status.Message != "" {
+		msg += ": " + b.Status.Message
+	}
+	return engine.Wait(msg, recheckBSL), nil
 }
 
 // restorable waits until the Velero Backup of the NonAdminBackup name, in

@@ -73,3 +73,19 @@ func (n *NonAdminRestore) MirrorRestore(r *velerov1.Restore) bool {
 	}
 	return !equality.Semantic.DeepEqual(before, &n.Status)
 }
+
+// MirrorBSL copies the Velero BSL's status into
+// status.veleroBackupStorageLocation. It reports whether anything changed.
+func (n *NonAdminBackupStorageLocation) MirrorBSL(b *velerov1.BackupStorageLocation) bool {
+	before := n.Status.DeepCopy()
+	if n.Status.VeleroBackupStorageLocation == nil {
+		n.Status.VeleroBackupStorageLocation = &VeleroBackupStorageLocation{}
+	}
+	v := n.Status.VeleroBackupStorageLocation
+	v.Name, v.Namespace = b.Name, b.Namespace
+	if id := b.Labels[NabslOriginNACUUIDLabel]; id != "" {
+		v.NACUUID = id
+	}
+	v.Status = b.Status.DeepCopy()
+	return !equality.Semantic.DeepEqual(before, &n.Status)
+}

@@ -30,6 +30,7 @@ type options struct {
 	probeAddr     string
 	leaderElect   bool
 	queueWindow   time.Duration
+	bslApproval   bool
 }
 
 func main() {
@@ -46,6 +47,8 @@ func main() {
 		"Elect a leader (a Lease in the OADP namespace) so that only one replica reconciles.")
 	flag.DurationVar(&o.queueWindow, "queue-refresh-window", controllers.DefaultQueueRefreshWindow,
 		"How long waiting NonAdminBackups' queue positions may lag a finished backup; all completions within it cost one status write per waiting NAB.")
+	flag.BoolVar(&o.bslApproval, "require-approval-for-bsl", false,
+		"Tenants' NonAdminBackupStorageLocations wait for a cluster admin to approve their NonAdminBackupStorageLocationRequest in the OADP namespace; without it requests are approved automatically.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Usage = func() {
@@ -98,7 +101,8 @@ func run(o options) error {
 		return fmt.Errorf("creating manager: %w", err)
 	}
 
-	registry, err := phases.New(phases.Clients{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()})
+	registry, err := phases.New(phases.Clients{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()},
+		phases.Options{RequireApprovalForBSL: o.bslApproval})
 	if err != nil {
 		return err
 	}
@@ -122,6 +126,10 @@ func run(o options) error {
 	nar := &controllers.NonAdminRestoreReconciler{Deps: deps("nonadminrestore-controller")}
 	if err := nar.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the NonAdminRestore controller: %w", err)
+	}
+	nabsl := &controllers.NonAdminBackupStorageLocationReconciler{Deps: deps("nonadminbackupstoragelocation-controller"), RequireApproval: o.bslApproval}
+	if err := nabsl.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the NonAdminBackupStorageLocation controller: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return err

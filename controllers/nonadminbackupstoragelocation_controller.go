@@ -1,0 +1,180 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/nacflow/nacflow/api/v1alpha1"
+	"github.com/nacflow/nacflow/blueprints"
+)
+
+// ActionCreate creates or updates a NonAdminBackupStorageLocation's Velero
+// BSL.
+const ActionCreate = "create"
+
+// NonAdminBackupStorageLocationReconciler runs the
+// nonadminbackupstoragelocation blueprint for each
+// NonAdminBackupStorageLocation (seed design non_admin_backupstoragelocation
+// .md, OADP's approval flow) and mirrors its Velero BSL.
+type NonAdminBackupStorageLocationReconciler struct {
+	Deps
+	// RequireApproval is --require-approval-for-bsl.
+	RequireApproval bool
+
+	reads readTracker
+}
+
+// +kubebuilder:rbac:groups=oadp.openshift.io,resources=nonadminbackupstoragelocations,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=oadp.openshift.io,resources=nonadminbackupstoragelocations/status;nonadminbackupstoragelocations/finalizers,verbs=get;update;patch
+// +kubebuilder:rbac:groups=oadp.openshift.io,resources=nonadminbackupstoragelocationrequests,verbs=get;list;watch;create;update;patch;delete;deletecollection
+// +kubebuilder:rbac:groups=oadp.openshift.io,resources=nonadminbackupstoragelocationrequests/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=velero.io,resources=backupstoragelocations,verbs=get;list;watch;create;update;patch;delete;deletecollection
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch;delete;deletecollection
+
+// Reconcile moves one NonAdminBackupStorageLocation forward with the shared
+// NAC loop: finalize once it is being deleted, create otherwise — run again
+// whenever its spec, its credential Secret or the admin's decision changes
+// (the plan's revision), so rotation and approval changes flow through the
+// same phases.
+func (r *NonAdminBackupStorageLocationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	return reconcileNAC(ctx, &r.Deps, &r.reads, nacKind[*v1alpha1.NonAdminBackupStorageLocation]{
+		newObject: func() *v1alpha1.NonAdminBackupStorageLocation { return &v1alpha1.NonAdminBackupStorageLocation{} },
+		finalizer: v1alpha1.NonAdminBackupStorageLocationFinalizer,
+		blueprint: blueprints.NonAdminBackupStorageLocation, kind: "NonAdminBackupStorageLocation",
+		actionFor: func(n *v1alpha1.NonAdminBackupStorageLocation) string {
+			if !n.DeletionTimestamp.IsZero() {
+				return ActionFinalize
+			}
+			return ActionCreate
+		},
+		nacuuid: func(n *v1alpha1.NonAdminBackupStorageLocation) string {
+			if v := n.Status.VeleroBackupStorageLocation; v != nil {
+				return recordedOrDerived(v.NACUUID, n.UID)
+			}
+			return NACUUID(n.UID)
+		},
+		revision: r.revision,
+		begin: func(n *v1alpha1.NonAdminBackupStorageLocation) {
+			if n.Status.Phase == "" {
+				n.Status.Phase = v1alpha1.NonAdminPhaseNew
+			}
+		},
+		observed: func(n *v1alpha1.NonAdminBackupStorageLocation, g int64) { n.Status.ObservedGeneration = g },
+		afterRun: func(ctx context.Context, n *v1alpha1.NonAdminBackupStorageLocation, action string, _ bool) error {
+			if action != ActionCreate {
+				return nil
+			}
+			return r.mirror(ctx, n)
+		},
+	}, req)
+}
+
+// revision is what a create run is for: the spec's generation, the version
+// of the credential Secret (read from the API server: no Secret cache) and
+// the admin's decision. Deleting runs are never restarted.
+func (r *NonAdminBackupStorageLocationReconciler) revision(ctx context.Context, n *v1alpha1.NonAdminBackupStorageLocation) (string, error) {
+	if !n.DeletionTimestamp.IsZero() {
+		return "", nil
+	}
+	secretRV := "none"
+	if spec := n.Spec.BackupStorageLocationSpec; spec != nil && spec.Credential != nil && spec.Credential.Name != "" {
+		s := &corev1.Secret{}
+		err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: n.Namespace, Name: spec.Credential.Name}, s)
+		switch {
+		case err == nil:
+			secretRV = s.ResourceVersion
+		case !apierrors.IsNotFound(err):
+			return "", fmt.Errorf("reading Secret %s/%s: %w", n.Namespace, spec.Credential.Name, err)
+		}
+	}
+	decision := v1alpha1.ApprovalApprove
+	if r.RequireApproval {
+		decision = v1alpha1.ApprovalPending
+	}
+	req := &v1alpha1.NonAdminBackupStorageLocationRequest{}
+	name := v1alpha1.NACObjectName(n.Namespace, n.Name, NACUUID(n.UID))
+	if v := n.Status.VeleroBackupStorageLocation; v != nil && v.NACUUID != "" {
+		name = v1alpha1.NACObjectName(n.Namespace, n.Name, v.NACUUID)
+	}
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.OADPNamespace, Name: name}, req)
+	switch {
+	case err == nil && req.Spec.ApprovalDecision != "":
+		decision = req.Spec.ApprovalDecision
+	case err != nil && !apierrors.IsNotFound(err):
+		return "", fmt.Errorf("reading NonAdminBackupStorageLocationRequest %s/%s: %w", r.OADPNamespace, name, err)
+	}
+	return fmt.Sprintf("generation=%d,secret=%s,decision=%s", n.Generation, secretRV, decision), nil
+}
+
+// mirror copies the linked Velero BSL's status into the location.
+func (r *NonAdminBackupStorageLocationReconciler) mirror(ctx context.Context, n *v1alpha1.NonAdminBackupStorageLocation) error {
+	v := n.Status.VeleroBackupStorageLocation
+	if v == nil || v.Name == "" {
+		return nil
+	}
+	b := &velerov1.BackupStorageLocation{}
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.OADPNamespace, Name: v.Name}, b)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading Velero BackupStorageLocation %s/%s: %w", r.OADPNamespace, v.Name, err)
+	}
+	n.MirrorBSL(b)
+	return nil
+}
+
+// SetupWithManager registers the reconciler: locations cluster-wide (spec
+// changes only); their Velero BSLs and approval requests in the OADP
+// namespace, mapped back by origin annotations; and Secrets through a
+// metadata-only watch (names and versions, never data, are cached), mapped
+// to the locations of their namespace that use them, so a rotated credential
+// reaches its copy.
+func (r *NonAdminBackupStorageLocationReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	inOADP := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		return o.GetNamespace() == r.OADPNamespace && o.GetLabels()[v1alpha1.NabslOriginNACUUIDLabel] != ""
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("nonadminbackupstoragelocation").
+		For(&v1alpha1.NonAdminBackupStorageLocation{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&velerov1.BackupStorageLocation{}, handler.EnqueueRequestsFromMapFunc(toNABSL), builder.WithPredicates(inOADP)).
+		Watches(&v1alpha1.NonAdminBackupStorageLocationRequest{}, handler.EnqueueRequestsFromMapFunc(toNABSL), builder.WithPredicates(inOADP)).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.secretToNABSLs), builder.OnlyMetadata).
+		Complete(r)
+}
+
+// toNABSL maps an object to the location named by its origin annotations.
+func toNABSL(_ context.Context, obj client.Object) []reconcile.Request {
+	ns, name := obj.GetAnnotations()[v1alpha1.NabslOriginNamespaceAnnotation], obj.GetAnnotations()[v1alpha1.NabslOriginNameAnnotation]
+	if ns == "" || name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
+}
+
+// secretToNABSLs maps a tenant Secret to the locations of its namespace whose
+// credential names it.
+func (r *NonAdminBackupStorageLocationReconciler) secretToNABSLs(ctx context.Context, obj client.Object) []reconcile.Request {
+	list := &v1alpha1.NonAdminBackupStorageLocationList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(obj.GetNamespace())); err != nil {
+		return nil
+	}
+	var reqs []reconcile.Request
+	for _, n := range list.Items {
+		if s := n.Spec.BackupStorageLocationSpec; s != nil && s.Credential != nil && s.Credential.Name == obj.GetName() {
+			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: n.Namespace, Name: n.Name}})
+		}
+	}
+	return reqs
+}

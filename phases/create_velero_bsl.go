@@ -1,0 +1,92 @@
+package phases
+
+import (
+	"context"
+	"fmt"
+
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nacflow/nacflow/api/v1alpha1"
+	"github.com/nacflow/nacflow/engine"
+)
+
+// CreateVeleroBSLArgs are the args of CreateVeleroBSL.
+type CreateVeleroBSLArgs struct {
+	// SecretName is the copied credential Secret in the OADP namespace,
+	// usually {{ .Phases.<copy phase>.Output.name }}.
+	SecretName string `json:"secretName"`
+}
+
+// CreateVeleroBSL creates (or adopts and updates) the Velero
+// BackupStorageLocation of a NonAdminBackupStorageLocation in the OADP
+// namespace, named like its other objects, from the effective spec
+// (status.veleroBackupStorageLocation.spec: enforced values, forced prefix)
+// with the credential pointing at the copied Secret and default false. Sets
+// status.phase Created and BackupStorageLocationSynced=True.
+//
+// Outputs: name. Errors: a name taken by another object is terminal; API
+// errors are retryable.
+type CreateVeleroBSL struct {
+	clients Clients
+}
+
+// Name implements engine.Func.
+func (*CreateVeleroBSL) Name() string { return "CreateVeleroBSL" }
+
+// NewArgs implements engine.Func.
+func (*CreateVeleroBSL) NewArgs() any { return &CreateVeleroBSLArgs{} }
+
+// Run implements engine.Func.
+func (f *CreateVeleroBSL) Run(ctx context.Context, op *engine.Operation, args any) (engine.Result, error) {
+	a := args.(*CreateVeleroBSLArgs)
+	nabsl, err := asBSL(f.Name(), op)
+	if err != nil {
+		return engine.Result{}, err
+	}
+	if a.SecretName == "" {
+		return engine.Result{}, engine.Terminalf("CreateVeleroBSL: args.secretName is empty")
+	}
+	vb := nabsl.Status.VeleroBackupStorageLocation
+	if vb == nil || vb.Spec == nil {
+		return engine.Result{}, engine.Terminalf("CreateVeleroBSL: no accepted spec in status.veleroBackupStorageLocation.spec (run ValidateBSLSpec first)")
+	}
+	spec := vb.Spec.DeepCopy()
+	spec.Default = false
+	spec.Credential = &corev1.SecretKeySelector{
+		LocalObjectReference: corev1.LocalObjectReference{Name: a.SecretName},
+		Key:                  nabsl.Spec.BackupStorageLocationSpec.Credential.Key,
+	}
+	labels, annotations := nacBSLMeta(nabsl, op.UUID)
+	want := &velerov1.BackupStorageLocation{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: v1alpha1.NACObjectName(nabsl.Namespace, nabsl.Name, op.UUID), Namespace: op.OADPNamespace,
+			Labels: labels, Annotations: annotations,
+		},
+		Spec: *spec,
+	}
+	obj, verb, err := createOrAdopt(ctx, f.clients, "Velero BackupStorageLocation", want, op.UUID)
+	if err != nil {
+		return engine.Result{}, err
+	}
+	got := obj.(*velerov1.BackupStorageLocation)
+	if verb == "Adopted" && !equality.Semantic.DeepEqual(got.Spec, want.Spec) {
+		before := got.DeepCopy()
+		got.Spec = want.Spec
+		if err := f.clients.Client.Patch(ctx, got, client.MergeFrom(before)); err != nil {
+			return engine.Result{}, fmt.Errorf("updating Velero BackupStorageLocation %s/%s: %w", got.Namespace, got.Name, err)
+		}
+		verb = "Updated"
+	}
+	nabsl.Status.Phase = v1alpha1.NonAdminPhaseCreated
+	vb.NACUUID, vb.Name, vb.Namespace = op.UUID, got.Name, got.Namespace
+	meta.SetStatusCondition(&nabsl.Status.Conditions, metav1.Condition{
+		Type: v1alpha1.ConditionBackupStorageLocationSynced, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonBSLSynced,
+		Message: fmt.Sprintf("Velero BackupStorageLocation %s/%s matches the spec", got.Namespace, got.Name), ObservedGeneration: nabsl.Generation,
+	})
+	return engine.Done(fmt.Sprintf("%s Velero BackupStorageLocation %s/%s", verb, got.Namespace, got.Name), map[string]string{"name": got.Name}), nil
+}

@@ -1,0 +1,54 @@
+package phases
+
+import (
+	"context"
+	"fmt"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nacflow/nacflow/api/v1alpha1"
+	"github.com/nacflow/nacflow/engine"
+)
+
+// DeleteBackupsUsingBSL asks the NonAdminBackups of a
+// NonAdminBackupStorageLocation's namespace that use it
+// (spec.backupSpec.storageLocation) to delete themselves (seed design
+// non_admin_backupstoragelocation.md, delete flow): their own finalize
+// actions run asynchronously and do not block this one. It touches nothing
+// outside the location's namespace.
+//
+// Output: deleted (how many). Errors: API errors are retryable.
+type DeleteBackupsUsingBSL struct {
+	clients Clients
+}
+
+// Name implements engine.Func.
+func (*DeleteBackupsUsingBSL) Name() string { return "DeleteBackupsUsingBSL" }
+
+// NewArgs implements engine.Func: the function takes no args.
+func (*DeleteBackupsUsingBSL) NewArgs() any { return &noArgs{} }
+
+// Run implements engine.Func.
+func (f *DeleteBackupsUsingBSL) Run(ctx context.Context, op *engine.Operation, _ any) (engine.Result, error) {
+	nabsl, err := asBSL(f.Name(), op)
+	if err != nil {
+		return engine.Result{}, err
+	}
+	list := &v1alpha1.NonAdminBackupList{}
+	if err := f.clients.Client.List(ctx, list, client.InNamespace(nabsl.Namespace)); err != nil {
+		return engine.Result{}, fmt.Errorf("listing NonAdminBackups in %s: %w", nabsl.Namespace, err)
+	}
+	deleted := 0
+	for i := range list.Items {
+		nab := &list.Items[i]
+		if nab.Spec.BackupSpec == nil || nab.Spec.BackupSpec.StorageLocation != nabsl.Name {
+			continue
+		}
+		if err := f.clients.Client.Delete(ctx, nab); client.IgnoreNotFound(err) != nil {
+			return engine.Result{}, fmt.Errorf("deleting NonAdminBackup %s/%s: %w", nab.Namespace, nab.Name, err)
+		}
+		deleted++
+	}
+	return engine.Done(fmt.Sprintf("Asked %d NonAdminBackup(s) using %s to delete themselves", deleted, nabsl.Name),
+		map[string]string{"deleted": fmt.Sprint(deleted)}), nil
+}
