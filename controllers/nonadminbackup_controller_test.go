@@ -45,7 +45,9 @@ func (s *ControllerSuite) SetUpSuite(c *C) {
 		EventBroadcaster: controllers.NewEventBroadcaster(), //nolint:staticcheck // lives as long as the process
 	})
 	c.Assert(err, IsNil)
-	registry, err := phases.New(phases.Clients{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}, phases.Options{})
+	// Approval of tenants' storage locations is required in this suite; the
+	// automatic approval is covered by a unit test.
+	registry, err := phases.New(phases.Clients{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}, phases.Options{RequireApprovalForBSL: true})
 	c.Assert(err, IsNil)
 	deps := func(name string) controllers.Deps {
 		recorder := mgr.GetEventRecorderFor(name)
@@ -62,6 +64,8 @@ func (s *ControllerSuite) SetUpSuite(c *C) {
 	c.Assert(r.SetupWithManager(mgr), IsNil)
 	nar := &controllers.NonAdminRestoreReconciler{Deps: deps("nonadminrestore-controller")}
 	c.Assert(nar.SetupWithManager(mgr), IsNil)
+	nabsl := &controllers.NonAdminBackupStorageLocationReconciler{Deps: deps("nonadminbackupstoragelocation-controller"), RequireApproval: true}
+	c.Assert(nabsl.SetupWithManager(mgr), IsNil)
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel, s.done = cancel, make(chan error, 1)
 	go func() { s.done <- mgr.Start(ctx) }()

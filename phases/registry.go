@@ -29,7 +29,7 @@ type Options struct {
 // returns an error only if two functions share a name (a programming error).
 func New(c Clients, o Options) (*engine.Registry, error) {
 	return engine.NewRegistry(
-		&ValidateBackupSpec{},
+		&ValidateBackupSpec{clients: c},
 		&CreateVeleroBackup{clients: c},
 		&WaitFor{clients: c},
 		&SyncStatus{clients: c},

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 
@@ -33,9 +35,13 @@ type ValidateBackupSpecArgs struct {
 // Refused, each with a message naming the field: includedNamespaces other
 // than the NAB's own namespace, any excludedNamespaces, includeClusterResources
 // true, any includedClusterScopedResources, any volumeSnapshotLocations, and a
-// storageLocation (NonAdminBackupStorageLocations come later). Refusal is a
-// terminal error: the same spec will never pass.
-type ValidateBackupSpec struct{}
+// storageLocation that is not an approved, Created and Available
+// NonAdminBackupStorageLocation of the NAB's namespace (it is translated to
+// that location's Velero BSL). Refusal is a terminal error: the same spec
+// will never pass.
+type ValidateBackupSpec struct {
+	clients Clients
+}
 
 // Name implements engine.Func.
 func (*ValidateBackupSpec) Name() string { return "ValidateBackupSpec" }
@@ -44,7 +50,7 @@ func (*ValidateBackupSpec) Name() string { return "ValidateBackupSpec" }
 func (*ValidateBackupSpec) NewArgs() any { return &ValidateBackupSpecArgs{} }
 
 // Run implements engine.Func.
-func (f *ValidateBackupSpec) Run(_ context.Context, op *engine.Operation, args any) (engine.Result, error) {
+func (f *ValidateBackupSpec) Run(ctx context.Context, op *engine.Operation, args any) (engine.Result, error) {
 	a := args.(*ValidateBackupSpecArgs)
 	nab, err := asBackup(f.Name(), op)
 	if err != nil {
@@ -55,6 +61,14 @@ func (f *ValidateBackupSpec) Run(_ context.Context, op *engine.Operation, args a
 	if err == nil {
 		effective = nab.Spec.BackupSpec.DeepCopy()
 		err = a.Enforce.Apply(effective)
+	}
+	if err == nil && effective.StorageLocation != "" {
+		var veleroBSL string
+		if veleroBSL, err = f.storageLocation(ctx, nab.Namespace, effective.StorageLocation); err == nil {
+			effective.StorageLocation = veleroBSL
+		} else if !engine.IsTerminal(err) {
+			return engine.Result{}, err
+		}
 	}
 	if err != nil {
 		nab.Status.Phase = v1alpha1.NonAdminPhaseBackingOff
@@ -104,8 +118,31 @@ func validateBackupSpec(nab *v1alpha1.NonAdminBackup) error {
 	if len(spec.VolumeSnapshotLocations) > 0 {
 		return fmt.Errorf("spec.backupSpec.volumeSnapshotLocations is restricted: found %s", strings.Join(spec.VolumeSnapshotLocations, ", "))
 	}
-	if spec.StorageLocation != "" {
-		return fmt.Errorf("spec.backupSpec.storageLocation is not supported yet: leave it empty to use the default backup storage location (found %q)", spec.StorageLocation)
-	}
 	return nil
+}
+
+// storageLocation translates name, a NonAdminBackupStorageLocation of
+// namespace ns, to its Velero BSL's name. It refuses (terminal error) a name
+// that is no location of ns — another namespace's location or a Velero BSL
+// named directly — and a location that is not approved, created and
+// Available.
+func (f *ValidateBackupSpec) storageLocation(ctx context.Context, ns, name string) (string, error) {
+	nabsl := &v1alpha1.NonAdminBackupStorageLocation{}
+	err := f.clients.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, nabsl)
+	if apierrors.IsNotFound(err) {
+		return "", engine.Terminalf("spec.backupSpec.storageLocation: no NonAdminBackupStorageLocation named %q in namespace %s", name, ns)
+	}
+	if err != nil {
+		return "", fmt.Errorf("reading NonAdminBackupStorageLocation %s/%s: %w", ns, name, err)
+	}
+	v := nabsl.Status.VeleroBackupStorageLocation
+	switch {
+	case !meta.IsStatusConditionTrue(nabsl.Status.Conditions, v1alpha1.ConditionClusterAdminApproved):
+		return "", engine.Terminalf("spec.backupSpec.storageLocation: NonAdminBackupStorageLocation %q is not approved by a cluster admin", name)
+	case nabsl.Status.Phase != v1alpha1.NonAdminPhaseCreated || v == nil || v.Name == "":
+		return "", engine.Terminalf("spec.backupSpec.storageLocation: NonAdminBackupStorageLocation %q is %s, not Created", name, nabsl.Status.Phase)
+	case v.Status == nil || v.Status.Phase != velerov1.BackupStorageLocationPhaseAvailable:
+		return "", engine.Terminalf("spec.backupSpec.storageLocation: NonAdminBackupStorageLocation %q is not Available", name)
+	}
+	return v.Name, nil
 }

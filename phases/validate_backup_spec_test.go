@@ -44,8 +44,6 @@ func (s *ValidateSuite) TestTenantRules(c *C) {
 			`spec.backupSpec.includedClusterScopedResources is restricted: found nodes`},
 		{"snapshot locations", velerov1.BackupSpec{VolumeSnapshotLocations: []string{"vsl"}},
 			`spec.backupSpec.volumeSnapshotLocations is restricted: found vsl`},
-		{"storage location", velerov1.BackupSpec{StorageLocation: "bsl"},
-			`spec.backupSpec.storageLocation is not supported yet.*`},
 	} {
 		spec := tc.spec
 		nab := &v1alpha1.NonAdminBackup{
