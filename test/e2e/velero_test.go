@@ -214,3 +214,38 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// TestTenantBucketWithRealVelero: a tenant brings its own location (the same
+// store, its own credentials); Velero validates it, a NAB backs up into it,
+// and the files land under the prefix forced to the tenant's namespace.
+func (s *E2ESuite) TestTenantBucketWithRealVelero(c *C) {
+	s.kubectl(c, "create", "namespace", "tenant-c")
+	s.kubectl(c, "create", "secret", "generic", "-n", "tenant-c", "creds",
+		"--from-literal=cloud=[default]\naws_access_key_id=tenant-c\naws_secret_access_key=tenant-c-secret\n")
+	s.kubectl(c, "create", "configmap", "-n", "tenant-c", "c-config", "--from-literal=k=v")
+	s.kubectlIn(c, fmt.Sprintf(`apiVersion: oadp.openshift.io/v1alpha1
+kind: NonAdminBackupStorageLocation
+metadata: {name: own, namespace: tenant-c}
+spec:
+  backupStorageLocationSpec:
+    provider: aws
+    objectStorage: {bucket: velero, prefix: mine}
+    config: {region: us-east-1, s3ForcePathStyle: "true", s3Url: %q}
+    credential: {name: creds, key: cloud}
+`, s.s3URL(c)), "apply", "-f", "-")
+	eventually(c, 2*time.Minute, func() (bool, string) {
+		out := s.kubectl(c, "get", "nabsl", "-n", "tenant-c", "own", "-o", "jsonpath={.status.phase}|{.status.veleroBackupStorageLocation.status.phase}")
+		return out == "Created|Available", out
+	})
+	s.kubectlIn(c, "apiVersion: oadp.openshift.io/v1alpha1\nkind: NonAdminBackup\nmetadata: {name: into-own, namespace: tenant-c}\nspec:\n  backupSpec: {storageLocation: own}\n",
+		"apply", "-f", "-")
+	var name string
+	eventually(c, 2*time.Minute, func() (bool, string) {
+		out := s.kubectl(c, "get", "nab", "-n", "tenant-c", "into-own", "-o", "jsonpath={.status.veleroBackup.status.phase}|{.status.veleroBackup.name}")
+		parts := strings.Split(out, "|")
+		name = parts[len(parts)-1]
+		return strings.HasPrefix(out, "Completed|"), out
+	})
+	c.Check(s.bucketKeys(c, "tenant-c/mine/backups/"+name+"/"), Not(HasLen), 0)
+	c.Check(s.bucketKeys(c, "backups/"+name+"/"), HasLen, 0, Commentf("not in the default location's prefix"))
+}
