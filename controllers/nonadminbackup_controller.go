@@ -34,6 +34,9 @@ const (
 	// ActionFinalize removes the Velero objects of a deleted NonAdminBackup,
 	// keeping the data (kubectl delete).
 	ActionFinalize = "finalize"
+	// ActionAdopt links a NonAdminBackup made by backup sync to its existing
+	// Velero Backup.
+	ActionAdopt = "adopt"
 )
 
 // EventBlueprintInvalid is the Warning event reason when the blueprint action
@@ -93,7 +96,7 @@ func (r *NonAdminBackupReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		},
 		observed: func(nab *v1alpha1.NonAdminBackup, g int64) { nab.Status.ObservedGeneration = g },
 		afterRun: func(ctx context.Context, nab *v1alpha1.NonAdminBackup, action string, finished bool) error {
-			if action != ActionBackup {
+			if action != ActionBackup && action != ActionAdopt {
 				return nil
 			}
 			return r.mirror(ctx, nab, finished)
@@ -115,6 +118,8 @@ func actionFor(nab *v1alpha1.NonAdminBackup) string {
 		return ActionFinalize
 	case nab.Spec.DeleteBackup:
 		return ActionDelete
+	case nab.Labels[v1alpha1.NabSyncedFromNACUUIDLabel] != "":
+		return ActionAdopt
 	default:
 		return ActionBackup
 	}

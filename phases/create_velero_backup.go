@@ -64,6 +64,9 @@ func (f *CreateVeleroBackup) Run(ctx context.Context, op *engine.Operation, _ an
 		},
 		Spec: *tenantBackupSpec(nab),
 	}
+	if l := originLabels(nab); l != "" {
+		want.Annotations[v1alpha1.NabOriginLabelsAnnotation] = l
+	}
 
 	obj, verb, err := createOrAdopt(ctx, f.clients, "Velero Backup", want, op.UUID)
 	if err != nil {

@@ -1,6 +1,8 @@
 package phases
 
 import (
+	"encoding/json"
+
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/engine"
 )
@@ -36,6 +38,22 @@ func nacBackupAnnotations(nab *v1alpha1.NonAdminBackup) map[string]string {
 		v1alpha1.NabOriginNamespaceAnnotation: nab.Namespace,
 		v1alpha1.NabOriginNameAnnotation:      nab.Name,
 	}
+}
+
+// originLabels returns nab's own labels as JSON, for the Velero Backup's
+// NabOriginLabelsAnnotation ("" when it has none).
+func originLabels(nab *v1alpha1.NonAdminBackup) string {
+	own := map[string]string{}
+	for k, v := range nab.Labels {
+		if k != v1alpha1.NabSyncedFromNACUUIDLabel {
+			own[k] = v
+		}
+	}
+	if len(own) == 0 {
+		return ""
+	}
+	data, _ := json.Marshal(own) // a map[string]string always marshals
+	return string(data)
 }
 
 // asRestore returns the operation's NonAdminRestore, or a terminal error

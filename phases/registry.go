@@ -44,5 +44,6 @@ func New(c Clients, o Options) (*engine.Registry, error) {
 		&CopySecret{clients: c},
 		&CreateVeleroBSL{clients: c},
 		&DeleteBackupsUsingBSL{clients: c},
+		&AdoptVeleroBackup{clients: c},
 	)
 }

@@ -21,6 +21,13 @@ const (
 	NabOriginNameAnnotation = "openshift.io/oadp-nab-origin-name"
 	// NabOriginNamespaceAnnotation holds its namespace.
 	NabOriginNamespaceAnnotation = "openshift.io/oadp-nab-origin-namespace"
+	// NabOriginLabelsAnnotation holds the NonAdminBackup's own labels (JSON)
+	// on its Velero Backup, so that backup sync can give them back to a NAB
+	// recreated after a cluster rebuild (nacflow's addition).
+	NabOriginLabelsAnnotation = "openshift.io/oadp-nab-origin-labels"
+	// NabSyncedFromNACUUIDLabel marks a NonAdminBackup created by backup sync
+	// from the Velero Backup with that NACUUID (OADP NAC).
+	NabSyncedFromNACUUIDLabel = "openshift.io/oadp-nab-synced-from-nacuuid"
 
 	// NarOriginNACUUIDLabel holds the NACUUID of the NonAdminRestore an
 	// object belongs to.

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -31,6 +32,8 @@ type options struct {
 	leaderElect   bool
 	queueWindow   time.Duration
 	bslApproval   bool
+	syncPeriod    time.Duration
+	gcPeriod      time.Duration
 }
 
 func main() {
@@ -49,6 +52,10 @@ func main() {
 		"How long waiting NonAdminBackups' queue positions may lag a finished backup; all completions within it cost one status write per waiting NAB.")
 	flag.BoolVar(&o.bslApproval, "require-approval-for-bsl", false,
 		"Tenants' NonAdminBackupStorageLocations wait for a cluster admin to approve their NonAdminBackupStorageLocationRequest in the OADP namespace; without it requests are approved automatically.")
+	flag.DurationVar(&o.syncPeriod, "backup-sync-period", controllers.DefaultBackupSyncPeriod,
+		"How often NonAdminBackups are recreated from finished Velero Backups whose NAB is missing (after a cluster rebuild); 0 disables.")
+	flag.DurationVar(&o.gcPeriod, "garbage-collection-period", controllers.DefaultGarbageCollectionPeriod,
+		"How often NAC-labelled objects in the OADP namespace whose NAC object is gone are deleted (Velero objects only, never backup data); 0 disables.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Usage = func() {
@@ -130,6 +137,16 @@ func run(o options) error {
 	nabsl := &controllers.NonAdminBackupStorageLocationReconciler{Deps: deps("nonadminbackupstoragelocation-controller"), RequireApproval: o.bslApproval}
 	if err := nabsl.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the NonAdminBackupStorageLocation controller: %w", err)
+	}
+	sync := &controllers.BackupSync{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), OADPNamespace: o.oadpNamespace}
+	gc := &controllers.GarbageCollector{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), OADPNamespace: o.oadpNamespace}
+	for _, p := range []*controllers.Periodic{
+		{Name: "backup-sync", Period: o.syncPeriod, Pass: func(ctx context.Context) error { _, err := sync.SyncOnce(ctx); return err }},
+		{Name: "garbage-collection", Period: o.gcPeriod, Pass: func(ctx context.Context) error { _, err := gc.CollectOnce(ctx); return err }},
+	} {
+		if err := mgr.Add(p); err != nil {
+			return fmt.Errorf("adding the %s loop: %w", p.Name, err)
+		}
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return err

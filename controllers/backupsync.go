@@ -1,0 +1,146 @@
+package controllers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/nacflow/nacflow/api/v1alpha1"
+)
+
+// DefaultBackupSyncPeriod is --backup-sync-period's default.
+const DefaultBackupSyncPeriod = 2 * time.Minute
+
+// BackupSync recreates NonAdminBackups from Velero Backups (the seed's Backup
+// Sync controller): after a cluster rebuild Velero's own BSL sync brings the
+// Backup objects back from object storage, and this brings back the tenants'
+// NABs, which then adopt them (action adopt) and create nothing.
+type BackupSync struct {
+	// Client reads the cache (Velero Backups of the OADP namespace, NAC
+	// objects, Namespaces) and creates NABs.
+	Client client.Client
+	// APIReader lists the OADP namespace's BackupStorageLocations, most of
+	// which (the admin's) are not cached.
+	APIReader client.Reader
+	// OADPNamespace is where Velero runs.
+	OADPNamespace string
+}
+
+// +kubebuilder:rbac:groups=oadp.openshift.io,resources=nonadminbackups,verbs=create
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+
+// SyncOnce does one pass and returns how many NABs it created. A Velero
+// Backup is synced when it has finished, carries the NAC labels and origin
+// annotations, lives in the default BSL or in a BSL owned by an existing
+// NonAdminBackupStorageLocation, its origin namespace exists, and no NAB of
+// that namespace links to it or has its name. The NAB gets the origin name,
+// the label openshift.io/oadp-nab-synced-from-nacuuid, the labels it had
+// (openshift.io/oadp-nab-origin-labels), and the Velero Backup's spec with
+// storageLocation mapped back to the location's name.
+func (s *BackupSync) SyncOnce(ctx context.Context) (int, error) {
+	backups := &velerov1.BackupList{}
+	if err := s.Client.List(ctx, backups, client.InNamespace(s.OADPNamespace), client.HasLabels{v1alpha1.NabOriginNACUUIDLabel}); err != nil {
+		return 0, fmt.Errorf("listing Velero Backups: %w", err)
+	}
+	locations, err := s.locations(ctx)
+	if err != nil {
+		return 0, err
+	}
+	created := 0
+	for i := range backups.Items {
+		b := &backups.Items[i]
+		ok, err := s.syncOne(ctx, b, locations)
+		if err != nil {
+			return created, err
+		}
+		if ok {
+			created++
+		}
+	}
+	return created, nil
+}
+
+// location is where a Velero Backup may live to be synced: the default BSL
+// (nabsl "") or a NABSL-owned one.
+type location struct {
+	namespace, nabsl string
+}
+
+// locations maps the eligible BSL names of the OADP namespace.
+func (s *BackupSync) locations(ctx context.Context) (map[string]location, error) {
+	bsls := &velerov1.BackupStorageLocationList{}
+	if err := s.APIReader.List(ctx, bsls, client.InNamespace(s.OADPNamespace)); err != nil {
+		return nil, fmt.Errorf("listing BackupStorageLocations: %w", err)
+	}
+	out := map[string]location{}
+	for _, bsl := range bsls.Items {
+		if bsl.Spec.Default {
+			out[bsl.Name] = location{}
+			out[""] = location{}
+			continue
+		}
+		ns, name := bsl.Annotations[v1alpha1.NabslOriginNamespaceAnnotation], bsl.Annotations[v1alpha1.NabslOriginNameAnnotation]
+		if bsl.Labels[v1alpha1.NabslOriginNACUUIDLabel] == "" || ns == "" || name == "" {
+			continue
+		}
+		owner := &v1alpha1.NonAdminBackupStorageLocation{}
+		err := s.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, owner)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading NonAdminBackupStorageLocation %s/%s: %w", ns, name, err)
+		}
+		out[bsl.Name] = location{namespace: ns, nabsl: name}
+	}
+	return out, nil
+}
+
+func (s *BackupSync) syncOne(ctx context.Context, b *velerov1.Backup, locations map[string]location) (bool, error) {
+	nacuuid := b.Labels[v1alpha1.NabOriginNACUUIDLabel]
+	ns, name := b.Annotations[v1alpha1.NabOriginNamespaceAnnotation], b.Annotations[v1alpha1.NabOriginNameAnnotation]
+	loc, eligible := locations[b.Spec.StorageLocation]
+	if !v1alpha1.BackupFinished(b.Status.Phase) || ns == "" || name == "" || !eligible || (loc.namespace != "" && loc.namespace != ns) {
+		return false, nil
+	}
+	if err := s.Client.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{}); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	nabs := &v1alpha1.NonAdminBackupList{}
+	if err := s.Client.List(ctx, nabs, client.InNamespace(ns)); err != nil {
+		return false, fmt.Errorf("listing NonAdminBackups in %s: %w", ns, err)
+	}
+	for _, n := range nabs.Items {
+		linked := n.Status.VeleroBackup != nil && n.Status.VeleroBackup.NACUUID == nacuuid
+		if n.Name == name || linked || n.Labels[v1alpha1.NabSyncedFromNACUUIDLabel] == nacuuid || NACUUID(n.UID) == nacuuid {
+			return false, nil
+		}
+	}
+	labels := map[string]string{}
+	if raw := b.Annotations[v1alpha1.NabOriginLabelsAnnotation]; raw != "" {
+		_ = json.Unmarshal([]byte(raw), &labels) // a damaged annotation only loses the labels
+	}
+	labels[v1alpha1.NabSyncedFromNACUUIDLabel] = nacuuid
+	spec := b.Spec.DeepCopy()
+	spec.StorageLocation = loc.nabsl
+	nab := &v1alpha1.NonAdminBackup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
+		Spec:       v1alpha1.NonAdminBackupSpec{BackupSpec: spec},
+	}
+	if err := s.Client.Create(ctx, nab); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("creating NonAdminBackup %s/%s from Velero Backup %s: %w", ns, name, b.Name, err)
+	}
+	log.FromContext(ctx).Info("synced NonAdminBackup from Velero Backup", "namespace", ns, "name", name, "veleroBackup", b.Name)
+	return true, nil
+}

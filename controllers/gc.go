@@ -1,0 +1,146 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/nacflow/nacflow/api/v1alpha1"
+)
+
+// DefaultGarbageCollectionPeriod is --garbage-collection-period's default.
+const DefaultGarbageCollectionPeriod = 24 * time.Hour
+
+// gcDeleted counts the orphans the garbage collector deleted, by kind.
+var gcDeleted = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "nacflow_garbage_collected_total",
+	Help: "Objects in the OADP namespace deleted by nacflow's garbage collector because the NAC object they were made for no longer exists, by kind.",
+}, []string{"kind"})
+
+func init() { metrics.Registry.MustRegister(gcDeleted) }
+
+// GarbageCollector deletes NAC-labelled objects of the OADP namespace whose
+// origin NAC object no longer exists (OADP NAC's garbage collector): Velero
+// Backups (objects only: the data stays), Restores, BackupStorageLocations,
+// DeleteBackupRequests, copied Secrets and NonAdminBackupStorageLocation
+// Requests. A finished Velero Backup that backup sync would bring back as a
+// NAB (its origin namespace exists) is left alone: sync, not GC, owns it.
+type GarbageCollector struct {
+	// Client reads the cache and deletes.
+	Client client.Client
+	// APIReader lists the copied Secrets (no Secret cache).
+	APIReader client.Reader
+	// OADPNamespace is where Velero runs.
+	OADPNamespace string
+}
+
+// gcKind describes one kind the collector looks at.
+type gcKind struct {
+	name        string
+	list        client.ObjectList
+	label       string // NACUUID label of the origin kind
+	nsAnn, nAnn string // origin annotations
+	origin      func() client.Object
+	uncached    bool
+}
+
+func (g *GarbageCollector) kinds() []gcKind {
+	nab := func() client.Object { return &v1alpha1.NonAdminBackup{} }
+	nabsl := func() client.Object { return &v1alpha1.NonAdminBackupStorageLocation{} }
+	return []gcKind{
+		{"Backup", &velerov1.BackupList{}, v1alpha1.NabOriginNACUUIDLabel, v1alpha1.NabOriginNamespaceAnnotation, v1alpha1.NabOriginNameAnnotation, nab, false},
+		{"DeleteBackupRequest", &velerov1.DeleteBackupRequestList{}, v1alpha1.NabOriginNACUUIDLabel, v1alpha1.NabOriginNamespaceAnnotation, v1alpha1.NabOriginNameAnnotation, nab, false},
+		{"Restore", &velerov1.RestoreList{}, v1alpha1.NarOriginNACUUIDLabel, v1alpha1.NarOriginNamespaceAnnotation, v1alpha1.NarOriginNameAnnotation,
+			func() client.Object { return &v1alpha1.NonAdminRestore{} }, false},
+		{"BackupStorageLocation", &velerov1.BackupStorageLocationList{}, v1alpha1.NabslOriginNACUUIDLabel, v1alpha1.NabslOriginNamespaceAnnotation, v1alpha1.NabslOriginNameAnnotation, nabsl, false},
+		{"Secret", &corev1.SecretList{}, v1alpha1.NabslOriginNACUUIDLabel, v1alpha1.NabslOriginNamespaceAnnotation, v1alpha1.NabslOriginNameAnnotation, nabsl, true},
+		{"NonAdminBackupStorageLocationRequest", &v1alpha1.NonAdminBackupStorageLocationRequestList{}, v1alpha1.NabslOriginNACUUIDLabel, v1alpha1.NabslOriginNamespaceAnnotation, v1alpha1.NabslOriginNameAnnotation, nabsl, false},
+	}
+}
+
+// CollectOnce does one pass and returns how many objects of each kind it
+// deleted. It lists only the OADP namespace (label-selected) and reads the
+// origin NAC objects and Namespaces it needs.
+func (g *GarbageCollector) CollectOnce(ctx context.Context) (map[string]int, error) {
+	deleted := map[string]int{}
+	logger := log.FromContext(ctx)
+	for _, k := range g.kinds() {
+		reader := client.Reader(g.Client)
+		if k.uncached {
+			reader = g.APIReader
+		}
+		if err := reader.List(ctx, k.list, client.InNamespace(g.OADPNamespace), client.HasLabels{k.label}); err != nil {
+			return deleted, fmt.Errorf("listing %s: %w", k.name, err)
+		}
+		objs, err := metaItems(k.list)
+		if err != nil {
+			return deleted, err
+		}
+		for _, obj := range objs {
+			orphan, err := g.orphan(ctx, k, obj)
+			if err != nil {
+				return deleted, err
+			}
+			if !orphan {
+				continue
+			}
+			if err := g.Client.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+				return deleted, fmt.Errorf("deleting %s %s/%s: %w", k.name, obj.GetNamespace(), obj.GetName(), err)
+			}
+			deleted[k.name]++
+			gcDeleted.WithLabelValues(k.name).Inc()
+			logger.Info("garbage collected an orphan", "kind", k.name, "name", obj.GetName(),
+				"originNamespace", obj.GetAnnotations()[k.nsAnn], "originName", obj.GetAnnotations()[k.nAnn])
+		}
+	}
+	return deleted, nil
+}
+
+// orphan reports whether obj's origin NAC object is gone (and, for a
+// finished Velero Backup, whether backup sync could not bring it back).
+func (g *GarbageCollector) orphan(ctx context.Context, k gcKind, obj client.Object) (bool, error) {
+	ns, name := obj.GetAnnotations()[k.nsAnn], obj.GetAnnotations()[k.nAnn]
+	if ns == "" || name == "" {
+		return false, nil // not made by a NAC controller: not ours to judge
+	}
+	err := g.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, k.origin())
+	if err == nil || !apierrors.IsNotFound(err) {
+		return false, client.IgnoreNotFound(err)
+	}
+	if b, ok := obj.(*velerov1.Backup); ok && v1alpha1.BackupFinished(b.Status.Phase) {
+		err := g.Client.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{})
+		if err == nil {
+			return false, nil // backup sync's to recreate
+		}
+		if !apierrors.IsNotFound(err) {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// metaItems returns the items of a typed list as client.Objects.
+func metaItems(list client.ObjectList) ([]client.Object, error) {
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		return nil, fmt.Errorf("reading the items of %T: %w", list, err)
+	}
+	out := make([]client.Object, 0, len(items))
+	for _, it := range items {
+		obj, ok := it.(client.Object)
+		if !ok {
+			return nil, fmt.Errorf("item %T of %T is not an object", it, list)
+		}
+		out = append(out, obj)
+	}
+	return out, nil
+}

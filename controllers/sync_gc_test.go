@@ -1,0 +1,177 @@
+package controllers_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	. "gopkg.in/check.v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nacflow/nacflow/api/v1alpha1"
+	"github.com/nacflow/nacflow/controllers"
+)
+
+// veleroSyncedBackup creates a finished Velero Backup as Velero's own BSL
+// sync would after a rebuild: NAC labels and annotations, no NAB anywhere.
+func veleroSyncedBackup(c *C, oadp, ns, name, nacuuid string, phase velerov1.BackupPhase) *velerov1.Backup {
+	b := &velerov1.Backup{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: oadp, Name: v1alpha1.NACObjectName(ns, name, nacuuid),
+			Labels: map[string]string{"openshift.io/oadp": "True", "app.kubernetes.io/managed-by": "oadp-nac-controller",
+				v1alpha1.NabOriginNACUUIDLabel: nacuuid, "velero.io/storage-location": "default"},
+			Annotations: map[string]string{v1alpha1.NabOriginNamespaceAnnotation: ns, v1alpha1.NabOriginNameAnnotation: name,
+				v1alpha1.NabOriginLabelsAnnotation: `{"team":"blue"}`},
+		},
+		Spec:   velerov1.BackupSpec{IncludedNamespaces: []string{ns}, StorageLocation: "default", ExcludedResources: []string{"secrets"}},
+		Status: velerov1.BackupStatus{Phase: phase},
+	}
+	c.Assert(testClient.Create(context.Background(), b), IsNil)
+	return b
+}
+
+// defaultBSL makes sure the OADP namespace has a default location.
+func defaultBSL(c *C, oadp string) {
+	bsl := &velerov1.BackupStorageLocation{
+		ObjectMeta: metav1.ObjectMeta{Namespace: oadp, Name: "default"},
+		Spec: velerov1.BackupStorageLocationSpec{Provider: "aws", Default: true,
+			StorageType: velerov1.StorageType{ObjectStorage: &velerov1.ObjectStorageLocation{Bucket: "velero"}}},
+	}
+	if err := testClient.Create(context.Background(), bsl); err != nil && !apierrors.IsAlreadyExists(err) {
+		c.Fatal(err)
+	}
+}
+
+func (s *ControllerSuite) TestBackupSyncAfterRebuild(c *C) {
+	ctx := context.Background()
+	defaultBSL(c, s.oadp)
+	ns := createNamespace(c, "tenant")
+	b := veleroSyncedBackup(c, s.oadp, ns, "nightly", "0a0a0a0a-1111-5222-8333-444455556666", velerov1.BackupPhaseCompleted)
+	// Not synced: unfinished, or in a namespace that does not exist.
+	veleroSyncedBackup(c, s.oadp, ns, "running", "0a0a0a0a-1111-5222-8333-444455556667", velerov1.BackupPhaseInProgress)
+	veleroSyncedBackup(c, s.oadp, "gone-namespace", "old", "0a0a0a0a-1111-5222-8333-444455556668", velerov1.BackupPhaseCompleted)
+
+	sync := &controllers.BackupSync{Client: testClient, APIReader: testClient, OADPNamespace: s.oadp}
+	created, err := sync.SyncOnce(ctx)
+	c.Assert(err, IsNil)
+	c.Check(created, Equals, 1)
+
+	nab := &v1alpha1.NonAdminBackup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nightly"}}
+	var got *v1alpha1.NonAdminBackup
+	eventually(c, 10*time.Second, func() (bool, string) {
+		got = getNAB(c, nab)
+		return got.Status.Plan != nil && got.Status.Plan.State == v1alpha1.PlanComplete, fmt.Sprintf("%+v", got.Status.Plan)
+	})
+	c.Check(got.Labels, DeepEquals, map[string]string{"team": "blue", v1alpha1.NabSyncedFromNACUUIDLabel: "0a0a0a0a-1111-5222-8333-444455556666"})
+	c.Check(got.Spec.BackupSpec.StorageLocation, Equals, "", Commentf("the default location maps back to none"))
+	c.Check(got.Status.Plan.Action, Equals, "adopt")
+	var phases []string
+	for _, p := range got.Status.Plan.Phases {
+		phases = append(phases, p.Func)
+	}
+	c.Check(phases, DeepEquals, []string{"AdoptVeleroBackup", "SyncStatus"}, Commentf("a plan that creates nothing"))
+	c.Check(got.Status.VeleroBackup.Name, Equals, b.Name)
+	c.Check(got.Status.VeleroBackup.NACUUID, Equals, "0a0a0a0a-1111-5222-8333-444455556666")
+	c.Check(got.Status.VeleroBackup.Status.Phase, Equals, velerov1.BackupPhaseCompleted)
+	c.Check(got.Status.Phase, Equals, v1alpha1.NonAdminPhaseCreated)
+	c.Check(veleroBackupsOf(c, s.oadp, "0a0a0a0a-1111-5222-8333-444455556666"), HasLen, 1)
+
+	// A second pass finds the NAB linked: nothing more.
+	created, err = sync.SyncOnce(ctx)
+	c.Assert(err, IsNil)
+	c.Check(created, Equals, 0)
+
+	// A tenant who forges the sync label to claim this backup is refused,
+	// and deleting its NAB leaves the backup alone.
+	thiefNS := createNamespace(c, "tenant")
+	thief := newNAB(thiefNS, "mine-now", velerov1.BackupSpec{})
+	thief.Labels = map[string]string{v1alpha1.NabSyncedFromNACUUIDLabel: "0a0a0a0a-1111-5222-8333-444455556666"}
+	c.Assert(testClient.Create(ctx, thief), IsNil)
+	eventually(c, 10*time.Second, func() (bool, string) {
+		g := getNAB(c, thief)
+		return g.Status.Plan != nil && g.Status.Plan.State == v1alpha1.PlanFailed, fmt.Sprintf("%+v", g.Status.Plan)
+	})
+	c.Check(getNAB(c, thief).Status.Plan.Phase("adoptBackup").Message, Equals,
+		fmt.Sprintf("label %s: refused: the Velero Backup with NACUUID 0a0a0a0a-1111-5222-8333-444455556666 was not made for namespace %s", v1alpha1.NabSyncedFromNACUUIDLabel, thiefNS))
+	c.Assert(testClient.Delete(ctx, thief), IsNil)
+	eventually(c, 10*time.Second, func() (bool, string) {
+		err := testClient.Get(ctx, client.ObjectKeyFromObject(thief), &v1alpha1.NonAdminBackup{})
+		return apierrors.IsNotFound(err), fmt.Sprintf("%v", err)
+	})
+	c.Check(veleroBackupsOf(c, s.oadp, "0a0a0a0a-1111-5222-8333-444455556666"), HasLen, 1)
+}
+
+// orphanMeta returns labels and annotations of an object made for a NAC
+// object that does not exist.
+func orphanMeta(label, nsAnn, nameAnn, ns string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		GenerateName: "orphan-",
+		Labels:       map[string]string{"openshift.io/oadp": "True", label: "feedface-0000-5000-8000-000000000000"},
+		Annotations:  map[string]string{nsAnn: ns, nameAnn: "does-not-exist"},
+	}
+}
+
+func (s *ControllerSuite) TestGarbageCollection(c *C) {
+	ctx := context.Background()
+	ns := createNamespace(c, "tenant")
+	withNS := func(m metav1.ObjectMeta) metav1.ObjectMeta { m.Namespace = s.oadp; return m }
+	nabMeta := withNS(orphanMeta(v1alpha1.NabOriginNACUUIDLabel, v1alpha1.NabOriginNamespaceAnnotation, v1alpha1.NabOriginNameAnnotation, ns))
+	narMeta := withNS(orphanMeta(v1alpha1.NarOriginNACUUIDLabel, v1alpha1.NarOriginNamespaceAnnotation, v1alpha1.NarOriginNameAnnotation, ns))
+	bslMeta := withNS(orphanMeta(v1alpha1.NabslOriginNACUUIDLabel, v1alpha1.NabslOriginNamespaceAnnotation, v1alpha1.NabslOriginNameAnnotation, ns))
+	goneNSMeta := withNS(orphanMeta(v1alpha1.NabOriginNACUUIDLabel, v1alpha1.NabOriginNamespaceAnnotation, v1alpha1.NabOriginNameAnnotation, "no-such-namespace"))
+	orphans := []client.Object{
+		&velerov1.Backup{ObjectMeta: nabMeta, Status: velerov1.BackupStatus{Phase: velerov1.BackupPhaseInProgress}},
+		&velerov1.Backup{ObjectMeta: goneNSMeta, Status: velerov1.BackupStatus{Phase: velerov1.BackupPhaseCompleted}},
+		&velerov1.DeleteBackupRequest{ObjectMeta: nabMeta, Spec: velerov1.DeleteBackupRequestSpec{BackupName: "x"}},
+		&velerov1.Restore{ObjectMeta: narMeta, Spec: velerov1.RestoreSpec{BackupName: "x"}},
+		&velerov1.BackupStorageLocation{ObjectMeta: bslMeta, Spec: velerov1.BackupStorageLocationSpec{Provider: "aws",
+			StorageType: velerov1.StorageType{ObjectStorage: &velerov1.ObjectStorageLocation{Bucket: "b"}}}},
+		&corev1.Secret{ObjectMeta: bslMeta},
+		&v1alpha1.NonAdminBackupStorageLocationRequest{ObjectMeta: bslMeta},
+	}
+	// Kept: a finished Backup whose namespace exists (backup sync's to
+	// bring back), and objects whose NAC object exists.
+	syncable := &velerov1.Backup{ObjectMeta: nabMeta, Status: velerov1.BackupStatus{Phase: velerov1.BackupPhaseCompleted}}
+	live, liveBackup := s.createdBackup(c, "alive")
+	for _, o := range append(append([]client.Object{}, orphans...), syncable) {
+		c.Assert(testClient.Create(ctx, o), IsNil)
+	}
+
+	gc := &controllers.GarbageCollector{Client: testClient, APIReader: testClient, OADPNamespace: s.oadp}
+	deleted, err := gc.CollectOnce(ctx)
+	c.Assert(err, IsNil)
+	for kind, min := range map[string]int{"Backup": 2, "DeleteBackupRequest": 1, "Restore": 1, "BackupStorageLocation": 1, "Secret": 1, "NonAdminBackupStorageLocationRequest": 1} {
+		c.Check(deleted[kind] >= min, Equals, true, Commentf("%s: %v", kind, deleted))
+	}
+	for _, o := range orphans {
+		err := testClient.Get(ctx, client.ObjectKeyFromObject(o), o.DeepCopyObject().(client.Object))
+		c.Check(apierrors.IsNotFound(err), Equals, true, Commentf("%T %s: %v", o, o.GetName(), err))
+	}
+	c.Check(testClient.Get(ctx, client.ObjectKeyFromObject(syncable), &velerov1.Backup{}), IsNil)
+	c.Check(testClient.Get(ctx, client.ObjectKeyFromObject(liveBackup), &velerov1.Backup{}), IsNil)
+	c.Check(testClient.Get(ctx, client.ObjectKeyFromObject(live), &v1alpha1.NonAdminBackup{}), IsNil)
+}
+
+func (s *ControllerSuite) TestPeriodicLoops(c *C) {
+	passes := 0
+	off := &controllers.Periodic{Name: "off", Period: 0, Pass: func(context.Context) error { passes++; return nil }}
+	c.Check(off.Start(context.Background()), IsNil)
+	c.Check(passes, Equals, 0, Commentf("period 0 disables the loop"))
+
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan struct{}, 10)
+	on := &controllers.Periodic{Name: "on", Period: 10 * time.Millisecond, Pass: func(context.Context) error {
+		ran <- struct{}{}
+		return fmt.Errorf("a failing pass does not stop the loop")
+	}}
+	done := make(chan error)
+	go func() { done <- on.Start(ctx) }()
+	<-ran
+	<-ran
+	cancel()
+	c.Check(<-done, IsNil)
+}

@@ -1,0 +1,76 @@
+package phases
+
+import (
+	"context"
+	"fmt"
+
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nacflow/nacflow/api/v1alpha1"
+	"github.com/nacflow/nacflow/engine"
+)
+
+// AdoptVeleroBackupArgs are the args of AdoptVeleroBackup.
+type AdoptVeleroBackupArgs struct {
+	// NACUUID of the Velero Backup to adopt, usually the NAB's
+	// openshift.io/oadp-nab-synced-from-nacuuid label.
+	NACUUID string `json:"nacuuid"`
+}
+
+// AdoptVeleroBackup links a NonAdminBackup made by backup sync to the
+// existing Velero Backup it was made from, creating nothing. The Velero
+// Backup is found by its openshift.io/oadp-nab-origin-nacuuid label in the
+// OADP namespace and must have been made for the NAB's own namespace (its
+// origin-namespace annotation): a NAB that claims another tenant's backup —
+// a forged sync label — is refused, and its NACUUID is never taken over, so
+// its deletion can never touch the other tenant's objects. On success it
+// records status.veleroBackup (nacuuid, name, namespace), status.phase
+// Created and Queued=True.
+//
+// Outputs: name. Errors: no such backup or another namespace's backup is
+// terminal; API errors are retryable.
+type AdoptVeleroBackup struct {
+	clients Clients
+}
+
+// Name implements engine.Func.
+func (*AdoptVeleroBackup) Name() string { return "AdoptVeleroBackup" }
+
+// NewArgs implements engine.Func.
+func (*AdoptVeleroBackup) NewArgs() any { return &AdoptVeleroBackupArgs{} }
+
+// Run implements engine.Func.
+func (f *AdoptVeleroBackup) Run(ctx context.Context, op *engine.Operation, args any) (engine.Result, error) {
+	a := args.(*AdoptVeleroBackupArgs)
+	nab, err := asBackup(f.Name(), op)
+	if err != nil {
+		return engine.Result{}, err
+	}
+	if a.NACUUID == "" {
+		return engine.Result{}, engine.Terminalf("AdoptVeleroBackup: args.nacuuid is empty")
+	}
+	list := &velerov1.BackupList{}
+	if err := f.clients.APIReader.List(ctx, list, client.InNamespace(op.OADPNamespace),
+		client.MatchingLabels{v1alpha1.NabOriginNACUUIDLabel: a.NACUUID}); err != nil {
+		return engine.Result{}, fmt.Errorf("listing Velero Backups of %s: %w", a.NACUUID, err)
+	}
+	if len(list.Items) != 1 {
+		return engine.Result{}, engine.Terminalf("label %s: found %d Velero Backups with NACUUID %s, need exactly one",
+			v1alpha1.NabSyncedFromNACUUIDLabel, len(list.Items), a.NACUUID)
+	}
+	b := &list.Items[0]
+	if origin := b.Annotations[v1alpha1.NabOriginNamespaceAnnotation]; origin != nab.Namespace {
+		return engine.Result{}, engine.Terminalf("label %s: refused: the Velero Backup with NACUUID %s was not made for namespace %s",
+			v1alpha1.NabSyncedFromNACUUIDLabel, a.NACUUID, nab.Namespace)
+	}
+	nab.Status.Phase = v1alpha1.NonAdminPhaseCreated
+	nab.Status.VeleroBackup = &v1alpha1.VeleroBackup{NACUUID: a.NACUUID, Name: b.Name, Namespace: b.Namespace, Spec: b.Spec.DeepCopy()}
+	meta.SetStatusCondition(&nab.Status.Conditions, metav1.Condition{
+		Type: v1alpha1.ConditionQueued, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonBackupScheduled,
+		Message: fmt.Sprintf("Adopted existing Velero Backup object %s", b.Name), ObservedGeneration: nab.Generation,
+	})
+	return engine.Done(fmt.Sprintf("Adopted Velero Backup %s/%s (created nothing)", b.Namespace, b.Name), map[string]string{"name": b.Name}), nil
+}
