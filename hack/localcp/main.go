@@ -38,18 +38,19 @@ func main() {
 	oadpNS := flag.String("oadp-namespace", "openshift-adp", "OADP namespace to create.")
 	tenantNS := flag.String("tenant-namespace", "demo", "Demo tenant namespace to create.")
 	withVelero := flag.Bool("velero", true, "Start the object store and the Velero server (assets gofakes3, velero, plugins/).")
+	veleroSync := flag.Duration("velero-backup-sync-period", time.Minute, "The Velero server's --backup-sync-period.")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "Usage: localcp [flags] -- CONTROLLER [ARGS...]\n\nFlags:\n")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
-	if err := run(*assets, *dir, *crdDir, *oadpNS, *tenantNS, *withVelero, flag.Args()); err != nil {
+	if err := run(*assets, *dir, *crdDir, *oadpNS, *tenantNS, *withVelero, *veleroSync, flag.Args()); err != nil {
 		fmt.Fprintln(os.Stderr, "localcp:", err)
 		os.Exit(1)
 	}
 }
 
-func run(assets, dir, crdDir, oadpNS, tenantNS string, withVelero bool, command []string) (err error) {
+func run(assets, dir, crdDir, oadpNS, tenantNS string, withVelero bool, veleroSync time.Duration, command []string) (err error) {
 	if len(command) == 0 {
 		return errors.New("no controller command given after --")
 	}
@@ -102,7 +103,7 @@ func run(assets, dir, crdDir, oadpNS, tenantNS string, withVelero bool, command 
 	velero := "not started (--velero=false)"
 	if withVelero {
 		fmt.Println(">> starting the object store and the Velero server")
-		stack, err := startVelero(ctx, cfg, kcPath, assets, dir, oadpNS)
+		stack, err := startVelero(ctx, cfg, kcPath, assets, dir, oadpNS, veleroSync)
 		if err != nil {
 			return err
 		}

@@ -119,8 +119,10 @@ func (s *veleroStack) stop() {
 // backups survive a restart of the stack) and the Velero server against the
 // control plane of cfg, after creating what Velero expects in oadpNS: the
 // credentials Secret, the default BSL and a placeholder Deployment "velero".
-// It returns once the BSL is Available.
-func startVelero(ctx context.Context, cfg *rest.Config, kubeconfig, assets, dir, oadpNS string) (_ *veleroStack, err error) {
+// syncPeriod is Velero's own --backup-sync-period (how soon Backups in the
+// bucket reappear as objects after they were deleted). It returns once the
+// BSL is Available.
+func startVelero(ctx context.Context, cfg *rest.Config, kubeconfig, assets, dir, oadpNS string, syncPeriod time.Duration) (_ *veleroStack, err error) {
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, velerov1.AddToScheme} {
 		if err := add(scheme); err != nil {
@@ -186,7 +188,7 @@ func startVelero(ctx context.Context, cfg *rest.Config, kubeconfig, assets, dir,
 		"server", "--kubeconfig", kubeconfig, "--namespace", oadpNS,
 		"--plugin-dir", filepath.Join(assets, "plugins"), "--uploader-type", "kopia",
 		"--profiler-address", "", "--metrics-address", fmt.Sprintf("127.0.0.1:%d", metricsPort),
-		"--log-level", "info")
+		"--log-level", "info", "--backup-sync-period", syncPeriod.String())
 	if err != nil {
 		return nil, err
 	}

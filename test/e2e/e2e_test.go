@@ -58,9 +58,12 @@ func (s *E2ESuite) SetUpSuite(c *C) {
 	}
 	s.dir = tmp
 	s.kubeconfig = filepath.Join(tmp, "kubeconfig")
+	// Short sync periods so that the rebuild test sees Velero's BSL sync and
+	// nacflow's backup sync within seconds.
 	s.cmd = exec.Command(filepath.Join(tmp, "localcp"), "--assets", assets, "--dir", tmp, "--oadp-namespace", "openshift-adp",
+		"--velero-backup-sync-period", "3s",
 		"--", filepath.Join(tmp, "nac"), "--oadp-namespace", "openshift-adp", "--metrics-bind-address", "0",
-		"--health-probe-bind-address", "127.0.0.1:0")
+		"--health-probe-bind-address", "127.0.0.1:0", "--backup-sync-period", "2s")
 	s.cmd.Dir = root
 	pr, pw, err := os.Pipe()
 	c.Assert(err, IsNil)

@@ -249,3 +249,34 @@ spec:
 	c.Check(s.bucketKeys(c, "tenant-c/mine/backups/"+name+"/"), Not(HasLen), 0)
 	c.Check(s.bucketKeys(c, "backups/"+name+"/"), HasLen, 0, Commentf("not in the default location's prefix"))
 }
+
+// TestSyncAfterRebuildWithRealVelero: the NAB and its Velero Backup object
+// are gone (as after a cluster rebuild) but the data is in the bucket;
+// Velero's own BSL sync brings the Backup object back and nacflow's backup
+// sync brings the NAB back, adopting the backup without making a new one.
+func (s *E2ESuite) TestSyncAfterRebuildWithRealVelero(c *C) {
+	s.kubectl(c, "create", "namespace", "tenant-d")
+	s.kubectl(c, "label", "namespace", "tenant-d", "purpose=e2e")
+	s.kubectlIn(c, "apiVersion: oadp.openshift.io/v1alpha1\nkind: NonAdminBackup\nmetadata: {name: precious, namespace: tenant-d, labels: {team: red}}\nspec:\n  backupSpec: {}\n",
+		"apply", "-f", "-")
+	var name string
+	eventually(c, 2*time.Minute, func() (bool, string) {
+		out := s.kubectl(c, "get", "nab", "-n", "tenant-d", "precious", "-o", "jsonpath={.status.veleroBackup.status.phase}|{.status.veleroBackup.name}")
+		parts := strings.Split(out, "|")
+		name = parts[len(parts)-1]
+		return strings.HasPrefix(out, "Completed|"), out
+	})
+	// "Rebuild": kubectl delete removes the NAB and the Velero Backup object;
+	// the data stays in the bucket.
+	s.kubectl(c, "delete", "nab", "-n", "tenant-d", "precious")
+	c.Check(s.bucketKeys(c, "backups/"+name+"/"), Not(HasLen), 0)
+	// Velero resyncs a location whose bucket revision did not change only
+	// about once a minute: allow for that.
+	eventually(c, 3*time.Minute, func() (bool, string) {
+		out := s.kubectlAllowFail("get", "nab", "-n", "tenant-d", "precious", "-o",
+			`jsonpath={.metadata.labels.team}|{.metadata.labels.openshift\.io/oadp-nab-synced-from-nacuuid}|{.status.plan.action}|{.status.plan.state}|{.status.veleroBackup.name}|{.status.veleroBackup.status.phase}`)
+		return strings.HasPrefix(out, "red|") && strings.HasSuffix(out, "|adopt|complete|"+name+"|Completed"), out
+	})
+	out := s.kubectl(c, "get", "backups.velero.io", "-n", "openshift-adp", "-o", "name")
+	c.Check(strings.Count(out, "tenant-d-precious-"), Equals, 1, Commentf("one Velero Backup, adopted: %s", out))
+}
