@@ -153,7 +153,12 @@ func runAction[T engine.Object](ctx context.Context, d *Deps, k nacKind[T], obj 
 			return ctrl.Result{}, false, reconcile.TerminalError(err)
 		}
 	}
-	out, err := d.Runner.Run(ctx, engine.Request{Object: obj, Plan: plan, UUID: k.nacuuid(obj), OADPNamespace: d.OADPNamespace, Revision: revision})
+	ns := &corev1.Namespace{}
+	if err := d.Client.Get(ctx, client.ObjectKey{Name: obj.GetNamespace()}, ns); client.IgnoreNotFound(err) != nil {
+		return ctrl.Result{}, false, fmt.Errorf("reading namespace %s: %w", obj.GetNamespace(), err)
+	}
+	out, err := d.Runner.Run(ctx, engine.Request{Object: obj, Plan: plan, UUID: k.nacuuid(obj), OADPNamespace: d.OADPNamespace,
+		Revision: revision, NamespaceLabels: ns.Labels})
 	if engine.IsTerminal(err) {
 		d.Recorder.Event(obj, corev1.EventTypeWarning, EventBlueprintInvalid, err.Error())
 		return ctrl.Result{}, false, reconcile.TerminalError(err)

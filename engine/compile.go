@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
+	"regexp"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,67 +28,14 @@ type Plan struct {
 	Spec *nacv1alpha1.BlueprintAction
 }
 
-// Compile checks a resolved blueprint action against the registry reg and
-// turns it into a new plan status: the action snapshotted into spec, every
-// phase pending, startTime now. It is pure (no I/O).
-//
-// It returns an error, naming the phase and field, when the action has no
-// phases, a phase name is empty or used twice (the deferPhase included), a
-// func is not in reg, an arg's template does not parse, or a phase whose args
-// hold no template fails the func's strict decode (an unknown arg, a wrong
-// type, a value the func refuses).
+// Compile checks a resolved blueprint action against the registry reg (see
+// CheckAction) and turns it into a new plan status: the action snapshotted
+// into spec, every phase pending, startTime now. It is pure (no I/O). It
+// returns CheckAction's errors, joined, when there are any.
 func Compile(p Plan, reg *Registry, now time.Time) (*nacv1alpha1.PlanStatus, error) {
-	if p.Spec == nil || len(p.Spec.Phases) == 0 {
-		return nil, fmt.Errorf("blueprint %q action %q has no phases", p.Blueprint, p.Action)
-	}
-	var errs []error
-	seen := map[string]bool{}
-	check := func(where string, ph nacv1alpha1.BlueprintPhase) {
-		switch {
-		case ph.Name == "":
-			errs = append(errs, fmt.Errorf("%s: name is empty", where))
-		case seen[ph.Name]:
-			errs = append(errs, fmt.Errorf("%s: phase name %q is used twice", where, ph.Name))
-		}
-		seen[ph.Name] = true
-		fn, ok := reg.Get(ph.Func)
-		if !ok {
-			errs = append(errs, fmt.Errorf("%s (%s): unknown func %q", where, ph.Name, ph.Func))
-		}
-		templated := false
-		for _, key := range sortedKeys(ph.Args) {
-			if bytes.Contains(ph.Args[key].Raw, []byte("{{")) {
-				templated = true
-			}
-			var v any
-			if err := json.Unmarshal(ph.Args[key].Raw, &v); err != nil {
-				errs = append(errs, fmt.Errorf("%s (%s): args.%s: %w", where, ph.Name, key, err))
-				continue
-			}
-			if err := parseTemplates(v); err != nil {
-				errs = append(errs, fmt.Errorf("%s (%s): args.%s: %w", where, ph.Name, key, err))
-			}
-		}
-		if ok && !templated {
-			literal := make(map[string]any, len(ph.Args))
-			for k, v := range ph.Args {
-				literal[k] = json.RawMessage(v.Raw)
-			}
-			if err := DecodeArgs(literal, fn.NewArgs()); err != nil {
-				errs = append(errs, fmt.Errorf("%s (%s): %s %w", where, ph.Name, ph.Func, err))
-			}
-		}
-	}
-	for i, ph := range p.Spec.Phases {
-		check(fmt.Sprintf("phases[%d]", i), ph)
-	}
-	if p.Spec.DeferPhase != nil {
-		check("deferPhase", *p.Spec.DeferPhase)
-	}
-	if len(errs) > 0 {
+	if errs := CheckAction(p, reg); len(errs) > 0 {
 		return nil, fmt.Errorf("blueprint %q action %q: %w", p.Blueprint, p.Action, errors.Join(errs...))
 	}
-
 	start := metav1.NewTime(now)
 	plan := &nacv1alpha1.PlanStatus{
 		Action:              p.Action,
@@ -102,4 +52,107 @@ func Compile(p Plan, reg *Registry, now time.Time) (*nacv1alpha1.PlanStatus, err
 		plan.DeferPhase = &nacv1alpha1.PhaseStatus{Name: d.Name, Func: d.Func, State: nacv1alpha1.PhasePending}
 	}
 	return plan, nil
+}
+
+// phaseRef finds {{ .Phases.<name> }} references in a template.
+var phaseRef = regexp.MustCompile(`\.Phases\.([A-Za-z_][A-Za-z0-9_]*)`)
+
+// CheckAction returns every error of a blueprint action, each naming the
+// phase and field: no phases; a phase name empty or used twice (the
+// deferPhase included); a func not in reg; an arg whose template does not
+// parse; an arg that refers to a phase that does not exist or comes later
+// (.Phases.<name>; the deferPhase may refer to any phase); an arg name the
+// func does not take; a literal (untemplated) arg value that fails the
+// func's strict decode (a wrong type, a value the func refuses). Templated
+// values are checked when the phase runs. It is pure.
+func CheckAction(p Plan, reg *Registry) []error {
+	if p.Spec == nil || len(p.Spec.Phases) == 0 {
+		return []error{errors.New("no phases")}
+	}
+	var errs []error
+	seen := map[string]bool{}
+	earlier := map[string]bool{}
+	all := map[string]bool{}
+	for _, ph := range p.Spec.Phases {
+		all[ph.Name] = true
+	}
+	check := func(where string, ph nacv1alpha1.BlueprintPhase, isDefer bool) {
+		switch {
+		case ph.Name == "":
+			errs = append(errs, fmt.Errorf("%s: name is empty", where))
+		case seen[ph.Name]:
+			errs = append(errs, fmt.Errorf("%s: phase name %q is used twice", where, ph.Name))
+		}
+		seen[ph.Name] = true
+		where = fmt.Sprintf("%s (%s)", where, ph.Name)
+		fn, ok := reg.Get(ph.Func)
+		if !ok {
+			errs = append(errs, fmt.Errorf("%s: unknown func %q", where, ph.Func))
+		}
+		var known map[string]bool
+		if ok {
+			known = argNames(fn.NewArgs())
+		}
+		literal := map[string]any{}
+		for _, key := range sortedKeys(ph.Args) {
+			raw := ph.Args[key].Raw
+			if known != nil && !known[key] {
+				errs = append(errs, fmt.Errorf("%s: %s takes no arg %q (it takes: %s)", where, ph.Func, key, strings.Join(sortedKeys(known), ", ")))
+				continue
+			}
+			var v any
+			if err := json.Unmarshal(raw, &v); err != nil {
+				errs = append(errs, fmt.Errorf("%s: args.%s: %w", where, key, err))
+				continue
+			}
+			if err := parseTemplates(v); err != nil {
+				errs = append(errs, fmt.Errorf("%s: args.%s: %w", where, key, err))
+				continue
+			}
+			if !bytes.Contains(raw, []byte("{{")) {
+				literal[key] = json.RawMessage(raw)
+			}
+			for _, m := range phaseRef.FindAllStringSubmatch(string(raw), -1) {
+				switch ref := m[1]; {
+				case !all[ref]:
+					errs = append(errs, fmt.Errorf("%s: args.%s refers to phase %q, which does not exist", where, key, ref))
+				case !isDefer && !earlier[ref]:
+					errs = append(errs, fmt.Errorf("%s: args.%s refers to phase %q, which does not come before it", where, key, ref))
+				}
+			}
+		}
+		if ok {
+			if err := DecodeArgs(literal, fn.NewArgs()); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %s %w", where, ph.Func, err))
+			}
+		}
+		earlier[ph.Name] = true
+	}
+	for i, ph := range p.Spec.Phases {
+		check(fmt.Sprintf("phases[%d]", i), ph, false)
+	}
+	if p.Spec.DeferPhase != nil {
+		check("deferPhase", *p.Spec.DeferPhase, true)
+	}
+	return errs
+}
+
+// argNames returns the JSON names of the fields of args, a pointer to a
+// func's argument struct.
+func argNames(args any) map[string]bool {
+	names := map[string]bool{}
+	t := reflect.TypeOf(args)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return names
+	}
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		if name != "" && name != "-" {
+			names[name] = true
+		}
+	}
+	return names
 }

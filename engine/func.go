@@ -41,6 +41,8 @@ type Operation struct {
 	UUID string
 	// Phase is the name of the phase being run.
 	Phase string
+	// NamespaceLabels are the labels of the NAC object's Namespace.
+	NamespaceLabels map[string]string
 }
 
 // Func is a phase function: a named, stateless step with typed arguments

@@ -70,6 +70,9 @@ type Params struct {
 	// Namespace and Name are the NAC object's.
 	Namespace string
 	Name      string
+	// NamespaceLabels are the labels of the NAC object's Namespace (never
+	// nil), e.g. {{ index .NamespaceLabels "cost-centre" }}.
+	NamespaceLabels map[string]string
 	// OADPNamespace is the namespace Velero runs in.
 	OADPNamespace string
 	// UUID is the operation's NACUUID.
@@ -90,12 +93,16 @@ func NewParams(op *Operation, plan *nacv1alpha1.PlanStatus) (Params, error) {
 		return Params{}, fmt.Errorf("converting %s/%s for templates: %w", op.Object.GetNamespace(), op.Object.GetName(), err)
 	}
 	p := Params{
-		Object:        obj,
-		Namespace:     op.Object.GetNamespace(),
-		Name:          op.Object.GetName(),
-		OADPNamespace: op.OADPNamespace,
-		UUID:          op.UUID,
-		Phases:        map[string]PhaseParams{},
+		Object:          obj,
+		Namespace:       op.Object.GetNamespace(),
+		Name:            op.Object.GetName(),
+		NamespaceLabels: map[string]string{},
+		OADPNamespace:   op.OADPNamespace,
+		UUID:            op.UUID,
+		Phases:          map[string]PhaseParams{},
+	}
+	for k, v := range op.NamespaceLabels {
+		p.NamespaceLabels[k] = v
 	}
 	if plan.StartTime != nil {
 		p.Time = plan.StartTime.UTC().Format("2006-01-02T15:04:05Z07:00")

@@ -68,6 +68,9 @@ type Request struct {
 	UUID string
 	// OADPNamespace is the namespace Velero runs in.
 	OADPNamespace string
+	// NamespaceLabels are the labels of the NAC object's Namespace (templates
+	// see them as .NamespaceLabels), e.g. a cost centre.
+	NamespaceLabels map[string]string
 	// Revision is what the operation is for (e.g. the object's generation and
 	// its inputs' versions). When the recorded plan has another revision, a
 	// new run of the action starts. "" for kinds that never re-run.
@@ -124,7 +127,15 @@ func (r *Runner) Run(ctx context.Context, req Request) (Outcome, error) {
 		return Outcome{}, Terminal(err)
 	}
 	plan.State = nacv1alpha1.PlanRunning
-	op := &Operation{Object: obj, OADPNamespace: req.OADPNamespace, UUID: req.UUID}
+	op := &Operation{Object: obj, OADPNamespace: req.OADPNamespace, UUID: req.UUID, NamespaceLabels: req.NamespaceLabels}
+
+	// deadlineLeft is the time left before the plan's deadline (<0: none set).
+	deadlineLeft := time.Duration(-1)
+	if d := plan.Spec.Deadline; d != nil && plan.StartTime != nil {
+		if deadlineLeft = d.Duration - r.now().Sub(plan.StartTime.Time); deadlineLeft <= 0 {
+			deadlineLeft = 0
+		}
+	}
 
 	failed := false
 	for i := range plan.Phases {
@@ -143,8 +154,21 @@ func (r *Runner) Run(ctx context.Context, req Request) (Outcome, error) {
 			failed = true
 			continue
 		}
+		if deadlineLeft == 0 {
+			if ps.StartTime == nil {
+				start := metav1.NewTime(r.now())
+				ps.StartTime = &start
+			}
+			r.fail(obj, ps, fmt.Sprintf("plan deadline of %s exceeded", plan.Spec.Deadline.Duration))
+			plan.Current = ps.Name + ": " + string(ps.State)
+			failed = true
+			continue
+		}
 		out, err := r.step(ctx, op, plan, ps, plan.Spec.Phases[i], false)
 		if err != nil || out.RequeueAfter > 0 {
+			if deadlineLeft > 0 && out.RequeueAfter > deadlineLeft {
+				out.RequeueAfter = deadlineLeft
+			}
 			return out, err
 		}
 		failed = ps.State == nacv1alpha1.PhaseFailed

@@ -19,6 +19,7 @@ import (
 // stepArgs are the args of the test function.
 type stepArgs struct {
 	Value string `json:"value"`
+	Count int    `json:"count"`
 }
 
 // behaviour scripts what the test function does in one phase on its n-th
@@ -296,7 +297,7 @@ func (s *RunSuite) TestDefaultWaitTimeout(c *C) {
 
 func (s *RunSuite) TestRenderErrorIsTerminal(c *C) {
 	req := s.request(c, func(a *v1alpha1.BlueprintAction) {
-		a.Phases[2].Args = args(c, map[string]any{"value": "{{ .Phases.missing.Output.x }}"})
+		a.Phases[2].Args = args(c, map[string]any{"value": "{{ .Phases.a.Output.missing }}"})
 	})
 	out, err := s.runner.Run(context.Background(), req)
 	c.Assert(err, IsNil)
@@ -306,15 +307,15 @@ func (s *RunSuite) TestRenderErrorIsTerminal(c *C) {
 	c.Check(s.fn.calls["c"], Equals, 0)
 }
 
-// TestStrictArgDecodeIsTerminal: templated args are decoded only once
-// rendered; a wrong name there fails the phase (literal ones fail Compile).
+// TestStrictArgDecodeIsTerminal: templated values are decoded only once
+// rendered; a wrongly typed one fails the phase (literal ones fail Compile).
 func (s *RunSuite) TestStrictArgDecodeIsTerminal(c *C) {
 	req := s.request(c, func(a *v1alpha1.BlueprintAction) {
-		a.Phases[0].Args = args(c, map[string]any{"valeu": "{{ .Name }}"})
+		a.Phases[0].Args = args(c, map[string]any{"value": "x", "count": "{{ .Name }}"})
 	})
 	_, err := s.runner.Run(context.Background(), req)
 	c.Assert(err, IsNil)
-	c.Check(s.nab.Status.Plan.Phase("a").Message, Equals, `Step args: json: unknown field "valeu"`)
+	c.Check(s.nab.Status.Plan.Phase("a").Message, Matches, `Step args: json: cannot unmarshal string into Go struct field stepArgs.count of type int`)
 	c.Check(s.nab.Status.Plan.State, Equals, v1alpha1.PlanFailed)
 }
 
@@ -370,4 +371,32 @@ func (s *RunSuite) TestNewRevisionStartsANewRun(c *C) {
 	c.Assert(err, IsNil)
 	c.Check(s.fn.calls["a"], Equals, 2)
 	c.Check(s.nab.Status.Plan.Revision, Equals, "g2")
+}
+
+func (s *RunSuite) TestPlanDeadline(c *C) {
+	s.fn.script["b"] = func(int, *stepArgs) (engine.Result, error) { return engine.Wait("slow", time.Hour), nil }
+	req := s.request(c, func(a *v1alpha1.BlueprintAction) {
+		a.Deadline = &metav1.Duration{Duration: 20 * time.Minute}
+		a.Phases[1].Timeout = &metav1.Duration{Duration: 2 * time.Hour}
+	})
+	out, err := s.runner.Run(context.Background(), req)
+	c.Assert(err, IsNil)
+	c.Check(out.RequeueAfter, Equals, 20*time.Minute, Commentf("the recheck is capped by the deadline"))
+	s.now = s.now.Add(20 * time.Minute)
+	out, err = s.runner.Run(context.Background(), req)
+	c.Assert(err, IsNil)
+	c.Check(out.Finished, Equals, true)
+	c.Check(s.states(), DeepEquals, []v1alpha1.PhaseState{"complete", "failed", "skipped", "complete"})
+	c.Check(s.nab.Status.Plan.Phase("b").Message, Equals, "plan deadline of 20m0s exceeded")
+	c.Check(s.nab.Status.Plan.State, Equals, v1alpha1.PlanFailed)
+}
+
+func (s *RunSuite) TestNamespaceLabelsInTemplates(c *C) {
+	req := s.request(c, func(a *v1alpha1.BlueprintAction) {
+		a.Phases[0].Args = args(c, map[string]any{"value": `{{ index .NamespaceLabels "cost-centre" }}/{{ index .NamespaceLabels "absent" }}`})
+	})
+	req.NamespaceLabels = map[string]string{"cost-centre": "cc-42"}
+	_, err := s.runner.Run(context.Background(), req)
+	c.Assert(err, IsNil)
+	c.Check(s.nab.Status.Plan.Phase("a").Output, DeepEquals, map[string]string{"value": "cc-42/"})
 }

@@ -21,6 +21,12 @@ type BlueprintAction struct {
 	// Kanister's deferPhase: for cleanup and final status.
 	// +optional
 	DeferPhase *BlueprintPhase `json:"deferPhase,omitempty"`
+
+	// deadline bounds the whole plan's phases (a Go duration such as 6h):
+	// past it, the phase in progress fails and the deferPhase runs. Unset:
+	// no deadline (each phase's timeout still applies).
+	// +optional
+	Deadline *metav1.Duration `json:"deadline,omitempty"`
 }
 
 // OnTimeout says what a wait phase does when its timeout expires.
