@@ -39,10 +39,6 @@ const (
 	ActionAdopt = "adopt"
 )
 
-// EventBlueprintInvalid is the Warning event reason when the blueprint action
-// an operation needs cannot be compiled.
-const EventBlueprintInvalid = "BlueprintInvalid"
-
 // nacuuidSpace is the name space of NACUUIDs derived from a NAC object's UID.
 var nacuuidSpace = uuid.MustParse("6f0d3a52-3c1e-4f8e-9a52-4b7a0d6c2e11")
 

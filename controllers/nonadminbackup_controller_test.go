@@ -66,6 +66,9 @@ func (s *ControllerSuite) SetUpSuite(c *C) {
 	c.Assert(nar.SetupWithManager(mgr), IsNil)
 	nabsl := &controllers.NonAdminBackupStorageLocationReconciler{Deps: deps("nonadminbackupstoragelocation-controller"), RequireApproval: true}
 	c.Assert(nabsl.SetupWithManager(mgr), IsNil)
+	bpr := &controllers.BlueprintReconciler{Client: mgr.GetClient(), Registry: registry,
+		Recorder: mgr.GetEventRecorderFor("blueprint-controller"), OADPNamespace: s.oadp}
+	c.Assert(bpr.SetupWithManager(mgr), IsNil)
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel, s.done = cancel, make(chan error, 1)
 	go func() { s.done <- mgr.Start(ctx) }()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -143,19 +142,19 @@ func runAction[T engine.Object](ctx context.Context, d *Deps, k nacKind[T], obj 
 			return ctrl.Result{}, false, err
 		}
 	}
+	ns := &corev1.Namespace{}
+	if err := d.Client.Get(ctx, client.ObjectKey{Name: obj.GetNamespace()}, ns); client.IgnoreNotFound(err) != nil {
+		return ctrl.Result{}, false, fmt.Errorf("reading namespace %s: %w", obj.GetNamespace(), err)
+	}
 	plan := engine.Plan{Action: action}
 	if engine.NeedsNewPlan(obj, action, revision) {
 		// Only a new operation resolves its blueprint; a running one
 		// continues from its snapshot.
 		var err error
-		if plan, err = resolvePlan(ctx, d, obj, k.blueprint, k.kind, action); err != nil {
+		if plan, err = resolvePlan(ctx, d, obj, k.blueprint, k.kind, action, ns.Labels); err != nil {
 			d.Recorder.Event(obj, corev1.EventTypeWarning, EventBlueprintInvalid, err.Error())
 			return ctrl.Result{}, false, reconcile.TerminalError(err)
 		}
-	}
-	ns := &corev1.Namespace{}
-	if err := d.Client.Get(ctx, client.ObjectKey{Name: obj.GetNamespace()}, ns); client.IgnoreNotFound(err) != nil {
-		return ctrl.Result{}, false, fmt.Errorf("reading namespace %s: %w", obj.GetNamespace(), err)
 	}
 	out, err := d.Runner.Run(ctx, engine.Request{Object: obj, Plan: plan, UUID: k.nacuuid(obj), OADPNamespace: d.OADPNamespace,
 		Revision: revision, NamespaceLabels: ns.Labels})
@@ -172,26 +171,17 @@ func runAction[T engine.Object](ctx context.Context, d *Deps, k nacKind[T], obj 
 	return ctrl.Result{RequeueAfter: out.RequeueAfter}, out.Finished, nil
 }
 
-// resolvePlan returns the blueprint action to run: the admin's override of
-// the built-in blueprint name when it has the action and compiles, the
-// built-in otherwise. A broken override is reported on obj as a Warning
-// event and never used.
-func resolvePlan(ctx context.Context, d *Deps, obj engine.Object, name, kind, action string) (engine.Plan, error) {
-	res, err := d.Blueprints.Resolve(ctx, name, kind, action)
+// resolvePlan returns the blueprint action to run (see blueprints.Resolver:
+// per-tenant blueprints, the override, the built-in; only validated
+// generations). When a blueprint was passed over, the reason is recorded in
+// the plan (status.plan.blueprintMessage) and a Warning event on obj.
+func resolvePlan(ctx context.Context, d *Deps, obj engine.Object, name, kind, action string, nsLabels map[string]string) (engine.Plan, error) {
+	res, err := d.Blueprints.Resolve(ctx, name, kind, action, nsLabels)
 	if err != nil {
 		return engine.Plan{}, err
 	}
-	plan := engine.Plan{Action: action, Blueprint: res.Blueprint, BlueprintGeneration: res.Generation, Spec: res.Action}
-	if res.Generation == v1alpha1.BuiltInGeneration {
-		return plan, nil
+	if res.Message != "" {
+		d.Recorder.Event(obj, corev1.EventTypeWarning, EventBlueprintInvalid, res.Message)
 	}
-	if _, cerr := engine.Compile(plan, d.Runner.Registry, time.Now()); cerr != nil {
-		d.Recorder.Eventf(obj, corev1.EventTypeWarning, EventBlueprintInvalid,
-			"Blueprint %s/%s is invalid, using the built-in: %v", d.OADPNamespace, res.Blueprint, cerr)
-		if res, err = blueprints.BuiltInAction(name, action); err != nil {
-			return engine.Plan{}, err
-		}
-		plan = engine.Plan{Action: action, Blueprint: res.Blueprint, BlueprintGeneration: res.Generation, Spec: res.Action}
-	}
-	return plan, nil
+	return engine.Plan{Action: action, Blueprint: res.Blueprint, BlueprintGeneration: res.Generation, Spec: res.Action, Message: res.Message}, nil
 }

@@ -26,6 +26,8 @@ type Plan struct {
 	BlueprintGeneration string
 	// Spec is the resolved action.
 	Spec *nacv1alpha1.BlueprintAction
+	// Message says why this blueprint was chosen, when that needs saying.
+	Message string
 }
 
 // Compile checks a resolved blueprint action against the registry reg (see
@@ -41,6 +43,7 @@ func Compile(p Plan, reg *Registry, now time.Time) (*nacv1alpha1.PlanStatus, err
 		Action:              p.Action,
 		Blueprint:           p.Blueprint,
 		BlueprintGeneration: p.BlueprintGeneration,
+		BlueprintMessage:    bounded(p.Message),
 		State:               nacv1alpha1.PlanPending,
 		StartTime:           &start,
 		Spec:                p.Spec.DeepCopy(),

@@ -12,10 +12,17 @@ type BlueprintSpec struct {
 	// +kubebuilder:validation:Enum=NonAdminBackup;NonAdminRestore;NonAdminBackupStorageLocation
 	Kind string `json:"kind"`
 
-	// namespaceSelector limits the blueprint to tenants whose Namespace
-	// matches. Unset: every tenant.
+	// namespaceSelector makes this a per-tenant blueprint: it serves the
+	// tenants whose Namespace labels match. Unset: the blueprint serves every
+	// tenant only when it is named like the built-in it overrides
+	// (nonadminbackup, ...).
 	// +optional
 	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
+
+	// priority orders per-tenant blueprints that match the same namespace:
+	// the highest wins, then the name (alphabetically first). Default 0.
+	// +optional
+	Priority int32 `json:"priority,omitempty"`
 
 	// actions maps an action name (backup, delete, finalize, ...) to its phases.
 	// +required
@@ -34,6 +41,15 @@ const (
 	ReasonValidationFailed = "ValidationFailed"
 )
 
+// LastValidBlueprint is the last generation of a Blueprint that validated:
+// operations keep using it while a later edit is invalid.
+type LastValidBlueprint struct {
+	// generation is that metadata.generation.
+	Generation int64 `json:"generation"`
+	// actions are that generation's actions.
+	Actions map[string]BlueprintAction `json:"actions"`
+}
+
 // BlueprintStatus is the observed state of a Blueprint.
 type BlueprintStatus struct {
 	// observedGeneration is the metadata.generation last validated.
@@ -46,6 +62,15 @@ type BlueprintStatus struct {
 	// +listMapKey=type
 	// +kubebuilder:validation:MaxItems=8
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// errors lists every validation error of the observed generation.
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	Errors []string `json:"errors,omitempty"`
+
+	// lastValid is the last generation that validated.
+	// +optional
+	LastValid *LastValidBlueprint `json:"lastValid,omitempty"`
 }
 
 // Blueprint is an admin's definition of what a NAC operation does: for each
@@ -57,6 +82,7 @@ type BlueprintStatus struct {
 // +kubebuilder:resource:shortName=bp,categories=nac
 // +kubebuilder:printcolumn:name="Kind",type=string,JSONPath=`.spec.kind`
 // +kubebuilder:printcolumn:name="Valid",type=string,JSONPath=`.status.conditions[?(@.type=="Valid")].status`
+// +kubebuilder:printcolumn:name="Priority",type=integer,JSONPath=`.spec.priority`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Blueprint struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -129,6 +129,13 @@ type PlanStatus struct {
 	// +optional
 	BlueprintGeneration string `json:"blueprintGeneration,omitempty"`
 
+	// blueprintMessage says why this blueprint was chosen when it is not the
+	// obvious one (a newer generation or a more specific blueprint is
+	// invalid).
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	BlueprintMessage string `json:"blueprintMessage,omitempty"`
+
 	// state of the plan: pending, running, complete or failed.
 	// +required
 	State PlanState `json:"state"`

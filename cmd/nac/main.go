@@ -138,6 +138,11 @@ func run(o options) error {
 	if err := nabsl.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the NonAdminBackupStorageLocation controller: %w", err)
 	}
+	bpr := &controllers.BlueprintReconciler{Client: mgr.GetClient(), Registry: registry,
+		Recorder: mgr.GetEventRecorderFor("blueprint-controller"), OADPNamespace: o.oadpNamespace}
+	if err := bpr.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the Blueprint controller: %w", err)
+	}
 	sync := &controllers.BackupSync{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), OADPNamespace: o.oadpNamespace}
 	gc := &controllers.GarbageCollector{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), OADPNamespace: o.oadpNamespace}
 	for _, p := range []*controllers.Periodic{
