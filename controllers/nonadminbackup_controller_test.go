@@ -47,7 +47,8 @@ func (s *ControllerSuite) SetUpSuite(c *C) {
 	c.Assert(err, IsNil)
 	// Approval of tenants' storage locations is required in this suite; the
 	// automatic approval is covered by a unit test.
-	registry, err := phases.New(phases.Clients{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}, phases.Options{RequireApprovalForBSL: true})
+	registry, err := phases.New(phases.Clients{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorderFor("nacflow-blueprint")},
+		phases.Options{RequireApprovalForBSL: true})
 	c.Assert(err, IsNil)
 	deps := func(name string) controllers.Deps {
 		recorder := mgr.GetEventRecorderFor(name)

@@ -97,6 +97,7 @@ func CheckAction(p Plan, reg *Registry) []error {
 			known = argNames(fn.NewArgs())
 		}
 		literal := map[string]any{}
+		templated := false
 		for _, key := range sortedKeys(ph.Args) {
 			raw := ph.Args[key].Raw
 			if known != nil && !known[key] {
@@ -112,7 +113,9 @@ func CheckAction(p Plan, reg *Registry) []error {
 				errs = append(errs, fmt.Errorf("%s: args.%s: %w", where, key, err))
 				continue
 			}
-			if !bytes.Contains(raw, []byte("{{")) {
+			if bytes.Contains(raw, []byte("{{")) {
+				templated = true
+			} else {
 				literal[key] = json.RawMessage(raw)
 			}
 			for _, m := range phaseRef.FindAllStringSubmatch(string(raw), -1) {
@@ -125,7 +128,9 @@ func CheckAction(p Plan, reg *Registry) []error {
 			}
 		}
 		if ok {
-			if err := DecodeArgs(literal, fn.NewArgs()); err != nil {
+			// Values checks (ArgsValidator) need every arg: only when none is
+			// templated; the rest is checked when the phase runs.
+			if err := decodeArgs(literal, fn.NewArgs(), !templated); err != nil {
 				errs = append(errs, fmt.Errorf("%s: %s %w", where, ph.Func, err))
 			}
 		}
@@ -152,8 +157,15 @@ func argNames(args any) map[string]bool {
 		return names
 	}
 	for i := range t.NumField() {
-		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
-		if name != "" && name != "-" {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch {
+		case name == "" && f.Anonymous:
+			// An embedded struct's fields are promoted (encoding/json).
+			for n := range argNames(reflect.New(f.Type).Interface()) {
+				names[n] = true
+			}
+		case name != "" && name != "-":
 			names[name] = true
 		}
 	}

@@ -206,10 +206,22 @@ func renderValue(v any, p Params) (any, error) {
 	}
 }
 
+// ArgsValidator is implemented by argument structs that check their values
+// beyond their types; DecodeArgs calls it after decoding.
+type ArgsValidator interface {
+	// Validate returns an error naming the arg that is wrong.
+	Validate() error
+}
+
 // DecodeArgs decodes rendered args strictly into into, a pointer to a
-// function's argument struct: an unknown arg name or a wrongly typed value is
-// an error.
+// function's argument struct: an unknown arg name, a wrongly typed value, or
+// a value the struct's Validate (ArgsValidator) refuses is an error.
 func DecodeArgs(rendered map[string]any, into any) error {
+	return decodeArgs(rendered, into, true)
+}
+
+// decodeArgs is DecodeArgs, with the ArgsValidator check only when validate.
+func decodeArgs(rendered map[string]any, into any, validate bool) error {
 	raw, err := json.Marshal(rendered)
 	if err != nil {
 		return fmt.Errorf("encoding args: %w", err)
@@ -218,6 +230,11 @@ func DecodeArgs(rendered map[string]any, into any) error {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(into); err != nil {
 		return fmt.Errorf("args: %w", err)
+	}
+	if v, ok := into.(ArgsValidator); ok && validate {
+		if err := v.Validate(); err != nil {
+			return fmt.Errorf("args: %w", err)
+		}
 	}
 	return nil
 }

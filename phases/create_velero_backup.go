@@ -28,7 +28,8 @@ var NACResources = []string{
 // v1alpha1.NACObjectName(ns, name, nacuuid); the spec is the accepted
 // backupSpec (status.veleroBackup.spec, with admin-enforced values) with
 // includedNamespaces forced to the NAB's namespace and the NAC kinds
-// excluded; labels and annotations are OADP NAC's. It records the link in
+// excluded; labels and annotations are OADP NAC's plus the blueprint's
+// args.labels and args.annotations (ObjectMetaArgs: reserved keys refused). It records the link in
 // status.veleroBackup, sets status.phase Created and condition
 // Queued=True/BackupScheduled.
 //
@@ -43,11 +44,13 @@ type CreateVeleroBackup struct {
 // Name implements engine.Func.
 func (*CreateVeleroBackup) Name() string { return "CreateVeleroBackup" }
 
-// NewArgs implements engine.Func: the function takes no args.
-func (*CreateVeleroBackup) NewArgs() any { return &noArgs{} }
+// NewArgs implements engine.Func: optional labels and annotations for the
+// Velero Backup (ObjectMetaArgs).
+func (*CreateVeleroBackup) NewArgs() any { return &ObjectMetaArgs{} }
 
 // Run implements engine.Func.
-func (f *CreateVeleroBackup) Run(ctx context.Context, op *engine.Operation, _ any) (engine.Result, error) {
+func (f *CreateVeleroBackup) Run(ctx context.Context, op *engine.Operation, args any) (engine.Result, error) {
+	extra := args.(*ObjectMetaArgs)
 	nab, err := asBackup(f.Name(), op)
 	if err != nil {
 		return engine.Result{}, err
@@ -64,6 +67,7 @@ func (f *CreateVeleroBackup) Run(ctx context.Context, op *engine.Operation, _ an
 		},
 		Spec: *tenantBackupSpec(nab),
 	}
+	extra.apply(want.Labels, want.Annotations)
 	if l := originLabels(nab); l != "" {
 		want.Annotations[v1alpha1.NabOriginLabelsAnnotation] = l
 	}

@@ -19,6 +19,8 @@ type CreateVeleroRestoreArgs struct {
 	// BackupName is the Velero Backup to restore, usually
 	// {{ .Phases.<wait phase>.Output.name }}.
 	BackupName string `json:"backupName"`
+	// ObjectMetaArgs: optional labels and annotations for the Velero Restore.
+	ObjectMetaArgs `json:",inline"`
 }
 
 // restoreExcluded are excluded from every tenant restore: the NAC kinds
@@ -91,6 +93,7 @@ func (f *CreateVeleroRestore) Run(ctx context.Context, op *engine.Operation, arg
 		},
 		Spec: *spec,
 	}
+	a.apply(want.Labels, want.Annotations)
 	obj, verb, err := createOrAdopt(ctx, f.clients, "Velero Restore", want, op.UUID)
 	if err != nil {
 		return engine.Result{}, err

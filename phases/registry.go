@@ -4,6 +4,7 @@
 package phases
 
 import (
+	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nacflow/nacflow/engine"
@@ -16,6 +17,8 @@ type Clients struct {
 	// APIReader reads straight from the API server, for the rare reads that
 	// must not see a stale cache (adopting an object after AlreadyExists).
 	APIReader client.Reader
+	// Recorder emits the events of Notify (nil: none).
+	Recorder record.EventRecorder
 }
 
 // Options are controller settings some phase functions follow.
@@ -45,5 +48,7 @@ func New(c Clients, o Options) (*engine.Registry, error) {
 		&CreateVeleroBSL{clients: c},
 		&DeleteBackupsUsingBSL{clients: c},
 		&AdoptVeleroBackup{clients: c},
+		&Notify{clients: c},
+		&LimitActiveOperations{clients: c},
 	)
 }

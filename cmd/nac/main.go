@@ -108,7 +108,7 @@ func run(o options) error {
 		return fmt.Errorf("creating manager: %w", err)
 	}
 
-	registry, err := phases.New(phases.Clients{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()},
+	registry, err := phases.New(phases.Clients{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorderFor("nacflow-blueprint")},
 		phases.Options{RequireApprovalForBSL: o.bslApproval})
 	if err != nil {
 		return err
