@@ -102,7 +102,7 @@ build: ## Build bin/nac and bin/localcp.
 	$(GO) build -o $(NAC) ./cmd/nac
 	$(GO) build -o $(LOCALCP) ./hack/localcp
 
-UNIT_PKGS        := ./api/... ./engine/... ./phases/... ./blueprints/...
+UNIT_PKGS        := ./api/... ./engine/... ./phases/... ./blueprints/... ./cmd/...
 INTEGRATION_PKGS := ./controllers/...
 E2E_PKGS         := ./test/e2e/...
 
@@ -126,9 +126,14 @@ test-integration: $(CONTROL_PLANE) ## Integration tests against a real kube-apis
 test-e2e: $(CONTROL_PLANE) $(VELERO_STACK) ## End-to-end tests: the make-run stack with a real Velero server, driven by kubectl.
 	NACFLOW_ASSETS=$(BIN) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -v $(E2E_PKGS)
 
+.PHONY: docs
+docs: ## Generate docs/functions.md from the phase function registry.
+	@mkdir -p docs
+	$(GO) run ./cmd/nac funcs > docs/functions.md
+
 .PHONY: verify-generated
-verify-generated: generate manifests ## Fail when generated files are out of date.
-	@git diff --exit-code -- api config || { echo "generated files are stale: run 'make generate manifests' and commit"; exit 1; }
+verify-generated: generate manifests docs ## Fail when generated files are out of date.
+	@git diff --exit-code -- api config docs || { echo "generated files are stale: run 'make generate manifests docs' and commit"; exit 1; }
 
 .PHONY: run
 run: $(CONTROL_PLANE) $(VELERO_STACK) build ## Local control plane, object store, Velero and CRDs; the controller in the foreground.

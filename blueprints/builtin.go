@@ -42,6 +42,16 @@ func BuiltIn(name string) (*v1alpha1.Blueprint, error) {
 	return bp, nil
 }
 
+// BuiltInYAML returns the embedded YAML of the built-in blueprint called
+// name, as shipped (comments included), or an error when there is none.
+func BuiltInYAML(name string) ([]byte, error) {
+	data, err := builtinFS.ReadFile("builtin/" + name + ".yaml")
+	if err != nil {
+		return nil, fmt.Errorf("no built-in blueprint %q", name)
+	}
+	return data, nil
+}
+
 // Action returns the action called action of bp, or an error naming both when
 // bp has none.
 func Action(bp *v1alpha1.Blueprint, action string) (*v1alpha1.BlueprintAction, error) {

@@ -57,8 +57,12 @@ func Compile(p Plan, reg *Registry, now time.Time) (*nacv1alpha1.PlanStatus, err
 	return plan, nil
 }
 
-// phaseRef finds {{ .Phases.<name> }} references in a template.
-var phaseRef = regexp.MustCompile(`\.Phases\.([A-Za-z_][A-Za-z0-9_]*)`)
+// phaseRef finds {{ .Phases.<name> }} references in a template, outputRef
+// {{ .Phases.<name>.Output.<key> }} ones.
+var (
+	phaseRef  = regexp.MustCompile(`\.Phases\.([A-Za-z_][A-Za-z0-9_]*)`)
+	outputRef = regexp.MustCompile(`\.Phases\.([A-Za-z_][A-Za-z0-9_]*)\.Output\.([A-Za-z_][A-Za-z0-9_]*)`)
+)
 
 // CheckAction returns every error of a blueprint action, each naming the
 // phase and field: no phases; a phase name empty or used twice (the

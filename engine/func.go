@@ -10,7 +10,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"sort"
+	"strings"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -149,4 +151,55 @@ func (r *Registry) Names() []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// FuncDoc describes a phase function for its reference (`nac funcs`,
+// docs/functions.md). Args are read from the argument struct: JSON names,
+// Go types and `doc` struct tags.
+type FuncDoc struct {
+	// Summary says what the function does, in a sentence or two.
+	Summary string
+	// Outputs lists the output keys and what they hold.
+	Outputs []string
+	// Errors says which errors are terminal and which are retried.
+	Errors string
+	// Waits is true when the function can wait (its phase's timeout applies).
+	Waits bool
+}
+
+// Documented is implemented by phase functions that describe themselves.
+type Documented interface {
+	Doc() FuncDoc
+}
+
+// ArgDoc describes one argument of a function.
+type ArgDoc struct {
+	Name, Type, Doc string
+}
+
+// Args returns the documented arguments of fn, read from its argument
+// struct: JSON name, Go type and `doc` tag, embedded structs flattened.
+func Args(fn Func) []ArgDoc {
+	var out []ArgDoc
+	var walk func(t reflect.Type)
+	walk = func(t reflect.Type) {
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		if t.Kind() != reflect.Struct {
+			return
+		}
+		for i := range t.NumField() {
+			f := t.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			switch {
+			case name == "" && f.Anonymous:
+				walk(f.Type)
+			case name != "" && name != "-":
+				out = append(out, ArgDoc{Name: name, Type: f.Type.String(), Doc: f.Tag.Get("doc")})
+			}
+		}
+	}
+	walk(reflect.TypeOf(fn.NewArgs()))
+	return out
 }

@@ -17,7 +17,7 @@ import (
 type AdoptVeleroBackupArgs struct {
 	// NACUUID of the Velero Backup to adopt, usually the NAB's
 	// openshift.io/oadp-nab-synced-from-nacuuid label.
-	NACUUID string `json:"nacuuid"`
+	NACUUID string `json:"nacuuid" doc:"NACUUID of the Velero Backup to adopt (the NAB's sync label)"`
 }
 
 // AdoptVeleroBackup links a NonAdminBackup made by backup sync to the

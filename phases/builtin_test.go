@@ -49,3 +49,19 @@ func (s *BuiltInSuite) TestBuiltInsCompile(c *C) {
 	_, err = blueprints.Action(bp, "restore")
 	c.Check(err, ErrorMatches, `blueprint "nonadminbackup" has no action "restore"`)
 }
+
+// TestEveryFuncIsDocumented: the reference (nac funcs, docs/functions.md)
+// covers every registered function and every argument.
+func (s *BuiltInSuite) TestEveryFuncIsDocumented(c *C) {
+	reg, err := phases.New(phases.Clients{}, phases.Options{})
+	c.Assert(err, IsNil)
+	for _, name := range reg.Names() {
+		fn, _ := reg.Get(name)
+		d, ok := fn.(engine.Documented)
+		c.Assert(ok, Equals, true, Commentf(name))
+		c.Check(d.Doc().Summary, Not(Equals), "", Commentf(name))
+		for _, a := range engine.Args(fn) {
+			c.Check(a.Doc, Not(Equals), "", Commentf("%s.%s", name, a.Name))
+		}
+	}
+}

@@ -19,7 +19,7 @@ import (
 type CreateVeleroBSLArgs struct {
 	// SecretName is the copied credential Secret in the OADP namespace,
 	// usually {{ .Phases.<copy phase>.Output.name }}.
-	SecretName string `json:"secretName"`
+	SecretName string `json:"secretName" doc:"the copied Secret, usually {{ .Phases.<copy phase>.Output.name }}"`
 }
 
 // CreateVeleroBSL creates (or adopts and updates) the Velero

@@ -18,7 +18,7 @@ import (
 type CreateVeleroRestoreArgs struct {
 	// BackupName is the Velero Backup to restore, usually
 	// {{ .Phases.<wait phase>.Output.name }}.
-	BackupName string `json:"backupName"`
+	BackupName string `json:"backupName" doc:"the Velero Backup to restore, usually {{ .Phases.<wait phase>.Output.name }}"`
 	// ObjectMetaArgs: optional labels and annotations for the Velero Restore.
 	ObjectMetaArgs `json:",inline"`
 }

@@ -18,7 +18,7 @@ import (
 type DeleteObjectsArgs struct {
 	// Kinds to delete: Backup, BackupStorageLocation, DeleteBackupRequest,
 	// Restore (Velero kinds), Secret, NonAdminBackupStorageLocationRequest.
-	Kinds []string `json:"kinds"`
+	Kinds []string `json:"kinds" doc:"Backup, BackupStorageLocation, DeleteBackupRequest, NonAdminBackupStorageLocationRequest, Restore, Secret"`
 }
 
 // deletableKinds maps the kinds DeleteObjects accepts to their Go types.

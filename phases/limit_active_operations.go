@@ -14,7 +14,7 @@ import (
 type LimitActiveOperationsArgs struct {
 	// Max is how many operations of the same kind a namespace may have
 	// running at once, this one excluded (at least 1).
-	Max int `json:"max"`
+	Max int `json:"max" doc:"at most this many other operations of the kind may be active in the namespace (>= 1)"`
 }
 
 // Validate implements engine.ArgsValidator.

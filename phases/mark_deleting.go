@@ -13,7 +13,7 @@ import (
 // MarkDeletingArgs are the args of MarkDeleting.
 type MarkDeletingArgs struct {
 	// Message is the Deleting condition's message: what deletion will do.
-	Message string `json:"message"`
+	Message string `json:"message" doc:"the Deleting condition's message"`
 }
 
 // MarkDeleting sets a NonAdminBackup's or NonAdminRestore's status.phase to Deleting and its

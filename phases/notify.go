@@ -12,11 +12,11 @@ import (
 // NotifyArgs are the args of Notify.
 type NotifyArgs struct {
 	// Type of the event: Normal (default) or Warning.
-	Type string `json:"type,omitempty"`
+	Type string `json:"type,omitempty" doc:"Normal (default) or Warning"`
 	// Reason, CamelCase (e.g. RetentionPolicy).
-	Reason string `json:"reason"`
+	Reason string `json:"reason" doc:"CamelCase event reason"`
 	// Message, usually templated (e.g. "backups of {{ .Namespace }} are kept 30 days").
-	Message string `json:"message"`
+	Message string `json:"message" doc:"event message, usually templated"`
 }
 
 // Validate implements engine.ArgsValidator: type Normal or Warning, a

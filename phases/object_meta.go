@@ -14,9 +14,9 @@ import (
 type ObjectMetaArgs struct {
 	// Labels to add. Keys under openshift.io/oadp, velero.io/ and
 	// app.kubernetes.io/managed-by are nacflow's and Velero's: refused.
-	Labels map[string]string `json:"labels,omitempty"`
+	Labels map[string]string `json:"labels,omitempty" doc:"labels to add to the Velero object (reserved: openshift.io/oadp*, velero.io/*, app.kubernetes.io/managed-by)"`
 	// Annotations to add, with the same reserved keys.
-	Annotations map[string]string `json:"annotations,omitempty"`
+	Annotations map[string]string `json:"annotations,omitempty" doc:"annotations to add, same reserved keys"`
 }
 
 // reservedPrefixes are label and annotation keys a blueprint may not set:

@@ -16,10 +16,10 @@ import (
 type SyncStatusArgs struct {
 	// Kind of the Velero object to mirror: Backup, DeleteBackupRequest or
 	// Restore.
-	Kind string `json:"kind"`
+	Kind string `json:"kind" doc:"Backup, BackupStorageLocation, DeleteBackupRequest or Restore"`
 	// Name of the Velero object in the OADP namespace. Empty: nothing to
 	// mirror (e.g. a deferPhase after validation refused the request).
-	Name string `json:"name"`
+	Name string `json:"name" doc:"the Velero object in the OADP namespace; empty: nothing to mirror"`
 }
 
 // SyncStatus mirrors a Velero object's spec and status into the NAC object's

@@ -20,7 +20,7 @@ import (
 type ValidateBackupSpecArgs struct {
 	// Enforce holds the admin's enforced backupSpec values (seed design
 	// "admin enforced spec"), typed as Velero's BackupSpec.
-	Enforce *EnforcedBackupSpec `json:"enforce,omitempty"`
+	Enforce *EnforcedBackupSpec `json:"enforce,omitempty" doc:"admin-enforced values, typed as Velero's BackupSpec"`
 }
 
 // ValidateBackupSpec checks a NonAdminBackup's backupSpec against the tenant

@@ -20,7 +20,7 @@ import (
 type ValidateBSLSpecArgs struct {
 	// Enforce holds the admin's enforced values, typed as Velero's
 	// BackupStorageLocationSpec.
-	Enforce *EnforcedBSLSpec `json:"enforce,omitempty"`
+	Enforce *EnforcedBSLSpec `json:"enforce,omitempty" doc:"admin-enforced values, typed as Velero's BackupStorageLocationSpec"`
 }
 
 // ValidateBSLSpec checks a NonAdminBackupStorageLocation (seed design

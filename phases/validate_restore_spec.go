@@ -19,7 +19,7 @@ import (
 type ValidateRestoreSpecArgs struct {
 	// Enforce holds the admin's enforced restoreSpec values, typed as
 	// Velero's RestoreSpec.
-	Enforce *EnforcedRestoreSpec `json:"enforce,omitempty"`
+	Enforce *EnforcedRestoreSpec `json:"enforce,omitempty" doc:"admin-enforced values, typed as Velero's RestoreSpec"`
 }
 
 // ValidateRestoreSpec checks a NonAdminRestore's restoreSpec against OADP

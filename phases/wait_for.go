@@ -29,9 +29,9 @@ type WaitForArgs struct {
 	// Kind of the object to wait for: Backup, DeleteBackupRequest, Restore
 	// (Velero objects in the OADP namespace) or RestorableBackup (a
 	// NonAdminBackup in the operation's namespace).
-	Kind string `json:"kind"`
+	Kind string `json:"kind" doc:"Backup, BackupStorageLocation, DeleteBackupRequest, Restore (Velero objects in the OADP namespace) or RestorableBackup (a NonAdminBackup of the operation's namespace)"`
 	// Name of the object, usually {{ .Phases.<create phase>.Output.name }}.
-	Name string `json:"name"`
+	Name string `json:"name" doc:"name of the object, usually {{ .Phases.<create phase>.Output.name }}"`
 }
 
 // WaitFor waits until an object is ready, after Velero's "wait for additional

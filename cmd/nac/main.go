@@ -37,6 +37,9 @@ type options struct {
 }
 
 func main() {
+	if len(os.Args) > 1 && subcommands[os.Args[1]] != nil {
+		os.Exit(runSubcommand(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	}
 	var o options
 	flag.StringVar(&o.oadpNamespace, "oadp-namespace", "",
 		"Namespace where Velero runs and where nacflow creates Velero objects (the OADP namespace). Default: $"+namespaceEnvVar+".")
@@ -59,7 +62,19 @@ func main() {
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), "Usage: nac [flags]\n\nRuns the nacflow controllers (NonAdminBackup, ...) against the cluster of --kubeconfig\n(or $KUBECONFIG, or the in-cluster config).\n\nFlags:\n")
+		fmt.Fprintf(flag.CommandLine.Output(), `Usage: nac [flags]                 run the controllers
+       nac blueprint validate -f FILE  check blueprints offline (exit 1 when invalid)
+       nac blueprint dump KIND         print a built-in blueprint to start customising from
+       nac plan -f FILE [--builtin | --blueprint FILE]
+                                       show the plan a NAC object would run, rendered, running nothing
+       nac funcs                       the phase function reference (docs/functions.md)
+
+Runs the nacflow controllers (NonAdminBackup, NonAdminRestore, NonAdminBackupStorageLocation,
+Blueprint, backup sync, garbage collection) against the cluster of --kubeconfig (or $KUBECONFIG,
+or the in-cluster config).
+
+Flags:
+`)
 		flag.PrintDefaults()
 	}
 	flag.Parse()

@@ -1,0 +1,154 @@
+package phases
+
+import "github.com/nacflow/nacflow/engine"
+
+// The reference of every phase function (engine.Documented): `nac funcs`
+// prints it and docs/functions.md is generated from it.
+
+const apiRetried = "API errors are retried with backoff up to the phase's retries; "
+
+// Doc implements engine.Documented.
+func (*ValidateBackupSpec) Doc() engine.FuncDoc {
+	return engine.FuncDoc{
+		Summary: "Checks a NonAdminBackup's backupSpec against the tenant rules (own namespace only, nothing cluster-scoped, storageLocation only an approved Available NonAdminBackupStorageLocation of the namespace) and applies args.enforce; sets Accepted and status.veleroBackup.spec (the effective spec).",
+		Errors:  "a refusal is terminal (Accepted=False/InvalidBackupSpec, phase BackingOff); " + apiRetried,
+	}
+}
+
+// Doc implements engine.Documented.
+func (*CreateVeleroBackup) Doc() engine.FuncDoc {
+	return engine.FuncDoc{
+		Summary: "Creates (or adopts) the Velero Backup <ns>-<name>-<nacuuid> in the OADP namespace from the accepted spec, includedNamespaces forced to the tenant's, NAC kinds excluded, OADP labels plus args.labels/annotations; phase Created, Queued=True.",
+		Outputs: []string{"name: the Velero Backup", "namespace: the OADP namespace"},
+		Errors:  "a name held by another operation's object is terminal; " + apiRetried,
+	}
+}
+
+// Doc implements engine.Documented.
+func (*WaitFor) Doc() engine.FuncDoc {
+	return engine.FuncDoc{
+		Summary: "Waits until an object is ready (Velero's wait-for-ready design): a Backup or Restore finished, a BackupStorageLocation Available, a DeleteBackupRequest's Backup gone, a NonAdminBackup's backup restorable. The phase's timeout and onTimeout apply.",
+		Outputs: []string{"phase: the object's final phase (Backup, Restore, BackupStorageLocation)", "name: the Velero Backup (RestorableBackup)"},
+		Errors:  "an object deleted before it finished, a Failed backup to restore, Velero's deletion errors are terminal; " + apiRetried,
+		Waits:   true,
+	}
+}
+
+// Doc implements engine.Documented.
+func (*SyncStatus) Doc() engine.FuncDoc {
+	return engine.FuncDoc{
+		Summary: "Mirrors a Velero object's spec and status into the NAC object's status (veleroBackup, veleroRestore, veleroBackupStorageLocation, veleroDeleteBackupRequest) and the queue position. A missing object is not an error.",
+		Outputs: []string{"phase: the Velero object's phase"},
+		Errors:  apiRetried + "an unknown kind is terminal",
+	}
+}
+
+// Doc implements engine.Documented.
+func (*MarkDeleting) Doc() engine.FuncDoc {
+	return engine.FuncDoc{Summary: "Sets status.phase Deleting and condition Deleting=True/DeletionPending with args.message.", Errors: "an empty message is terminal"}
+}
+
+// Doc implements engine.Documented.
+func (*CreateDeleteBackupRequest) Doc() engine.FuncDoc {
+	return engine.FuncDoc{
+		Summary: "Asks Velero to delete the NonAdminBackup's backup and its data: one DeleteBackupRequest named like the backup, with Velero's backup-name/backup-uid labels; nothing when there is no Velero Backup.",
+		Outputs: []string{`name: the DeleteBackupRequest ("" when there was nothing to delete)`},
+		Errors:  "a name held by another operation's object is terminal; " + apiRetried,
+	}
+}
+
+// Doc implements engine.Documented.
+func (*DeleteObjects) Doc() engine.FuncDoc {
+	return engine.FuncDoc{
+		Summary: "Deletes the objects of args.kinds that this operation created: only in the OADP namespace, only with its NACUUID label. Deleting a Velero Backup object keeps its data.",
+		Errors:  "an unknown kind is terminal; " + apiRetried,
+	}
+}
+
+// Doc implements engine.Documented.
+func (*ValidateRestoreSpec) Doc() engine.FuncDoc {
+	return engine.FuncDoc{
+		Summary: "Checks a NonAdminRestore's restoreSpec: backupName names a NonAdminBackup of the same namespace (not refused, not deleting, not Failed); scheduleName, namespaceMapping, excludedNamespaces and other namespaces are refused; applies args.enforce; sets Accepted and status.veleroRestore.spec.",
+		Outputs: []string{"nonAdminBackup: the NonAdminBackup named"},
+		Errors:  "a refusal is terminal (Accepted=False/InvalidRestoreSpec, phase BackingOff); " + apiRetried,
+	}
+}
+
+// Doc implements engine.Documented.
+func (*CreateVeleroRestore) Doc() engine.FuncDoc {
+	return engine.FuncDoc{
+		Summary: "Creates (or adopts) the Velero Restore in the OADP namespace from the accepted spec: backupName = args.backupName (which must belong to the tenant's namespace), includedNamespaces = the tenant's, NAC kinds and volumesnapshotclasses excluded, OADP nar labels plus args.labels/annotations.",
+		Outputs: []string{"name: the Velero Restore"},
+		Errors:  "a backup of another namespace, a name held by another operation's object are terminal; " + apiRetried,
+	}
+}
+
+// Doc implements engine.Documented.
+func (*DeleteRestoresOfBackup) Doc() engine.FuncDoc {
+	return engine.FuncDoc{Summary: "Deletes the NonAdminRestores of the NonAdminBackup's namespace whose backupName names it.", Outputs: []string{"deleted: how many"}, Errors: apiRetried}
+}
+
+// Doc implements engine.Documented.
+func (*ValidateBSLSpec) Doc() engine.FuncDoc {
+	return engine.FuncDoc{
+		Summary: "Checks a NonAdminBackupStorageLocation (default false; provider, bucket, credential name and key required; the Secret exists in the namespace), applies args.enforce, forces the prefix under the namespace; sets Accepted and status.veleroBackupStorageLocation.spec.",
+		Outputs: []string{"prefix: the effective prefix in object storage"},
+		Errors:  "a refusal is terminal (phase BackingOff); " + apiRetried,
+	}
+}
+
+// Doc implements engine.Documented.
+func (*RequestApproval) Doc() engine.FuncDoc {
+	return engine.FuncDoc{
+		Summary: "The admin approval gate: creates the NonAdminBackupStorageLocationRequest (approved at once without --require-approval-for-bsl), then goes on when approved, waits while pending, fails when rejected; pending or reject also remove the Velero BSL and copied Secret of an earlier approval.",
+		Outputs: []string{"request: the request's name"},
+		Errors:  "reject is terminal; " + apiRetried,
+		Waits:   true,
+	}
+}
+
+// Doc implements engine.Documented.
+func (*CopySecret) Doc() engine.FuncDoc {
+	return engine.FuncDoc{
+		Summary: "Copies the location's credential Secret (type and data) into the OADP namespace, named like its other objects; updates the copy when the tenant's Secret changed.",
+		Outputs: []string{"name: the copy"},
+		Errors:  "a missing Secret is terminal; " + apiRetried,
+	}
+}
+
+// Doc implements engine.Documented.
+func (*CreateVeleroBSL) Doc() engine.FuncDoc {
+	return engine.FuncDoc{
+		Summary: "Creates or updates the Velero BackupStorageLocation from the effective spec, credential pointing at args.secretName, default false; phase Created.",
+		Outputs: []string{"name: the Velero BSL"},
+		Errors:  "a name held by another operation's object is terminal; " + apiRetried,
+	}
+}
+
+// Doc implements engine.Documented.
+func (*DeleteBackupsUsingBSL) Doc() engine.FuncDoc {
+	return engine.FuncDoc{Summary: "Deletes the NonAdminBackups of the location's namespace whose storageLocation names it.", Outputs: []string{"deleted: how many"}, Errors: apiRetried}
+}
+
+// Doc implements engine.Documented.
+func (*AdoptVeleroBackup) Doc() engine.FuncDoc {
+	return engine.FuncDoc{
+		Summary: "Links a NonAdminBackup made by backup sync to the existing Velero Backup with NACUUID args.nacuuid, creating nothing; refuses a backup made for another namespace.",
+		Outputs: []string{"name: the Velero Backup"},
+		Errors:  "no such backup or another namespace's backup is terminal; " + apiRetried,
+	}
+}
+
+// Doc implements engine.Documented.
+func (*Notify) Doc() engine.FuncDoc {
+	return engine.FuncDoc{Summary: "Emits an event with the admin's type, reason and message on the NAC object (kubectl describe shows it).", Outputs: []string{"reason"}}
+}
+
+// Doc implements engine.Documented.
+func (*LimitActiveOperations) Doc() engine.FuncDoc {
+	return engine.FuncDoc{
+		Summary: "A per-tenant concurrency limit: refuses the operation when its namespace already has args.max other NonAdminBackups (or NonAdminRestores) whose plan is pending or running.",
+		Outputs: []string{"active: how many others were active"},
+		Errors:  "over the limit is terminal; " + apiRetried,
+	}
+}
