@@ -49,6 +49,9 @@ func CacheOptions(oadpNamespace string) cache.Options {
 	nacSelector := labels.SelectorFromSet(labels.Set{v1alpha1.OADPLabel: v1alpha1.OADPLabelValue})
 	oadpOnly := map[string]cache.Config{oadpNamespace: {}}
 	return cache.Options{
+		// managedFields are never read: not keeping them saves memory on
+		// every cached object.
+		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
 			// Every Backup of the OADP namespace, NAC's or not: all of them
 			// take a place in Velero's queue.

@@ -172,10 +172,11 @@ func (r *NonAdminBackupReconciler) mirror(ctx context.Context, nab *v1alpha1.Non
 	nab.MirrorBackup(b)
 	if !v1alpha1.BackupFinished(b.Status.Phase) && b.Status.QueuePosition == 0 {
 		all := &velerov1.BackupList{}
-		if err := r.Client.List(ctx, all, client.InNamespace(r.OADPNamespace)); err != nil {
+		// Read-only: no deep copy of every Backup of the namespace.
+		if err := r.Client.List(ctx, all, client.InNamespace(r.OADPNamespace), client.UnsafeDisableDeepCopy); err != nil {
 			return fmt.Errorf("listing Velero Backups for the queue position: %w", err)
 		}
-		nab.Status.QueueInfo = &v1alpha1.QueueInfo{EstimatedQueuePosition: queuePosition(all.Items, b)}
+		nab.Status.QueueInfo = &v1alpha1.QueueInfo{EstimatedQueuePosition: v1alpha1.BackupQueuePosition(all.Items, b)}
 	}
 	return nil
 }

@@ -21,40 +21,6 @@ import (
 // burst of completions costs one refresh.
 const DefaultQueueRefreshWindow = 5 * time.Second
 
-// queuePosition returns the estimated queue position of me among all, the
-// Velero Backups of the OADP namespace (OADP NAC's rule): 0 once me has
-// finished; Velero's own status.queuePosition where it reports one (Velero
-// >= 1.18); otherwise 1 + the unfinished Backups created before me (ties
-// broken by name, so positions are distinct and stable).
-func queuePosition(all []velerov1.Backup, me *velerov1.Backup) int {
-	if v1alpha1.BackupFinished(me.Status.Phase) {
-		return 0
-	}
-	if me.Status.QueuePosition > 0 {
-		return me.Status.QueuePosition
-	}
-	pos := 1
-	for i := range all {
-		b := &all[i]
-		if b.Name == me.Name || v1alpha1.BackupFinished(b.Status.Phase) {
-			continue
-		}
-		if earlier(b, me) {
-			pos++
-		}
-	}
-	return pos
-}
-
-// earlier reports whether a was created before b, by creation time then name.
-func earlier(a, b *velerov1.Backup) bool {
-	ta, tb := a.CreationTimestamp.Time, b.CreationTimestamp.Time
-	if !ta.Equal(tb) {
-		return ta.Before(tb)
-	}
-	return a.Name < b.Name
-}
-
 // backupEvents maps Velero Backup events to reconcile requests: every event
 // wakes the Backup's own NonAdminBackup; a Backup that finishes or goes also
 // schedules, after the refresh window, every NonAdminBackup whose Backup is
@@ -91,7 +57,7 @@ func (r *NonAdminBackupReconciler) backupEvents() handler.TypedEventHandler[clie
 // whose Velero Backups have not finished.
 func (r *NonAdminBackupReconciler) refreshWaiting(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 	list := &velerov1.BackupList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(r.OADPNamespace), client.HasLabels{v1alpha1.NabOriginNACUUIDLabel}); err != nil {
+	if err := r.Client.List(ctx, list, client.InNamespace(r.OADPNamespace), client.HasLabels{v1alpha1.NabOriginNACUUIDLabel}, client.UnsafeDisableDeepCopy); err != nil {
 		log.FromContext(ctx).Error(err, "listing Velero Backups to refresh queue positions")
 		return
 	}

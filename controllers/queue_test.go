@@ -1,4 +1,4 @@
-package controllers
+package controllers_test
 
 import (
 	"time"
@@ -6,6 +6,8 @@ import (
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	. "gopkg.in/check.v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nacflow/nacflow/api/v1alpha1"
 )
 
 type QueueSuite struct{}
@@ -29,6 +31,6 @@ func (s *QueueSuite) TestQueuePosition(c *C) {
 		backupAt("c", 4, velerov1.BackupPhaseQueued, 7),
 	}
 	for i, want := range []int{0, 1, 2, 3, 0, 7} {
-		c.Check(queuePosition(all, &all[i]), Equals, want, Commentf(all[i].Name))
+		c.Check(v1alpha1.BackupQueuePosition(all, &all[i]), Equals, want, Commentf(all[i].Name))
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -34,6 +35,9 @@ type options struct {
 	bslApproval   bool
 	syncPeriod    time.Duration
 	gcPeriod      time.Duration
+	qps           float64
+	burst         int
+	concurrency   int
 }
 
 func main() {
@@ -59,6 +63,11 @@ func main() {
 		"How often NonAdminBackups are recreated from finished Velero Backups whose NAB is missing (after a cluster rebuild); 0 disables.")
 	flag.DurationVar(&o.gcPeriod, "garbage-collection-period", controllers.DefaultGarbageCollectionPeriod,
 		"How often NAC-labelled objects in the OADP namespace whose NAC object is gone are deleted (Velero objects only, never backup data); 0 disables.")
+	flag.Float64Var(&o.qps, "kube-api-qps", 200,
+		"Queries per second the controller may send to the API server (client-go's default is 20: about 7 NonAdminBackups per second).")
+	flag.IntVar(&o.burst, "kube-api-burst", 400, "Burst above --kube-api-qps.")
+	flag.IntVar(&o.concurrency, "max-concurrent-reconciles", 8,
+		"NAC objects reconciled at once, per kind (the same object is never reconciled twice at once).")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Usage = func() {
@@ -109,6 +118,10 @@ func run(o options) error {
 	if err != nil {
 		return fmt.Errorf("loading kubeconfig: %w", err)
 	}
+	if o.qps <= 0 || o.burst <= 0 || o.concurrency <= 0 {
+		return fmt.Errorf("--kube-api-qps, --kube-api-burst and --max-concurrent-reconciles must be positive")
+	}
+	cfg.QPS, cfg.Burst = float32(o.qps), o.burst
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
@@ -117,6 +130,7 @@ func run(o options) error {
 		LeaderElectionID:        "nacflow.oadp.openshift.io",
 		LeaderElectionNamespace: o.oadpNamespace,
 		Cache:                   controllers.CacheOptions(o.oadpNamespace),
+		Controller:              config.Controller{MaxConcurrentReconciles: o.concurrency},
 		EventBroadcaster:        controllers.NewEventBroadcaster(), //nolint:staticcheck // lives as long as the process
 	})
 	if err != nil {
