@@ -6,6 +6,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -59,8 +60,16 @@ type NonAdminBackupReconciler struct {
 	// completion; completions within it cost one refresh. 0 means
 	// DefaultQueueRefreshWindow.
 	QueueRefreshWindow time.Duration
+	// Queue indexes the unfinished Velero Backups for queue positions (shared
+	// with the phases, which set the first position); nil: no positions
+	// beyond Velero's own and 0 once finished.
+	Queue *BackupQueue
 
 	reads readTracker
+	// refresh marks the NABs whose queue position must be recomputed (a
+	// Backup ahead of them finished); others keep theirs, so no reconcile
+	// writes a position that only drifted.
+	refresh sync.Map
 }
 
 // staleRecheck is how soon a reconcile that found its cache behind its own
@@ -170,13 +179,11 @@ func (r *NonAdminBackupReconciler) mirror(ctx context.Context, nab *v1alpha1.Non
 		return fmt.Errorf("reading Velero Backup %s: %w", key, err)
 	}
 	nab.MirrorBackup(b)
-	if !v1alpha1.BackupFinished(b.Status.Phase) && b.Status.QueuePosition == 0 {
-		all := &velerov1.BackupList{}
-		// Read-only: no deep copy of every Backup of the namespace.
-		if err := r.Client.List(ctx, all, client.InNamespace(r.OADPNamespace), client.UnsafeDisableDeepCopy); err != nil {
-			return fmt.Errorf("listing Velero Backups for the queue position: %w", err)
-		}
-		nab.Status.QueueInfo = &v1alpha1.QueueInfo{EstimatedQueuePosition: v1alpha1.BackupQueuePosition(all.Items, b)}
+	_, marked := r.refresh.LoadAndDelete(client.ObjectKeyFromObject(nab))
+	if r.Queue != nil && !v1alpha1.BackupFinished(b.Status.Phase) && b.Status.QueuePosition == 0 &&
+		(marked || nab.Status.QueueInfo == nil) {
+		r.Queue.Observe(b)
+		nab.Status.QueueInfo = &v1alpha1.QueueInfo{EstimatedQueuePosition: r.Queue.Position(b.Name, b.CreationTimestamp.Time)}
 	}
 	return nil
 }

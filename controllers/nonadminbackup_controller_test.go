@@ -47,7 +47,8 @@ func (s *ControllerSuite) SetUpSuite(c *C) {
 	c.Assert(err, IsNil)
 	// Approval of tenants' storage locations is required in this suite; the
 	// automatic approval is covered by a unit test.
-	registry, err := phases.New(phases.Clients{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorderFor("nacflow-blueprint")},
+	queue := controllers.NewBackupQueue()
+	registry, err := phases.New(phases.Clients{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorderFor("nacflow-blueprint"), Queue: queue},
 		phases.Options{RequireApprovalForBSL: true})
 	c.Assert(err, IsNil)
 	deps := func(name string) controllers.Deps {
@@ -61,7 +62,7 @@ func (s *ControllerSuite) SetUpSuite(c *C) {
 			OADPNamespace: s.oadp,
 		}
 	}
-	r := &controllers.NonAdminBackupReconciler{Deps: deps("nonadminbackup-controller"), QueueRefreshWindow: time.Second}
+	r := &controllers.NonAdminBackupReconciler{Deps: deps("nonadminbackup-controller"), QueueRefreshWindow: time.Second, Queue: queue}
 	c.Assert(r.SetupWithManager(mgr), IsNil)
 	nar := &controllers.NonAdminRestoreReconciler{Deps: deps("nonadminrestore-controller")}
 	c.Assert(nar.SetupWithManager(mgr), IsNil)

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
@@ -21,6 +22,50 @@ import (
 // burst of completions costs one refresh.
 const DefaultQueueRefreshWindow = 5 * time.Second
 
+// BackupQueue is an in-memory index of the unfinished Velero Backups of the
+// OADP namespace (name → creation time), kept current by the Backup watch.
+// It answers queue positions without listing (and copying) the namespace's
+// Backups on every reconcile. It implements engine.QueueEstimator.
+type BackupQueue struct {
+	mu      sync.RWMutex
+	pending map[string]time.Time
+}
+
+// NewBackupQueue returns an empty queue index.
+func NewBackupQueue() *BackupQueue { return &BackupQueue{pending: map[string]time.Time{}} }
+
+// Observe records b: pending while unfinished, forgotten once finished.
+func (q *BackupQueue) Observe(b *velerov1.Backup) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if v1alpha1.BackupFinished(b.Status.Phase) {
+		delete(q.pending, b.Name)
+		return
+	}
+	q.pending[b.Name] = b.CreationTimestamp.Time
+}
+
+// Forget drops the Backup called name (deleted).
+func (q *BackupQueue) Forget(name string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	delete(q.pending, name)
+}
+
+// Position implements engine.QueueEstimator: 1 + the pending Backups created
+// before (created, name). O(pending), no allocation.
+func (q *BackupQueue) Position(name string, created time.Time) int {
+	q.mu.RLock()
+	defer q.mu.RUnlock()
+	pos := 1
+	for n, t := range q.pending {
+		if n != name && (t.Before(created) || (t.Equal(created) && n < name)) {
+			pos++
+		}
+	}
+	return pos
+}
+
 // backupEvents maps Velero Backup events to reconcile requests: every event
 // wakes the Backup's own NonAdminBackup; a Backup that finishes or goes also
 // schedules, after the refresh window, every NonAdminBackup whose Backup is
@@ -30,6 +75,9 @@ const DefaultQueueRefreshWindow = 5 * time.Second
 // NAC does.
 func (r *NonAdminBackupReconciler) backupEvents() handler.TypedEventHandler[client.Object, reconcile.Request] {
 	own := func(obj client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		if b, ok := obj.(*velerov1.Backup); ok && r.Queue != nil {
+			r.Queue.Observe(b)
+		}
 		for _, req := range r.backupToNAB(context.Background(), obj) {
 			q.Add(req)
 		}
@@ -47,7 +95,12 @@ func (r *NonAdminBackupReconciler) backupEvents() handler.TypedEventHandler[clie
 			}
 		},
 		DeleteFunc: func(ctx context.Context, e event.TypedDeleteEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			own(e.Object, q)
+			if r.Queue != nil {
+				r.Queue.Forget(e.Object.GetName())
+			}
+			for _, req := range r.backupToNAB(ctx, e.Object) {
+				q.Add(req)
+			}
 			r.refreshWaiting(ctx, q)
 		},
 	}
@@ -72,7 +125,9 @@ func (r *NonAdminBackupReconciler) refreshWaiting(ctx context.Context, q workque
 		}
 		ns, name := b.Annotations[v1alpha1.NabOriginNamespaceAnnotation], b.Annotations[v1alpha1.NabOriginNameAnnotation]
 		if ns != "" && name != "" {
-			q.AddAfter(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}, window)
+			key := types.NamespacedName{Namespace: ns, Name: name}
+			r.refresh.Store(key, true)
+			q.AddAfter(reconcile.Request{NamespacedName: key}, window)
 		}
 	}
 }

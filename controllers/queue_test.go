@@ -7,7 +7,7 @@ import (
 	. "gopkg.in/check.v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/nacflow/nacflow/api/v1alpha1"
+	"github.com/nacflow/nacflow/controllers"
 )
 
 type QueueSuite struct{}
@@ -22,15 +22,25 @@ func backupAt(name string, sec int, phase velerov1.BackupPhase, veleroPos int) v
 }
 
 func (s *QueueSuite) TestQueuePosition(c *C) {
-	all := []velerov1.Backup{
+	q := controllers.NewBackupQueue()
+	for _, b := range []velerov1.Backup{
 		backupAt("done", 0, velerov1.BackupPhaseCompleted, 0),
 		backupAt("running", 1, velerov1.BackupPhaseInProgress, 0),
 		backupAt("a", 2, velerov1.BackupPhaseNew, 0),
 		backupAt("b", 2, "", 0), // same second as a: name breaks the tie
 		backupAt("failed", 3, velerov1.BackupPhaseFailed, 0),
-		backupAt("c", 4, velerov1.BackupPhaseQueued, 7),
+	} {
+		q.Observe(&b)
 	}
-	for i, want := range []int{0, 1, 2, 3, 0, 7} {
-		c.Check(v1alpha1.BackupQueuePosition(all, &all[i]), Equals, want, Commentf(all[i].Name))
-	}
+	at := func(sec int) time.Time { return time.Unix(int64(1000+sec), 0) }
+	c.Check(q.Position("running", at(1)), Equals, 1)
+	c.Check(q.Position("a", at(2)), Equals, 2)
+	c.Check(q.Position("b", at(2)), Equals, 3)
+	c.Check(q.Position("new", at(9)), Equals, 4, Commentf("a Backup not yet observed"))
+	// running finishes, a is deleted: everyone moves up.
+	fin := backupAt("running", 1, velerov1.BackupPhaseCompleted, 0)
+	q.Observe(&fin)
+	q.Forget("a")
+	c.Check(q.Position("b", at(2)), Equals, 1)
+	c.Check(q.Position("new", at(9)), Equals, 2)
 }

@@ -203,3 +203,12 @@ func Args(fn Func) []ArgDoc {
 	walk(reflect.TypeOf(fn.NewArgs()))
 	return out
 }
+
+// QueueEstimator estimates a Velero object's place in Velero's queue (OADP
+// NAC's estimatedQueuePosition) from an in-memory index of unfinished
+// objects, so that no phase or reconcile lists the OADP namespace for it.
+type QueueEstimator interface {
+	// Position returns 1 + the unfinished objects created before the one
+	// called name, created at created (ties broken by name).
+	Position(name string, created time.Time) int
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -13,6 +14,11 @@ import (
 // with spec writes, and it sends nothing when the status did not change.
 // It returns the API error, wrapped with the object's key.
 func PatchStatus(ctx context.Context, c client.Client, obj, before client.Object) error {
+	// Most reconciles change nothing: a reflective comparison is much cheaper
+	// than marshalling both objects to compute an empty patch.
+	if equality.Semantic.DeepEqual(before, obj) {
+		return nil
+	}
 	patch := client.MergeFrom(before)
 	data, err := patch.Data(obj)
 	if err != nil {

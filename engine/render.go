@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"text/template"
 
 	"github.com/Masterminds/sprig/v3"
@@ -65,8 +66,9 @@ type PhaseParams struct {
 // for NAC objects). Everything in them is data: user-supplied strings are
 // inserted as values and never parsed as templates.
 type Params struct {
-	// Object is the NAC object as a map (metadata, spec, status).
-	Object map[string]any
+	// object is the NAC object, converted to a map on first use (.Object);
+	// shared by the copies of the Params.
+	object *lazyObject
 	// Namespace and Name are the NAC object's.
 	Namespace string
 	Name      string
@@ -85,15 +87,29 @@ type Params struct {
 	DeferPhase *PhaseParams
 }
 
+// lazyObject converts an object to a map once, on first use.
+type lazyObject struct {
+	once sync.Once
+	obj  runtime.Object
+	m    map[string]any
+	err  error
+}
+
+// Object returns the NAC object as a map (metadata, spec, status): templates
+// read it as .Object. It is converted on first use only, as most phases never
+// read it. A conversion error fails the template that asked.
+func (p Params) Object() (map[string]any, error) {
+	l := p.object
+	l.once.Do(func() { l.m, l.err = runtime.DefaultUnstructuredConverter.ToUnstructured(l.obj) })
+	return l.m, l.err
+}
+
 // NewParams builds the template parameters for op from its object and plan.
-// It returns an error only when the object cannot be converted to a map.
+// It returns an error only when the object cannot be converted to a map
+// (reported when a template reads .Object).
 func NewParams(op *Operation, plan *nacv1alpha1.PlanStatus) (Params, error) {
-	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(op.Object)
-	if err != nil {
-		return Params{}, fmt.Errorf("converting %s/%s for templates: %w", op.Object.GetNamespace(), op.Object.GetName(), err)
-	}
 	p := Params{
-		Object:          obj,
+		object:          &lazyObject{obj: op.Object},
 		Namespace:       op.Object.GetNamespace(),
 		Name:            op.Object.GetName(),
 		NamespaceLabels: map[string]string{},
@@ -118,9 +134,23 @@ func NewParams(op *Operation, plan *nacv1alpha1.PlanStatus) (Params, error) {
 	return p, nil
 }
 
-// newTemplate parses src with the allow-listed functions and missingkey=error.
+// templates caches parsed templates by source: blueprints are few and their
+// templates run for every operation (a parsed template is safe for
+// concurrent Execute).
+var templates sync.Map
+
+// newTemplate parses src with the allow-listed functions and missingkey=error,
+// once per distinct source.
 func newTemplate(src string) (*template.Template, error) {
-	return template.New("arg").Option("missingkey=error").Funcs(funcMap).Parse(src)
+	if t, ok := templates.Load(src); ok {
+		return t.(*template.Template), nil
+	}
+	t, err := template.New("arg").Option("missingkey=error").Funcs(funcMap).Parse(src)
+	if err != nil {
+		return nil, err
+	}
+	templates.Store(src, t)
+	return t, nil
 }
 
 // parseTemplates parses every string in a decoded JSON value, so that a bad

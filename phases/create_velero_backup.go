@@ -8,7 +8,6 @@ import (
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/engine"
@@ -82,18 +81,10 @@ func (f *CreateVeleroBackup) Run(ctx context.Context, op *engine.Operation, args
 	nab.Status.Phase = v1alpha1.NonAdminPhaseCreated
 	nab.Status.VeleroBackup = &v1alpha1.VeleroBackup{NACUUID: op.UUID}
 	nab.MirrorBackup(got)
-	// The queue position now, from the cache (read-only, no copies), so that
-	// the next reconcile finds nothing to write.
-	if !v1alpha1.BackupFinished(got.Status.Phase) && got.Status.QueuePosition == 0 {
-		all := &velerov1.BackupList{}
-		if err := f.clients.Client.List(ctx, all, client.InNamespace(op.OADPNamespace), client.UnsafeDisableDeepCopy); err != nil {
-			return engine.Result{}, fmt.Errorf("listing Velero Backups for the queue position: %w", err)
-		}
-		items := all.Items
-		if !slices.ContainsFunc(items, func(b velerov1.Backup) bool { return b.Name == got.Name }) {
-			items = append(items, *got) // not in the cache yet
-		}
-		nab.Status.QueueInfo = &v1alpha1.QueueInfo{EstimatedQueuePosition: v1alpha1.BackupQueuePosition(items, got)}
+	// The queue position now, so that the next reconcile finds nothing to
+	// write.
+	if q := f.clients.Queue; q != nil && !v1alpha1.BackupFinished(got.Status.Phase) && got.Status.QueuePosition == 0 {
+		nab.Status.QueueInfo = &v1alpha1.QueueInfo{EstimatedQueuePosition: q.Position(got.Name, got.CreationTimestamp.Time)}
 	}
 	meta.SetStatusCondition(&nab.Status.Conditions, metav1.Condition{
 		Type: v1alpha1.ConditionQueued, Status: metav1.ConditionTrue,

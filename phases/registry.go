@@ -19,6 +19,8 @@ type Clients struct {
 	APIReader client.Reader
 	// Recorder emits the events of Notify (nil: none).
 	Recorder record.EventRecorder
+	// Queue estimates queue positions (nil: CreateVeleroBackup sets none).
+	Queue engine.QueueEstimator
 }
 
 // Options are controller settings some phase functions follow.

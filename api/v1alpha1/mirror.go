@@ -89,37 +89,3 @@ func (n *NonAdminBackupStorageLocation) MirrorBSL(b *velerov1.BackupStorageLocat
 	v.Status = b.Status.DeepCopy()
 	return !equality.Semantic.DeepEqual(before, &n.Status)
 }
-
-// BackupQueuePosition returns the estimated queue position of me among all, the
-// Velero Backups of the OADP namespace (OADP NAC's rule): 0 once me has
-// finished; Velero's own status.queuePosition where it reports one (Velero
-// >= 1.18); otherwise 1 + the unfinished Backups created before me (ties
-// broken by name, so positions are distinct and stable).
-func BackupQueuePosition(all []velerov1.Backup, me *velerov1.Backup) int {
-	if BackupFinished(me.Status.Phase) {
-		return 0
-	}
-	if me.Status.QueuePosition > 0 {
-		return me.Status.QueuePosition
-	}
-	pos := 1
-	for i := range all {
-		b := &all[i]
-		if b.Name == me.Name || BackupFinished(b.Status.Phase) {
-			continue
-		}
-		if createdBefore(b, me) {
-			pos++
-		}
-	}
-	return pos
-}
-
-// createdBefore reports whether a was created before b, by creation time then name.
-func createdBefore(a, b *velerov1.Backup) bool {
-	ta, tb := a.CreationTimestamp.Time, b.CreationTimestamp.Time
-	if !ta.Equal(tb) {
-		return ta.Before(tb)
-	}
-	return a.Name < b.Name
-}

@@ -35,6 +35,7 @@ type options struct {
 	bslApproval   bool
 	syncPeriod    time.Duration
 	gcPeriod      time.Duration
+	pprofAddr     string
 	qps           float64
 	burst         int
 	concurrency   int
@@ -63,6 +64,7 @@ func main() {
 		"How often NonAdminBackups are recreated from finished Velero Backups whose NAB is missing (after a cluster rebuild); 0 disables.")
 	flag.DurationVar(&o.gcPeriod, "garbage-collection-period", controllers.DefaultGarbageCollectionPeriod,
 		"How often NAC-labelled objects in the OADP namespace whose NAC object is gone are deleted (Velero objects only, never backup data); 0 disables.")
+	flag.StringVar(&o.pprofAddr, "pprof-bind-address", "", "Address of the Go pprof endpoint (e.g. 127.0.0.1:6061); empty disables it.")
 	flag.Float64Var(&o.qps, "kube-api-qps", 200,
 		"Queries per second the controller may send to the API server (client-go's default is 20: about 7 NonAdminBackups per second).")
 	flag.IntVar(&o.burst, "kube-api-burst", 400, "Burst above --kube-api-qps.")
@@ -131,13 +133,15 @@ func run(o options) error {
 		LeaderElectionNamespace: o.oadpNamespace,
 		Cache:                   controllers.CacheOptions(o.oadpNamespace),
 		Controller:              config.Controller{MaxConcurrentReconciles: o.concurrency},
+		PprofBindAddress:        o.pprofAddr,
 		EventBroadcaster:        controllers.NewEventBroadcaster(), //nolint:staticcheck // lives as long as the process
 	})
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
 	}
 
-	registry, err := phases.New(phases.Clients{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorderFor("nacflow-blueprint")},
+	queue := controllers.NewBackupQueue()
+	registry, err := phases.New(phases.Clients{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorderFor("nacflow-blueprint"), Queue: queue},
 		phases.Options{RequireApprovalForBSL: o.bslApproval})
 	if err != nil {
 		return err
@@ -155,7 +159,7 @@ func run(o options) error {
 			OADPNamespace: o.oadpNamespace,
 		}
 	}
-	nab := &controllers.NonAdminBackupReconciler{Deps: deps("nonadminbackup-controller"), QueueRefreshWindow: o.queueWindow}
+	nab := &controllers.NonAdminBackupReconciler{Deps: deps("nonadminbackup-controller"), QueueRefreshWindow: o.queueWindow, Queue: queue}
 	if err := nab.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the NonAdminBackup controller: %w", err)
 	}

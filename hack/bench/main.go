@@ -1,0 +1,507 @@
+// Command bench measures nacflow against a real local kube-apiserver + etcd
+// (make bench): it starts the control plane, the nac binary as a separate
+// process, plays Velero itself (status patches, never inside the product),
+// creates N NonAdminBackups over M namespaces with C concurrent clients, and
+// reports throughput, create→Velero Backup latency, the controller's API
+// writes per NAB by verb and resource (from the API server's
+// apiserver_request_total, less the bench's own writes), conflicts, writes
+// per completion and per completion burst, and the controller's CPU seconds
+// and peak RSS. It prints a table and writes JSON.
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/vmware-tanzu/velero/config/crd/v1/crds"
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/nacflow/nacflow/api/v1alpha1"
+	"github.com/nacflow/nacflow/controllers"
+)
+
+type config struct {
+	n, m, c, secrets, burst int
+	assets, nac, jsonOut    string
+	pprof                   string
+	timeout                 time.Duration
+	window                  time.Duration
+}
+
+// Result is what one run measured (the JSON output).
+type Result struct {
+	NABs, Namespaces, Clients, UnrelatedSecrets int
+	ThroughputPerSec                            float64
+	LatencyP50, LatencyP90, LatencyP99          string
+	WritesPerNAB                                float64
+	WritesPerNABByResource                      map[string]float64
+	EventWritesPerNAB                           float64
+	Conflicts                                   int
+	WritesForOneCompletion                      int
+	BurstSize                                   int
+	WritesForBurst                              int
+	WaitingNABsAtBurst                          int
+	ControllerCPUSeconds                        float64
+	ControllerPeakRSSMiB                        float64
+}
+
+func main() {
+	var cfg config
+	flag.IntVar(&cfg.n, "n", 1000, "NonAdminBackups to create.")
+	flag.IntVar(&cfg.m, "m", 100, "Tenant namespaces they are spread over.")
+	flag.IntVar(&cfg.c, "c", 10, "Concurrent clients creating them.")
+	flag.IntVar(&cfg.secrets, "secrets", 0, "Unrelated Secrets to create first (spread over the namespaces).")
+	flag.IntVar(&cfg.burst, "burst", 100, "Backups Velero completes at once in the burst measurement.")
+	flag.StringVar(&cfg.assets, "assets", "bin", "Directory of kube-apiserver and etcd.")
+	flag.StringVar(&cfg.nac, "nac", "bin/nac", "The nac binary.")
+	flag.StringVar(&cfg.jsonOut, "json", "", "Write the result as JSON to this file.")
+	flag.DurationVar(&cfg.timeout, "timeout", 20*time.Minute, "Give up after this long.")
+	flag.DurationVar(&cfg.window, "queue-refresh-window", 2*time.Second, "nac's --queue-refresh-window during the run.")
+	flag.StringVar(&cfg.pprof, "pprof", "", "nac's --pprof-bind-address during the run (to profile it).")
+	flag.Parse()
+	res, err := run(cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+	printTable(os.Stdout, res)
+	if cfg.jsonOut != "" {
+		data, _ := json.MarshalIndent(res, "", "  ")
+		if err := os.WriteFile(cfg.jsonOut, data, 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+	}
+}
+
+const oadpNS = "openshift-adp"
+
+func run(cfg config) (*Result, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.timeout)
+	defer cancel()
+	assets, _ := filepath.Abs(cfg.assets)
+	env := &envtest.Environment{BinaryAssetsDirectory: assets, CRDDirectoryPaths: []string{"config/crd/bases"}, CRDs: crds.CRDs, ErrorIfCRDPathMissing: true}
+	restCfg, err := env.Start()
+	if err != nil {
+		return nil, fmt.Errorf("starting the control plane: %w", err)
+	}
+	defer func() { _ = env.Stop() }()
+	restCfg.QPS, restCfg.Burst = 2000, 4000
+	scheme, err := controllers.NewScheme()
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.NewWithWatch(restCfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, err
+	}
+	cs := kubernetes.NewForConfigOrDie(restCfg)
+
+	admin, err := env.AddUser(envtest.User{Name: "bench-admin", Groups: []string{"system:masters"}}, restCfg)
+	if err != nil {
+		return nil, err
+	}
+	kc, err := admin.KubeConfig()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "nacflow-bench-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	kcPath := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(kcPath, kc, 0o600); err != nil {
+		return nil, err
+	}
+
+	// Namespaces and unrelated Secrets first: the scene before the clock starts.
+	nss := []string{oadpNS}
+	for i := range cfg.m {
+		nss = append(nss, fmt.Sprintf("tenant-%04d", i))
+	}
+	if err := parallel(ctx, len(nss), 20, func(i int) error {
+		return c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: nss[i]}})
+	}); err != nil {
+		return nil, fmt.Errorf("creating namespaces: %w", err)
+	}
+	if err := parallel(ctx, cfg.secrets, 20, func(i int) error {
+		return c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: nss[1+i%cfg.m], Name: fmt.Sprintf("unrelated-%d", i)},
+			Data: map[string][]byte{"k": []byte(strings.Repeat("x", 512))}})
+	}); err != nil {
+		return nil, fmt.Errorf("creating secrets: %w", err)
+	}
+
+	// The controller, as a separate process.
+	nac := exec.CommandContext(ctx, cfg.nac, "--kubeconfig", kcPath, "--oadp-namespace", oadpNS,
+		"--metrics-bind-address", "0", "--health-probe-bind-address", "127.0.0.1:0",
+		"--backup-sync-period", "0", "--garbage-collection-period", "0",
+		"--queue-refresh-window", cfg.window.String(), "--zap-log-level", "error", "--pprof-bind-address", cfg.pprof)
+	out, err := nac.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	nac.Stderr = nac.Stdout
+	if err := nac.Start(); err != nil {
+		return nil, fmt.Errorf("starting nac: %w", err)
+	}
+	defer func() { _ = nac.Process.Signal(syscall.SIGTERM); _ = nac.Wait() }()
+	go func() { _, _ = io.Copy(io.Discard, bufio.NewReader(out)) }()
+
+	// Wait until the controller serves: a probe NAB gets its Velero Backup.
+	if err := probe(ctx, c); err != nil {
+		return nil, err
+	}
+
+	// Watch Velero Backups: when each NAB's appears.
+	seen := map[string]time.Time{}
+	var seenMu sync.Mutex
+	w, err := c.Watch(ctx, &velerov1.BackupList{}, client.InNamespace(oadpNS))
+	if err != nil {
+		return nil, err
+	}
+	defer w.Stop()
+	allSeen := make(chan struct{})
+	go func() {
+		for ev := range w.ResultChan() {
+			if ev.Type != watch.Added {
+				continue
+			}
+			b := ev.Object.(*velerov1.Backup)
+			key := b.Annotations[v1alpha1.NabOriginNamespaceAnnotation] + "/" + b.Annotations[v1alpha1.NabOriginNameAnnotation]
+			seenMu.Lock()
+			if _, ok := seen[key]; !ok && strings.HasPrefix(key, "tenant-") {
+				seen[key] = time.Now()
+				if len(seen) == cfg.n {
+					close(allSeen)
+				}
+			}
+			seenMu.Unlock()
+		}
+	}()
+
+	before, err := scrape(ctx, cs)
+	if err != nil {
+		return nil, err
+	}
+	cpu0, _ := procCPU(nac.Process.Pid)
+	created := make([]time.Time, cfg.n)
+	start := time.Now()
+	if err := parallel(ctx, cfg.n, cfg.c, func(i int) error {
+		created[i] = time.Now()
+		return c.Create(ctx, &v1alpha1.NonAdminBackup{
+			ObjectMeta: metav1.ObjectMeta{Namespace: nss[1+i%cfg.m], Name: fmt.Sprintf("nab-%05d", i)},
+			Spec:       v1alpha1.NonAdminBackupSpec{BackupSpec: &velerov1.BackupSpec{}},
+		})
+	}); err != nil {
+		return nil, fmt.Errorf("creating NABs: %w", err)
+	}
+	select {
+	case <-allSeen:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("timed out: %d of %d Velero Backups seen", len(seen), cfg.n)
+	}
+	var lat []time.Duration
+	var last time.Time
+	for i := range cfg.n {
+		key := fmt.Sprintf("%s/nab-%05d", nss[1+i%cfg.m], i)
+		t := seen[key]
+		lat = append(lat, t.Sub(created[i]))
+		if t.After(last) {
+			last = t
+		}
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	// Let the controller finish the status writes of this wave.
+	if err := settle(ctx, cs, 3*time.Second); err != nil {
+		return nil, err
+	}
+	after, err := scrape(ctx, cs)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{NABs: cfg.n, Namespaces: cfg.m, Clients: cfg.c, UnrelatedSecrets: cfg.secrets,
+		ThroughputPerSec:       float64(cfg.n) / last.Sub(start).Seconds(),
+		LatencyP50:             pct(lat, 50).Round(time.Millisecond).String(),
+		LatencyP90:             pct(lat, 90).Round(time.Millisecond).String(),
+		LatencyP99:             pct(lat, 99).Round(time.Millisecond).String(),
+		WritesPerNABByResource: map[string]float64{},
+	}
+	delta := diff(before, after)
+	// The bench's own writes: one NAB create each.
+	delta["POST nonadminbackups"] -= float64(cfg.n)
+	total := 0.0
+	for k, v := range delta {
+		if v == 0 {
+			continue
+		}
+		if strings.HasSuffix(k, " events") {
+			res.EventWritesPerNAB += v / float64(cfg.n)
+			continue
+		}
+		res.WritesPerNABByResource[k] = v / float64(cfg.n)
+		total += v
+	}
+	res.WritesPerNAB = total / float64(cfg.n)
+	res.Conflicts = int(conflicts(before, after))
+
+	// One completion, then a burst, as Velero would.
+	backups := &velerov1.BackupList{}
+	if err := c.List(ctx, backups, client.InNamespace(oadpNS)); err != nil {
+		return nil, err
+	}
+	sort.Slice(backups.Items, func(i, j int) bool { return backups.Items[i].Name < backups.Items[j].Name })
+	complete := func(bs []velerov1.Backup) error {
+		return parallel(ctx, len(bs), 20, func(i int) error {
+			b := bs[i].DeepCopy()
+			patch := client.MergeFrom(b.DeepCopy())
+			b.Status.Phase = velerov1.BackupPhaseCompleted
+			return c.Patch(ctx, b, patch)
+		})
+	}
+	controllerWrites := func(a, b map[string]float64) int {
+		n := 0.0
+		for k, v := range diff(a, b) {
+			if !strings.HasSuffix(k, " events") && !strings.HasSuffix(k, " backups") {
+				n += v
+			}
+		}
+		return int(n)
+	}
+	s0, _ := scrape(ctx, cs)
+	if err := complete(backups.Items[:1]); err != nil {
+		return nil, err
+	}
+	time.Sleep(cfg.window)
+	_ = settle(ctx, cs, 3*time.Second)
+	s1, _ := scrape(ctx, cs)
+	res.WritesForOneCompletion = controllerWrites(s0, s1)
+	burst := min(cfg.burst, len(backups.Items)-1)
+	res.BurstSize = burst
+	res.WaitingNABsAtBurst = len(backups.Items) - 1 - burst
+	if err := complete(backups.Items[1 : 1+burst]); err != nil {
+		return nil, err
+	}
+	time.Sleep(cfg.window)
+	_ = settle(ctx, cs, 3*time.Second)
+	s2, _ := scrape(ctx, cs)
+	res.WritesForBurst = controllerWrites(s1, s2)
+
+	cpu1, _ := procCPU(nac.Process.Pid)
+	res.ControllerCPUSeconds = cpu1 - cpu0
+	res.ControllerPeakRSSMiB = procPeakRSS(nac.Process.Pid)
+	return res, nil
+}
+
+// probe creates a NAB in the OADP namespace's neighbour and waits for its
+// Velero Backup, then deletes both.
+func probe(ctx context.Context, c client.Client) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "bench-probe"}}
+	if err := c.Create(ctx, ns); err != nil {
+		return err
+	}
+	nab := &v1alpha1.NonAdminBackup{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "probe"},
+		Spec: v1alpha1.NonAdminBackupSpec{BackupSpec: &velerov1.BackupSpec{}}}
+	if err := c.Create(ctx, nab); err != nil {
+		return err
+	}
+	for {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(nab), nab); err != nil {
+			return err
+		}
+		if nab.Status.VeleroBackup != nil && nab.Status.VeleroBackup.Name != "" {
+			return c.Delete(ctx, nab)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the controller did not serve the probe NAB")
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// parallel runs f(0..n-1) on k workers and returns the first error.
+func parallel(ctx context.Context, n, k int, f func(int) error) error {
+	var next atomic.Int64
+	var firstErr error
+	var once sync.Once
+	var wg sync.WaitGroup
+	for range max(1, k) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n || ctx.Err() != nil {
+					return
+				}
+				if err := f(i); err != nil {
+					once.Do(func() { firstErr = err })
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return firstErr
+}
+
+var requestLine = regexp.MustCompile(`^apiserver_request_total\{(.*)\} ([0-9.e+]+)$`)
+
+// scrape returns apiserver_request_total of write verbs as "VERB resource[/sub]"
+// (and "code=409" for conflicts) → count.
+func scrape(ctx context.Context, cs *kubernetes.Clientset) (map[string]float64, error) {
+	raw, err := cs.RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("scraping the API server's metrics: %w", err)
+	}
+	out := map[string]float64{}
+	for _, line := range strings.Split(string(raw), "\n") {
+		m := requestLine.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		labels := map[string]string{}
+		for _, kv := range strings.Split(m[1], ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			labels[k] = strings.Trim(v, `"`)
+		}
+		verb := labels["verb"]
+		if verb != "POST" && verb != "PUT" && verb != "PATCH" && verb != "DELETE" && verb != "DELETECOLLECTION" {
+			continue
+		}
+		v, _ := strconv.ParseFloat(m[2], 64)
+		res := labels["resource"]
+		if labels["subresource"] != "" {
+			res += "/" + labels["subresource"]
+		}
+		out[verb+" "+res] += v
+		if labels["code"] == "409" {
+			out["code=409"] += v
+		}
+	}
+	return out, nil
+}
+
+func diff(a, b map[string]float64) map[string]float64 {
+	d := map[string]float64{}
+	for k, v := range b {
+		if k != "code=409" {
+			d[k] = v - a[k]
+		}
+	}
+	return d
+}
+
+func conflicts(a, b map[string]float64) float64 { return b["code=409"] - a["code=409"] }
+
+// settle waits until no write reaches the API server for quiet.
+func settle(ctx context.Context, cs *kubernetes.Clientset, quiet time.Duration) error {
+	prev, err := scrape(ctx, cs)
+	if err != nil {
+		return err
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(quiet):
+		}
+		cur, err := scrape(ctx, cs)
+		if err != nil {
+			return err
+		}
+		changed := false
+		for k, v := range diff(prev, cur) {
+			if v != 0 && !strings.HasSuffix(k, " events") {
+				changed = true
+			}
+		}
+		if !changed {
+			return nil
+		}
+		prev = cur
+	}
+}
+
+func pct(l []time.Duration, p int) time.Duration {
+	if len(l) == 0 {
+		return 0
+	}
+	i := (len(l)*p + 99) / 100
+	if i > 0 {
+		i--
+	}
+	return l[min(i, len(l)-1)]
+}
+
+// procCPU returns the user+system CPU seconds of pid (Linux /proc).
+func procCPU(pid int) (float64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	s := string(data)
+	fields := strings.Fields(s[strings.LastIndex(s, ")")+2:])
+	ut, _ := strconv.ParseFloat(fields[11], 64)
+	st, _ := strconv.ParseFloat(fields[12], 64)
+	return (ut + st) / 100, nil // clock ticks: 100 per second on Linux
+}
+
+// procPeakRSS returns the peak resident set size of pid in MiB (VmHWM).
+func procPeakRSS(pid int) float64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(l, "VmHWM:") {
+			kb, _ := strconv.ParseFloat(strings.Fields(l)[1], 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}
+
+func printTable(w io.Writer, r *Result) {
+	fmt.Fprintf(w, "nacflow bench: %d NonAdminBackups over %d namespaces, %d clients, %d unrelated Secrets\n\n", r.NABs, r.Namespaces, r.Clients, r.UnrelatedSecrets)
+	fmt.Fprintf(w, "%-44s %s\n", "metric", "value")
+	fmt.Fprintf(w, "%-44s %.1f NAB/s\n", "throughput (create → Velero Backup)", r.ThroughputPerSec)
+	fmt.Fprintf(w, "%-44s %s / %s / %s\n", "latency p50 / p90 / p99", r.LatencyP50, r.LatencyP90, r.LatencyP99)
+	fmt.Fprintf(w, "%-44s %.2f\n", "controller API writes per NAB (no events)", r.WritesPerNAB)
+	keys := make([]string, 0, len(r.WritesPerNABByResource))
+	for k := range r.WritesPerNABByResource {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(w, "  %-42s %.2f\n", k, r.WritesPerNABByResource[k])
+	}
+	fmt.Fprintf(w, "%-44s %.2f\n", "event writes per NAB", r.EventWritesPerNAB)
+	fmt.Fprintf(w, "%-44s %d\n", "409 conflicts", r.Conflicts)
+	fmt.Fprintf(w, "%-44s %d\n", "controller writes for one completion", r.WritesForOneCompletion)
+	fmt.Fprintf(w, "%-44s %d (burst of %d, %d NABs waiting)\n", "controller writes for a completion burst", r.WritesForBurst, r.BurstSize, r.WaitingNABsAtBurst)
+	fmt.Fprintf(w, "%-44s %.1f s\n", "controller CPU", r.ControllerCPUSeconds)
+	fmt.Fprintf(w, "%-44s %.1f MiB\n", "controller peak RSS", r.ControllerPeakRSSMiB)
+}
