@@ -140,6 +140,18 @@ run: $(CONTROL_PLANE) $(VELERO_STACK) build ## Local control plane, object store
 	$(LOCALCP) --assets $(BIN) --dir $(LOCAL) --oadp-namespace $(OADP_NAMESPACE) --velero=$(WITH_VELERO) -- \
 		$(NAC) --oadp-namespace $(OADP_NAMESPACE) --metrics-bind-address 127.0.0.1:8090 --health-probe-bind-address 127.0.0.1:8091
 
+BENCH_N ?= 1000
+BENCH_M ?= 100
+BENCH_C ?= 10
+BENCH_SECRETS ?= 0
+
+.PHONY: bench
+bench: $(CONTROL_PLANE) build ## Benchmarks: the engine's Go benchmarks, then nac at BENCH_N NABs over BENCH_M namespaces (writes, throughput, latency, CPU, RSS).
+	$(GO) test -run '^$$' -bench . -benchmem ./engine/
+	@mkdir -p $(LOCAL)
+	$(GO) build -o $(BIN)/bench ./hack/bench
+	$(BIN)/bench -assets $(BIN) -nac $(NAC) -n $(BENCH_N) -m $(BENCH_M) -c $(BENCH_C) -secrets $(BENCH_SECRETS) -json $(LOCAL)/bench-$(BENCH_N).json
+
 .PHONY: clean
 clean: ## Remove build output and the local control plane's state (keeps the cached tools).
 	rm -rf $(NAC) $(LOCALCP) $(LOCAL)

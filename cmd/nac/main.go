@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -44,6 +45,13 @@ type options struct {
 func main() {
 	if len(os.Args) > 1 && subcommands[os.Args[1]] != nil {
 		os.Exit(runSubcommand(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	}
+	// A controller's heap is mostly short-lived reconcile garbage around a
+	// small live set (the caches): collecting at 50% growth instead of 100%
+	// keeps the resident size about a fifth lower for a few percent more CPU
+	// (make bench). $GOGC, when set, wins.
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(50)
 	}
 	var o options
 	flag.StringVar(&o.oadpNamespace, "oadp-namespace", "",

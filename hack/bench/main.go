@@ -44,7 +44,7 @@ import (
 type config struct {
 	n, m, c, secrets, burst int
 	assets, nac, jsonOut    string
-	pprof                   string
+	pprof, nacGOGC          string
 	timeout                 time.Duration
 	window                  time.Duration
 }
@@ -79,6 +79,7 @@ func main() {
 	flag.DurationVar(&cfg.timeout, "timeout", 20*time.Minute, "Give up after this long.")
 	flag.DurationVar(&cfg.window, "queue-refresh-window", 2*time.Second, "nac's --queue-refresh-window during the run.")
 	flag.StringVar(&cfg.pprof, "pprof", "", "nac's --pprof-bind-address during the run (to profile it).")
+	flag.StringVar(&cfg.nacGOGC, "nac-gogc", "", "GOGC for the nac process only (empty: nac's default).")
 	flag.Parse()
 	res, err := run(cfg)
 	if err != nil {
@@ -158,6 +159,9 @@ func run(cfg config) (*Result, error) {
 		"--metrics-bind-address", "0", "--health-probe-bind-address", "127.0.0.1:0",
 		"--backup-sync-period", "0", "--garbage-collection-period", "0",
 		"--queue-refresh-window", cfg.window.String(), "--zap-log-level", "error", "--pprof-bind-address", cfg.pprof)
+	if cfg.nacGOGC != "" {
+		nac.Env = append(os.Environ(), "GOGC="+cfg.nacGOGC)
+	}
 	out, err := nac.StdoutPipe()
 	if err != nil {
 		return nil, err
