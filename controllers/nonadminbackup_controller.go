@@ -70,6 +70,10 @@ type NonAdminBackupReconciler struct {
 	// Backup ahead of them finished); others keep theirs, so no reconcile
 	// writes a position that only drifted.
 	refresh sync.Map
+	// refreshAt is when the scheduled queue refresh runs; until then further
+	// completions need no new one.
+	refreshMu sync.Mutex
+	refreshAt time.Time
 }
 
 // staleRecheck is how soon a reconcile that found its cache behind its own

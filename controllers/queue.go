@@ -11,7 +11,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
@@ -28,11 +27,18 @@ const DefaultQueueRefreshWindow = 5 * time.Second
 // Backups on every reconcile. It implements engine.QueueEstimator.
 type BackupQueue struct {
 	mu      sync.RWMutex
-	pending map[string]time.Time
+	pending map[string]queued
+}
+
+// queued is one unfinished Backup: when it was created and, for a NAC
+// Backup, the NonAdminBackup it belongs to.
+type queued struct {
+	created time.Time
+	nab     types.NamespacedName
 }
 
 // NewBackupQueue returns an empty queue index.
-func NewBackupQueue() *BackupQueue { return &BackupQueue{pending: map[string]time.Time{}} }
+func NewBackupQueue() *BackupQueue { return &BackupQueue{pending: map[string]queued{}} }
 
 // Observe records b: pending while unfinished, forgotten once finished.
 func (q *BackupQueue) Observe(b *velerov1.Backup) {
@@ -42,7 +48,21 @@ func (q *BackupQueue) Observe(b *velerov1.Backup) {
 		delete(q.pending, b.Name)
 		return
 	}
-	q.pending[b.Name] = b.CreationTimestamp.Time
+	q.pending[b.Name] = queued{created: b.CreationTimestamp.Time, nab: types.NamespacedName{
+		Namespace: b.Annotations[v1alpha1.NabOriginNamespaceAnnotation], Name: b.Annotations[v1alpha1.NabOriginNameAnnotation]}}
+}
+
+// waiting returns the NonAdminBackups whose Backups are pending.
+func (q *BackupQueue) waiting() []types.NamespacedName {
+	q.mu.RLock()
+	defer q.mu.RUnlock()
+	out := make([]types.NamespacedName, 0, len(q.pending))
+	for _, e := range q.pending {
+		if e.nab.Namespace != "" && e.nab.Name != "" {
+			out = append(out, e.nab)
+		}
+	}
+	return out
 }
 
 // Forget drops the Backup called name (deleted).
@@ -58,16 +78,16 @@ func (q *BackupQueue) Position(name string, created time.Time) int {
 	q.mu.RLock()
 	defer q.mu.RUnlock()
 	pos := 1
-	for n, t := range q.pending {
-		if n != name && (t.Before(created) || (t.Equal(created) && n < name)) {
+	for n, e := range q.pending {
+		if n != name && (e.created.Before(created) || (e.created.Equal(created) && n < name)) {
 			pos++
 		}
 	}
 	return pos
 }
 
-// backupEvents maps Velero Backup events to reconcile requests: every event
-// wakes the Backup's own NonAdminBackup; a Backup that finishes or goes also
+// backupEvents maps Velero Backup events to reconcile requests: updates and
+// deletions wake the Backup's own NonAdminBackup; a Backup that finishes or goes also
 // schedules, after the refresh window, every NonAdminBackup whose Backup is
 // still unfinished, so their queue positions move up. The workqueue keeps the
 // earliest schedule of a key, so a burst of completions within one window
@@ -83,8 +103,13 @@ func (r *NonAdminBackupReconciler) backupEvents() handler.TypedEventHandler[clie
 		}
 	}
 	return handler.TypedFuncs[client.Object, reconcile.Request]{
-		CreateFunc: func(_ context.Context, e event.TypedCreateEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			own(e.Object, q)
+		// A Backup's creation tells its NAB nothing new: the NAB made it (and
+		// recorded it in the same reconcile), or — after a rebuild — has no
+		// NAB yet; waking the NAB would only cost a reconcile on a stale cache.
+		CreateFunc: func(_ context.Context, e event.TypedCreateEvent[client.Object], _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if b, ok := e.Object.(*velerov1.Backup); ok && r.Queue != nil {
+				r.Queue.Observe(b)
+			}
 		},
 		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			own(e.ObjectNew, q)
@@ -107,27 +132,28 @@ func (r *NonAdminBackupReconciler) backupEvents() handler.TypedEventHandler[clie
 }
 
 // refreshWaiting schedules, after the refresh window, the NonAdminBackups
-// whose Velero Backups have not finished.
-func (r *NonAdminBackupReconciler) refreshWaiting(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	list := &velerov1.BackupList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(r.OADPNamespace), client.HasLabels{v1alpha1.NabOriginNACUUIDLabel}, client.UnsafeDisableDeepCopy); err != nil {
-		log.FromContext(ctx).Error(err, "listing Velero Backups to refresh queue positions")
+// whose Velero Backups have not finished, from the in-memory queue (no
+// list). While a refresh is already scheduled it does nothing: that refresh
+// runs after this completion too, and the workqueue keeps the earliest
+// schedule of a key anyway.
+func (r *NonAdminBackupReconciler) refreshWaiting(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	if r.Queue == nil {
 		return
 	}
 	window := r.QueueRefreshWindow
 	if window <= 0 {
 		window = DefaultQueueRefreshWindow
 	}
-	for i := range list.Items {
-		b := &list.Items[i]
-		if v1alpha1.BackupFinished(b.Status.Phase) {
-			continue
-		}
-		ns, name := b.Annotations[v1alpha1.NabOriginNamespaceAnnotation], b.Annotations[v1alpha1.NabOriginNameAnnotation]
-		if ns != "" && name != "" {
-			key := types.NamespacedName{Namespace: ns, Name: name}
-			r.refresh.Store(key, true)
-			q.AddAfter(reconcile.Request{NamespacedName: key}, window)
-		}
+	now := time.Now()
+	r.refreshMu.Lock()
+	if now.Before(r.refreshAt) {
+		r.refreshMu.Unlock()
+		return
+	}
+	r.refreshAt = now.Add(window)
+	r.refreshMu.Unlock()
+	for _, key := range r.Queue.waiting() {
+		r.refresh.Store(key, true)
+		q.AddAfter(reconcile.Request{NamespacedName: key}, window)
 	}
 }

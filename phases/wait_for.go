@@ -186,7 +186,9 @@ func (f *WaitFor) backup(ctx context.Context, ns, name string) (engine.Result, e
 			return engine.Result{}, engine.Terminalf("Velero Backup %s was deleted from %s before it finished", name, ns)
 		}
 		if err == nil {
-			return engine.Wait(fmt.Sprintf("Velero Backup %s is %s", name, phaseOr(string(b.Status.Phase))), recheckMissing), nil
+			// Just created, not in the cache yet: Velero's first update will
+			// wake the controller; the recheck is only a fallback.
+			return engine.Wait(fmt.Sprintf("Velero Backup %s is %s", name, phaseOr(string(b.Status.Phase))), recheckRunning), nil
 		}
 	}
 	if err != nil {
