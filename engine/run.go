@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"runtime/debug"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -306,6 +307,19 @@ func (r *Runner) call(ctx context.Context, op *Operation, plan *nacv1alpha1.Plan
 	if err := DecodeArgs(rendered, args); err != nil {
 		return Result{}, Terminalf("%s %w", spec.Func, err)
 	}
+	return safeRun(ctx, fn, op, args)
+}
+
+// safeRun runs fn, turning a panic into a terminal error: bad input, or a
+// bug in one function, fails that phase with a clear message instead of
+// crashing the controller (and every other tenant's operations with it).
+func safeRun(ctx context.Context, fn Func, op *Operation, args any) (res Result, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			log.FromContext(ctx).Error(fmt.Errorf("%v", p), "phase function panicked", "func", fn.Name(), "stack", string(debug.Stack()))
+			res, err = Result{}, Terminalf("%s panicked: %v (a bug: please report it)", fn.Name(), p)
+		}
+	}()
 	return fn.Run(ctx, op, args)
 }
 

@@ -400,3 +400,17 @@ func (s *RunSuite) TestNamespaceLabelsInTemplates(c *C) {
 	c.Assert(err, IsNil)
 	c.Check(s.nab.Status.Plan.Phase("a").Output, DeepEquals, map[string]string{"value": "cc-42/"})
 }
+
+func (s *RunSuite) TestPanicFailsThePhaseNotTheController(c *C) {
+	s.fn.script["b"] = func(int, *stepArgs) (engine.Result, error) {
+		var m map[string]int
+		m["boom"]++ // a nil map write: a bug in a function
+		return engine.Done("", nil), nil
+	}
+	out, err := s.runner.Run(context.Background(), s.request(c, nil))
+	c.Assert(err, IsNil)
+	c.Check(out.Finished, Equals, true)
+	c.Check(s.nab.Status.Plan.State, Equals, v1alpha1.PlanFailed)
+	c.Check(s.nab.Status.Plan.Phase("b").Message, Matches, `Step panicked: assignment to entry in nil map \(a bug: please report it\)`)
+	c.Check(s.nab.Status.Plan.DeferPhase.State, Equals, v1alpha1.PhaseComplete)
+}
