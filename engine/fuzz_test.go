@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,6 +21,9 @@ func FuzzRenderArgs(f *testing.F) {
 		f.Add(s, "nab-{{ .OADPNamespace }}")
 	}
 	f.Fuzz(func(t *testing.T, src, name string) {
+		if !utf8.ValidString(src) {
+			return // blueprint args come from JSON: always valid UTF-8
+		}
 		raw, err := json.Marshal(src)
 		if err != nil {
 			return
