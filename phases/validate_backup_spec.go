@@ -34,7 +34,9 @@ type ValidateBackupSpecArgs struct {
 //
 // Refused, each with a message naming the field: includedNamespaces other
 // than the NAB's own namespace, any excludedNamespaces, includeClusterResources
-// true, any includedClusterScopedResources, any volumeSnapshotLocations, and a
+// true, any includedClusterScopedResources, any volumeSnapshotLocations, a
+// resourcePolicy (a ConfigMap of the OADP namespace: only an admin's enforce
+// may set one), a NAB in the OADP namespace itself, and a
 // storageLocation that is not an approved, Created and Available
 // NonAdminBackupStorageLocation of the NAB's namespace (it is translated to
 // that location's Velero BSL). Refusal is a terminal error: the same spec
@@ -57,6 +59,9 @@ func (f *ValidateBackupSpec) Run(ctx context.Context, op *engine.Operation, args
 		return engine.Result{}, err
 	}
 	err = validateBackupSpec(nab)
+	if err == nil && nab.Namespace == op.OADPNamespace {
+		err = fmt.Errorf("metadata.namespace: NonAdminBackups are not served in the OADP namespace %s", op.OADPNamespace)
+	}
 	var effective *velerov1.BackupSpec
 	if err == nil {
 		effective = nab.Spec.BackupSpec.DeepCopy()
@@ -114,6 +119,9 @@ func validateBackupSpec(nab *v1alpha1.NonAdminBackup) error {
 	}
 	if len(spec.IncludedClusterScopedResources) > 0 {
 		return fmt.Errorf("spec.backupSpec.includedClusterScopedResources is restricted: found %s", strings.Join(spec.IncludedClusterScopedResources, ", "))
+	}
+	if spec.ResourcePolicy != nil {
+		return fmt.Errorf("spec.backupSpec.resourcePolicy is restricted: it names a ConfigMap in the OADP namespace (an admin may enforce one)")
 	}
 	if len(spec.VolumeSnapshotLocations) > 0 {
 		return fmt.Errorf("spec.backupSpec.volumeSnapshotLocations is restricted: found %s", strings.Join(spec.VolumeSnapshotLocations, ", "))

@@ -52,6 +52,9 @@ func (f *ValidateBSLSpec) Run(ctx context.Context, op *engine.Operation, args an
 	}
 	var effective *velerov1.BackupStorageLocationSpec
 	refusal := validateBSLSpec(nabsl)
+	if refusal == nil && nabsl.Namespace == op.OADPNamespace {
+		refusal = fmt.Errorf("metadata.namespace: NonAdminBackupStorageLocations are not served in the OADP namespace %s", op.OADPNamespace)
+	}
 	if refusal == nil {
 		effective = nabsl.Spec.BackupStorageLocationSpec.DeepCopy()
 		refusal = a.Enforce.Apply(effective)

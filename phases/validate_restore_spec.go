@@ -51,6 +51,9 @@ func (f *ValidateRestoreSpec) Run(ctx context.Context, op *engine.Operation, arg
 		return engine.Result{}, err
 	}
 	refusal := validateRestoreSpec(nar)
+	if refusal == nil && nar.Namespace == op.OADPNamespace {
+		refusal = fmt.Errorf("metadata.namespace: NonAdminRestores are not served in the OADP namespace %s", op.OADPNamespace)
+	}
 	var effective *velerov1.RestoreSpec
 	if refusal == nil {
 		effective = nar.Spec.RestoreSpec.DeepCopy()
@@ -96,6 +99,10 @@ func validateRestoreSpec(nar *v1alpha1.NonAdminRestore) error {
 		return fmt.Errorf("spec.restoreSpec.scheduleName is restricted: restore from a NonAdminBackup with backupName")
 	case len(spec.ExcludedNamespaces) > 0:
 		return fmt.Errorf("spec.restoreSpec.excludedNamespaces is restricted: found %s", strings.Join(spec.ExcludedNamespaces, ", "))
+	case spec.ResourceModifier != nil:
+		return fmt.Errorf("spec.restoreSpec.resourceModifier is restricted: it names a ConfigMap in the OADP namespace (an admin may enforce one)")
+	case spec.ResourcePolicy != nil:
+		return fmt.Errorf("spec.restoreSpec.resourcePolicy is restricted: it names a ConfigMap in the OADP namespace (an admin may enforce one)")
 	case len(spec.NamespaceMapping) > 0:
 		return fmt.Errorf("spec.restoreSpec.namespaceMapping is restricted: a NonAdminRestore restores into its own namespace only")
 	}
