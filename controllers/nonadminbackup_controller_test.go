@@ -66,7 +66,7 @@ func (s *ControllerSuite) SetUpSuite(c *C) {
 	c.Assert(r.SetupWithManager(mgr), IsNil)
 	nar := &controllers.NonAdminRestoreReconciler{Deps: deps("nonadminrestore-controller")}
 	c.Assert(nar.SetupWithManager(mgr), IsNil)
-	nabsl := &controllers.NonAdminBackupStorageLocationReconciler{Deps: deps("nonadminbackupstoragelocation-controller"), RequireApproval: true}
+	nabsl := &controllers.NonAdminBackupStorageLocationReconciler{Deps: deps("nonadminbackupstoragelocation-controller"), RequireApproval: true, CredentialCheckPeriod: time.Second}
 	c.Assert(nabsl.SetupWithManager(mgr), IsNil)
 	bpr := &controllers.BlueprintReconciler{Client: mgr.GetClient(), Registry: registry,
 		Recorder: mgr.GetEventRecorderFor("blueprint-controller"), OADPNamespace: s.oadp}

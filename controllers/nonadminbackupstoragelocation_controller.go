@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"time"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -31,6 +32,10 @@ type NonAdminBackupStorageLocationReconciler struct {
 	Deps
 	// RequireApproval is --require-approval-for-bsl.
 	RequireApproval bool
+	// CredentialCheckPeriod is how often a location looks again at its
+	// credential Secret's version, so that a rotation reaches the copy
+	// without watching Secrets (0: DefaultCredentialCheckPeriod).
+	CredentialCheckPeriod time.Duration
 
 	reads readTracker
 }
@@ -40,7 +45,10 @@ type NonAdminBackupStorageLocationReconciler struct {
 // +kubebuilder:rbac:groups=oadp.openshift.io,resources=nonadminbackupstoragelocationrequests,verbs=get;list;watch;create;update;patch;delete;deletecollection
 // +kubebuilder:rbac:groups=oadp.openshift.io,resources=nonadminbackupstoragelocationrequests/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=velero.io,resources=backupstoragelocations,verbs=get;list;watch;create;update;patch;delete;deletecollection
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch;delete;deletecollection
+// Tenant Secrets are only ever read one by one (the credential a location
+// names); copies are written only in the OADP namespace.
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+// +kubebuilder:rbac:groups="",namespace=openshift-adp,resources=secrets,verbs=list;create;update;patch;delete;deletecollection
 
 // Reconcile moves one NonAdminBackupStorageLocation forward with the shared
 // NAC loop: finalize once it is being deleted, create otherwise — run again
@@ -48,7 +56,7 @@ type NonAdminBackupStorageLocationReconciler struct {
 // (the plan's revision), so rotation and approval changes flow through the
 // same phases.
 func (r *NonAdminBackupStorageLocationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	return reconcileNAC(ctx, &r.Deps, &r.reads, nacKind[*v1alpha1.NonAdminBackupStorageLocation]{
+	res, err := reconcileNAC(ctx, &r.Deps, &r.reads, nacKind[*v1alpha1.NonAdminBackupStorageLocation]{
 		newObject: func() *v1alpha1.NonAdminBackupStorageLocation { return &v1alpha1.NonAdminBackupStorageLocation{} },
 		finalizer: v1alpha1.NonAdminBackupStorageLocationFinalizer,
 		blueprint: blueprints.NonAdminBackupStorageLocation, kind: "NonAdminBackupStorageLocation",
@@ -78,7 +86,18 @@ func (r *NonAdminBackupStorageLocationReconciler) Reconcile(ctx context.Context,
 			return r.mirror(ctx, n)
 		},
 	}, req)
+	if err == nil && res.RequeueAfter == 0 {
+		// Look again later: a rotated credential changes the revision.
+		res.RequeueAfter = r.CredentialCheckPeriod
+		if res.RequeueAfter <= 0 {
+			res.RequeueAfter = DefaultCredentialCheckPeriod
+		}
+	}
+	return res, err
 }
+
+// DefaultCredentialCheckPeriod is --credential-check-period's default.
+const DefaultCredentialCheckPeriod = time.Minute
 
 // revision is what a create run is for: the spec's generation, the version
 // of the credential Secret (read from the API server: no Secret cache) and
@@ -137,10 +156,9 @@ func (r *NonAdminBackupStorageLocationReconciler) mirror(ctx context.Context, n 
 
 // SetupWithManager registers the reconciler: locations cluster-wide (spec
 // changes only); their Velero BSLs and approval requests in the OADP
-// namespace, mapped back by origin annotations; and Secrets through a
-// metadata-only watch (names and versions, never data, are cached), mapped
-// to the locations of their namespace that use them, so a rotated credential
-// reaches its copy.
+// namespace, mapped back by origin annotations. Secrets are not watched
+// (least privilege): each location rechecks its credential's version every
+// CredentialCheckPeriod.
 func (r *NonAdminBackupStorageLocationReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	inOADP := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		return o.GetNamespace() == r.OADPNamespace && o.GetLabels()[v1alpha1.NabslOriginNACUUIDLabel] != ""
@@ -150,7 +168,6 @@ func (r *NonAdminBackupStorageLocationReconciler) SetupWithManager(mgr ctrl.Mana
 		For(&v1alpha1.NonAdminBackupStorageLocation{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&velerov1.BackupStorageLocation{}, handler.EnqueueRequestsFromMapFunc(toNABSL), builder.WithPredicates(inOADP)).
 		Watches(&v1alpha1.NonAdminBackupStorageLocationRequest{}, handler.EnqueueRequestsFromMapFunc(toNABSL), builder.WithPredicates(inOADP)).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.secretToNABSLs), builder.OnlyMetadata).
 		Complete(r)
 }
 
@@ -161,20 +178,4 @@ func toNABSL(_ context.Context, obj client.Object) []reconcile.Request {
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
-}
-
-// secretToNABSLs maps a tenant Secret to the locations of its namespace whose
-// credential names it.
-func (r *NonAdminBackupStorageLocationReconciler) secretToNABSLs(ctx context.Context, obj client.Object) []reconcile.Request {
-	list := &v1alpha1.NonAdminBackupStorageLocationList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(obj.GetNamespace())); err != nil {
-		return nil
-	}
-	var reqs []reconcile.Request
-	for _, n := range list.Items {
-		if s := n.Spec.BackupStorageLocationSpec; s != nil && s.Credential != nil && s.Credential.Name == obj.GetName() {
-			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: n.Namespace, Name: n.Name}})
-		}
-	}
-	return reqs
 }

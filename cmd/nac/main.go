@@ -34,6 +34,7 @@ type options struct {
 	leaderElect   bool
 	queueWindow   time.Duration
 	bslApproval   bool
+	credCheck     time.Duration
 	syncPeriod    time.Duration
 	gcPeriod      time.Duration
 	pprofAddr     string
@@ -78,6 +79,8 @@ func main() {
 	flag.IntVar(&o.burst, "kube-api-burst", 400, "Burst above --kube-api-qps.")
 	flag.IntVar(&o.concurrency, "max-concurrent-reconciles", 8,
 		"NAC objects reconciled at once, per kind (the same object is never reconciled twice at once).")
+	flag.DurationVar(&o.credCheck, "credential-check-period", controllers.DefaultCredentialCheckPeriod,
+		"How often each NonAdminBackupStorageLocation rechecks its credential Secret, so that a rotation reaches the copy (Secrets are not watched).")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Usage = func() {
@@ -175,7 +178,7 @@ func run(o options) error {
 	if err := nar.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the NonAdminRestore controller: %w", err)
 	}
-	nabsl := &controllers.NonAdminBackupStorageLocationReconciler{Deps: deps("nonadminbackupstoragelocation-controller"), RequireApproval: o.bslApproval}
+	nabsl := &controllers.NonAdminBackupStorageLocationReconciler{Deps: deps("nonadminbackupstoragelocation-controller"), RequireApproval: o.bslApproval, CredentialCheckPeriod: o.credCheck}
 	if err := nabsl.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the NonAdminBackupStorageLocation controller: %w", err)
 	}
