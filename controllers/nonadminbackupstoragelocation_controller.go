@@ -138,20 +138,11 @@ func (r *NonAdminBackupStorageLocationReconciler) revision(ctx context.Context, 
 
 // mirror copies the linked Velero BSL's status into the location.
 func (r *NonAdminBackupStorageLocationReconciler) mirror(ctx context.Context, n *v1alpha1.NonAdminBackupStorageLocation) error {
-	v := n.Status.VeleroBackupStorageLocation
-	if v == nil || v.Name == "" {
+	if n.Status.VeleroBackupStorageLocation == nil {
 		return nil
 	}
-	b := &velerov1.BackupStorageLocation{}
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.OADPNamespace, Name: v.Name}, b)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("reading Velero BackupStorageLocation %s/%s: %w", r.OADPNamespace, v.Name, err)
-	}
-	n.MirrorBSL(b)
-	return nil
+	return mirrorVelero(ctx, &r.Deps, "BackupStorageLocation", n.Status.VeleroBackupStorageLocation.Name, &velerov1.BackupStorageLocation{},
+		func(v *velerov1.BackupStorageLocation) { n.MirrorBSL(v) })
 }
 
 // SetupWithManager registers the reconciler: locations cluster-wide (spec

@@ -2,10 +2,8 @@ package controllers
 
 import (
 	"context"
-	"fmt"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -74,20 +72,11 @@ func (r *NonAdminRestoreReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 
 // mirror copies the linked Velero Restore's status into the NAR.
 func (r *NonAdminRestoreReconciler) mirror(ctx context.Context, nar *v1alpha1.NonAdminRestore) error {
-	vr := nar.Status.VeleroRestore
-	if vr == nil || vr.Name == "" {
+	if nar.Status.VeleroRestore == nil {
 		return nil
 	}
-	restore := &velerov1.Restore{}
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.OADPNamespace, Name: vr.Name}, restore)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("reading Velero Restore %s/%s: %w", r.OADPNamespace, vr.Name, err)
-	}
-	nar.MirrorRestore(restore)
-	return nil
+	return mirrorVelero(ctx, &r.Deps, "Restore", nar.Status.VeleroRestore.Name, &velerov1.Restore{},
+		func(v *velerov1.Restore) { nar.MirrorRestore(v) })
 }
 
 // SetupWithManager registers the reconciler: NonAdminRestores cluster-wide

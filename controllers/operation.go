@@ -185,3 +185,22 @@ func resolvePlan(ctx context.Context, d *Deps, obj engine.Object, name, kind, ac
 	}
 	return engine.Plan{Action: action, Blueprint: res.Blueprint, BlueprintGeneration: res.Generation, Spec: res.Action, Message: res.Message}, nil
 }
+
+// mirrorVelero reads the Velero object called name (a kind such as
+// "Restore", for messages) from the OADP namespace into obj and hands it to
+// apply, which mirrors it into the NAC object's status. No name yet, or no
+// such object, is not an error: there is nothing to mirror.
+func mirrorVelero[T client.Object](ctx context.Context, d *Deps, kind, name string, obj T, apply func(T)) error {
+	if name == "" {
+		return nil
+	}
+	err := d.Client.Get(ctx, client.ObjectKey{Namespace: d.OADPNamespace, Name: name}, obj)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading Velero %s %s/%s: %w", kind, d.OADPNamespace, name, err)
+	}
+	apply(obj)
+	return nil
+}
