@@ -5,6 +5,7 @@ package blueprints
 import (
 	"embed"
 	"fmt"
+	"sync"
 
 	"sigs.k8s.io/yaml"
 
@@ -31,6 +32,28 @@ const (
 // returns an error when there is no such built-in or its YAML does not decode
 // strictly (a build defect, caught by the package tests).
 func BuiltIn(name string) (*v1alpha1.Blueprint, error) {
+	bp, err := parsedBuiltIn(name)
+	if err != nil {
+		return nil, err
+	}
+	return bp.DeepCopy(), nil
+}
+
+// builtinCache holds each built-in decoded once: decoding the YAML on every
+// reconcile cost about 8 % of the controller's CPU at 1,000 NABs (make bench).
+var builtinCache sync.Map // name → func() (*v1alpha1.Blueprint, error)
+
+// parsedBuiltIn returns the shared decoded built-in called name; callers must
+// not modify it (BuiltIn hands out copies).
+func parsedBuiltIn(name string) (*v1alpha1.Blueprint, error) {
+	f, ok := builtinCache.Load(name)
+	if !ok {
+		f, _ = builtinCache.LoadOrStore(name, sync.OnceValues(func() (*v1alpha1.Blueprint, error) { return decodeBuiltIn(name) }))
+	}
+	return f.(func() (*v1alpha1.Blueprint, error))()
+}
+
+func decodeBuiltIn(name string) (*v1alpha1.Blueprint, error) {
 	data, err := builtinFS.ReadFile("builtin/" + name + ".yaml")
 	if err != nil {
 		return nil, fmt.Errorf("no built-in blueprint %q", name)

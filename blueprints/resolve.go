@@ -122,7 +122,7 @@ func usable(bp *v1alpha1.Blueprint) (map[string]v1alpha1.BlueprintAction, string
 // BuiltInAction returns the action called action of the built-in blueprint
 // name, or an error when there is no such built-in or action.
 func BuiltInAction(name, action string) (Resolution, error) {
-	bp, err := BuiltIn(name)
+	bp, err := parsedBuiltIn(name)
 	if err != nil {
 		return Resolution{}, err
 	}
@@ -130,7 +130,7 @@ func BuiltInAction(name, action string) (Resolution, error) {
 	if err != nil {
 		return Resolution{}, err
 	}
-	return Resolution{Blueprint: bp.Name, Generation: v1alpha1.BuiltInGeneration, Action: a}, nil
+	return Resolution{Blueprint: bp.Name, Generation: v1alpha1.BuiltInGeneration, Action: a.DeepCopy()}, nil
 }
 
 // KnownActions returns the actions the controllers run for a NAC kind,

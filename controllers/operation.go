@@ -2,11 +2,13 @@ package controllers
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -91,9 +93,8 @@ func reconcileNAC[T engine.Object](ctx context.Context, d *Deps, reads *readTrac
 		if deleting {
 			return ctrl.Result{}, nil
 		}
-		before := obj.DeepCopyObject().(client.Object)
 		controllerutil.AddFinalizer(obj, k.finalizer)
-		if err := d.Client.Patch(ctx, obj, client.MergeFrom(before)); err != nil {
+		if err := patchFinalizers(ctx, d.Client, obj); err != nil {
 			return ctrl.Result{}, fmt.Errorf("adding finalizer to %s: %w", req.NamespacedName, err)
 		}
 		wrote()
@@ -122,14 +123,24 @@ func reconcileNAC[T engine.Object](ctx context.Context, d *Deps, reads *readTrac
 			return ctrl.Result{}, fmt.Errorf("deleting %s after its %s action: %w", req.NamespacedName, action, err)
 		}
 	case deleting:
-		before := obj.DeepCopyObject().(client.Object)
 		controllerutil.RemoveFinalizer(obj, k.finalizer)
-		if err := d.Client.Patch(ctx, obj, client.MergeFrom(before)); client.IgnoreNotFound(err) != nil {
+		if err := patchFinalizers(ctx, d.Client, obj); client.IgnoreNotFound(err) != nil {
 			return ctrl.Result{}, fmt.Errorf("removing finalizer of %s: %w", req.NamespacedName, err)
 		}
 		log.FromContext(ctx).Info("finalized", "kind", k.kind, "action", action)
 	}
 	return result, nil
+}
+
+// patchFinalizers writes obj's finalizers with a JSON merge patch (the list is
+// replaced whole, as any merge patch of a list does) and reads back only the
+// new resourceVersion (engine.PatchMetadataOnly).
+func patchFinalizers(ctx context.Context, c client.Client, obj client.Object) error {
+	data, err := json.Marshal(map[string]any{"metadata": map[string]any{"finalizers": obj.GetFinalizers()}})
+	if err != nil {
+		return err
+	}
+	return engine.PatchMetadataOnly(ctx, c, obj, client.RawPatch(types.MergePatchType, data), false)
 }
 
 // runAction resolves (for a new operation) and runs action, then afterRun.

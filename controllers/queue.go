@@ -2,6 +2,8 @@ package controllers
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -22,12 +24,18 @@ import (
 const DefaultQueueRefreshWindow = 5 * time.Second
 
 // BackupQueue is an in-memory index of the unfinished Velero Backups of the
-// OADP namespace (name → creation time), kept current by the Backup watch.
-// It answers queue positions without listing (and copying) the namespace's
-// Backups on every reconcile. It implements engine.QueueEstimator.
+// OADP namespace, kept current by the Backup watch. It answers queue
+// positions without listing (and copying) the namespace's Backups on every
+// reconcile. Besides the map by name it keeps the pending Backups sorted by
+// (creation time, name), so a position is a binary search — O(log pending) —
+// and refreshing every waiting NAB costs O(pending · log pending), not
+// O(pending²) (make bench at 10,000 NABs). It implements engine.QueueEstimator
+// and is safe for concurrent use.
 type BackupQueue struct {
 	mu      sync.RWMutex
 	pending map[string]queued
+	// order holds the pending Backups sorted by (created, name).
+	order []queueKey
 }
 
 // queued is one unfinished Backup: when it was created and, for a NAC
@@ -35,6 +43,19 @@ type BackupQueue struct {
 type queued struct {
 	created time.Time
 	nab     types.NamespacedName
+}
+
+// queueKey orders pending Backups: by creation time, then name.
+type queueKey struct {
+	created time.Time
+	name    string
+}
+
+func (k queueKey) compare(o queueKey) int {
+	if c := k.created.Compare(o.created); c != 0 {
+		return c
+	}
+	return strings.Compare(k.name, o.name)
 }
 
 // NewBackupQueue returns an empty queue index.
@@ -45,11 +66,32 @@ func (q *BackupQueue) Observe(b *velerov1.Backup) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if v1alpha1.BackupFinished(b.Status.Phase) {
-		delete(q.pending, b.Name)
+		q.remove(b.Name)
 		return
 	}
-	q.pending[b.Name] = queued{created: b.CreationTimestamp.Time, nab: types.NamespacedName{
+	e := queued{created: b.CreationTimestamp.Time, nab: types.NamespacedName{
 		Namespace: b.Annotations[v1alpha1.NabOriginNamespaceAnnotation], Name: b.Annotations[v1alpha1.NabOriginNameAnnotation]}}
+	if old, ok := q.pending[b.Name]; ok && old.created.Equal(e.created) {
+		q.pending[b.Name] = e
+		return
+	}
+	q.remove(b.Name)
+	q.pending[b.Name] = e
+	k := queueKey{created: e.created, name: b.Name}
+	i, _ := slices.BinarySearchFunc(q.order, k, queueKey.compare)
+	q.order = slices.Insert(q.order, i, k)
+}
+
+// remove drops the Backup called name from both indexes; q.mu must be held.
+func (q *BackupQueue) remove(name string) {
+	old, ok := q.pending[name]
+	if !ok {
+		return
+	}
+	delete(q.pending, name)
+	if i, found := slices.BinarySearchFunc(q.order, queueKey{created: old.created, name: name}, queueKey.compare); found {
+		q.order = slices.Delete(q.order, i, i+1)
+	}
 }
 
 // waiting returns the NonAdminBackups whose Backups are pending.
@@ -69,21 +111,21 @@ func (q *BackupQueue) waiting() []types.NamespacedName {
 func (q *BackupQueue) Forget(name string) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	delete(q.pending, name)
+	q.remove(name)
 }
 
 // Position implements engine.QueueEstimator: 1 + the pending Backups created
-// before (created, name). O(pending), no allocation.
+// before (created, name). O(log pending), no allocation.
 func (q *BackupQueue) Position(name string, created time.Time) int {
 	q.mu.RLock()
 	defer q.mu.RUnlock()
-	pos := 1
-	for n, e := range q.pending {
-		if n != name && (e.created.Before(created) || (e.created.Equal(created) && n < name)) {
-			pos++
-		}
+	k := queueKey{created: created, name: name}
+	i, _ := slices.BinarySearchFunc(q.order, k, queueKey.compare)
+	// The Backup itself never counts, even when asked with another time.
+	if e, ok := q.pending[name]; ok && (queueKey{created: e.created, name: name}).compare(k) < 0 {
+		i--
 	}
-	return pos
+	return 1 + i
 }
 
 // backupEvents maps Velero Backup events to reconcile requests: updates and

@@ -1,6 +1,8 @@
 package controllers_test
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"time"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
@@ -43,4 +45,40 @@ func (s *QueueSuite) TestQueuePosition(c *C) {
 	q.Forget("a")
 	c.Check(q.Position("b", at(2)), Equals, 1)
 	c.Check(q.Position("new", at(9)), Equals, 2)
+}
+
+// The sorted index answers as counting does, over a random mix of new,
+// re-observed, finished and deleted Backups.
+func (s *QueueSuite) TestQueuePositionMatchesCounting(c *C) {
+	rng := rand.New(rand.NewPCG(7, 9))
+	q := controllers.NewBackupQueue()
+	pending := map[string]int{} // name → creation second
+	for step := range 5000 {
+		name := fmt.Sprintf("b%03d", rng.IntN(300))
+		sec := rng.IntN(50)
+		if old, ok := pending[name]; ok {
+			sec = old // creation time never changes
+		}
+		switch rng.IntN(4) {
+		case 0, 1:
+			b := backupAt(name, sec, velerov1.BackupPhaseInProgress, 0)
+			q.Observe(&b)
+			pending[name] = sec
+		case 2:
+			b := backupAt(name, sec, velerov1.BackupPhaseCompleted, 0)
+			q.Observe(&b)
+			delete(pending, name)
+		case 3:
+			q.Forget(name)
+			delete(pending, name)
+		}
+		probe, psec := fmt.Sprintf("b%03d", rng.IntN(300)), rng.IntN(50)
+		want := 1
+		for n, t := range pending {
+			if n != probe && (t < psec || (t == psec && n < probe)) {
+				want++
+			}
+		}
+		c.Assert(q.Position(probe, time.Unix(int64(1000+psec), 0)), Equals, want, Commentf("step %d", step))
+	}
 }

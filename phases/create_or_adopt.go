@@ -28,6 +28,7 @@ func createOrAdopt(ctx context.Context, c Clients, kind string, want client.Obje
 	got := want.DeepCopyObject().(client.Object)
 	err := c.Client.Create(ctx, got)
 	if err == nil {
+		c.recent.add(kind, got)
 		return got, "Created", nil
 	}
 	if !apierrors.IsAlreadyExists(err) {

@@ -21,6 +21,9 @@ type Clients struct {
 	Recorder record.EventRecorder
 	// Queue estimates queue positions (nil: CreateVeleroBackup sets none).
 	Queue engine.QueueEstimator
+
+	// recent remembers what these functions created (set by New).
+	recent *recentCreates
 }
 
 // Options are controller settings some phase functions follow.
@@ -33,6 +36,7 @@ type Options struct {
 // New returns the registry of every phase function, bound to c and o. It
 // returns an error only if two functions share a name (a programming error).
 func New(c Clients, o Options) (*engine.Registry, error) {
+	c.recent = newRecentCreates()
 	return engine.NewRegistry(
 		&ValidateBackupSpec{clients: c},
 		&CreateVeleroBackup{clients: c},

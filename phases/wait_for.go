@@ -158,6 +158,10 @@ func (f *WaitFor) restore(ctx context.Context, ns, name string) (engine.Result, 
 	}
 	r := &velerov1.Restore{}
 	err := f.clients.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, r)
+	if apierrors.IsNotFound(err) && f.clients.recent.has("Velero Restore", ns, name) {
+		// Created by this process moments ago; the cache is behind.
+		return engine.Wait(fmt.Sprintf("Velero Restore %s is %s", name, phaseOr("")), recheckRunning), nil
+	}
 	if apierrors.IsNotFound(err) {
 		err = f.clients.APIReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, r)
 		if apierrors.IsNotFound(err) {
@@ -179,6 +183,10 @@ func (f *WaitFor) backup(ctx context.Context, ns, name string) (engine.Result, e
 	}
 	b := &velerov1.Backup{}
 	err := f.clients.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, b)
+	if apierrors.IsNotFound(err) && f.clients.recent.has("Velero Backup", ns, name) {
+		// Created by this process moments ago; the cache is behind.
+		return engine.Wait(fmt.Sprintf("Velero Backup %s is %s", name, phaseOr("")), recheckRunning), nil
+	}
 	if apierrors.IsNotFound(err) {
 		// Not in the cache: just created, or deleted? Ask the API server.
 		err = f.clients.APIReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, b)

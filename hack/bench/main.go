@@ -45,6 +45,7 @@ type config struct {
 	n, m, c, secrets, burst int
 	assets, nac, jsonOut    string
 	pprof, nacGOGC          string
+	nacArgs, apiserverProf  string
 	timeout                 time.Duration
 	window                  time.Duration
 }
@@ -53,6 +54,7 @@ type config struct {
 type Result struct {
 	NABs, Namespaces, Clients, UnrelatedSecrets int
 	ThroughputPerSec                            float64
+	CreationSeconds                             float64
 	LatencyP50, LatencyP90, LatencyP99          string
 	WritesPerNAB                                float64
 	WritesPerNABByResource                      map[string]float64
@@ -78,6 +80,8 @@ func main() {
 	flag.StringVar(&cfg.jsonOut, "json", "", "Write the result as JSON to this file.")
 	flag.DurationVar(&cfg.timeout, "timeout", 20*time.Minute, "Give up after this long.")
 	flag.DurationVar(&cfg.window, "queue-refresh-window", 2*time.Second, "nac's --queue-refresh-window during the run.")
+	flag.StringVar(&cfg.nacArgs, "nac-args", "", "Extra nac flags, space-separated (e.g. \"--max-concurrent-reconciles=16\").")
+	flag.StringVar(&cfg.apiserverProf, "apiserver-cpu-profile", "", "Write an 8 s CPU profile of the kube-apiserver, taken as the NAB wave starts, to this file.")
 	flag.StringVar(&cfg.pprof, "pprof", "", "nac's --pprof-bind-address during the run (to profile it).")
 	flag.StringVar(&cfg.nacGOGC, "nac-gogc", "", "GOGC for the nac process only (empty: nac's default).")
 	flag.Parse()
@@ -155,10 +159,11 @@ func run(cfg config) (*Result, error) {
 	}
 
 	// The controller, as a separate process.
-	nac := exec.CommandContext(ctx, cfg.nac, "--kubeconfig", kcPath, "--oadp-namespace", oadpNS,
+	args := []string{"--kubeconfig", kcPath, "--oadp-namespace", oadpNS,
 		"--metrics-bind-address", "0", "--health-probe-bind-address", "127.0.0.1:0",
 		"--backup-sync-period", "0", "--garbage-collection-period", "0",
-		"--queue-refresh-window", cfg.window.String(), "--zap-log-level", "error", "--pprof-bind-address", cfg.pprof)
+		"--queue-refresh-window", cfg.window.String(), "--zap-log-level", "error", "--pprof-bind-address", cfg.pprof}
+	nac := exec.CommandContext(ctx, cfg.nac, append(args, strings.Fields(cfg.nacArgs)...)...)
 	if cfg.nacGOGC != "" {
 		nac.Env = append(os.Environ(), "GOGC="+cfg.nacGOGC)
 	}
@@ -210,6 +215,17 @@ func run(cfg config) (*Result, error) {
 		return nil, err
 	}
 	cpu0, _ := procCPU(nac.Process.Pid)
+	if cfg.apiserverProf != "" {
+		go func() {
+			data, err := cs.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", "8").DoRaw(ctx)
+			if err == nil {
+				err = os.WriteFile(cfg.apiserverProf, data, 0o644)
+			}
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "bench: apiserver profile:", err)
+			}
+		}()
+	}
 	created := make([]time.Time, cfg.n)
 	start := time.Now()
 	if err := parallel(ctx, cfg.n, cfg.c, func(i int) error {
@@ -221,6 +237,7 @@ func run(cfg config) (*Result, error) {
 	}); err != nil {
 		return nil, fmt.Errorf("creating NABs: %w", err)
 	}
+	createdIn := time.Since(start)
 	select {
 	case <-allSeen:
 	case <-ctx.Done():
@@ -247,6 +264,7 @@ func run(cfg config) (*Result, error) {
 	}
 	res := &Result{NABs: cfg.n, Namespaces: cfg.m, Clients: cfg.c, UnrelatedSecrets: cfg.secrets,
 		ThroughputPerSec:       float64(cfg.n) / last.Sub(start).Seconds(),
+		CreationSeconds:        createdIn.Seconds(),
 		LatencyP50:             pct(lat, 50).Round(time.Millisecond).String(),
 		LatencyP90:             pct(lat, 90).Round(time.Millisecond).String(),
 		LatencyP99:             pct(lat, 99).Round(time.Millisecond).String(),
@@ -492,6 +510,7 @@ func printTable(w io.Writer, r *Result) {
 	fmt.Fprintf(w, "nacflow bench: %d NonAdminBackups over %d namespaces, %d clients, %d unrelated Secrets\n\n", r.NABs, r.Namespaces, r.Clients, r.UnrelatedSecrets)
 	fmt.Fprintf(w, "%-44s %s\n", "metric", "value")
 	fmt.Fprintf(w, "%-44s %.1f NAB/s\n", "throughput (create → Velero Backup)", r.ThroughputPerSec)
+	fmt.Fprintf(w, "%-44s %.1f s\n", "the bench's NAB creation took", r.CreationSeconds)
 	fmt.Fprintf(w, "%-44s %s / %s / %s\n", "latency p50 / p90 / p99", r.LatencyP50, r.LatencyP90, r.LatencyP99)
 	fmt.Fprintf(w, "%-44s %.2f\n", "controller API writes per NAB (no events)", r.WritesPerNAB)
 	keys := make([]string, 0, len(r.WritesPerNABByResource))
