@@ -78,7 +78,7 @@ type BlueprintReconciler struct {
 	OADPNamespace string
 }
 
-// +kubebuilder:rbac:groups=oadp.openshift.io,resources=blueprints/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=oadp.openshift.io,namespace=openshift-adp,resources=blueprints/status,verbs=get;update;patch
 
 // Reconcile validates one Blueprint and patches its status.
 func (r *BlueprintReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {

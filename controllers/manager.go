@@ -13,7 +13,7 @@ import (
 )
 
 // RBAC the manager needs besides its reconcilers': leader election.
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=openshift-adp,resources=leases,verbs=get;list;watch;create;update;patch;delete
 
 // NewEventBroadcaster returns the broadcaster for the manager's events. Its
 // correlator is sized for phase plans: client-go's defaults drop events past

@@ -83,9 +83,9 @@ const staleRecheck = 100 * time.Millisecond
 
 // +kubebuilder:rbac:groups=oadp.openshift.io,resources=nonadminbackups,verbs=get;list;watch;update;patch;delete
 // +kubebuilder:rbac:groups=oadp.openshift.io,resources=nonadminbackups/status;nonadminbackups/finalizers,verbs=get;update;patch
-// +kubebuilder:rbac:groups=velero.io,resources=backups;deletebackuprequests,verbs=get;list;watch;create;delete;deletecollection
+// +kubebuilder:rbac:groups=velero.io,namespace=openshift-adp,resources=backups;deletebackuprequests,verbs=get;list;watch;create;delete;deletecollection
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups=oadp.openshift.io,resources=blueprints,verbs=get;list;watch
+// +kubebuilder:rbac:groups=oadp.openshift.io,namespace=openshift-adp,resources=blueprints,verbs=get;list;watch
 
 // Reconcile moves one NonAdminBackup forward with the shared NAC loop
 // (reconcileNAC): finalize once it is being deleted, delete when

@@ -17,7 +17,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/blueprints"
@@ -29,56 +28,21 @@ import (
 // ControllerSuite runs the NonAdminBackup controller in a manager against
 // the real control plane, as cmd/nac does.
 type ControllerSuite struct {
-	oadp   string
-	cancel context.CancelFunc
-	done   chan error
+	oadp string
+	stop func()
 }
 
 var _ = Suite(&ControllerSuite{})
 
+// SetUpSuite starts the controller. Approval of tenants' storage locations
+// is required in this suite; the automatic approval is covered by a unit test.
 func (s *ControllerSuite) SetUpSuite(c *C) {
 	s.oadp = createNamespace(c, "oadp")
-	mgr, err := ctrl.NewManager(testCfg, ctrl.Options{
-		Scheme:           testScheme,
-		Metrics:          metricsserver.Options{BindAddress: "0"},
-		Cache:            controllers.CacheOptions(s.oadp),
-		EventBroadcaster: controllers.NewEventBroadcaster(), //nolint:staticcheck // lives as long as the process
-	})
-	c.Assert(err, IsNil)
-	// Approval of tenants' storage locations is required in this suite; the
-	// automatic approval is covered by a unit test.
-	queue := controllers.NewBackupQueue()
-	registry, err := phases.New(phases.Clients{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorderFor("nacflow-blueprint"), Queue: queue},
-		phases.Options{RequireApprovalForBSL: true})
-	c.Assert(err, IsNil)
-	deps := func(name string) controllers.Deps {
-		recorder := mgr.GetEventRecorderFor(name)
-		return controllers.Deps{
-			Client:        mgr.GetClient(),
-			APIReader:     mgr.GetAPIReader(),
-			Runner:        &engine.Runner{Registry: registry, Recorder: recorder},
-			Recorder:      recorder,
-			Blueprints:    &blueprints.Resolver{Reader: mgr.GetClient(), Namespace: s.oadp},
-			OADPNamespace: s.oadp,
-		}
-	}
-	r := &controllers.NonAdminBackupReconciler{Deps: deps("nonadminbackup-controller"), QueueRefreshWindow: time.Second, Queue: queue}
-	c.Assert(r.SetupWithManager(mgr), IsNil)
-	nar := &controllers.NonAdminRestoreReconciler{Deps: deps("nonadminrestore-controller")}
-	c.Assert(nar.SetupWithManager(mgr), IsNil)
-	nabsl := &controllers.NonAdminBackupStorageLocationReconciler{Deps: deps("nonadminbackupstoragelocation-controller"), RequireApproval: true, CredentialCheckPeriod: time.Second}
-	c.Assert(nabsl.SetupWithManager(mgr), IsNil)
-	bpr := &controllers.BlueprintReconciler{Client: mgr.GetClient(), Registry: registry,
-		Recorder: mgr.GetEventRecorderFor("blueprint-controller"), OADPNamespace: s.oadp}
-	c.Assert(bpr.SetupWithManager(mgr), IsNil)
-	ctx, cancel := context.WithCancel(context.Background())
-	s.cancel, s.done = cancel, make(chan error, 1)
-	go func() { s.done <- mgr.Start(ctx) }()
+	s.stop = startController(c, controllerOptions{oadp: s.oadp, requireApproval: true})
 }
 
 func (s *ControllerSuite) TearDownSuite(c *C) {
-	s.cancel()
-	c.Check(<-s.done, IsNil)
+	s.stop()
 }
 
 func newNAB(ns, name string, spec velerov1.BackupSpec) *v1alpha1.NonAdminBackup {

@@ -42,9 +42,9 @@ type NonAdminBackupStorageLocationReconciler struct {
 
 // +kubebuilder:rbac:groups=oadp.openshift.io,resources=nonadminbackupstoragelocations,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=oadp.openshift.io,resources=nonadminbackupstoragelocations/status;nonadminbackupstoragelocations/finalizers,verbs=get;update;patch
-// +kubebuilder:rbac:groups=oadp.openshift.io,resources=nonadminbackupstoragelocationrequests,verbs=get;list;watch;create;update;patch;delete;deletecollection
-// +kubebuilder:rbac:groups=oadp.openshift.io,resources=nonadminbackupstoragelocationrequests/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=velero.io,resources=backupstoragelocations,verbs=get;list;watch;create;update;patch;delete;deletecollection
+// +kubebuilder:rbac:groups=oadp.openshift.io,namespace=openshift-adp,resources=nonadminbackupstoragelocationrequests,verbs=get;list;watch;create;update;patch;delete;deletecollection
+// +kubebuilder:rbac:groups=oadp.openshift.io,namespace=openshift-adp,resources=nonadminbackupstoragelocationrequests/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=velero.io,namespace=openshift-adp,resources=backupstoragelocations,verbs=get;list;watch;create;update;patch;delete;deletecollection
 // Tenant Secrets are only ever read one by one (the credential a location
 // names); copies are written only in the OADP namespace.
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get

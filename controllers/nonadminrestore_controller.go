@@ -33,7 +33,7 @@ type NonAdminRestoreReconciler struct {
 
 // +kubebuilder:rbac:groups=oadp.openshift.io,resources=nonadminrestores,verbs=get;list;watch;update;patch;delete
 // +kubebuilder:rbac:groups=oadp.openshift.io,resources=nonadminrestores/status;nonadminrestores/finalizers,verbs=get;update;patch
-// +kubebuilder:rbac:groups=velero.io,resources=restores,verbs=get;list;watch;create;delete;deletecollection
+// +kubebuilder:rbac:groups=velero.io,namespace=openshift-adp,resources=restores,verbs=get;list;watch;create;delete;deletecollection
 
 // Reconcile moves one NonAdminRestore forward with the shared NAC loop:
 // finalize once it is being deleted (the Velero Restore object goes), restore

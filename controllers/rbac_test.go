@@ -15,10 +15,12 @@ type RBACSuite struct{}
 var _ = Suite(&RBACSuite{})
 
 // TestLeastPrivilege holds the generated RBAC (config/rbac/role.yaml, from
-// the markers) to an allow-list: no wildcards; Secrets only read one by one
-// cluster-wide (get), written and listed only in the OADP namespace (a Role);
-// writes cluster-wide only to NAC kinds, Velero kinds, events and leases —
-// never to a tenant's other objects.
+// the markers) to an allow-list: no wildcards; cluster-wide, writes only to
+// NAC kinds (in tenant namespaces) and events, and Secrets only read one by
+// one (get); everything that lives only in the OADP namespace — Velero
+// objects, copied Secrets, approval requests, Blueprints, the leader lease —
+// only through a Role there, so the controller cannot write a Velero object
+// or list a Secret anywhere else.
 func (s *RBACSuite) TestLeastPrivilege(c *C) {
 	data, err := os.ReadFile(filepath.Join("..", "config", "rbac", "role.yaml"))
 	c.Assert(err, IsNil)
@@ -46,8 +48,11 @@ func (s *RBACSuite) TestLeastPrivilege(c *C) {
 		"nonadminbackups": true, "nonadminbackups/status": true, "nonadminbackups/finalizers": true,
 		"nonadminrestores": true, "nonadminrestores/status": true, "nonadminrestores/finalizers": true,
 		"nonadminbackupstoragelocations": true, "nonadminbackupstoragelocations/status": true, "nonadminbackupstoragelocations/finalizers": true,
+		"events": true,
+	}
+	oadpOnly := map[string]bool{
+		"secrets": true, "leases": true, "blueprints": true, "blueprints/status": true,
 		"nonadminbackupstoragelocationrequests": true, "nonadminbackupstoragelocationrequests/status": true,
-		"blueprints/status": true, "events": true, "leases": true,
 		"backups": true, "restores": true, "deletebackuprequests": true, "backupstoragelocations": true,
 	}
 	writeVerbs := map[string]bool{"create": true, "update": true, "patch": true, "delete": true, "deletecollection": true}
@@ -60,6 +65,8 @@ func (s *RBACSuite) TestLeastPrivilege(c *C) {
 			for _, v := range rule.Verbs {
 				if res == "secrets" {
 					c.Check(v, Equals, "get", Commentf("cluster-wide Secret access beyond get: %s", v))
+				} else {
+					c.Check(oadpOnly[res], Equals, false, Commentf("cluster-wide %s on %s, which lives only in the OADP namespace", v, res))
 				}
 				if writeVerbs[v] {
 					c.Check(writable[res], Equals, true, Commentf("cluster-wide %s on %s", v, res))
@@ -69,7 +76,17 @@ func (s *RBACSuite) TestLeastPrivilege(c *C) {
 	}
 	c.Assert(roles, HasLen, 1)
 	c.Check(roles[0].Namespace, Equals, "openshift-adp")
+	granted := map[string]bool{}
 	for _, rule := range roles[0].Rules {
-		c.Check(rule.Resources, DeepEquals, []string{"secrets"})
+		for _, res := range rule.Resources {
+			c.Check(oadpOnly[res], Equals, true, Commentf("unexpected %s in the OADP-namespace Role", res))
+			granted[res] = true
+			for _, v := range rule.Verbs {
+				c.Check(v, Not(Equals), "*", Commentf("wildcard verb in %+v", rule))
+			}
+		}
+	}
+	for res := range oadpOnly {
+		c.Check(granted[res], Equals, true, Commentf("%s missing from the OADP-namespace Role", res))
 	}
 }

@@ -123,6 +123,11 @@ func (f *ValidateRestoreSpec) checkBackup(ctx context.Context, nar *v1alpha1.Non
 	nab := &v1alpha1.NonAdminBackup{}
 	err := f.clients.Client.Get(ctx, client.ObjectKey{Namespace: nar.Namespace, Name: name}, nab)
 	if apierrors.IsNotFound(err) {
+		// The cache may not have a NAB created just before the restore: the
+		// API server decides.
+		err = f.clients.APIReader.Get(ctx, client.ObjectKey{Namespace: nar.Namespace, Name: name}, nab)
+	}
+	if apierrors.IsNotFound(err) {
 		return fmt.Errorf("spec.restoreSpec.backupName: no NonAdminBackup named %q in namespace %s", name, nar.Namespace), nil
 	}
 	if err != nil {

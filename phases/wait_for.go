@@ -120,6 +120,9 @@ func (f *WaitFor) restorable(ctx context.Context, op *engine.Operation, name str
 	nab := &v1alpha1.NonAdminBackup{}
 	err := f.clients.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, nab)
 	if apierrors.IsNotFound(err) {
+		err = f.clients.APIReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, nab) // the cache may lag
+	}
+	if apierrors.IsNotFound(err) {
 		return engine.Result{}, engine.Terminalf("NonAdminBackup %s/%s no longer exists", ns, name)
 	}
 	if err != nil {

@@ -1,0 +1,380 @@
+package controllers_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	. "gopkg.in/check.v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/nacflow/nacflow/api/v1alpha1"
+	"github.com/nacflow/nacflow/controllers"
+	"github.com/nacflow/nacflow/engine"
+)
+
+// ChaosSuite runs many mixed operations while the controller is killed and
+// restarted at random points, then checks that nothing was lost, duplicated,
+// orphaned or left stuck (issue: reliability, crash injection).
+type ChaosSuite struct{}
+
+var _ = Suite(&ChaosSuite{})
+
+// chaosRunLabel marks this suite's NAC objects; its controllers see only them.
+const chaosRunLabel = "nacflow.test/chaos"
+
+// playVelero plays Velero in oadp until ctx ends: new Backups complete (or
+// fail, for NABs named fail-*), DeleteBackupRequests delete their Backup and
+// are marked Processed, Restores complete, storage locations turn Available.
+// Conflicts and objects that went away meanwhile are simply retried on the
+// next pass, as Velero's own controllers would.
+func playVelero(ctx context.Context, oadp string) {
+	for ctx.Err() == nil {
+		backups := &velerov1.BackupList{}
+		if testClient.List(ctx, backups, client.InNamespace(oadp)) == nil {
+			for i := range backups.Items {
+				b := &backups.Items[i]
+				if b.Status.Phase != "" {
+					continue
+				}
+				before := b.DeepCopy()
+				b.Status.Phase = velerov1.BackupPhaseCompleted
+				if strings.HasPrefix(b.Annotations[v1alpha1.NabOriginNameAnnotation], "fail-") {
+					b.Status.Phase = velerov1.BackupPhaseFailed
+				}
+				_ = testClient.Patch(ctx, b, client.MergeFrom(before))
+			}
+		}
+		dbrs := &velerov1.DeleteBackupRequestList{}
+		if testClient.List(ctx, dbrs, client.InNamespace(oadp)) == nil {
+			for i := range dbrs.Items {
+				d := &dbrs.Items[i]
+				if d.Status.Phase == velerov1.DeleteBackupRequestPhaseProcessed {
+					continue
+				}
+				b := &velerov1.Backup{ObjectMeta: metav1.ObjectMeta{Namespace: oadp, Name: d.Spec.BackupName}}
+				if err := testClient.Delete(ctx, b); err != nil && !apierrors.IsNotFound(err) {
+					continue
+				}
+				before := d.DeepCopy()
+				d.Status.Phase = velerov1.DeleteBackupRequestPhaseProcessed
+				_ = testClient.Patch(ctx, d, client.MergeFrom(before))
+			}
+		}
+		restores := &velerov1.RestoreList{}
+		if testClient.List(ctx, restores, client.InNamespace(oadp)) == nil {
+			for i := range restores.Items {
+				r := &restores.Items[i]
+				if r.Status.Phase == "" {
+					before := r.DeepCopy()
+					r.Status.Phase = velerov1.RestorePhaseCompleted
+					_ = testClient.Patch(ctx, r, client.MergeFrom(before))
+				}
+			}
+		}
+		bsls := &velerov1.BackupStorageLocationList{}
+		if testClient.List(ctx, bsls, client.InNamespace(oadp)) == nil {
+			for i := range bsls.Items {
+				l := &bsls.Items[i]
+				if l.Status.Phase == "" {
+					before := l.DeepCopy()
+					l.Status.Phase = velerov1.BackupStorageLocationPhaseAvailable
+					_ = testClient.Patch(ctx, l, client.MergeFrom(before))
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(150 * time.Millisecond):
+		}
+	}
+}
+
+// crashAfterCreate wraps a controller's client so that, with probability p,
+// a create in the OADP namespace succeeds on the API server and then the
+// controller dies before it can record it: kill is called and the create
+// blocks until the reconcile's context is cancelled by that kill, so no
+// status write of that reconcile reaches the API server.
+func crashAfterCreate(oadp string, p float64, rng func() float64, kill func(), kills *atomic.Int64) func(client.Client) client.Client {
+	return func(cl client.Client) client.Client {
+		return interceptor.NewClient(withWatch{cl}, interceptor.Funcs{
+			Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+				if err := c.Create(ctx, obj, opts...); err != nil || obj.GetNamespace() != oadp || rng() >= p {
+					return err
+				}
+				kills.Add(1)
+				kill()
+				<-ctx.Done()
+				return ctx.Err()
+			},
+		})
+	}
+}
+
+// withWatch lets interceptor wrap a manager's client (which has no Watch).
+type withWatch struct{ client.Client }
+
+func (withWatch) Watch(context.Context, client.ObjectList, ...client.ListOption) (watch.Interface, error) {
+	return nil, errors.New("watch is not supported")
+}
+
+// chaosOp is one operation of the run and what it must end as.
+type chaosOp struct {
+	obj client.Object
+	// gone: the object must be deleted by the end (deleteBackup or kubectl delete).
+	gone bool
+}
+
+func (s *ChaosSuite) TestCrashInjection(c *C) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	seed := uint64(time.Now().UnixNano())
+	c.Logf("seed %d", seed)
+	var rngMu sync.Mutex
+	rng := rand.New(rand.NewPCG(seed, 1))
+	random := func() float64 { rngMu.Lock(); defer rngMu.Unlock(); return rng.Float64() }
+
+	oadp := createNamespace(c, "chaos-oadp")
+	run := strings.TrimPrefix(oadp, "chaos-oadp-")
+	sel := labels.SelectorFromSet(labels.Set{chaosRunLabel: run})
+	mark := func(o client.Object) client.Object {
+		o.SetLabels(map[string]string{chaosRunLabel: run})
+		return o
+	}
+
+	// The controller, killed and restarted at random: on a timer, and right
+	// after random creates in the OADP namespace (before their status write).
+	var kills, crashes atomic.Int64
+	killNow := make(chan struct{}, 1)
+	kill := func() {
+		select {
+		case killNow <- struct{}{}:
+		default:
+		}
+	}
+	wrap := crashAfterCreate(oadp, 0.25, random, kill, &crashes)
+	chaosDone := make(chan struct{})
+	stopChaos := make(chan struct{})
+	go func() {
+		defer close(chaosDone)
+		stop := startController(c, controllerOptions{oadp: oadp, selector: sel, wrap: wrap, restart: true})
+		for {
+			select {
+			case <-stopChaos:
+				stop()
+				return
+			case <-killNow:
+			case <-time.After(time.Duration(300+random()*1200) * time.Millisecond):
+			}
+			stop()
+			kills.Add(1)
+			stop = startController(c, controllerOptions{oadp: oadp, selector: sel, wrap: wrap, restart: true})
+		}
+	}()
+	veleroCtx, stopVelero := context.WithCancel(ctx)
+	defer stopVelero()
+	go playVelero(veleroCtx, oadp)
+
+	// The operations: per tenant 10 backups (one failing in Velero), 4
+	// restores, 2 permanent deletions, 1 kubectl delete of a backup, 4
+	// storage locations of which 1 is deleted again.
+	const tenants = 10
+	var ops []*chaosOp
+	var nss []string
+	for range tenants {
+		ns := createNamespace(c, "chaos-tenant")
+		nss = append(nss, ns)
+		c.Assert(testClient.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "creds"},
+			Data: map[string][]byte{"cloud": []byte("[default]\naws_access_key_id=x\n")}}), IsNil)
+	}
+	for _, ns := range nss {
+		for i := range 10 {
+			name := fmt.Sprintf("b%d", i)
+			if i == 9 {
+				name = "fail-b9"
+			}
+			ops = append(ops, &chaosOp{obj: mark(newNAB(ns, name, velerov1.BackupSpec{})), gone: i == 4 || i == 5 || i == 6})
+		}
+		for i := range 4 {
+			ops = append(ops, &chaosOp{obj: mark(newNAR(ns, fmt.Sprintf("r%d", i), velerov1.RestoreSpec{BackupName: fmt.Sprintf("b%d", i)}))})
+			ops = append(ops, &chaosOp{obj: mark(newNABSL(ns, fmt.Sprintf("l%d", i), "creds")), gone: i == 3})
+		}
+	}
+	// Backups first (a restore of a backup that does not exist yet is
+	// refused, as in OADP NAC), each kind in a random order.
+	shuffle := rand.New(rand.NewPCG(seed, 2)).Shuffle
+	var nabs, others []*chaosOp
+	for _, op := range ops {
+		if _, ok := op.obj.(*v1alpha1.NonAdminBackup); ok {
+			nabs = append(nabs, op)
+		} else {
+			others = append(others, op)
+		}
+	}
+	shuffle(len(nabs), func(i, j int) { nabs[i], nabs[j] = nabs[j], nabs[i] })
+	shuffle(len(others), func(i, j int) { others[i], others[j] = others[j], others[i] })
+	for _, op := range append(nabs, others...) {
+		c.Assert(testClient.Create(ctx, op.obj), IsNil)
+	}
+	c.Logf("%d operations", len(ops)+4*tenants) // + per tenant: deleteBackup ×2, kubectl delete of a NAB and a NABSL
+
+	// The deletions, as soon as what they delete is ready, still under chaos.
+	pending := map[client.ObjectKey]func() (bool, error){}
+	for _, ns := range nss {
+		for _, name := range []string{"b4", "b5"} {
+			key := client.ObjectKey{Namespace: ns, Name: name}
+			pending[key] = func() (bool, error) {
+				nab := &v1alpha1.NonAdminBackup{}
+				if err := testClient.Get(ctx, key, nab); err != nil {
+					return false, err
+				}
+				if nab.Status.Plan == nil || nab.Status.Plan.State != v1alpha1.PlanComplete {
+					return false, nil
+				}
+				before := nab.DeepCopy()
+				nab.Spec.DeleteBackup = true
+				return true, testClient.Patch(ctx, nab, client.MergeFrom(before))
+			}
+		}
+		for _, o := range []client.Object{&v1alpha1.NonAdminBackup{}, &v1alpha1.NonAdminBackupStorageLocation{}} {
+			key := client.ObjectKey{Namespace: ns, Name: "b6"}
+			if _, ok := o.(*v1alpha1.NonAdminBackupStorageLocation); ok {
+				key.Name = "l3"
+			}
+			pending[key] = func() (bool, error) {
+				if err := testClient.Get(ctx, key, o); err != nil {
+					return false, err
+				}
+				if p := o.(engine.Object).GetPlan(); p == nil || p.State != v1alpha1.PlanComplete {
+					return false, nil
+				}
+				return true, testClient.Delete(ctx, o)
+			}
+		}
+	}
+	eventually(c, 90*time.Second, func() (bool, string) {
+		for key, try := range pending {
+			if done, err := try(); err == nil && done {
+				delete(pending, key)
+			}
+		}
+		return len(pending) == 0, fmt.Sprintf("%d deletions not yet requested", len(pending))
+	})
+
+	// Let the chaos go on a little, then a controller that stays up.
+	time.Sleep(2 * time.Second)
+	close(stopChaos)
+	<-chaosDone
+	c.Logf("controller killed %d times on a timer, %d times between a create and its status write", kills.Load(), crashes.Load())
+	c.Check(kills.Load() > 5, Equals, true)
+	c.Check(crashes.Load() > 5, Equals, true)
+	stop := startController(c, controllerOptions{oadp: oadp, selector: sel, restart: true})
+	defer stop()
+
+	eventually(c, 90*time.Second, func() (bool, string) {
+		for _, op := range ops {
+			if msg := chaosOpUnsettled(ctx, oadp, op); msg != "" {
+				return false, msg
+			}
+		}
+		return true, ""
+	})
+	stopVelero()
+
+	// Exactly one Velero object per live operation, none for gone ones, and
+	// no orphans in the OADP namespace.
+	owners := map[string]bool{}
+	adopted := 0
+	for _, op := range ops {
+		if op.gone {
+			continue
+		}
+		c.Assert(testClient.Get(ctx, client.ObjectKeyFromObject(op.obj), op.obj), IsNil)
+		uuid := controllers.NACUUID(op.obj.GetUID())
+		owners[uuid] = true
+		var n int
+		switch op.obj.(type) {
+		case *v1alpha1.NonAdminBackup:
+			n = len(veleroBackupsOf(c, oadp, uuid))
+		case *v1alpha1.NonAdminRestore:
+			n = len(veleroRestoresOf(c, oadp, uuid))
+		case *v1alpha1.NonAdminBackupStorageLocation:
+			req, bsl, sec := bslObjects(c, oadp, uuid)
+			c.Check(req != nil && sec != nil, Equals, true, Commentf("%s: request %v, secret %v", client.ObjectKeyFromObject(op.obj), req != nil, sec != nil))
+			if bsl != nil {
+				n = 1
+			}
+		}
+		c.Check(n, Equals, 1, Commentf("%T %s", op.obj, client.ObjectKeyFromObject(op.obj)))
+		for _, ps := range op.obj.(engine.Object).GetPlan().Phases {
+			if strings.HasPrefix(ps.Message, "Adopted ") {
+				adopted++
+			}
+		}
+	}
+	c.Logf("%d operations adopted the object a killed controller had created", adopted)
+	c.Check(adopted > 0, Equals, true)
+	for _, list := range []client.ObjectList{&velerov1.BackupList{}, &velerov1.RestoreList{}, &velerov1.BackupStorageLocationList{},
+		&velerov1.DeleteBackupRequestList{}, &corev1.SecretList{}, &v1alpha1.NonAdminBackupStorageLocationRequestList{}} {
+		c.Assert(testClient.List(ctx, list, client.InNamespace(oadp)), IsNil)
+		items, err := meta.ExtractList(list)
+		c.Assert(err, IsNil)
+		for _, item := range items {
+			o := item.(client.Object)
+			l := o.GetLabels()
+			owner := l[v1alpha1.NabOriginNACUUIDLabel] + l[v1alpha1.NarOriginNACUUIDLabel] + l[v1alpha1.NabslOriginNACUUIDLabel]
+			c.Check(owners[owner], Equals, true, Commentf("orphan %T %s (owner %q)", o, o.GetName(), owner))
+		}
+	}
+}
+
+// chaosOpUnsettled returns why op has not reached its end yet ("" when it has).
+func chaosOpUnsettled(ctx context.Context, oadp string, op *chaosOp) string {
+	key := client.ObjectKeyFromObject(op.obj)
+	o := op.obj.DeepCopyObject().(client.Object)
+	err := testClient.Get(ctx, key, o)
+	if op.gone {
+		if apierrors.IsNotFound(err) {
+			return ""
+		}
+		return fmt.Sprintf("%T %s not deleted yet (%v)", o, key, err)
+	}
+	if err != nil {
+		return fmt.Sprintf("%T %s: %v", o, key, err)
+	}
+	p := o.(engine.Object).GetPlan()
+	if p == nil {
+		return fmt.Sprintf("%T %s has no plan", o, key)
+	}
+	want := v1alpha1.PlanComplete
+	if strings.HasPrefix(key.Name, "fail-") {
+		nab := o.(*v1alpha1.NonAdminBackup)
+		if nab.Status.VeleroBackup == nil || nab.Status.VeleroBackup.Status == nil || nab.Status.VeleroBackup.Status.Phase != velerov1.BackupPhaseFailed {
+			return fmt.Sprintf("%s: Velero's failure not mirrored yet", key)
+		}
+		if p.State == v1alpha1.PlanComplete || p.State == v1alpha1.PlanFailed {
+			return ""
+		}
+	}
+	if p.State != want {
+		var msgs []string
+		for _, ps := range p.Phases {
+			msgs = append(msgs, fmt.Sprintf("%s=%s %q", ps.Name, ps.State, ps.Message))
+		}
+		return fmt.Sprintf("%T %s: plan %s (%s): %s", o, key, p.State, p.Current, strings.Join(msgs, "; "))
+	}
+	return ""
+}

@@ -1,0 +1,105 @@
+package controllers_test
+
+import (
+	"context"
+	"time"
+
+	. "gopkg.in/check.v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/nacflow/nacflow/api/v1alpha1"
+	"github.com/nacflow/nacflow/blueprints"
+	"github.com/nacflow/nacflow/controllers"
+	"github.com/nacflow/nacflow/engine"
+	"github.com/nacflow/nacflow/phases"
+)
+
+// controllerOptions configure one in-process controller, built as cmd/nac
+// builds it.
+type controllerOptions struct {
+	// cfg reaches the API server (nil: testCfg).
+	cfg *rest.Config
+	// oadp is the OADP namespace.
+	oadp string
+	// requireApproval is --require-approval-for-bsl.
+	requireApproval bool
+	// selector, when set, limits the NAC objects seen to those it matches,
+	// so that a suite's controller leaves other suites' objects alone.
+	selector labels.Selector
+	// wrap, when set, wraps the manager's client (fault injection).
+	wrap func(client.Client) client.Client
+	// restart: another controller of the same names ran in this process.
+	restart bool
+}
+
+// startController starts the NAC controllers and the Blueprint controller in
+// a manager, as cmd/nac does, and returns a func that stops it (like a kill:
+// reconciles in flight see their context cancelled) and waits until it has.
+func startController(c *C, o controllerOptions) (stop func()) {
+	cfg := o.cfg
+	if cfg == nil {
+		cfg = testCfg
+	}
+	cacheOpts := controllers.CacheOptions(o.oadp)
+	if o.selector != nil {
+		for _, obj := range []client.Object{&v1alpha1.NonAdminBackup{}, &v1alpha1.NonAdminRestore{}, &v1alpha1.NonAdminBackupStorageLocation{}} {
+			cacheOpts.ByObject[obj] = cache.ByObject{Label: o.selector}
+		}
+	}
+	opts := ctrl.Options{
+		Scheme:           testScheme,
+		Metrics:          metricsserver.Options{BindAddress: "0"},
+		Cache:            cacheOpts,
+		EventBroadcaster: controllers.NewEventBroadcaster(), //nolint:staticcheck // lives as long as the manager
+		Controller:       config.Controller{SkipNameValidation: &o.restart},
+	}
+	if o.wrap != nil {
+		opts.NewClient = func(cfg *rest.Config, co client.Options) (client.Client, error) {
+			cl, err := client.New(cfg, co)
+			if err != nil {
+				return nil, err
+			}
+			return o.wrap(cl), nil
+		}
+	}
+	mgr, err := ctrl.NewManager(cfg, opts)
+	c.Assert(err, IsNil)
+	queue := controllers.NewBackupQueue()
+	registry, err := phases.New(phases.Clients{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorderFor("nacflow-blueprint"), Queue: queue},
+		phases.Options{RequireApprovalForBSL: o.requireApproval})
+	c.Assert(err, IsNil)
+	deps := func(name string) controllers.Deps {
+		recorder := mgr.GetEventRecorderFor(name)
+		return controllers.Deps{
+			Client:        mgr.GetClient(),
+			APIReader:     mgr.GetAPIReader(),
+			Runner:        &engine.Runner{Registry: registry, Recorder: recorder},
+			Recorder:      recorder,
+			Blueprints:    &blueprints.Resolver{Reader: mgr.GetClient(), Namespace: o.oadp},
+			OADPNamespace: o.oadp,
+		}
+	}
+	r := &controllers.NonAdminBackupReconciler{Deps: deps("nonadminbackup-controller"), QueueRefreshWindow: time.Second, Queue: queue}
+	c.Assert(r.SetupWithManager(mgr), IsNil)
+	nar := &controllers.NonAdminRestoreReconciler{Deps: deps("nonadminrestore-controller")}
+	c.Assert(nar.SetupWithManager(mgr), IsNil)
+	nabsl := &controllers.NonAdminBackupStorageLocationReconciler{Deps: deps("nonadminbackupstoragelocation-controller"),
+		RequireApproval: o.requireApproval, CredentialCheckPeriod: time.Second}
+	c.Assert(nabsl.SetupWithManager(mgr), IsNil)
+	bpr := &controllers.BlueprintReconciler{Client: mgr.GetClient(), Registry: registry,
+		Recorder: mgr.GetEventRecorderFor("blueprint-controller"), OADPNamespace: o.oadp}
+	c.Assert(bpr.SetupWithManager(mgr), IsNil)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	return func() {
+		cancel()
+		c.Check(<-done, IsNil)
+	}
+}
