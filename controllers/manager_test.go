@@ -52,11 +52,12 @@ func startController(c *C, o controllerOptions) (stop func()) {
 			cacheOpts.ByObject[obj] = cache.ByObject{Label: o.selector}
 		}
 	}
+	broadcaster := controllers.NewEventBroadcaster()
 	opts := ctrl.Options{
 		Scheme:           testScheme,
 		Metrics:          metricsserver.Options{BindAddress: "0"},
 		Cache:            cacheOpts,
-		EventBroadcaster: controllers.NewEventBroadcaster(), //nolint:staticcheck // lives as long as the manager
+		EventBroadcaster: broadcaster, //nolint:staticcheck // shut down with the manager below
 		Controller:       config.Controller{SkipNameValidation: &o.restart},
 	}
 	if o.wrap != nil {
@@ -101,5 +102,6 @@ func startController(c *C, o controllerOptions) (stop func()) {
 	return func() {
 		cancel()
 		c.Check(<-done, IsNil)
+		broadcaster.Shutdown()
 	}
 }

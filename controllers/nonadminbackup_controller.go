@@ -199,6 +199,7 @@ func (r *NonAdminBackupReconciler) mirror(ctx context.Context, nab *v1alpha1.Non
 func (r *NonAdminBackupReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("nonadminbackup").
+		WithOptions(r.controllerOptions()).
 		For(&v1alpha1.NonAdminBackup{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		// Every Backup of the OADP namespace: an admin's own backup finishing
 		// moves tenants up the queue too.

@@ -156,6 +156,7 @@ func (r *NonAdminBackupStorageLocationReconciler) SetupWithManager(mgr ctrl.Mana
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("nonadminbackupstoragelocation").
+		WithOptions(r.controllerOptions()).
 		For(&v1alpha1.NonAdminBackupStorageLocation{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&velerov1.BackupStorageLocation{}, handler.EnqueueRequestsFromMapFunc(toNABSL), builder.WithPredicates(inOADP)).
 		Watches(&v1alpha1.NonAdminBackupStorageLocationRequest{}, handler.EnqueueRequestsFromMapFunc(toNABSL), builder.WithPredicates(inOADP)).

@@ -87,6 +87,7 @@ func (r *NonAdminRestoreReconciler) mirror(ctx context.Context, nar *v1alpha1.No
 func (r *NonAdminRestoreReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("nonadminrestore").
+		WithOptions(r.controllerOptions()).
 		For(&v1alpha1.NonAdminRestore{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&velerov1.Restore{}, handler.EnqueueRequestsFromMapFunc(restoreToNAR),
 			builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {

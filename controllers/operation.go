@@ -5,13 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -36,6 +39,39 @@ type Deps struct {
 	Blueprints *blueprints.Resolver
 	// OADPNamespace is where Velero runs and Velero objects are made.
 	OADPNamespace string
+	// MinRetryDelay and MaxRetryDelay bound the backoff of an object whose
+	// reconcile failed: MinRetryDelay·2^(failures−1), at most MaxRetryDelay
+	// (0: DefaultMinRetryDelay, DefaultMaxRetryDelay).
+	MinRetryDelay, MaxRetryDelay time.Duration
+}
+
+// Retry backoff defaults (--min-retry-delay, --max-retry-delay): a failed
+// reconcile is retried after 250ms, 500ms, 1s, … and never waits more than a
+// minute, so an operation resumes within a minute of the API server coming
+// back from an outage of any length. controller-runtime's own default caps
+// at 1000 s and adds an overall 10-per-second bucket that a thousand failing
+// objects would queue behind.
+const (
+	DefaultMinRetryDelay = 250 * time.Millisecond
+	DefaultMaxRetryDelay = time.Minute
+)
+
+// NewRateLimiter returns the per-object exponential backoff of failed
+// reconciles: min·2^(failures−1), capped at max; a success resets it.
+func NewRateLimiter(min, max time.Duration) workqueue.TypedRateLimiter[reconcile.Request] {
+	if min <= 0 {
+		min = DefaultMinRetryDelay
+	}
+	if max <= 0 {
+		max = DefaultMaxRetryDelay
+	}
+	return workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](min, max)
+}
+
+// controllerOptions are the options of every NAC controller: the capped
+// backoff; concurrency comes from the manager (--max-concurrent-reconciles).
+func (d *Deps) controllerOptions() controller.Options {
+	return controller.Options{RateLimiter: NewRateLimiter(d.MinRetryDelay, d.MaxRetryDelay)}
 }
 
 // nacKind tells the shared reconcile loop about one NAC kind.

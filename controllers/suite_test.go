@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -39,7 +40,9 @@ func Test(t *testing.T) {
 	if os.Getenv("NACFLOW_TEST_LOG") != "" {
 		logOut = os.Stderr
 	}
-	logf.SetLogger(zap.New(zap.WriteTo(logOut), zap.UseDevMode(true)))
+	logger := zap.New(zap.WriteTo(logOut), zap.UseDevMode(true))
+	logf.SetLogger(logger)
+	klog.SetLogger(logger) // client-go's own messages (event retries during the outage test)
 	assets := os.Getenv("NACFLOW_ASSETS")
 	if assets == "" {
 		assets = filepath.Join("..", "bin")

@@ -10,11 +10,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"reflect"
 	"sort"
 	"strings"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nacv1alpha1 "github.com/nacflow/nacflow/api/v1alpha1"
@@ -112,6 +116,30 @@ func Terminalf(format string, args ...any) error {
 func IsTerminal(err error) bool {
 	var t *terminalError
 	return errors.As(err, &t)
+}
+
+// IsTransient reports whether err says the API server could not answer now
+// rather than that the request was wrong: a conflict, a server timeout or
+// internal error, throttling (429), an unavailable server (503), a refused
+// or reset connection, a cut stream or a network timeout. A phase that meets
+// one is retried with the workqueue's backoff for as long as it takes,
+// without using up its retries: an API server restarting must not fail an
+// operation (Kubernetes controllers treat these errors the same way).
+func IsTransient(err error) bool {
+	if err == nil || IsTerminal(err) {
+		return false
+	}
+	switch {
+	case apierrors.IsConflict(err), apierrors.IsServerTimeout(err), apierrors.IsTimeout(err),
+		apierrors.IsTooManyRequests(err), apierrors.IsServiceUnavailable(err), apierrors.IsInternalError(err),
+		apierrors.IsUnexpectedServerError(err):
+		return true
+	case utilnet.IsConnectionRefused(err), utilnet.IsConnectionReset(err), utilnet.IsProbableEOF(err),
+		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, context.DeadlineExceeded):
+		return true
+	}
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // Registry is the set of phase functions a runner may call, by name. It is

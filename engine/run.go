@@ -7,7 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -236,6 +235,12 @@ func (r *Runner) step(ctx context.Context, op *Operation, plan *nacv1alpha1.Plan
 		log.FromContext(ctx).Info("phase failed", "action", plan.Action, "phase", ps.Name, "func", ps.Func, "reason", err.Error())
 		r.fail(obj, ps, err.Error())
 		return Outcome{}, nil
+	case err != nil && IsTransient(err):
+		// The API server could not answer: not the phase's failure. Retried
+		// with the controller's capped backoff, attempts untouched, no event
+		// (an outage would flood them, and they could not be written anyway).
+		ps.Message = bounded(fmt.Sprintf("the API server could not answer, retrying: %v", err))
+		return Outcome{}, fmt.Errorf("phase %s: %w", ps.Name, err)
 	case err != nil:
 		ps.Attempts++
 		retries := int32(DefaultRetries)
@@ -247,9 +252,7 @@ func (r *Runner) step(ctx context.Context, op *Operation, plan *nacv1alpha1.Plan
 			return Outcome{}, nil
 		}
 		ps.Message = bounded(fmt.Sprintf("attempt %d failed, retrying: %v", ps.Attempts, err))
-		if !apierrors.IsConflict(err) { // conflicts are routine: never an event
-			r.event(obj, corev1.EventTypeWarning, EventPhaseRetrying, "Phase %s attempt %d failed: %v", ps.Name, ps.Attempts, err)
-		}
+		r.event(obj, corev1.EventTypeWarning, EventPhaseRetrying, "Phase %s attempt %d failed: %v", ps.Name, ps.Attempts, err)
 		return Outcome{}, fmt.Errorf("phase %s: %w", ps.Name, err)
 	case res.Wait:
 		timeout := r.WaitTimeout

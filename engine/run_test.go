@@ -3,7 +3,10 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net"
 	"strings"
+	"syscall"
 	"time"
 
 	. "gopkg.in/check.v1"
@@ -333,14 +336,44 @@ func (s *RunSuite) TestRegistryRejectsDuplicates(c *C) {
 	c.Check(err, ErrorMatches, `phase function "Step" registered twice`)
 }
 
-func (s *RunSuite) TestConflictsAreNotEvents(c *C) {
+// An API server that cannot answer (conflicts, 503, 429, 500, timeouts,
+// refused connections) is not the phase's failure: more such errors than
+// the phase has retries still end in success once the server answers, with
+// no attempt used and no event.
+func (s *RunSuite) TestTransientAPIErrorsDoNotUseRetries(c *C) {
+	gr := schema.GroupResource{Resource: "backups"}
+	transient := []error{
+		apierrors.NewConflict(gr, "x", errors.New("changed")),
+		apierrors.NewServiceUnavailable("restarting"),
+		apierrors.NewTooManyRequests("slow down", 1),
+		apierrors.NewInternalError(errors.New("etcdserver: leader changed")),
+		apierrors.NewServerTimeout(gr, "create", 1),
+		fmt.Errorf("creating Velero Backup: %w", &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}),
+	}
 	s.fn.script["a"] = func(n int, _ *stepArgs) (engine.Result, error) {
-		return engine.Result{}, apierrors.NewConflict(schema.GroupResource{Resource: "backups"}, "x", errors.New("changed"))
+		if n <= len(transient) {
+			return engine.Result{}, transient[n-1]
+		}
+		return engine.Done("ok", nil), nil
+	}
+	for i, want := range transient {
+		_, err := s.runner.Run(context.Background(), s.request(c, nil))
+		c.Assert(err, NotNil, Commentf("call %d", i+1))
+		c.Check(errors.Is(err, want) || err.Error() == "phase a: "+want.Error(), Equals, true, Commentf("%v", err))
+		c.Check(engine.IsTransient(err), Equals, true, Commentf("%v", err))
+		c.Check(s.nab.Status.Plan.Phase("a").Attempts, Equals, int32(0))
+		c.Check(s.nab.Status.Plan.Phase("a").Message, Matches, "the API server could not answer, retrying: .*")
 	}
 	_, err := s.runner.Run(context.Background(), s.request(c, nil))
-	c.Check(apierrors.IsConflict(err), Equals, true)
-	c.Check(s.events(), DeepEquals, []string{"Normal StartedAction", "Normal StartedPhase"})
+	c.Assert(err, IsNil)
+	c.Check(s.nab.Status.Plan.Phase("a").State, Equals, v1alpha1.PhaseComplete)
 	c.Check(s.nab.Status.Plan.Phase("a").Attempts, Equals, int32(1))
+	for _, e := range s.events() {
+		c.Check(e, Not(Equals), "Warning PhaseRetrying")
+	}
+	c.Check(engine.IsTransient(errors.New("admission webhook denied the request")), Equals, false)
+	c.Check(engine.IsTransient(apierrors.NewForbidden(gr, "x", errors.New("no"))), Equals, false)
+	c.Check(engine.IsTransient(engine.Terminal(apierrors.NewServiceUnavailable("x"))), Equals, false)
 }
 
 func (s *RunSuite) TestDamagedPlanIsRefusedNotPanicking(c *C) {

@@ -35,6 +35,8 @@ type options struct {
 	queueWindow   time.Duration
 	bslApproval   bool
 	credCheck     time.Duration
+	minRetry      time.Duration
+	maxRetry      time.Duration
 	syncPeriod    time.Duration
 	gcPeriod      time.Duration
 	pprofAddr     string
@@ -79,6 +81,10 @@ func main() {
 	flag.IntVar(&o.burst, "kube-api-burst", 1000, "Burst above --kube-api-qps.")
 	flag.IntVar(&o.concurrency, "max-concurrent-reconciles", 32,
 		"NAC objects reconciled at once, per kind (the same object is never reconciled twice at once). A reconcile mostly waits on the API server (3 round trips for a new NAB), so this is well above the core count.")
+	flag.DurationVar(&o.minRetry, "min-retry-delay", controllers.DefaultMinRetryDelay,
+		"Backoff after a NAC object's first failed reconcile (an API error, a phase error); it doubles with each failure in a row.")
+	flag.DurationVar(&o.maxRetry, "max-retry-delay", controllers.DefaultMaxRetryDelay,
+		"Longest backoff between failed reconciles of one NAC object: after an API server outage, operations resume within this.")
 	flag.DurationVar(&o.credCheck, "credential-check-period", controllers.DefaultCredentialCheckPeriod,
 		"How often each NonAdminBackupStorageLocation rechecks its credential Secret, so that a rotation reaches the copy (Secrets are not watched).")
 	zapOpts := zap.Options{}
@@ -134,6 +140,9 @@ func run(o options) error {
 	if o.qps <= 0 || o.burst <= 0 || o.concurrency <= 0 {
 		return fmt.Errorf("--kube-api-qps, --kube-api-burst and --max-concurrent-reconciles must be positive")
 	}
+	if o.minRetry <= 0 || o.maxRetry < o.minRetry {
+		return fmt.Errorf("--min-retry-delay must be positive and --max-retry-delay at least as long (got %s and %s)", o.minRetry, o.maxRetry)
+	}
 	cfg.QPS, cfg.Burst = float32(o.qps), o.burst
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
@@ -168,6 +177,8 @@ func run(o options) error {
 			Recorder:      recorder,
 			Blueprints:    &blueprints.Resolver{Reader: mgr.GetClient(), Namespace: o.oadpNamespace},
 			OADPNamespace: o.oadpNamespace,
+			MinRetryDelay: o.minRetry,
+			MaxRetryDelay: o.maxRetry,
 		}
 	}
 	nab := &controllers.NonAdminBackupReconciler{Deps: deps("nonadminbackup-controller"), QueueRefreshWindow: o.queueWindow, Queue: queue}
