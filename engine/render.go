@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"sync"
@@ -45,7 +46,21 @@ var allowedSprig = []string{
 	"hasKey", "pluck", "keys", "pick", "omit", "values", "dig", "merge", "mergeOverwrite",
 }
 
-// funcMap is the allow-listed function map shared by every template.
+// Limits on what one template may produce, so that no blueprint — and no
+// tenant value a blueprint feeds to a function — can exhaust the
+// controller's memory: a rendered arg is at most MaxRenderedBytes, and the
+// functions that build strings or lists from a count are bounded before they
+// allocate.
+const (
+	// MaxRenderedBytes bounds one rendered template (bytes).
+	MaxRenderedBytes = 64 << 10
+	// MaxListLength bounds the lists seq, until and untilStep build
+	// (elements).
+	MaxListLength = 10000
+)
+
+// funcMap is the allow-listed function map shared by every template, with
+// repeat, seq, until and untilStep bounded.
 var funcMap = func() template.FuncMap {
 	all := sprig.TxtFuncMap()
 	fm := template.FuncMap{}
@@ -54,8 +69,66 @@ var funcMap = func() template.FuncMap {
 			fm[name] = f
 		}
 	}
+	repeat := all["repeat"].(func(int, string) string)
+	fm["repeat"] = func(count int, s string) (string, error) {
+		if count > 0 && len(s) > 0 && count > MaxRenderedBytes/len(s) {
+			return "", fmt.Errorf("repeat: %d × %d bytes is more than a template may produce (%d bytes)", count, len(s), MaxRenderedBytes)
+		}
+		return repeat(count, s), nil
+	}
+	until := all["until"].(func(int) []int)
+	fm["until"] = func(n int) ([]int, error) {
+		if n > MaxListLength || n < -MaxListLength {
+			return nil, fmt.Errorf("until: %d elements is more than a template may build (%d)", n, MaxListLength)
+		}
+		return until(n), nil
+	}
+	untilStep := all["untilStep"].(func(int, int, int) []int)
+	fm["untilStep"] = func(start, stop, step int) ([]int, error) {
+		if step != 0 && tooLong(start, stop, step) {
+			return nil, fmt.Errorf("untilStep: more elements than a template may build (%d)", MaxListLength)
+		}
+		return untilStep(start, stop, step), nil
+	}
+	seq := all["seq"].(func(...int) string)
+	fm["seq"] = func(params ...int) (string, error) {
+		start, end, step := 1, 0, 1
+		switch len(params) {
+		case 1:
+			end = params[0]
+		case 2:
+			start, end = params[0], params[1]
+		case 3:
+			start, step, end = params[0], params[1], params[2]
+		}
+		if step == 0 {
+			step = 1
+		}
+		if tooLong(start, end, step) {
+			return "", fmt.Errorf("seq: more elements than a template may build (%d)", MaxListLength)
+		}
+		return seq(params...), nil
+	}
 	return fm
 }()
+
+// tooLong reports whether counting from start to stop by step (≠ 0) would
+// build more than MaxListLength elements; computed in float64 so that
+// extreme values cannot overflow into a small count.
+func tooLong(start, stop, step int) bool {
+	return math.Abs((float64(stop)-float64(start))/float64(step)) > MaxListLength
+}
+
+// limitedBuffer is a bytes.Buffer that refuses to grow past MaxRenderedBytes:
+// text/template stops executing at the first write error.
+type limitedBuffer struct{ bytes.Buffer }
+
+func (b *limitedBuffer) Write(p []byte) (int, error) {
+	if b.Len()+len(p) > MaxRenderedBytes {
+		return 0, fmt.Errorf("the rendered template is longer than %d bytes", MaxRenderedBytes)
+	}
+	return b.Buffer.Write(p)
+}
 
 // PhaseParams is what templates see of one phase: {{ .Phases.<name>.Output.<key> }}.
 type PhaseParams struct {
@@ -206,7 +279,7 @@ func renderValue(v any, p Params) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		var buf bytes.Buffer
+		var buf limitedBuffer
 		if err := tpl.Execute(&buf, p); err != nil {
 			return nil, err
 		}

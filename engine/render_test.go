@@ -96,3 +96,25 @@ func (s *RenderSuite) TestDecodeArgsIsStrict(c *C) {
 	c.Check(engine.DecodeArgs(map[string]any{"knd": "Backup"}, &t), ErrorMatches, `args: json: unknown field "knd"`)
 	c.Check(engine.DecodeArgs(map[string]any{"kind": 3}, &t), ErrorMatches, `args: json: cannot unmarshal number .*`)
 }
+
+// Templates cannot make the controller allocate without bound: the
+// count-driven functions refuse before they allocate, and a rendered arg
+// longer than MaxRenderedBytes fails with an error naming the arg.
+func (s *RenderSuite) TestOutputIsBounded(c *C) {
+	p := params(c)
+	for tpl, want := range map[string]string{
+		`{{ repeat 1000000000 "x" }}`:                                `.*repeat: 1000000000 × 1 bytes is more than a template may produce \(65536 bytes\).*`,
+		`{{ range until 100000000 }}{{ end }}`:                       `.*until: 100000000 elements is more than a template may build \(10000\).*`,
+		`{{ untilStep -9000000000000000000 9000000000000000000 1 }}`: `.*untilStep: more elements than a template may build.*`,
+		`{{ seq 1 2 100000000 }}`:                                    `.*seq: more elements than a template may build.*`,
+		`{{ range until 9000 }}{{ repeat 10 "x" }}{{ end }}`:         `.*the rendered template is longer than 65536 bytes.*`,
+		`{{ repeat -1 "x" }}`:                                        `.*negative Repeat count.*`,
+	} {
+		_, err := engine.RenderArgs(args(c, map[string]any{"name": tpl}), p)
+		c.Check(err, ErrorMatches, `args\.name: `+want, Commentf(tpl))
+	}
+	// Within the bounds, the functions work as sprig's do.
+	out, err := engine.RenderArgs(args(c, map[string]any{"a": `{{ repeat 3 "ab" }}`, "b": `{{ seq 3 }}`, "c": `{{ len (until 10000) }}`, "d": `{{ untilStep 0 10 5 }}`}), p)
+	c.Assert(err, IsNil)
+	c.Check(out, DeepEquals, map[string]any{"a": "ababab", "b": "1 2 3", "c": "10000", "d": "[0 5]"})
+}
