@@ -101,6 +101,9 @@ func (s *ControllerSuite) TestTenantIsolationAttacks(c *C) {
 			map[string]string{v1alpha1.NabSyncedFromNACUUIDLabel: victim.Status.VeleroBackup.NACUUID}, "", "refused: the Velero Backup with NACUUID"},
 		{"a NAB in the OADP namespace itself", "in-oadp", velerov1.BackupSpec{}, nil, s.oadp,
 			"metadata.namespace: NonAdminBackups are not served in the OADP namespace"},
+		{"an oversized spec (300 KiB of label selector)", "huge",
+			velerov1.BackupSpec{OrLabelSelectors: hugeSelectors(300 << 10)}, nil, "",
+			"spec.backupSpec is 3"}, // "… is 3xxxxx bytes; at most 262144 are accepted"
 	} {
 		target := ns
 		if tc.namespace != "" {
@@ -146,4 +149,13 @@ func (s *ControllerSuite) TestTenantIsolationAttacks(c *C) {
 
 	// The victim's backup is untouched through all of it.
 	c.Assert(testClient.Get(ctx, client.ObjectKeyFromObject(victimBackup), &velerov1.Backup{}), IsNil)
+}
+
+// hugeSelectors returns label selectors whose JSON is about size bytes.
+func hugeSelectors(size int) []*metav1.LabelSelector {
+	var out []*metav1.LabelSelector
+	for i := 0; i*40 < size; i++ {
+		out = append(out, &metav1.LabelSelector{MatchLabels: map[string]string{fmt.Sprintf("k%d", i): "some-value-x"}})
+	}
+	return out
 }

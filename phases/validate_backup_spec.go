@@ -106,6 +106,9 @@ func validateBackupSpec(nab *v1alpha1.NonAdminBackup) error {
 	if spec == nil {
 		return fmt.Errorf("spec.backupSpec is required")
 	}
+	if err := checkSpecSize("spec.backupSpec", spec); err != nil {
+		return err
+	}
 	for _, ns := range spec.IncludedNamespaces {
 		if ns != nab.Namespace {
 			return fmt.Errorf("spec.backupSpec.includedNamespaces can not contain namespaces other than: %s (found %q)", nab.Namespace, ns)

@@ -113,6 +113,11 @@ func tenantPrefix(ns, prefix string) string {
 // validateBSLSpec returns the first rule nabsl's spec breaks.
 func validateBSLSpec(nabsl *v1alpha1.NonAdminBackupStorageLocation) error {
 	spec := nabsl.Spec.BackupStorageLocationSpec
+	if spec != nil {
+		if err := checkSpecSize("spec.backupStorageLocationSpec", spec); err != nil {
+			return err
+		}
+	}
 	switch {
 	case spec == nil:
 		return fmt.Errorf("spec.backupStorageLocationSpec is required")

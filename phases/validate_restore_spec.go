@@ -90,6 +90,11 @@ func (f *ValidateRestoreSpec) Run(ctx context.Context, op *engine.Operation, arg
 // validateRestoreSpec returns the first tenant rule nar's restoreSpec breaks.
 func validateRestoreSpec(nar *v1alpha1.NonAdminRestore) error {
 	spec := nar.Spec.RestoreSpec
+	if spec != nil {
+		if err := checkSpecSize("spec.restoreSpec", spec); err != nil {
+			return err
+		}
+	}
 	switch {
 	case spec == nil:
 		return fmt.Errorf("spec.restoreSpec is required")
