@@ -17,7 +17,8 @@ import (
 // cleanly — never a panic — and a user-supplied string is never executed as
 // a template.
 func FuzzRenderArgs(f *testing.F) {
-	for _, s := range []string{"{{ .Name }}", "{{ .Phases.a.Output.x }}", "{{ env \"HOME\" }}", "{{", "{{ range .Object }}{{ . }}{{ end }}", "plain", "{{ .Object.spec }}"} {
+	for _, s := range []string{"{{ .Name }}", "{{ .Phases.a.Output.x }}", "{{ env \"HOME\" }}", "{{", "{{ range .Object }}{{ . }}{{ end }}", "plain", "{{ .Object.spec }}",
+		"{{ repeat 1000000000 .Name }}", "{{ range until 100000 }}{{ . }}{{ end }}", "{{ seq 0 -1 -100000000 }}", "{{ repeat -5 \"x\" }}"} {
 		f.Add(s, "nab-{{ .OADPNamespace }}")
 	}
 	f.Fuzz(func(t *testing.T, src, name string) {
@@ -38,6 +39,9 @@ func FuzzRenderArgs(f *testing.F) {
 		out, err := engine.RenderArgs(map[string]apiextensionsv1.JSON{"v": {Raw: raw}}, p)
 		if err != nil {
 			return
+		}
+		if n := len(out["v"].(string)); strings.Contains(src, "{{") && n > engine.MaxRenderedBytes {
+			t.Fatalf("rendered %d bytes, more than MaxRenderedBytes", n)
 		}
 		if src == "{{ .Name }}" && out["v"] != name {
 			t.Fatalf("{{ .Name }} rendered %q for name %q: user data must come out verbatim", out["v"], name)
