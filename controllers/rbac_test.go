@@ -1,27 +1,32 @@
 package controllers_test
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	. "gopkg.in/check.v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
+
+	"github.com/nacflow/nacflow/api/v1alpha1"
+	"github.com/nacflow/nacflow/controllers"
 )
 
 type RBACSuite struct{}
 
-var _ = Suite(&RBACSuite{})
-
-// TestLeastPrivilege holds the generated RBAC (config/rbac/role.yaml, from
-// the markers) to an allow-list: no wildcards; cluster-wide, writes only to
-// NAC kinds (in tenant namespaces) and events, and Secrets only read one by
-// one (get); everything that lives only in the OADP namespace — Velero
-// objects, copied Secrets, approval requests, Blueprints, the leader lease —
-// only through a Role there, so the controller cannot write a Velero object
-// or list a Secret anywhere else.
-func (s *RBACSuite) TestLeastPrivilege(c *C) {
+// generatedRBAC reads config/rbac/role.yaml (generated from the markers): the
+// ClusterRole and the Roles.
+func generatedRBAC(c *C) (*rbacv1.ClusterRole, []rbacv1.Role) {
 	data, err := os.ReadFile(filepath.Join("..", "config", "rbac", "role.yaml"))
 	c.Assert(err, IsNil)
 	var cluster *rbacv1.ClusterRole
@@ -43,6 +48,20 @@ func (s *RBACSuite) TestLeastPrivilege(c *C) {
 		}
 	}
 	c.Assert(cluster, NotNil)
+	return cluster, roles
+}
+
+var _ = Suite(&RBACSuite{})
+
+// TestLeastPrivilege holds the generated RBAC (config/rbac/role.yaml, from
+// the markers) to an allow-list: no wildcards; cluster-wide, writes only to
+// NAC kinds (in tenant namespaces) and events, and Secrets only read one by
+// one (get); everything that lives only in the OADP namespace — Velero
+// objects, copied Secrets, approval requests, Blueprints, the leader lease —
+// only through a Role there, so the controller cannot write a Velero object
+// or list a Secret anywhere else.
+func (s *RBACSuite) TestLeastPrivilege(c *C) {
+	cluster, roles := generatedRBAC(c)
 
 	writable := map[string]bool{
 		"nonadminbackups": true, "nonadminbackups/status": true, "nonadminbackups/finalizers": true,
@@ -89,4 +108,68 @@ func (s *RBACSuite) TestLeastPrivilege(c *C) {
 	for res := range oadpOnly {
 		c.Check(granted[res], Equals, true, Commentf("%s missing from the OADP-namespace Role", res))
 	}
+}
+
+// TestControllerRunsOnItsOwnRBAC runs the controller as a user holding only
+// the generated ClusterRole and OADP-namespace Role (impersonated, against
+// the real API server's RBAC): backups, a restore, a storage location and
+// deletions all complete. A permission the code needs but the markers do
+// not grant — or a cache that lists beyond the OADP namespace — fails it.
+func (s *ChaosSuite) TestControllerRunsOnItsOwnRBAC(c *C) {
+	ctx := context.Background()
+	r := newFaultRun(c)
+	defer r.stop()
+	user := "system:serviceaccount:" + r.oadp + ":nacflow"
+	cluster, roles := generatedRBAC(c)
+	cluster.Name = "nacflow-manager-" + r.run
+	c.Assert(testClient.Create(ctx, cluster), IsNil)
+	defer func() { _ = testClient.Delete(ctx, cluster) }()
+	subject := []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}}
+	crb := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: cluster.Name}, Subjects: subject,
+		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: cluster.Name}}
+	c.Assert(testClient.Create(ctx, crb), IsNil)
+	defer func() { _ = testClient.Delete(ctx, crb) }()
+	for _, role := range roles {
+		role.Namespace = r.oadp // the OADP namespace of this run
+		c.Assert(testClient.Create(ctx, &role), IsNil)
+		c.Assert(testClient.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: r.oadp, Name: role.Name}, Subjects: subject,
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name}}), IsNil)
+	}
+	cfg := rest.CopyConfig(testCfg)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+	// The user really is limited: it may not create a Velero Backup outside
+	// the OADP namespace, nor list Secrets in a tenant's.
+	ns := createNamespace(c, "rbac-tenant")
+	limited, err := client.New(cfg, client.Options{Scheme: testScheme})
+	c.Assert(err, IsNil)
+	c.Check(apierrors.IsForbidden(limited.Create(ctx, &velerov1.Backup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "x"}})), Equals, true)
+	c.Check(apierrors.IsForbidden(limited.List(ctx, &corev1.SecretList{}, client.InNamespace(ns))), Equals, true)
+
+	stop := startController(c, controllerOptions{cfg: cfg, oadp: r.oadp, selector: r.sel, restart: true})
+	defer stop()
+	c.Assert(testClient.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "creds"},
+		Data: map[string][]byte{"cloud": []byte("[default]\n")}}), IsNil)
+	label := map[string]string{chaosRunLabel: r.run}
+	var ops []client.Object
+	for _, o := range []client.Object{newNAB(ns, "b0", velerov1.BackupSpec{}), newNAB(ns, "b1", velerov1.BackupSpec{}),
+		newNAR(ns, "r0", velerov1.RestoreSpec{BackupName: "b0"}), newNABSL(ns, "l0", "creds")} {
+		o.SetLabels(label)
+		c.Assert(testClient.Create(ctx, o), IsNil)
+		ops = append(ops, o)
+	}
+	r.allComplete(c, ops, 30*time.Second)
+	// A permanent deletion and a kubectl delete of a location.
+	b1 := ops[1].(*v1alpha1.NonAdminBackup)
+	setDeleteBackup(c, b1)
+	c.Assert(testClient.Delete(ctx, ops[3]), IsNil)
+	eventually(c, 30*time.Second, func() (bool, string) {
+		for _, o := range []client.Object{b1, ops[3]} {
+			if err := testClient.Get(ctx, client.ObjectKeyFromObject(o), o); !apierrors.IsNotFound(err) {
+				return false, fmt.Sprintf("%s still there (%v)", client.ObjectKeyFromObject(o), err)
+			}
+		}
+		return true, ""
+	})
+	req, bsl, sec := bslObjects(c, r.oadp, controllers.NACUUID(ops[3].GetUID()))
+	c.Check(req == nil && bsl == nil && sec == nil, Equals, true)
 }
