@@ -116,6 +116,7 @@ func (r *BlueprintReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		switch {
 		case len(errs) > 0:
 			r.Recorder.Event(bp, corev1.EventTypeWarning, EventBlueprintInvalid, cond.Message)
+			blueprintFailures.WithLabelValues(bp.Name).Inc()
 		case !wasValid || before.Status.ObservedGeneration != bp.Generation:
 			r.Recorder.Eventf(bp, corev1.EventTypeNormal, EventBlueprintValid, "Blueprint generation %d is valid", bp.Generation)
 		}

@@ -75,22 +75,22 @@ func startController(c *C, o controllerOptions) (stop func()) {
 	registry, err := phases.New(phases.Clients{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorderFor("nacflow-blueprint"), Queue: queue},
 		phases.Options{RequireApprovalForBSL: o.requireApproval})
 	c.Assert(err, IsNil)
-	deps := func(name string) controllers.Deps {
+	deps := func(name, kind string) controllers.Deps {
 		recorder := mgr.GetEventRecorderFor(name)
 		return controllers.Deps{
 			Client:        mgr.GetClient(),
 			APIReader:     mgr.GetAPIReader(),
-			Runner:        &engine.Runner{Registry: registry, Recorder: recorder},
+			Runner:        &engine.Runner{Registry: registry, Recorder: recorder, Observer: controllers.MetricsObserver{Kind: kind}},
 			Recorder:      recorder,
 			Blueprints:    &blueprints.Resolver{Reader: mgr.GetClient(), Namespace: o.oadp},
 			OADPNamespace: o.oadp,
 		}
 	}
-	r := &controllers.NonAdminBackupReconciler{Deps: deps("nonadminbackup-controller"), QueueRefreshWindow: time.Second, Queue: queue}
+	r := &controllers.NonAdminBackupReconciler{Deps: deps("nonadminbackup-controller", "NonAdminBackup"), QueueRefreshWindow: time.Second, Queue: queue}
 	c.Assert(r.SetupWithManager(mgr), IsNil)
-	nar := &controllers.NonAdminRestoreReconciler{Deps: deps("nonadminrestore-controller")}
+	nar := &controllers.NonAdminRestoreReconciler{Deps: deps("nonadminrestore-controller", "NonAdminRestore")}
 	c.Assert(nar.SetupWithManager(mgr), IsNil)
-	nabsl := &controllers.NonAdminBackupStorageLocationReconciler{Deps: deps("nonadminbackupstoragelocation-controller"),
+	nabsl := &controllers.NonAdminBackupStorageLocationReconciler{Deps: deps("nonadminbackupstoragelocation-controller", "NonAdminBackupStorageLocation"),
 		RequireApproval: o.requireApproval, CredentialCheckPeriod: time.Second}
 	c.Assert(nabsl.SetupWithManager(mgr), IsNil)
 	bpr := &controllers.BlueprintReconciler{Client: mgr.GetClient(), Registry: registry,

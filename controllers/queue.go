@@ -107,6 +107,13 @@ func (q *BackupQueue) waiting() []types.NamespacedName {
 	return out
 }
 
+// Len returns how many Backups are pending (Velero's queue depth).
+func (q *BackupQueue) Len() int {
+	q.mu.RLock()
+	defer q.mu.RUnlock()
+	return len(q.pending)
+}
+
 // Forget drops the Backup called name (deleted).
 func (q *BackupQueue) Forget(name string) {
 	q.mu.Lock()

@@ -53,6 +53,22 @@ type Runner struct {
 	WaitTimeout time.Duration
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time
+	// Observer is told of actions and phases starting and ending (metrics);
+	// nil: nobody.
+	Observer Observer
+}
+
+// Observer is told of the transitions Run makes, as it makes them in memory:
+// a transition whose status write then fails is made, and told, again on the
+// retry, so counts may run slightly high after API errors, never low.
+// Durations are measured from the recorded start times (seconds precision).
+type Observer interface {
+	// ActionStarted: a new plan for action started on obj.
+	ActionStarted(obj Object, action string)
+	// ActionEnded: the plan of action ended, failed or complete, after d.
+	ActionEnded(obj Object, action string, failed bool, d time.Duration)
+	// PhaseEnded: a phase (or the deferPhase) running fn ended after d.
+	PhaseEnded(obj Object, fn string, failed bool, d time.Duration)
 }
 
 // Request is one call to Run: the object, which operation, and the resolved
@@ -119,6 +135,9 @@ func (r *Runner) Run(ctx context.Context, req Request) (Outcome, error) {
 		plan.Revision = req.Revision
 		obj.SetPlan(plan)
 		r.event(obj, corev1.EventTypeNormal, EventStartedAction, "Started action %s of blueprint %s", plan.Action, plan.Blueprint)
+		if r.Observer != nil {
+			r.Observer.ActionStarted(obj, plan.Action)
+		}
 	}
 	if plan.State == nacv1alpha1.PlanComplete || plan.State == nacv1alpha1.PlanFailed {
 		return Outcome{Finished: true}, nil
@@ -189,6 +208,9 @@ func (r *Runner) Run(ctx context.Context, req Request) (Outcome, error) {
 	} else {
 		plan.State = nacv1alpha1.PlanComplete
 		r.event(obj, corev1.EventTypeNormal, EventEndedAction, "Ended action %s", plan.Action)
+	}
+	if r.Observer != nil {
+		r.Observer.ActionEnded(obj, plan.Action, plan.State == nacv1alpha1.PlanFailed, since(plan.StartTime, end))
 	}
 	return Outcome{Finished: true}, nil
 }
@@ -341,6 +363,17 @@ func (r *Runner) complete(obj Object, ps *nacv1alpha1.PhaseStatus, msg string, o
 	} else {
 		r.event(obj, corev1.EventTypeNormal, reason, "Ended %s %s", what, ps.Name)
 	}
+	if r.Observer != nil {
+		r.Observer.PhaseEnded(obj, ps.Func, false, since(ps.StartTime, end))
+	}
+}
+
+// since is end − start, 0 when start is unknown.
+func since(start *metav1.Time, end metav1.Time) time.Duration {
+	if start == nil {
+		return 0
+	}
+	return end.Sub(start.Time)
 }
 
 func (r *Runner) fail(obj Object, ps *nacv1alpha1.PhaseStatus, msg string) {
@@ -349,6 +382,9 @@ func (r *Runner) fail(obj Object, ps *nacv1alpha1.PhaseStatus, msg string) {
 	ps.CompletionTime = &end
 	ps.Message = bounded(msg)
 	r.event(obj, corev1.EventTypeWarning, EventPhaseFailed, "Phase %s failed: %s", ps.Name, msg)
+	if r.Observer != nil {
+		r.Observer.PhaseEnded(obj, ps.Func, true, since(ps.StartTime, end))
+	}
 }
 
 func (r *Runner) event(obj Object, eventType, reason, format string, args ...any) {

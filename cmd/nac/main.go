@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/nacflow/nacflow/blueprints"
@@ -161,6 +162,7 @@ func run(o options) error {
 	}
 
 	queue := controllers.NewBackupQueue()
+	metrics.Registry.MustRegister(&controllers.StateCollector{Reader: mgr.GetClient(), Queue: queue})
 	registry, err := phases.New(phases.Clients{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorderFor("nacflow-blueprint"), Queue: queue},
 		phases.Options{RequireApprovalForBSL: o.bslApproval})
 	if err != nil {
@@ -168,12 +170,13 @@ func run(o options) error {
 	}
 	// deps returns the dependencies of one controller, its events signed
 	// with its own name.
-	deps := func(name string) controllers.Deps {
+	deps := func(name, kind string) controllers.Deps {
 		recorder := mgr.GetEventRecorderFor(name)
 		return controllers.Deps{
-			Client:        mgr.GetClient(),
-			APIReader:     mgr.GetAPIReader(),
-			Runner:        &engine.Runner{Registry: registry, Recorder: recorder, WaitTimeout: o.waitTimeout},
+			Client:    mgr.GetClient(),
+			APIReader: mgr.GetAPIReader(),
+			Runner: &engine.Runner{Registry: registry, Recorder: recorder, WaitTimeout: o.waitTimeout,
+				Observer: controllers.MetricsObserver{Kind: kind}},
 			Recorder:      recorder,
 			Blueprints:    &blueprints.Resolver{Reader: mgr.GetClient(), Namespace: o.oadpNamespace},
 			OADPNamespace: o.oadpNamespace,
@@ -181,15 +184,15 @@ func run(o options) error {
 			MaxRetryDelay: o.maxRetry,
 		}
 	}
-	nab := &controllers.NonAdminBackupReconciler{Deps: deps("nonadminbackup-controller"), QueueRefreshWindow: o.queueWindow, Queue: queue}
+	nab := &controllers.NonAdminBackupReconciler{Deps: deps("nonadminbackup-controller", "NonAdminBackup"), QueueRefreshWindow: o.queueWindow, Queue: queue}
 	if err := nab.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the NonAdminBackup controller: %w", err)
 	}
-	nar := &controllers.NonAdminRestoreReconciler{Deps: deps("nonadminrestore-controller")}
+	nar := &controllers.NonAdminRestoreReconciler{Deps: deps("nonadminrestore-controller", "NonAdminRestore")}
 	if err := nar.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the NonAdminRestore controller: %w", err)
 	}
-	nabsl := &controllers.NonAdminBackupStorageLocationReconciler{Deps: deps("nonadminbackupstoragelocation-controller"), RequireApproval: o.bslApproval, CredentialCheckPeriod: o.credCheck}
+	nabsl := &controllers.NonAdminBackupStorageLocationReconciler{Deps: deps("nonadminbackupstoragelocation-controller", "NonAdminBackupStorageLocation"), RequireApproval: o.bslApproval, CredentialCheckPeriod: o.credCheck}
 	if err := nabsl.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the NonAdminBackupStorageLocation controller: %w", err)
 	}

@@ -1,0 +1,153 @@
+package controllers
+
+import (
+	"context"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/nacflow/nacflow/api/v1alpha1"
+	"github.com/nacflow/nacflow/engine"
+)
+
+// nacflow's Prometheus metrics, served with controller-runtime's own
+// (workqueue depth, reconcile counts and errors, client requests) on
+// --metrics-bind-address. docs/metrics.md lists them with example queries.
+var (
+	operationsStarted = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "nacflow_operations_started_total",
+		Help: "Operations (blueprint actions) started, by NAC kind and action.",
+	}, []string{"kind", "action"})
+	operationsFinished = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "nacflow_operations_finished_total",
+		Help: "Operations (blueprint actions) finished, by NAC kind, action and result (complete, failed).",
+	}, []string{"kind", "action", "result"})
+	operationDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "nacflow_operation_duration_seconds",
+		Help: "Time from an operation's start to its end (seconds; whole seconds, from status times), by NAC kind, action and result.",
+		// 1 s to about 1.5 days: a backup waits for Velero.
+		Buckets: prometheus.ExponentialBuckets(1, 4, 9),
+	}, []string{"kind", "action", "result"})
+	phaseDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "nacflow_phase_duration_seconds",
+		Help: "Time from a phase's start to its end (seconds; whole seconds, from status times), by NAC kind, phase function and result (complete, failed).",
+		Buckets: prometheus.ExponentialBuckets(1, 4, 9),
+	}, []string{"kind", "func", "result"})
+	blueprintFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "nacflow_blueprint_validation_failures_total",
+		Help: "Blueprint generations found invalid (and so not used), by blueprint name.",
+	}, []string{"blueprint"})
+)
+
+func init() {
+	metrics.Registry.MustRegister(operationsStarted, operationsFinished, operationDuration, phaseDuration, blueprintFailures)
+}
+
+// MetricsObserver records a kind's operations and phases in nacflow's
+// Prometheus metrics; it implements engine.Observer.
+type MetricsObserver struct {
+	// Kind is the NAC kind label (NonAdminBackup, ...).
+	Kind string
+}
+
+var _ engine.Observer = MetricsObserver{}
+
+func result(failed bool) string {
+	if failed {
+		return "failed"
+	}
+	return "complete"
+}
+
+// ActionStarted implements engine.Observer.
+func (m MetricsObserver) ActionStarted(_ engine.Object, action string) {
+	operationsStarted.WithLabelValues(m.Kind, action).Inc()
+}
+
+// ActionEnded implements engine.Observer.
+func (m MetricsObserver) ActionEnded(_ engine.Object, action string, failed bool, d time.Duration) {
+	operationsFinished.WithLabelValues(m.Kind, action, result(failed)).Inc()
+	operationDuration.WithLabelValues(m.Kind, action, result(failed)).Observe(d.Seconds())
+}
+
+// PhaseEnded implements engine.Observer.
+func (m MetricsObserver) PhaseEnded(_ engine.Object, fn string, failed bool, d time.Duration) {
+	phaseDuration.WithLabelValues(m.Kind, fn, result(failed)).Observe(d.Seconds())
+}
+
+// StateCollector reports, at each scrape, gauges read from the manager's
+// cache and the queue index — so they are right after a restart, unlike
+// counters kept in memory:
+//
+//	nacflow_active_operations{kind}       NAC objects whose plan is running
+//	nacflow_velero_backup_queue_depth     unfinished Velero Backups of the OADP namespace
+//
+// A scrape lists the cached NAC objects: O(objects), no API call.
+type StateCollector struct {
+	// Reader is the manager's (cached) client.
+	Reader client.Reader
+	// Queue is the index of unfinished Velero Backups (nil: no depth).
+	Queue *BackupQueue
+}
+
+var (
+	activeDesc = prometheus.NewDesc("nacflow_active_operations",
+		"NAC objects whose operation (plan) is running, by kind.", []string{"kind"}, nil)
+	queueDepthDesc = prometheus.NewDesc("nacflow_velero_backup_queue_depth",
+		"Unfinished Velero Backups in the OADP namespace: Velero's queue, tenants' and the admin's.", nil, nil)
+)
+
+// Describe implements prometheus.Collector.
+func (s *StateCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- activeDesc
+	ch <- queueDepthDesc
+}
+
+// Collect implements prometheus.Collector. A list that fails (the cache not
+// started yet) reports nothing for that kind and logs why.
+func (s *StateCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for kind, list := range map[string]client.ObjectList{
+		"NonAdminBackup":                &v1alpha1.NonAdminBackupList{},
+		"NonAdminRestore":               &v1alpha1.NonAdminRestoreList{},
+		"NonAdminBackupStorageLocation": &v1alpha1.NonAdminBackupStorageLocationList{},
+	} {
+		if err := s.Reader.List(ctx, list); err != nil {
+			log.FromContext(ctx).Error(err, "listing for nacflow_active_operations", "kind", kind)
+			continue
+		}
+		ch <- prometheus.MustNewConstMetric(activeDesc, prometheus.GaugeValue, float64(running(list)), kind)
+	}
+	if s.Queue != nil {
+		ch <- prometheus.MustNewConstMetric(queueDepthDesc, prometheus.GaugeValue, float64(s.Queue.Len()))
+	}
+}
+
+// running counts the objects of list whose plan is running.
+func running(list client.ObjectList) int {
+	n := 0
+	count := func(p *v1alpha1.PlanStatus) {
+		if p != nil && p.State == v1alpha1.PlanRunning {
+			n++
+		}
+	}
+	switch l := list.(type) {
+	case *v1alpha1.NonAdminBackupList:
+		for i := range l.Items {
+			count(l.Items[i].Status.Plan)
+		}
+	case *v1alpha1.NonAdminRestoreList:
+		for i := range l.Items {
+			count(l.Items[i].Status.Plan)
+		}
+	case *v1alpha1.NonAdminBackupStorageLocationList:
+		for i := range l.Items {
+			count(l.Items[i].Status.Plan)
+		}
+	}
+	return n
+}
