@@ -123,8 +123,30 @@ test-integration: $(CONTROL_PLANE) ## Integration tests against a real kube-apis
 	NACFLOW_ASSETS=$(BIN) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(INTEGRATION_PKGS)
 
 .PHONY: test-e2e
-test-e2e: $(CONTROL_PLANE) $(VELERO_STACK) ## End-to-end tests: the make-run stack with a real Velero server, driven by kubectl.
+test-e2e: $(CONTROL_PLANE) $(VELERO_STACK) install-manifest ## End-to-end tests: the make-run stack with a real Velero server, driven by kubectl.
 	NACFLOW_ASSETS=$(BIN) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -v $(E2E_PKGS)
+
+##@ Install
+
+IMG          ?= ghcr.io/nacflow/nacflow:v0.1.0
+KUBECTL      ?= kubectl
+DIST         := $(CURDIR)/dist
+OADP_NAMESPACE ?= openshift-adp
+
+.PHONY: install-manifest
+install-manifest: ## Render config/default (CRDs, RBAC, tenant roles, Deployment, metrics Service) into dist/install.yaml, image IMG.
+	@mkdir -p $(DIST)
+	$(KUBECTL) kustomize config/default | sed 's|image: ghcr.io/nacflow/nacflow:v0.1.0|image: $(IMG)|' > $(DIST)/install.yaml
+	@echo "wrote $(DIST)/install.yaml (image $(IMG))"
+
+.PHONY: deploy
+deploy: install-manifest ## Install nacflow into the cluster of the current kubeconfig, in the OADP namespace (created if missing).
+	$(KUBECTL) create namespace $(OADP_NAMESPACE) --dry-run=client -o yaml | $(KUBECTL) apply -f -
+	$(KUBECTL) apply --server-side --force-conflicts -f $(DIST)/install.yaml
+
+.PHONY: undeploy
+undeploy: ## Remove the controller, its RBAC and the tenant roles; keeps the CRDs and every NAC object (docs/install.md).
+	$(KUBECTL) kustomize config/controller | $(KUBECTL) delete --ignore-not-found -f -
 
 .PHONY: docs
 docs: ## Generate docs/functions.md from the phase function registry.

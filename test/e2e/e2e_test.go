@@ -8,9 +8,14 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -26,6 +31,7 @@ type E2ESuite struct {
 	dir        string // localcp's --dir: kubeconfig and logs
 	kubeconfig string
 	cmd        *exec.Cmd
+	metrics    string // the controller's metrics URL
 	output     *syncBuffer
 	exited     chan error
 }
@@ -60,9 +66,14 @@ func (s *E2ESuite) SetUpSuite(c *C) {
 	s.kubeconfig = filepath.Join(tmp, "kubeconfig")
 	// Short sync periods so that the rebuild test sees Velero's BSL sync and
 	// nacflow's backup sync within seconds.
+	l, err := net.Listen("tcp", "127.0.0.1:0") // a free port for the metrics endpoint
+	c.Assert(err, IsNil)
+	metricsAddr := l.Addr().String()
+	c.Assert(l.Close(), IsNil)
+	s.metrics = "http://" + metricsAddr + "/metrics"
 	s.cmd = exec.Command(filepath.Join(tmp, "localcp"), "--assets", assets, "--dir", tmp, "--oadp-namespace", "openshift-adp",
 		"--velero-backup-sync-period", "3s",
-		"--", filepath.Join(tmp, "nac"), "--oadp-namespace", "openshift-adp", "--metrics-bind-address", "0",
+		"--", filepath.Join(tmp, "nac"), "--oadp-namespace", "openshift-adp", "--metrics-bind-address", metricsAddr,
 		"--health-probe-bind-address", "127.0.0.1:0", "--backup-sync-period", "2s")
 	s.cmd.Dir = root
 	pr, pw, err := os.Pipe()
@@ -226,6 +237,81 @@ func (s *E2ESuite) TestReadmeWalkthrough(c *C) {
 			"StartedDeferPhase", "finalStatus", "EndedDeferPhase", "EndedAction"), d
 	})
 	c.Check(s.bucketKeys(c, "backups/"+name+"/"), Not(HasLen), 0)
+}
+
+// TestInstallManifest: dist/install.yaml (make install-manifest) applies
+// cleanly to a real API server (server-side dry run: CRDs, RBAC, tenant
+// roles, Deployment, metrics Service).
+func (s *E2ESuite) TestInstallManifest(c *C) {
+	path := filepath.Join(s.root, "dist", "install.yaml")
+	if _, err := os.Stat(path); err != nil {
+		c.Fatalf("%s is missing: run the e2e tests with `make test-e2e`, which renders it (%v)", path, err)
+	}
+	out := s.kubectl(c, "apply", "--dry-run=server", "-f", path)
+	for _, want := range []string{"customresourcedefinition.apiextensions.k8s.io/nonadminbackups.oadp.openshift.io",
+		"serviceaccount/nacflow", "role.rbac.authorization.k8s.io/nacflow-manager", "clusterrole.rbac.authorization.k8s.io/nacflow-manager",
+		"clusterrole.rbac.authorization.k8s.io/nacflow-tenant-edit", "clusterrole.rbac.authorization.k8s.io/nacflow-tenant-view",
+		"rolebinding.rbac.authorization.k8s.io/nacflow-manager", "clusterrolebinding.rbac.authorization.k8s.io/nacflow-manager",
+		"service/nacflow-metrics", "deployment.apps/nacflow-controller"} {
+		c.Check(out, Matches, `(?s).*`+regexp.QuoteMeta(want)+` (created|configured|unchanged) \(server dry run\).*`, Commentf(want))
+	}
+}
+
+// TestMetricsEndpoint: while the controller runs a backup against the real
+// Velero, its metrics endpoint (curl'd here over HTTP) shows the operation
+// and phase metrics with non-zero values.
+func (s *E2ESuite) TestMetricsEndpoint(c *C) {
+	s.kubectlIn(c, `apiVersion: oadp.openshift.io/v1alpha1
+kind: NonAdminBackup
+metadata:
+  name: metered
+  namespace: demo
+spec:
+  backupSpec: {}
+`, "apply", "-f", "-")
+	eventually(c, 2*time.Minute, func() (bool, string) {
+		out := s.kubectl(c, "get", "nab", "-n", "demo", "metered", "-o", "jsonpath={.status.plan.state}")
+		return out == "complete", out
+	})
+	var body string
+	eventually(c, 10*time.Second, func() (bool, string) {
+		resp, err := http.Get(s.metrics)
+		if err != nil {
+			return false, err.Error()
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return false, err.Error()
+		}
+		body = string(b)
+		return strings.Contains(body, "nacflow_operations_finished_total"), "no nacflow metrics yet"
+	})
+	for _, series := range []string{
+		`nacflow_operations_started_total{action="backup",kind="NonAdminBackup"}`,
+		`nacflow_operations_finished_total{action="backup",kind="NonAdminBackup",result="complete"}`,
+		`nacflow_phase_duration_seconds_count{func="CreateVeleroBackup",kind="NonAdminBackup",result="complete"}`,
+		`nacflow_phase_duration_seconds_count{func="WaitFor",kind="NonAdminBackup",result="complete"}`,
+		`controller_runtime_reconcile_total{controller="nonadminbackup",result="success"}`,
+	} {
+		v, ok := sample(body, series)
+		c.Check(ok, Equals, true, Commentf("%s missing", series))
+		c.Check(v > 0, Equals, true, Commentf("%s = %v", series, v))
+	}
+	_, ok := sample(body, `nacflow_velero_backup_queue_depth`)
+	c.Check(ok, Equals, true)
+}
+
+// sample returns the value of the series (name{labels} as Prometheus'
+// text format writes it) in a metrics page.
+func sample(page, series string) (float64, bool) {
+	for _, line := range strings.Split(page, "\n") {
+		if rest, ok := strings.CutPrefix(line, series+" "); ok {
+			v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+			return v, err == nil
+		}
+	}
+	return 0, false
 }
 
 // TestExamplesApply: every example applies cleanly (server-side dry run,
