@@ -137,6 +137,9 @@ func reconcileNAC[T engine.Object](ctx context.Context, d *Deps, reads *readTrac
 	}
 
 	action := k.actionFor(obj)
+	// Every log line of this reconcile carries the action (controller-runtime
+	// already adds the controller, namespace and name; the engine the phase).
+	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("action", action))
 	before := obj.DeepCopyObject().(client.Object)
 	k.begin(obj)
 	result, finished, err := runAction(ctx, d, k, obj, action)

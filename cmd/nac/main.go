@@ -58,38 +58,7 @@ func main() {
 		debug.SetGCPercent(50)
 	}
 	var o options
-	flag.StringVar(&o.oadpNamespace, "oadp-namespace", "",
-		"Namespace where Velero runs and where nacflow creates Velero objects (the OADP namespace). Default: $"+namespaceEnvVar+".")
-	flag.DurationVar(&o.waitTimeout, "wait-timeout", engine.DefaultWaitTimeout,
-		"Default timeout of a blueprint wait phase that sets no timeout of its own (Go duration, e.g. 10m).")
-	flag.StringVar(&o.metricsAddr, "metrics-bind-address", ":8090",
-		"Address the Prometheus metrics endpoint binds to; \"0\" disables it. Not 8080: Velero's own metrics bind :8080 wherever it runs.")
-	flag.StringVar(&o.probeAddr, "health-probe-bind-address", ":8091",
-		"Address the /healthz and /readyz probes bind to.")
-	flag.BoolVar(&o.leaderElect, "leader-elect", false,
-		"Elect a leader (a Lease in the OADP namespace) so that only one replica reconciles.")
-	flag.DurationVar(&o.queueWindow, "queue-refresh-window", controllers.DefaultQueueRefreshWindow,
-		"How long waiting NonAdminBackups' queue positions may lag a finished backup; all completions within it cost one status write per waiting NAB.")
-	flag.BoolVar(&o.bslApproval, "require-approval-for-bsl", false,
-		"Tenants' NonAdminBackupStorageLocations wait for a cluster admin to approve their NonAdminBackupStorageLocationRequest in the OADP namespace; without it requests are approved automatically.")
-	flag.DurationVar(&o.syncPeriod, "backup-sync-period", controllers.DefaultBackupSyncPeriod,
-		"How often NonAdminBackups are recreated from finished Velero Backups whose NAB is missing (after a cluster rebuild); 0 disables.")
-	flag.DurationVar(&o.gcPeriod, "garbage-collection-period", controllers.DefaultGarbageCollectionPeriod,
-		"How often NAC-labelled objects in the OADP namespace whose NAC object is gone are deleted (Velero objects only, never backup data); 0 disables.")
-	flag.StringVar(&o.pprofAddr, "pprof-bind-address", "", "Address of the Go pprof endpoint (e.g. 127.0.0.1:6061); empty disables it.")
-	flag.Float64Var(&o.qps, "kube-api-qps", 500,
-		"Queries per second the controller may send to the API server. Each NonAdminBackup costs 3 writes, so client-go's default of 20 would cap nacflow near 7 NABs per second; the API server's priority and fairness still protects it from a flood.")
-	flag.IntVar(&o.burst, "kube-api-burst", 1000, "Burst above --kube-api-qps.")
-	flag.IntVar(&o.concurrency, "max-concurrent-reconciles", 32,
-		"NAC objects reconciled at once, per kind (the same object is never reconciled twice at once). A reconcile mostly waits on the API server (3 round trips for a new NAB), so this is well above the core count.")
-	flag.DurationVar(&o.minRetry, "min-retry-delay", controllers.DefaultMinRetryDelay,
-		"Backoff after a NAC object's first failed reconcile (an API error, a phase error); it doubles with each failure in a row.")
-	flag.DurationVar(&o.maxRetry, "max-retry-delay", controllers.DefaultMaxRetryDelay,
-		"Longest backoff between failed reconciles of one NAC object: after an API server outage, operations resume within this.")
-	flag.DurationVar(&o.credCheck, "credential-check-period", controllers.DefaultCredentialCheckPeriod,
-		"How often each NonAdminBackupStorageLocation rechecks its credential Secret, so that a rotation reaches the copy (Secrets are not watched).")
-	zapOpts := zap.Options{}
-	zapOpts.BindFlags(flag.CommandLine)
+	zapOpts := registerFlags(flag.CommandLine, &o)
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), `Usage: nac [flags]                 run the controllers
        nac blueprint validate -f FILE  check blueprints offline (exit 1 when invalid)
@@ -107,12 +76,51 @@ Flags:
 		flag.PrintDefaults()
 	}
 	flag.Parse()
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(zapOpts)))
 
 	if err := run(o); err != nil {
 		ctrl.Log.Error(err, "nac stopped")
 		os.Exit(1)
 	}
+}
+
+// registerFlags registers the controller's flags, and controller-runtime's
+// logging flags (--zap-encoder json|console, --zap-log-level, ...), on fs;
+// docs/configuration.md documents each (a test holds it to that).
+func registerFlags(fs *flag.FlagSet, o *options) *zap.Options {
+	fs.StringVar(&o.oadpNamespace, "oadp-namespace", "",
+		"Namespace where Velero runs and where nacflow creates Velero objects (the OADP namespace). Default: $"+namespaceEnvVar+".")
+	fs.DurationVar(&o.waitTimeout, "wait-timeout", engine.DefaultWaitTimeout,
+		"Default timeout of a blueprint wait phase that sets no timeout of its own (Go duration, e.g. 10m).")
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8090",
+		"Address the Prometheus metrics endpoint binds to; \"0\" disables it. Not 8080: Velero's own metrics bind :8080 wherever it runs.")
+	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8091",
+		"Address the /healthz and /readyz probes bind to.")
+	fs.BoolVar(&o.leaderElect, "leader-elect", false,
+		"Elect a leader (a Lease in the OADP namespace) so that only one replica reconciles.")
+	fs.DurationVar(&o.queueWindow, "queue-refresh-window", controllers.DefaultQueueRefreshWindow,
+		"How long waiting NonAdminBackups' queue positions may lag a finished backup; all completions within it cost one status write per waiting NAB.")
+	fs.BoolVar(&o.bslApproval, "require-approval-for-bsl", false,
+		"Tenants' NonAdminBackupStorageLocations wait for a cluster admin to approve their NonAdminBackupStorageLocationRequest in the OADP namespace; without it requests are approved automatically.")
+	fs.DurationVar(&o.syncPeriod, "backup-sync-period", controllers.DefaultBackupSyncPeriod,
+		"How often NonAdminBackups are recreated from finished Velero Backups whose NAB is missing (after a cluster rebuild); 0 disables.")
+	fs.DurationVar(&o.gcPeriod, "garbage-collection-period", controllers.DefaultGarbageCollectionPeriod,
+		"How often NAC-labelled objects in the OADP namespace whose NAC object is gone are deleted (Velero objects only, never backup data); 0 disables.")
+	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "", "Address of the Go pprof endpoint (e.g. 127.0.0.1:6061); empty disables it.")
+	fs.Float64Var(&o.qps, "kube-api-qps", 500,
+		"Queries per second the controller may send to the API server. Each NonAdminBackup costs 3 writes, so client-go's default of 20 would cap nacflow near 7 NABs per second; the API server's priority and fairness still protects it from a flood.")
+	fs.IntVar(&o.burst, "kube-api-burst", 1000, "Burst above --kube-api-qps.")
+	fs.IntVar(&o.concurrency, "max-concurrent-reconciles", 32,
+		"NAC objects reconciled at once, per kind (the same object is never reconciled twice at once). A reconcile mostly waits on the API server (3 round trips for a new NAB), so this is well above the core count.")
+	fs.DurationVar(&o.minRetry, "min-retry-delay", controllers.DefaultMinRetryDelay,
+		"Backoff after a NAC object's first failed reconcile (an API error, a phase error); it doubles with each failure in a row.")
+	fs.DurationVar(&o.maxRetry, "max-retry-delay", controllers.DefaultMaxRetryDelay,
+		"Longest backoff between failed reconciles of one NAC object: after an API server outage, operations resume within this.")
+	fs.DurationVar(&o.credCheck, "credential-check-period", controllers.DefaultCredentialCheckPeriod,
+		"How often each NonAdminBackupStorageLocation rechecks its credential Secret, so that a rotation reaches the copy (Secrets are not watched).")
+	zapOpts := &zap.Options{}
+	zapOpts.BindFlags(fs)
+	return zapOpts
 }
 
 func run(o options) error {

@@ -1,0 +1,35 @@
+package main
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+
+	. "gopkg.in/check.v1"
+)
+
+type FlagsSuite struct{}
+
+var _ = Suite(&FlagsSuite{})
+
+// Every flag nac registers (and --kubeconfig, which controller-runtime
+// registers) has a row in docs/configuration.md, and the doc names no flag
+// that does not exist.
+func (s *FlagsSuite) TestEveryFlagIsDocumented(c *C) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "configuration.md"))
+	c.Assert(err, IsNil)
+	fs := flag.NewFlagSet("nac", flag.ContinueOnError)
+	registerFlags(fs, &options{})
+	names := map[string]bool{"kubeconfig": true}
+	fs.VisitAll(func(f *flag.Flag) { names[f.Name] = true })
+	for name := range names {
+		c.Check(strings.Contains(string(doc), "| `--"+name+"`"), Equals, true, Commentf("--%s is not in docs/configuration.md", name))
+	}
+	for _, line := range strings.Split(string(doc), "\n") {
+		if rest, ok := strings.CutPrefix(line, "| `--"); ok {
+			name, _, _ := strings.Cut(rest, "`")
+			c.Check(names[name], Equals, true, Commentf("docs/configuration.md documents --%s, which nac does not have", name))
+		}
+	}
+}
