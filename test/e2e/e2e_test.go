@@ -314,6 +314,47 @@ func sample(page, series string) (float64, bool) {
 	return 0, false
 }
 
+// TestDocExamples: every YAML object in the docs (README.md, docs/*.md)
+// applies to the real API server (server-side dry run), every Blueprint in
+// them passes `nac blueprint validate`, and every examples/ file a doc
+// command names exists.
+func (s *E2ESuite) TestDocExamples(c *C) {
+	docs, err := filepath.Glob(filepath.Join(s.root, "docs", "*.md"))
+	c.Assert(err, IsNil)
+	docs = append(docs, filepath.Join(s.root, "README.md"))
+	fence := regexp.MustCompile("(?s)```(yaml|sh)\n(.*?)```")
+	example := regexp.MustCompile(`examples/[A-Za-z0-9_./-]+\.yaml`)
+	applied := 0
+	for _, doc := range docs {
+		data, err := os.ReadFile(doc)
+		c.Assert(err, IsNil)
+		for _, m := range fence.FindAllStringSubmatch(string(data), -1) {
+			lang, body := m[1], m[2]
+			if lang == "sh" {
+				for _, f := range example.FindAllString(body, -1) {
+					_, err := os.Stat(filepath.Join(s.root, f))
+					c.Check(err, IsNil, Commentf("%s names %s", filepath.Base(doc), f))
+				}
+				continue
+			}
+			if !strings.Contains(body, "apiVersion:") {
+				continue
+			}
+			out, err := s.runKubectl(body, "apply", "--dry-run=server", "-f", "-")
+			c.Check(err, IsNil, Commentf("%s:\n%s\n%s", filepath.Base(doc), body, out))
+			c.Check(out, Matches, `(?s).* (created|configured|unchanged) \(server dry run\)\n`, Commentf("%s: %s", filepath.Base(doc), out))
+			applied++
+			if strings.Contains(body, "kind: Blueprint") {
+				validate := exec.Command(filepath.Join(s.dir, "nac"), "blueprint", "validate", "-f", "-")
+				validate.Stdin = strings.NewReader(body)
+				vout, err := validate.CombinedOutput()
+				c.Check(err, IsNil, Commentf("%s: nac blueprint validate: %s", filepath.Base(doc), vout))
+			}
+		}
+	}
+	c.Check(applied >= 5, Equals, true, Commentf("%d YAML examples found in the docs", applied))
+}
+
 // TestExamplesApply: every example applies cleanly (server-side dry run,
 // so nothing is created).
 func (s *E2ESuite) TestExamplesApply(c *C) {
