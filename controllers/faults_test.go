@@ -22,7 +22,6 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
@@ -39,22 +38,7 @@ var _ = Suite(&FaultSuite{})
 // reconciles returns how many reconciles the controller called name has run
 // in this process (controller-runtime's controller_runtime_reconcile_total).
 func reconciles(c *C, name string) float64 {
-	families, err := metrics.Registry.Gather()
-	c.Assert(err, IsNil)
-	total := 0.0
-	for _, f := range families {
-		if f.GetName() != "controller_runtime_reconcile_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "controller" && l.GetValue() == name {
-					total += m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return total
+	return metricValue(c, "controller_runtime_reconcile_total", map[string]string{"controller": name})
 }
 
 // transientErrors are what an API server under stress or restarting answers.
