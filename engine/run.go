@@ -237,7 +237,6 @@ func consistent(plan *nacv1alpha1.PlanStatus) error {
 func (r *Runner) step(ctx context.Context, op *Operation, plan *nacv1alpha1.PlanStatus, ps *nacv1alpha1.PhaseStatus, spec nacv1alpha1.BlueprintPhase, isDefer bool) (Outcome, error) {
 	obj := op.Object
 	now := r.now()
-	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("phase", ps.Name, "func", spec.Func))
 	defer func() { plan.Current = ps.Name + ": " + string(ps.State) }()
 	if ps.State == nacv1alpha1.PhasePending {
 		start := metav1.NewTime(now)
@@ -255,7 +254,7 @@ func (r *Runner) step(ctx context.Context, op *Operation, plan *nacv1alpha1.Plan
 	switch {
 	case err != nil && IsTerminal(err):
 		ps.Attempts++
-		log.FromContext(ctx).Info("phase failed", "reason", err.Error())
+		log.FromContext(ctx).Info("phase failed", "phase", ps.Name, "func", ps.Func, "reason", err.Error())
 		r.fail(obj, ps, err.Error())
 		return Outcome{}, nil
 	case err != nil && IsTransient(err):
@@ -342,7 +341,7 @@ func (r *Runner) call(ctx context.Context, op *Operation, plan *nacv1alpha1.Plan
 func safeRun(ctx context.Context, fn Func, op *Operation, args any) (res Result, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			log.FromContext(ctx).Error(fmt.Errorf("%v", p), "phase function panicked", "stack", string(debug.Stack()))
+			log.FromContext(ctx).Error(fmt.Errorf("%v", p), "phase function panicked", "phase", op.Phase, "func", fn.Name(), "stack", string(debug.Stack()))
 			res, err = Result{}, Terminalf("%s panicked: %v (a bug: please report it)", fn.Name(), p)
 		}
 	}()
