@@ -32,8 +32,8 @@ var (
 		Buckets: prometheus.ExponentialBuckets(1, 4, 9),
 	}, []string{"kind", "action", "result"})
 	phaseDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name: "nacflow_phase_duration_seconds",
-		Help: "Time from a phase's start to its end (seconds; whole seconds, from status times), by NAC kind, phase function and result (complete, failed).",
+		Name:    "nacflow_phase_duration_seconds",
+		Help:    "Time from a phase's start to its end (seconds; whole seconds, from status times), by NAC kind, phase function and result (complete, failed).",
 		Buckets: prometheus.ExponentialBuckets(1, 4, 9),
 	}, []string{"kind", "func", "result"})
 	blueprintFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
