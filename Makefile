@@ -111,7 +111,7 @@ lint: vet ## gofmt check and go vet.
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 
 .PHONY: test
-test: $(CONTROL_PLANE) $(VELERO_STACK) lint ## All tests: unit, integration (real kube-apiserver + etcd) and e2e (plus real Velero and object store).
+test: $(CONTROL_PLANE) $(VELERO_STACK) lint install-manifest ## All tests: unit, integration (real kube-apiserver + etcd) and e2e (plus real Velero and object store).
 	NACFLOW_ASSETS=$(BIN) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 .PHONY: test-unit

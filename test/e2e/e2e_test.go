@@ -257,6 +257,29 @@ func (s *E2ESuite) TestInstallManifest(c *C) {
 	}
 }
 
+// TestDeployUndeploy runs docs/install.md's commands against the control
+// plane: `make deploy` installs the controller (its Deployment cannot start
+// pods here: there is no kubelet), `make undeploy` removes it and keeps the
+// CRDs and the NAC objects.
+func (s *E2ESuite) TestDeployUndeploy(c *C) {
+	make := func(target string) string {
+		cmd := exec.Command("make", "--no-print-directory", target)
+		cmd.Dir = s.root
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+s.kubeconfig)
+		out, err := cmd.CombinedOutput()
+		c.Assert(err, IsNil, Commentf("make %s: %s", target, out))
+		return string(out)
+	}
+	out := make("deploy")
+	c.Check(out, Matches, `(?s).*deployment.apps/nacflow-controller serverside-applied.*`)
+	c.Check(s.kubectl(c, "get", "deployment", "-n", "openshift-adp", "nacflow-controller", "-o", "jsonpath={.spec.template.spec.serviceAccountName}"), Equals, "nacflow")
+	c.Check(s.kubectl(c, "get", "clusterrole", "nacflow-tenant-edit", "-o", "jsonpath={.metadata.labels}"), Matches, `.*aggregate-to-admin.*`)
+	out = make("undeploy")
+	c.Check(out, Matches, `(?s).*deployment.apps "nacflow-controller" deleted.*`)
+	c.Check(s.kubectlAllowFail("get", "deployment", "-n", "openshift-adp", "nacflow-controller"), Matches, `(?s).*NotFound.*`)
+	c.Check(strings.TrimSpace(s.kubectl(c, "get", "crd", "nonadminbackups.oadp.openshift.io", "-o", "name")), Equals, "customresourcedefinition.apiextensions.k8s.io/nonadminbackups.oadp.openshift.io")
+}
+
 // TestMetricsEndpoint: while the controller runs a backup against the real
 // Velero, its metrics endpoint (curl'd here over HTTP) shows the operation
 // and phase metrics with non-zero values.
