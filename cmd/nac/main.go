@@ -44,6 +44,8 @@ type options struct {
 	qps           float64
 	burst         int
 	concurrency   int
+	eventQPS      float64
+	eventBurst    int
 }
 
 func main() {
@@ -116,6 +118,9 @@ func registerFlags(fs *flag.FlagSet, o *options) *zap.Options {
 		"Backoff after a NAC object's first failed reconcile (an API error, a phase error); it doubles with each failure in a row.")
 	fs.DurationVar(&o.maxRetry, "max-retry-delay", controllers.DefaultMaxRetryDelay,
 		"Longest backoff between failed reconciles of one NAC object: after an API server outage, operations resume within this.")
+	fs.Float64Var(&o.eventQPS, "event-qps", controllers.DefaultEventQPS,
+		"Events written per second at most (as kubelet's --event-qps); under a burst of operations the rest queue, then are dropped: status is the record. 0: no limit.")
+	fs.IntVar(&o.eventBurst, "event-burst", controllers.DefaultEventBurst, "Burst above --event-qps.")
 	fs.DurationVar(&o.credCheck, "credential-check-period", controllers.DefaultCredentialCheckPeriod,
 		"How often each NonAdminBackupStorageLocation rechecks its credential Secret, so that a rotation reaches the copy (Secrets are not watched).")
 	zapOpts := &zap.Options{}
@@ -163,7 +168,7 @@ func run(o options) error {
 		Cache:                   controllers.CacheOptions(o.oadpNamespace),
 		Controller:              config.Controller{MaxConcurrentReconciles: o.concurrency},
 		PprofBindAddress:        o.pprofAddr,
-		EventBroadcaster:        controllers.NewEventBroadcaster(), //nolint:staticcheck // lives as long as the process
+		EventBroadcaster:        controllers.NewEventBroadcaster(float32(o.eventQPS), o.eventBurst), //nolint:staticcheck // lives as long as the process
 	})
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
