@@ -24,6 +24,9 @@ type recentCreates struct {
 	mu   sync.Mutex
 	now  func() time.Time
 	seen map[recentKey]time.Time
+	// pruned is when expired entries were last dropped: at most once per
+	// recentTTL, so adding stays O(1) amortized however many are created.
+	pruned time.Time
 }
 
 type recentKey struct {
@@ -42,10 +45,13 @@ func (r *recentCreates) add(kind string, obj client.Object) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := r.now()
-	for k, t := range r.seen {
-		if now.Sub(t) > recentTTL {
-			delete(r.seen, k)
+	if now.Sub(r.pruned) > recentTTL {
+		for k, t := range r.seen {
+			if now.Sub(t) > recentTTL {
+				delete(r.seen, k)
+			}
 		}
+		r.pruned = now
 	}
 	r.seen[recentKey{kind, obj.GetNamespace(), obj.GetName()}] = now
 }
