@@ -45,60 +45,69 @@ func playVelero(ctx context.Context, oadp string) {
 	for ctx.Err() == nil {
 		backups := &velerov1.BackupList{}
 		if testClient.List(ctx, backups, client.InNamespace(oadp)) == nil {
-			for i := range backups.Items {
-				b := &backups.Items[i]
+			patchEach(ctx, backups.Items, func(b *velerov1.Backup) bool {
 				if b.Status.Phase != "" {
-					continue
+					return false
 				}
-				before := b.DeepCopy()
 				b.Status.Phase = velerov1.BackupPhaseCompleted
 				if strings.HasPrefix(b.Annotations[v1alpha1.NabOriginNameAnnotation], "fail-") {
 					b.Status.Phase = velerov1.BackupPhaseFailed
 				}
-				_ = testClient.Patch(ctx, b, client.MergeFrom(before))
-			}
+				return true
+			})
 		}
 		dbrs := &velerov1.DeleteBackupRequestList{}
 		if testClient.List(ctx, dbrs, client.InNamespace(oadp)) == nil {
-			for i := range dbrs.Items {
-				d := &dbrs.Items[i]
+			patchEach(ctx, dbrs.Items, func(d *velerov1.DeleteBackupRequest) bool {
 				if d.Status.Phase == velerov1.DeleteBackupRequestPhaseProcessed {
-					continue
+					return false
 				}
 				b := &velerov1.Backup{ObjectMeta: metav1.ObjectMeta{Namespace: oadp, Name: d.Spec.BackupName}}
 				if err := testClient.Delete(ctx, b); err != nil && !apierrors.IsNotFound(err) {
-					continue
+					return false
 				}
-				before := d.DeepCopy()
 				d.Status.Phase = velerov1.DeleteBackupRequestPhaseProcessed
-				_ = testClient.Patch(ctx, d, client.MergeFrom(before))
-			}
+				return true
+			})
 		}
 		restores := &velerov1.RestoreList{}
 		if testClient.List(ctx, restores, client.InNamespace(oadp)) == nil {
-			for i := range restores.Items {
-				r := &restores.Items[i]
-				if r.Status.Phase == "" {
-					before := r.DeepCopy()
-					r.Status.Phase = velerov1.RestorePhaseCompleted
-					_ = testClient.Patch(ctx, r, client.MergeFrom(before))
+			patchEach(ctx, restores.Items, func(r *velerov1.Restore) bool {
+				if r.Status.Phase != "" {
+					return false
 				}
-			}
+				r.Status.Phase = velerov1.RestorePhaseCompleted
+				return true
+			})
 		}
 		bsls := &velerov1.BackupStorageLocationList{}
 		if testClient.List(ctx, bsls, client.InNamespace(oadp)) == nil {
-			for i := range bsls.Items {
-				l := &bsls.Items[i]
-				if l.Status.Phase == "" {
-					before := l.DeepCopy()
-					l.Status.Phase = velerov1.BackupStorageLocationPhaseAvailable
-					_ = testClient.Patch(ctx, l, client.MergeFrom(before))
+			patchEach(ctx, bsls.Items, func(l *velerov1.BackupStorageLocation) bool {
+				if l.Status.Phase != "" {
+					return false
 				}
-			}
+				l.Status.Phase = velerov1.BackupStorageLocationPhaseAvailable
+				return true
+			})
 		}
 		select {
 		case <-ctx.Done():
 		case <-time.After(150 * time.Millisecond):
+		}
+	}
+}
+
+// patchEach patches, as Velero would, each of items that change modifies
+// (change returns whether it did); errors are left to the next pass.
+func patchEach[T any, PT interface {
+	*T
+	client.Object
+}](ctx context.Context, items []T, change func(PT) bool) {
+	for i := range items {
+		o := PT(&items[i])
+		before := o.DeepCopyObject().(client.Object)
+		if change(o) {
+			_ = testClient.Patch(ctx, o, client.MergeFrom(before))
 		}
 	}
 }

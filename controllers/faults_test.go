@@ -109,7 +109,7 @@ func newFaultRun(c *C) *faultRun {
 	return &faultRun{oadp: oadp, run: run, sel: labels.SelectorFromSet(labels.Set{chaosRunLabel: run}), stop: cancel}
 }
 
-// nabs creates n NonAdminBackups (and a restore of each even one) in a new
+// ops creates n NonAdminBackups (and a restore of every other one) in a new
 // tenant namespace, labelled for this run's controller.
 func (r *faultRun) ops(c *C, n int) []client.Object {
 	ns := createNamespace(c, "faults-tenant")
