@@ -3,17 +3,20 @@ package controllers_test
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	. "gopkg.in/check.v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
+	"github.com/nacflow/nacflow/blueprints"
 	"github.com/nacflow/nacflow/controllers"
 )
 
@@ -114,6 +117,7 @@ func (s *ControllerSuite) TestTenantIsolationAttacks(c *C) {
 		c.Assert(testClient.Create(ctx, nab), IsNil, Commentf(tc.about))
 		msg := refusedByController(c, nab)
 		c.Check(strings.Contains(msg, tc.msg), Equals, true, Commentf("%s: %q", tc.about, msg))
+		c.Check(strings.Contains(refusedWithStatus(c, nab, tc.about), tc.msg), Equals, true, Commentf(tc.about))
 		nothingCreatedFor(c, s.oadp, controllers.NACUUID(nab.UID), tc.about)
 	}
 
@@ -134,6 +138,7 @@ func (s *ControllerSuite) TestTenantIsolationAttacks(c *C) {
 		c.Assert(testClient.Create(ctx, nar), IsNil, Commentf(tc.about))
 		msg := refusedByController(c, nar)
 		c.Check(strings.Contains(msg, tc.msg), Equals, true, Commentf("%s: %q", tc.about, msg))
+		c.Check(strings.Contains(refusedWithStatus(c, nar, tc.about), tc.msg), Equals, true, Commentf(tc.about))
 		nothingCreatedFor(c, s.oadp, controllers.NACUUID(nar.UID), tc.about)
 	}
 
@@ -158,4 +163,309 @@ func hugeSelectors(size int) []*metav1.LabelSelector {
 		out = append(out, &metav1.LabelSelector{MatchLabels: map[string]string{fmt.Sprintf("k%d", i): "some-value-x"}})
 	}
 	return out
+}
+
+// refusedWithStatus waits until obj is refused the way every refusal ends,
+// whatever phase made it (OADP NAC): phase BackingOff and Accepted=False;
+// it returns the condition's message.
+func refusedWithStatus(c *C, obj client.Object, about string) string {
+	var msg string
+	eventually(c, 10*time.Second, func() (bool, string) {
+		c.Assert(testClient.Get(context.Background(), client.ObjectKeyFromObject(obj), obj), IsNil)
+		var phase v1alpha1.NonAdminPhase
+		var conds []metav1.Condition
+		switch o := obj.(type) {
+		case *v1alpha1.NonAdminBackup:
+			phase, conds = o.Status.Phase, o.Status.Conditions
+		case *v1alpha1.NonAdminRestore:
+			phase, conds = o.Status.Phase, o.Status.Conditions
+		case *v1alpha1.NonAdminBackupStorageLocation:
+			phase, conds = o.Status.Phase, o.Status.Conditions
+		}
+		cond := meta.FindStatusCondition(conds, v1alpha1.ConditionAccepted)
+		if cond == nil || cond.Status != metav1.ConditionFalse || phase != v1alpha1.NonAdminPhaseBackingOff {
+			return false, fmt.Sprintf("%s: phase %q, Accepted %+v", about, phase, cond)
+		}
+		msg = cond.Message
+		return true, ""
+	})
+	return msg
+}
+
+// adminBSL creates a BackupStorageLocation of the admin in oadp (no NAC
+// labels) and returns it.
+func adminBSL(c *C, oadp, name, bucket, prefix string) *velerov1.BackupStorageLocation {
+	bsl := &velerov1.BackupStorageLocation{
+		ObjectMeta: metav1.ObjectMeta{Namespace: oadp, Name: name},
+		Spec: velerov1.BackupStorageLocationSpec{Provider: "aws",
+			StorageType: velerov1.StorageType{ObjectStorage: &velerov1.ObjectStorageLocation{Bucket: bucket, Prefix: prefix}},
+			Config:      map[string]string{"region": "us-east-1"}},
+	}
+	c.Assert(testClient.Create(context.Background(), bsl), IsNil)
+	return bsl
+}
+
+// tenantWithCreds creates a tenant namespace holding the Secret "creds".
+func tenantWithCreds(c *C) string {
+	ns := createNamespace(c, "storage-tenant")
+	c.Assert(testClient.Create(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "creds"},
+		Data: map[string][]byte{"cloud": []byte("[default]\naws_access_key_id=x\n")}}), IsNil)
+	return ns
+}
+
+// nabslOn returns a location of ns on bucket/prefix with the Secret "creds".
+func nabslOn(ns, name, bucket, prefix string) *v1alpha1.NonAdminBackupStorageLocation {
+	l := newNABSL(ns, name, "creds")
+	l.Spec.BackupStorageLocationSpec.ObjectStorage = &velerov1.ObjectStorageLocation{Bucket: bucket, Prefix: prefix}
+	return l
+}
+
+// approveAndAvailable approves nabsl's request, waits for its Velero BSL and
+// plays Velero: the BSL turns Available. It returns the BSL.
+func (s *ControllerSuite) approveAndAvailable(c *C, nabsl *v1alpha1.NonAdminBackupStorageLocation) *velerov1.BackupStorageLocation {
+	ctx := context.Background()
+	nacuuid := controllers.NACUUID(getNABSL(c, nabsl).UID)
+	var req *v1alpha1.NonAdminBackupStorageLocationRequest
+	eventually(c, 10*time.Second, func() (bool, string) {
+		req, _, _ = bslObjects(c, s.oadp, nacuuid)
+		return req != nil, "no request yet"
+	})
+	decide(c, req, v1alpha1.ApprovalApprove)
+	var bsl *velerov1.BackupStorageLocation
+	eventually(c, 10*time.Second, func() (bool, string) {
+		_, bsl, _ = bslObjects(c, s.oadp, nacuuid)
+		return bsl != nil, "no Velero BSL yet"
+	})
+	before := bsl.DeepCopy()
+	bsl.Status.Phase = velerov1.BackupStorageLocationPhaseAvailable
+	c.Assert(testClient.Patch(ctx, bsl, client.MergeFrom(before)), IsNil)
+	return bsl
+}
+
+// TestStorageAttacks: no tenant location may overlap another location's
+// storage (the admin's or another tenant's), use an admin's bucket, or
+// escape its folder with a path trick; each is refused naming the field
+// and what it collides with, nothing is created in the OADP namespace, and
+// the admin's location is never touched (issue 15).
+func (s *ControllerSuite) TestStorageAttacks(c *C) {
+	ctx := context.Background()
+	admin := adminBSL(c, s.oadp, "admin-default", "admin-bucket", "")
+	defer func() { c.Check(testClient.Delete(ctx, admin), IsNil) }()
+	ns := tenantWithCreds(c)
+
+	for i, tc := range []struct {
+		about, bucket, prefix, msg string
+	}{
+		{"the admin's bucket", "admin-bucket", "mine",
+			`spec.backupStorageLocationSpec.objectStorage.bucket: bucket "admin-bucket" is used by BackupStorageLocation ` + s.oadp + `/admin-default (admin); a tenant location may use an admin's bucket only when an admin shares it (ValidateBSLSpec args.sharedBuckets)`},
+		{"a parent-directory prefix", "own-bucket", "../victim",
+			`spec.backupStorageLocationSpec.objectStorage.prefix "../victim" must be a clean relative path: no ".." segment`},
+		{"an empty segment", "own-bucket", "a//b",
+			`spec.backupStorageLocationSpec.objectStorage.prefix "a//b" must be a clean relative path: no leading, trailing or doubled "/"`},
+		{"a dot segment", "own-bucket", "./a",
+			`spec.backupStorageLocationSpec.objectStorage.prefix "./a" must be a clean relative path: no "." segment`},
+		{"a backslash", "own-bucket", `a\..\b`,
+			`spec.backupStorageLocationSpec.objectStorage.prefix "a\\..\\b" must not contain a backslash`},
+		{"a bucket with a folder in it", "admin-bucket/x", "",
+			`spec.backupStorageLocationSpec.objectStorage.bucket "admin-bucket/x" must be a bucket name.*`},
+	} {
+		l := nabslOn(ns, fmt.Sprintf("attack-%d", i), tc.bucket, tc.prefix)
+		c.Assert(testClient.Create(ctx, l), IsNil, Commentf(tc.about))
+		msg := refusedWithStatus(c, l, tc.about)
+		c.Check(msg, Matches, regexpQuoteMeta(tc.msg), Commentf(tc.about))
+		nothingCreatedFor(c, s.oadp, controllers.NACUUID(l.UID), tc.about)
+	}
+
+	// Two locations of one tenant: the later one inside the earlier one's
+	// folder is refused, naming it; the earlier one keeps working.
+	first := nabslOn(ns, "first", "own-bucket", "")
+	c.Assert(testClient.Create(ctx, first), IsNil)
+	bsl := s.approveAndAvailable(c, first)
+	c.Check(bsl.Spec.ObjectStorage.Prefix, Equals, ns)
+	inside := nabslOn(ns, "inside", "own-bucket", "nested")
+	c.Assert(testClient.Create(ctx, inside), IsNil)
+	msg := refusedWithStatus(c, inside, "inside another location")
+	c.Check(msg, Matches, fmt.Sprintf(`spec\.backupStorageLocationSpec\.objectStorage\.prefix: aws own-bucket prefix %s/nested overlaps NonAdminBackupStorageLocation %s/first .*`, ns, ns))
+	nothingCreatedFor(c, s.oadp, controllers.NACUUID(inside.UID), "inside another location")
+	_, still, _ := bslObjects(c, s.oadp, controllers.NACUUID(first.UID))
+	c.Check(still, NotNil, Commentf("the earlier location keeps its Velero BSL"))
+
+	// An admin location added later on that folder's bucket: the tenant
+	// location turns BackingOff on its next run (its Velero BSL withdrawn),
+	// the admin's is untouched.
+	later := adminBSL(c, s.oadp, "admin-later", "own-bucket", "")
+	defer func() { c.Check(testClient.Delete(ctx, later), IsNil) }()
+	got := getNABSL(c, first)
+	before := got.DeepCopy()
+	got.Spec.BackupStorageLocationSpec.Config = map[string]string{"region": "eu-west-1"} // a new run of create
+	c.Assert(testClient.Patch(ctx, got, client.MergeFrom(before)), IsNil)
+	msg = refusedWithStatus(c, first, "an admin location added later")
+	c.Check(msg, Matches, `.*bucket "own-bucket" is used by BackupStorageLocation `+s.oadp+`/admin-later \(admin\).*`)
+	eventually(c, 10*time.Second, func() (bool, string) {
+		_, b, sec := bslObjects(c, s.oadp, controllers.NACUUID(first.UID))
+		return b == nil && sec == nil, "the overlapping tenant BSL and Secret copy are not withdrawn yet"
+	})
+	for _, a := range []*velerov1.BackupStorageLocation{admin, later} {
+		got := &velerov1.BackupStorageLocation{}
+		c.Assert(testClient.Get(ctx, client.ObjectKeyFromObject(a), got), IsNil)
+		c.Check(got.Spec, DeepEquals, a.Spec, Commentf("admin location %s touched", a.Name))
+	}
+}
+
+// regexpQuoteMeta quotes a message for Matches, keeping a trailing ".*".
+func regexpQuoteMeta(s string) string {
+	if strings.HasSuffix(s, ".*") {
+		return regexp.QuoteMeta(strings.TrimSuffix(s, ".*")) + ".*"
+	}
+	return regexp.QuoteMeta(s)
+}
+
+// TestRestoreScopeAttacks: a NonAdminRestore may not restore cluster-scoped
+// objects: includeClusterResources true is refused at apply, cluster-scoped
+// kinds in includedResources by the controller, with a message naming the
+// field; no Velero Restore is made (issue 15).
+func (s *ControllerSuite) TestRestoreScopeAttacks(c *C) {
+	ctx := context.Background()
+	nab, _ := s.createdBackup(c, "scope")
+	ns := nab.Namespace
+	err := testClient.Create(ctx, newNAR(ns, "cluster", velerov1.RestoreSpec{BackupName: nab.Name, IncludeClusterResources: ptr(true)}))
+	c.Check(err, ErrorMatches, `.*spec\.restoreSpec\.includeClusterResources can not be true.*`)
+	for _, tc := range []struct {
+		name     string
+		included []string
+		found    string
+	}{
+		{"clusterroles", []string{"configmaps", "clusterroles.rbac.authorization.k8s.io"}, "clusterroles.rbac.authorization.k8s.io"},
+		{"crds", []string{"customresourcedefinitions"}, "customresourcedefinitions"},
+		{"pvs", []string{"pv"}, "pv"},
+		{"discovered", []string{"namespaces", "nodes", "ingressclasses.networking.k8s.io"}, "namespaces, nodes, ingressclasses.networking.k8s.io"},
+		{"by-discovery", []string{"mutatingwebhookconfigurations.admissionregistration.k8s.io", "runtimeclasses.node.k8s.io"},
+			"mutatingwebhookconfigurations.admissionregistration.k8s.io, runtimeclasses.node.k8s.io"},
+	} {
+		nar := newNAR(ns, tc.name, velerov1.RestoreSpec{BackupName: nab.Name, IncludedResources: tc.included})
+		c.Assert(testClient.Create(ctx, nar), IsNil, Commentf(tc.name))
+		msg := refusedWithStatus(c, nar, tc.name)
+		c.Check(msg, Equals, "spec.restoreSpec.includedResources: cluster-scoped kinds can not be restored by a NonAdminRestore: found "+tc.found)
+		nothingCreatedFor(c, s.oadp, controllers.NACUUID(nar.UID), tc.name)
+	}
+}
+
+// TestLocationNotReadyYetWaits: the README's one-file example applies a
+// location and a NAB using it together; the NAB waits (saying why) until
+// the location is approved and Available, then backs up into it.
+func (s *ControllerSuite) TestLocationNotReadyYetWaits(c *C) {
+	ctx := context.Background()
+	ns := tenantWithCreds(c)
+	l := nabslOn(ns, "fresh", "fresh-bucket", "")
+	c.Assert(testClient.Create(ctx, l), IsNil)
+	nab := newNAB(ns, "into-fresh", velerov1.BackupSpec{StorageLocation: "fresh"})
+	c.Assert(testClient.Create(ctx, nab), IsNil)
+	eventually(c, 10*time.Second, func() (bool, string) {
+		g := getNAB(c, nab)
+		p := g.Status.Plan
+		return p != nil && p.Current == "validate: waiting" &&
+			strings.Contains(p.Phases[0].Message, `NonAdminBackupStorageLocation "fresh" to be approved by a cluster admin`), fmt.Sprintf("%+v", p)
+	})
+	bsl := s.approveAndAvailable(c, l)
+	eventually(c, 20*time.Second, func() (bool, string) {
+		g := getNAB(c, nab)
+		vb := g.Status.VeleroBackup
+		return vb != nil && vb.Name != "" && vb.Spec != nil && vb.Spec.StorageLocation == bsl.Name, fmt.Sprintf("%+v %+v", g.Status.Plan, vb)
+	})
+	c.Check(meta.IsStatusConditionTrue(getNAB(c, nab).Status.Conditions, v1alpha1.ConditionAccepted), Equals, true)
+}
+
+// TestApprovalCoversSpec: an approval covers the spec it approved. With the
+// default onSpecChange (pending), an approved location whose bucket is
+// edited goes back to pending, its Velero BSL and Secret copy withdrawn
+// until an admin approves the new spec; with onSpecChange: refuse (OADP's
+// behaviour) the edit is refused. Rotating the credential's content needs
+// no new approval (issue 15).
+func (s *ControllerSuite) TestApprovalCoversSpec(c *C) {
+	ctx := context.Background()
+	ns := tenantWithCreds(c)
+	l := nabslOn(ns, "approved", "approved-bucket", "")
+	c.Assert(testClient.Create(ctx, l), IsNil)
+	s.approveAndAvailable(c, l)
+	nacuuid := controllers.NACUUID(getNABSL(c, l).UID)
+	eventually(c, 10*time.Second, func() (bool, string) {
+		req, _, _ := bslObjects(c, s.oadp, nacuuid)
+		return req.Status.ApprovedSpec != nil && req.Status.ApprovedSpec.ObjectStorage.Bucket == "approved-bucket", fmt.Sprintf("%+v", req.Status)
+	})
+
+	// Rotation: the copy follows, the approval stays.
+	secret := &corev1.Secret{}
+	c.Assert(testClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "creds"}, secret), IsNil)
+	before := secret.DeepCopy()
+	secret.Data["cloud"] = []byte("[default]\naws_access_key_id=rotated\n")
+	c.Assert(testClient.Patch(ctx, secret, client.MergeFrom(before)), IsNil)
+	eventually(c, 10*time.Second, func() (bool, string) {
+		_, _, sec := bslObjects(c, s.oadp, nacuuid)
+		return sec != nil && string(sec.Data["cloud"]) == "[default]\naws_access_key_id=rotated\n", "copy not rotated yet"
+	})
+	req, bsl, _ := bslObjects(c, s.oadp, nacuuid)
+	c.Check(req.Spec.ApprovalDecision, Equals, v1alpha1.ApprovalApprove)
+	c.Check(bsl, NotNil)
+
+	// The bucket is edited: back to pending, nothing in force until approved.
+	got := getNABSL(c, l)
+	beforeL := got.DeepCopy()
+	got.Spec.BackupStorageLocationSpec.ObjectStorage.Bucket = "elsewhere"
+	c.Assert(testClient.Patch(ctx, got, client.MergeFrom(beforeL)), IsNil)
+	eventually(c, 10*time.Second, func() (bool, string) {
+		req, bsl, sec := bslObjects(c, s.oadp, nacuuid)
+		got = getNABSL(c, l)
+		return req.Spec.ApprovalDecision == v1alpha1.ApprovalPending && bsl == nil && sec == nil &&
+				got.Status.Phase == v1alpha1.NonAdminPhaseNew && got.Status.Plan.Current == "approval: waiting",
+			fmt.Sprintf("decision %s, bsl %v, phase %s, %s", req.Spec.ApprovalDecision, bsl != nil, got.Status.Phase, got.Status.Plan.Current)
+	})
+	cond := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionSpecUpdateApproved)
+	c.Assert(cond, NotNil)
+	c.Check(cond.Status, Equals, metav1.ConditionFalse)
+	c.Check(cond.Message, Matches, `spec changed after approval \(objectStorage\.bucket\): waiting for a cluster admin to approve .*`)
+	req, _, _ = bslObjects(c, s.oadp, nacuuid)
+	c.Check(req.Status.RequestedSpec.ObjectStorage.Bucket, Equals, "elsewhere")
+	c.Check(req.Status.ApprovedSpec, IsNil)
+	// Approved again: the new bucket is in force.
+	bsl = s.approveAndAvailable(c, l)
+	c.Check(bsl.Spec.ObjectStorage.Bucket, Equals, "elsewhere")
+	eventually(c, 10*time.Second, func() (bool, string) {
+		got = getNABSL(c, l)
+		return meta.IsStatusConditionTrue(got.Status.Conditions, v1alpha1.ConditionSpecUpdateApproved), fmt.Sprintf("%+v", got.Status.Conditions)
+	})
+
+	// onSpecChange: refuse, for tenants labelled approval=strict.
+	bp, err := blueprints.BuiltIn(blueprints.NonAdminBackupStorageLocation)
+	c.Assert(err, IsNil)
+	bp.Name = "strict-approvals"
+	bp.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"approval": "strict"}}
+	create := bp.Spec.Actions["create"]
+	for i := range create.Phases {
+		if create.Phases[i].Func == "RequestApproval" {
+			create.Phases[i].Args = map[string]apiextensionsv1.JSON{"onSpecChange": {Raw: []byte(`"refuse"`)}}
+		}
+	}
+	bp.Spec.Actions = map[string]v1alpha1.BlueprintAction{"create": create}
+	defer applyBlueprints(c, s.oadp, bp)()
+	strict := labelledNamespace(c, map[string]string{"approval": "strict"})
+	c.Assert(testClient.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: strict, Name: "creds"},
+		Data: map[string][]byte{"cloud": []byte("x")}}), IsNil)
+	sl := nabslOn(strict, "strict", "strict-bucket", "")
+	c.Assert(testClient.Create(ctx, sl), IsNil)
+	s.approveAndAvailable(c, sl)
+	got = getNABSL(c, sl)
+	c.Check(got.Status.Plan.Blueprint, Equals, "strict-approvals")
+	beforeL = got.DeepCopy()
+	got.Spec.BackupStorageLocationSpec.ObjectStorage.Prefix = "moved"
+	c.Assert(testClient.Patch(ctx, got, client.MergeFrom(beforeL)), IsNil)
+	msg := refusedWithStatus(c, sl, "an edit of an approved spec")
+	c.Check(msg, Matches, `spec\.backupStorageLocationSpec: changing objectStorage\.prefix of an approved location is not allowed; .*`)
+	got = getNABSL(c, sl)
+	cond = meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionSpecUpdateApproved)
+	c.Assert(cond, NotNil)
+	c.Check(cond.Reason, Equals, v1alpha1.ReasonSpecUpdateRejected)
+	eventually(c, 10*time.Second, func() (bool, string) {
+		req, b, sec := bslObjects(c, s.oadp, controllers.NACUUID(got.UID))
+		return b == nil && sec == nil && req.Spec.ApprovalDecision == v1alpha1.ApprovalApprove, "the refused location's BSL is not withdrawn yet"
+	})
 }

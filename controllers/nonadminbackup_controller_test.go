@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -110,7 +111,8 @@ func (s *ControllerSuite) TestValidBackupLifecycle(c *C) {
 		"openshift.io/oadp-nab-origin-namespace": ns,
 	})
 	c.Check(b.Spec.IncludedNamespaces, DeepEquals, []string{ns})
-	c.Check(b.Spec.ExcludedResources, DeepEquals, append([]string{"secrets"}, phases.NACResources...))
+	c.Check(b.Spec.ExcludedResources, DeepEquals, slices.Concat([]string{"secrets"}, phases.NACResources, phases.ClusterExcludedResources),
+		Commentf("the NAC kinds and OADP NAC's cluster-scoped kinds, old-style like the spec"))
 
 	// Status while Velero works.
 	c.Check(got.Finalizers, DeepEquals, []string{v1alpha1.NonAdminBackupFinalizer})

@@ -22,7 +22,7 @@ func newNABSL(ns, name, secret string) *v1alpha1.NonAdminBackupStorageLocation {
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: v1alpha1.NonAdminBackupStorageLocationSpec{BackupStorageLocationSpec: &velerov1.BackupStorageLocationSpec{
 			Provider:    "aws",
-			StorageType: velerov1.StorageType{ObjectStorage: &velerov1.ObjectStorageLocation{Bucket: "shared-bucket", Prefix: "team"}},
+			StorageType: velerov1.StorageType{ObjectStorage: &velerov1.ObjectStorageLocation{Bucket: "shared-bucket", Prefix: name}},
 			Config:      map[string]string{"region": "us-east-1"},
 			Credential:  &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: secret}, Key: "cloud"},
 		}},
@@ -89,7 +89,7 @@ func (s *ControllerSuite) TestBSLLifecycle(c *C) {
 	c.Check(sec, IsNil)
 	c.Check(req.Spec.ApprovalDecision, Equals, v1alpha1.ApprovalPending)
 	c.Check(req.Status.Namespace, Equals, ns)
-	c.Check(req.Status.RequestedSpec.ObjectStorage.Prefix, Equals, ns+"/team")
+	c.Check(req.Status.RequestedSpec.ObjectStorage.Prefix, Equals, ns+"/mybucket")
 	c.Check(got.Status.Phase, Equals, v1alpha1.NonAdminPhaseNew)
 	cond := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionClusterAdminApproved)
 	c.Assert(cond, NotNil)
@@ -104,7 +104,7 @@ func (s *ControllerSuite) TestBSLLifecycle(c *C) {
 	c.Check(sec.Data, DeepEquals, secret.Data)
 	c.Check(sec.Type, Equals, corev1.SecretTypeOpaque)
 	c.Check(sec.Annotations[v1alpha1.NabslOriginNamespaceAnnotation], Equals, ns)
-	c.Check(bsl.Spec.ObjectStorage.Prefix, Equals, ns+"/team")
+	c.Check(bsl.Spec.ObjectStorage.Prefix, Equals, ns+"/mybucket")
 	c.Check(bsl.Spec.ObjectStorage.Bucket, Equals, "shared-bucket")
 	c.Check(bsl.Spec.Credential.Name, Equals, sec.Name)
 	c.Check(bsl.Spec.Credential.Key, Equals, "cloud")

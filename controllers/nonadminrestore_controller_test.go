@@ -3,6 +3,7 @@ package controllers_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/blueprints"
 	"github.com/nacflow/nacflow/controllers"
+	"github.com/nacflow/nacflow/phases"
 )
 
 func newNAR(ns, name string, spec velerov1.RestoreSpec) *v1alpha1.NonAdminRestore {
@@ -86,7 +88,11 @@ func (s *ControllerSuite) TestRestoreHappyPath(c *C) {
 	c.Check(r.Name, Equals, v1alpha1.NACObjectName(ns, "bring-back", controllers.NACUUID(got.UID)))
 	c.Check(r.Spec.BackupName, Equals, backup.Name, Commentf("the Velero backup's name, not the NAB's"))
 	c.Check(r.Spec.IncludedNamespaces, DeepEquals, []string{ns})
-	c.Check(strings.Join(r.Spec.ExcludedResources, ","), Matches, ".*nonadminbackups.oadp.openshift.io.*volumesnapshotclasses.snapshot.storage.k8s.io")
+	c.Check(strings.Join(r.Spec.ExcludedResources, ","), Matches, ".*nonadminbackups.oadp.openshift.io.*volumesnapshotclasses.snapshot.storage.k8s.io.*")
+	for _, k := range phases.ClusterExcludedResources {
+		c.Check(slices.Contains(r.Spec.ExcludedResources, k), Equals, true, Commentf("%s not excluded from the restore", k))
+	}
+	c.Check(slices.Contains(r.Spec.ExcludedResources, "persistentvolumes"), Equals, false, Commentf("PVs stay restorable through their PVCs"))
 	c.Check(r.Labels["openshift.io/oadp"], Equals, "True")
 	c.Check(r.Annotations, DeepEquals, map[string]string{"openshift.io/oadp-nar-origin-name": "bring-back", "openshift.io/oadp-nar-origin-namespace": ns})
 	c.Check(got.Status.Phase, Equals, v1alpha1.NonAdminPhaseCreated)

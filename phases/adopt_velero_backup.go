@@ -26,12 +26,14 @@ type AdoptVeleroBackupArgs struct {
 // OADP namespace and must have been made for the NAB's own namespace (its
 // origin-namespace annotation): a NAB that claims another tenant's backup —
 // a forged sync label — is refused, and its NACUUID is never taken over, so
-// its deletion can never touch the other tenant's objects. On success it
+// its deletion can never touch the other tenant's objects. A refusal is
+// recorded like every other (status.phase BackingOff, Accepted=False with
+// reason InvalidSyncLabel). On success it
 // records status.veleroBackup (nacuuid, name, namespace), status.phase
 // Created and Queued=True.
 //
 // Outputs: name. Errors: no such backup or another namespace's backup is
-// terminal; API errors are retryable.
+// a terminal refusal; API errors are retryable.
 type AdoptVeleroBackup struct {
 	clients Clients
 }
@@ -58,13 +60,13 @@ func (f *AdoptVeleroBackup) Run(ctx context.Context, op *engine.Operation, args 
 		return engine.Result{}, fmt.Errorf("listing Velero Backups of %s: %w", a.NACUUID, err)
 	}
 	if len(list.Items) != 1 {
-		return engine.Result{}, engine.Terminalf("label %s: found %d Velero Backups with NACUUID %s, need exactly one",
-			v1alpha1.NabSyncedFromNACUUIDLabel, len(list.Items), a.NACUUID)
+		return engine.Result{}, refuse(nab, v1alpha1.ReasonInvalidSyncLabel, fmt.Errorf("label %s: found %d Velero Backups with NACUUID %s, need exactly one",
+			v1alpha1.NabSyncedFromNACUUIDLabel, len(list.Items), a.NACUUID))
 	}
 	b := &list.Items[0]
 	if origin := b.Annotations[v1alpha1.NabOriginNamespaceAnnotation]; origin != nab.Namespace {
-		return engine.Result{}, engine.Terminalf("label %s: refused: the Velero Backup with NACUUID %s was not made for namespace %s",
-			v1alpha1.NabSyncedFromNACUUIDLabel, a.NACUUID, nab.Namespace)
+		return engine.Result{}, refuse(nab, v1alpha1.ReasonInvalidSyncLabel, fmt.Errorf("label %s: refused: the Velero Backup with NACUUID %s was not made for namespace %s",
+			v1alpha1.NabSyncedFromNACUUIDLabel, a.NACUUID, nab.Namespace))
 	}
 	nab.Status.Phase = v1alpha1.NonAdminPhaseCreated
 	nab.Status.VeleroBackup = &v1alpha1.VeleroBackup{NACUUID: a.NACUUID, Name: b.Name, Namespace: b.Namespace, Spec: b.Spec.DeepCopy()}

@@ -3,7 +3,6 @@ package phases
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -27,8 +26,9 @@ var NACResources = []string{
 // NACUUID label (so a restart never makes a second one). The name is
 // v1alpha1.NACObjectName(ns, name, nacuuid); the spec is the accepted
 // backupSpec (status.veleroBackup.spec, with admin-enforced values) with
-// includedNamespaces forced to the NAB's namespace and the NAC kinds
-// excluded; labels and annotations are OADP NAC's plus the blueprint's
+// includedNamespaces forced to the NAB's namespace, and the NAC kinds and
+// ClusterExcludedResources (OADP NAC's list) excluded in the filter style
+// the spec uses; labels and annotations are OADP NAC's plus the blueprint's
 // args.labels and args.annotations (ObjectMetaArgs: reserved keys refused). It records the link in
 // status.veleroBackup, sets status.phase Created and condition
 // Queued=True/BackupScheduled.
@@ -98,17 +98,14 @@ func (f *CreateVeleroBackup) Run(ctx context.Context, op *engine.Operation, args
 // tenantBackupSpec returns the Velero BackupSpec for nab: the spec
 // ValidateBackupSpec accepted (admin-enforced values applied; the NAB's own
 // backupSpec when no validation recorded one) with includedNamespaces set to
-// its own namespace and the NAC kinds excluded.
+// its own namespace, and the NAC kinds and ClusterExcludedResources
+// excluded in the filter style the spec uses (excludeForTenant).
 func tenantBackupSpec(nab *v1alpha1.NonAdminBackup) *velerov1.BackupSpec {
 	spec := nab.Spec.BackupSpec.DeepCopy()
 	if vb := nab.Status.VeleroBackup; vb != nil && vb.Spec != nil {
 		spec = vb.Spec.DeepCopy()
 	}
 	spec.IncludedNamespaces = []string{nab.Namespace}
-	for _, r := range NACResources {
-		if !slices.Contains(spec.ExcludedResources, r) {
-			spec.ExcludedResources = append(spec.ExcludedResources, r)
-		}
-	}
+	excludeForTenant(spec)
 	return spec
 }

@@ -23,18 +23,15 @@ type CreateVeleroRestoreArgs struct {
 	ObjectMetaArgs `json:",inline"`
 }
 
-// restoreExcluded are excluded from every tenant restore: the NAC kinds
-// (restoring one would replay a request) and volumesnapshotclasses, which are
-// cluster-scoped (OADP NAC excludes the same).
-var restoreExcluded = append(slices.Clone(NACResources), "volumesnapshotclasses.snapshot.storage.k8s.io")
-
 // CreateVeleroRestore creates the Velero Restore of a NonAdminRestore in the
 // OADP namespace (or adopts it, as CreateVeleroBackup does): named
 // v1alpha1.NACObjectName(ns, name, nacuuid), labelled
 // openshift.io/oadp-nar-origin-nacuuid with the origin annotations, from the
 // accepted restoreSpec (status.veleroRestore.spec) with backupName =
-// args.backupName, includedNamespaces = [own namespace] and the NAC kinds and
-// volumesnapshotclasses excluded. The Velero Backup must belong to the
+// args.backupName, includedNamespaces = [own namespace] and the NAC kinds,
+// volumesnapshotclasses and ClusterExcludedResources excluded (restoreExcluded;
+// persistentvolumes stay restorable through their claims, as Velero does
+// when includeClusterResources is unset). The Velero Backup must belong to the
 // NonAdminRestore's namespace (its origin annotation): a tenant never
 // restores another tenant's backup, whatever a blueprint renders. Sets
 // status.phase Created and Queued=True/RestoreScheduled.
@@ -66,7 +63,8 @@ func (f *CreateVeleroRestore) Run(ctx context.Context, op *engine.Operation, arg
 		return engine.Result{}, fmt.Errorf("reading Velero Backup %s/%s: %w", op.OADPNamespace, a.BackupName, err)
 	}
 	if origin := backup.Annotations[v1alpha1.NabOriginNamespaceAnnotation]; origin != nar.Namespace {
-		return engine.Result{}, engine.Terminalf("Velero Backup %s does not belong to namespace %s: refusing to restore it", a.BackupName, nar.Namespace)
+		return engine.Result{}, refuse(nar, v1alpha1.ReasonInvalidRestoreSpec,
+			fmt.Errorf("spec.restoreSpec.backupName: Velero Backup %s does not belong to namespace %s: refusing to restore it", a.BackupName, nar.Namespace))
 	}
 
 	spec := nar.Spec.RestoreSpec.DeepCopy()

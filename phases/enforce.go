@@ -42,7 +42,7 @@ var (
 	}
 	unenforceableRestoreFields = map[string]bool{
 		"backupName": true, "scheduleName": true, "includedNamespaces": true,
-		"excludedNamespaces": true, "namespaceMapping": true,
+		"excludedNamespaces": true, "namespaceMapping": true, "includeClusterResources": true,
 	}
 )
 

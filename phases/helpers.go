@@ -1,7 +1,15 @@
 package phases
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
+
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/engine"
@@ -96,4 +104,46 @@ func nacBSLMeta(nabsl *v1alpha1.NonAdminBackupStorageLocation, nacuuid string) (
 		}, map[string]string{
 			v1alpha1.NabslOriginNamespaceAnnotation: nabsl.Namespace, v1alpha1.NabslOriginNameAnnotation: nabsl.Name,
 		}
+}
+
+// refuse records a refusal on obj, a NonAdminBackup, NonAdminRestore or
+// NonAdminBackupStorageLocation, the way OADP NAC does for every kind and
+// whatever phase refuses: status.phase BackingOff and condition
+// Accepted=False with reason and err's message (which names the field or
+// label at fault). It returns err as a terminal error: the same input will
+// never pass. Any other object only gets the terminal error.
+func refuse(obj engine.Object, reason string, err error) error {
+	var phase *v1alpha1.NonAdminPhase
+	var conditions *[]metav1.Condition
+	switch o := obj.(type) {
+	case *v1alpha1.NonAdminBackup:
+		phase, conditions = &o.Status.Phase, &o.Status.Conditions
+	case *v1alpha1.NonAdminRestore:
+		phase, conditions = &o.Status.Phase, &o.Status.Conditions
+	case *v1alpha1.NonAdminBackupStorageLocation:
+		phase, conditions = &o.Status.Phase, &o.Status.Conditions
+	default:
+		return engine.Terminal(err)
+	}
+	*phase = v1alpha1.NonAdminPhaseBackingOff
+	meta.SetStatusCondition(conditions, metav1.Condition{
+		Type: v1alpha1.ConditionAccepted, Status: metav1.ConditionFalse, Reason: reason,
+		Message: err.Error(), ObservedGeneration: obj.GetGeneration(),
+	})
+	return engine.Terminal(err)
+}
+
+// withdrawBSL removes the Velero BSL and the copied Secret of the
+// NonAdminBackupStorageLocation operation op (nothing when there are none):
+// a location that lost its approval or now breaks a rule stops being used by
+// Velero at once.
+func withdrawBSL(ctx context.Context, c Clients, op *engine.Operation) error {
+	for _, obj := range []client.Object{&velerov1.BackupStorageLocation{}, &corev1.Secret{}} {
+		err := c.Client.DeleteAllOf(ctx, obj, client.InNamespace(op.OADPNamespace),
+			client.MatchingLabels{v1alpha1.NabslOriginNACUUIDLabel: op.UUID})
+		if err != nil {
+			return fmt.Errorf("removing the %T of operation %s: %w", obj, op.UUID, err)
+		}
+	}
+	return nil
 }

@@ -2,11 +2,12 @@ package phases
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,18 +21,56 @@ import (
 // watch on requests wakes the controller as soon as an admin decides.
 const recheckApproval = time.Minute
 
+// RequestApprovalArgs are the args of RequestApproval.
+type RequestApprovalArgs struct {
+	// OnSpecChange is what a change of an approved spec does: "pending" (the
+	// default) resets the request to pending and withdraws the location until
+	// an admin approves the new spec; "refuse" refuses the change (OADP NAC's
+	// behaviour) and withdraws the location until the tenant restores the
+	// approved spec or makes a new location.
+	OnSpecChange string `json:"onSpecChange,omitempty" doc:"pending (default): a change of an approved spec needs a new approval; refuse: the change is refused"`
+}
+
+// Values of RequestApprovalArgs.OnSpecChange.
+const (
+	OnSpecChangePending = "pending"
+	OnSpecChangeRefuse  = "refuse"
+)
+
+// Validate implements engine.ArgsValidator.
+func (a RequestApprovalArgs) Validate() error {
+	switch a.OnSpecChange {
+	case "", OnSpecChangePending, OnSpecChangeRefuse:
+		return nil
+	}
+	return fmt.Errorf("onSpecChange: %q is neither %q nor %q", a.OnSpecChange, OnSpecChangePending, OnSpecChangeRefuse)
+}
+
 // RequestApproval is the admin approval gate of a
 // NonAdminBackupStorageLocation (OADP's approval flow). It creates (or
 // adopts) a NonAdminBackupStorageLocationRequest in the OADP namespace, named
 // like the location's other objects, whose status shows the admin the
 // effective spec asked for. Without --require-approval-for-bsl the request is
 // created approved. Then, by the request's spec.approvalDecision:
-//   - approve: done; ClusterAdminApproved=True.
+//   - approve: the request records the spec approved (status.approvedSpec:
+//     the requestedSpec the admin saw); done, ClusterAdminApproved=True.
 //   - pending: waits (phase New, ClusterAdminApproved=False/PendingApproval);
-//   - reject: terminal (phase BackingOff, ClusterAdminApproved=False/Rejected).
+//   - reject: terminal (phase BackingOff, Accepted=False/Rejected,
+//     ClusterAdminApproved=False/Rejected).
 //
-// On pending or reject it first removes the Velero BSL and copied Secret an
-// earlier approval made: an approval withdrawn later takes them away.
+// An approval covers the spec it approved: when what it covers (provider,
+// objectStorage, config, credential name and key, accessMode) changed since,
+// args.onSpecChange decides: "pending" sets the request back to pending and
+// waits for a new approval; "refuse" refuses the change (Accepted=False,
+// SpecUpdateApproved=False/SpecUpdateRejected, BackingOff). Without
+// --require-approval-for-bsl every spec is approved as it comes. Rotating the
+// credential Secret's content needs no new approval.
+//
+// On pending, reject or a refused change it first removes the Velero BSL
+// and copied Secret an earlier approval made: an approval withdrawn later,
+// or no longer covering the spec, takes them away.
+//
+// Errors: API errors are retryable; reject and a refused change are terminal.
 type RequestApproval struct {
 	clients Clients
 	// required is --require-approval-for-bsl.
@@ -41,11 +80,12 @@ type RequestApproval struct {
 // Name implements engine.Func.
 func (*RequestApproval) Name() string { return "RequestApproval" }
 
-// NewArgs implements engine.Func: the function takes no args.
-func (*RequestApproval) NewArgs() any { return &noArgs{} }
+// NewArgs implements engine.Func.
+func (*RequestApproval) NewArgs() any { return &RequestApprovalArgs{} }
 
 // Run implements engine.Func.
-func (f *RequestApproval) Run(ctx context.Context, op *engine.Operation, _ any) (engine.Result, error) {
+func (f *RequestApproval) Run(ctx context.Context, op *engine.Operation, args any) (engine.Result, error) {
+	a := args.(*RequestApprovalArgs)
 	nabsl, err := asBSL(f.Name(), op)
 	if err != nil {
 		return engine.Result{}, err
@@ -67,9 +107,37 @@ func (f *RequestApproval) Run(ctx context.Context, op *engine.Operation, _ any) 
 		return engine.Result{}, err
 	}
 	req := obj.(*v1alpha1.NonAdminBackupStorageLocationRequest)
-	status := v1alpha1.NonAdminBackupStorageLocationRequestStatus{NACUUID: op.UUID, Namespace: nabsl.Namespace, Name: nabsl.Name}
+	var current *velerov1.BackupStorageLocationSpec
 	if vb := nabsl.Status.VeleroBackupStorageLocation; vb != nil {
-		status.RequestedSpec = vb.Spec
+		current = vb.Spec
+	}
+	status := v1alpha1.NonAdminBackupStorageLocationRequestStatus{NACUUID: op.UUID, Namespace: nabsl.Namespace, Name: nabsl.Name,
+		RequestedSpec: current, ApprovedSpec: req.Status.ApprovedSpec}
+	changed := false
+	if req.Spec.ApprovalDecision == v1alpha1.ApprovalApprove {
+		switch {
+		case !f.required:
+			// Nothing to approve by hand: every spec is approved as it comes.
+			status.ApprovedSpec = current
+		case status.ApprovedSpec == nil:
+			// Approved what the admin saw: the spec requested before this run
+			// (a change made meanwhile is caught below), else the current one.
+			status.ApprovedSpec = req.Status.RequestedSpec
+			if status.ApprovedSpec == nil {
+				status.ApprovedSpec = current
+			}
+		}
+		changed = !approvalCovers(status.ApprovedSpec, current)
+	}
+	approved := status.ApprovedSpec
+	if changed && a.OnSpecChange != OnSpecChangeRefuse {
+		// Back to pending: the admin approves the new spec or not.
+		before := req.DeepCopy()
+		req.Spec.ApprovalDecision = v1alpha1.ApprovalPending
+		if err := f.clients.Client.Patch(ctx, req, client.MergeFrom(before)); err != nil {
+			return engine.Result{}, fmt.Errorf("resetting %s/%s to pending after a spec change: %w", req.Namespace, req.Name, err)
+		}
+		status.ApprovedSpec = nil
 	}
 	if !equality.Semantic.DeepEqual(req.Status, status) {
 		before := req.DeepCopy()
@@ -79,20 +147,37 @@ func (f *RequestApproval) Run(ctx context.Context, op *engine.Operation, _ any) 
 		}
 	}
 
-	switch req.Spec.ApprovalDecision {
-	case v1alpha1.ApprovalApprove:
-		setApproval(nabsl, metav1.ConditionTrue, v1alpha1.ReasonApproved, "approved by a cluster admin (NonAdminBackupStorageLocationRequest "+req.Name+")")
-		return engine.Done("approved: NonAdminBackupStorageLocationRequest "+req.Name, map[string]string{"request": req.Name}), nil
-	case v1alpha1.ApprovalReject:
-		if err := f.withdraw(ctx, op); err != nil {
+	switch {
+	case changed:
+		if err := withdrawBSL(ctx, f.clients, op); err != nil {
 			return engine.Result{}, err
 		}
-		nabsl.Status.Phase = v1alpha1.NonAdminPhaseBackingOff
+		fields := strings.Join(approvalDiff(approved, current), ", ")
+		if a.OnSpecChange == OnSpecChangeRefuse {
+			msg := fmt.Sprintf("spec.backupStorageLocationSpec: changing %s of an approved location is not allowed; "+
+				"restore the approved spec or create a new NonAdminBackupStorageLocation (NonAdminBackupStorageLocationRequest %s/%s)", fields, req.Namespace, req.Name)
+			setSpecUpdate(nabsl, metav1.ConditionFalse, v1alpha1.ReasonSpecUpdateRejected, msg)
+			return engine.Result{}, refuse(nabsl, v1alpha1.ReasonSpecUpdateRejected, errors.New(msg))
+		}
+		nabsl.Status.Phase = v1alpha1.NonAdminPhaseNew
+		msg := fmt.Sprintf("spec changed after approval (%s): waiting for a cluster admin to approve NonAdminBackupStorageLocationRequest %s/%s again",
+			fields, req.Namespace, req.Name)
+		setSpecUpdate(nabsl, metav1.ConditionFalse, v1alpha1.ReasonSpecChangePendingApproval, msg)
+		setApproval(nabsl, metav1.ConditionFalse, v1alpha1.ReasonSpecChangePendingApproval, msg)
+		return engine.Wait(msg, recheckApproval), nil
+	case req.Spec.ApprovalDecision == v1alpha1.ApprovalApprove:
+		setSpecUpdate(nabsl, metav1.ConditionTrue, v1alpha1.ReasonSpecApproved, "the spec in force is the approved one")
+		setApproval(nabsl, metav1.ConditionTrue, v1alpha1.ReasonApproved, "approved by a cluster admin (NonAdminBackupStorageLocationRequest "+req.Name+")")
+		return engine.Done("approved: NonAdminBackupStorageLocationRequest "+req.Name, map[string]string{"request": req.Name}), nil
+	case req.Spec.ApprovalDecision == v1alpha1.ApprovalReject:
+		if err := withdrawBSL(ctx, f.clients, op); err != nil {
+			return engine.Result{}, err
+		}
 		msg := fmt.Sprintf("rejected by a cluster admin (NonAdminBackupStorageLocationRequest %s/%s)", req.Namespace, req.Name)
 		setApproval(nabsl, metav1.ConditionFalse, v1alpha1.ReasonRejected, msg)
-		return engine.Result{}, engine.Terminalf("%s", msg)
+		return engine.Result{}, refuse(nabsl, v1alpha1.ReasonRejected, errors.New(msg))
 	default:
-		if err := f.withdraw(ctx, op); err != nil {
+		if err := withdrawBSL(ctx, f.clients, op); err != nil {
 			return engine.Result{}, err
 		}
 		nabsl.Status.Phase = v1alpha1.NonAdminPhaseNew
@@ -102,16 +187,50 @@ func (f *RequestApproval) Run(ctx context.Context, op *engine.Operation, _ any) 
 	}
 }
 
-// withdraw removes the Velero BSL and copied Secret of the operation.
-func (f *RequestApproval) withdraw(ctx context.Context, op *engine.Operation) error {
-	for _, obj := range []client.Object{&velerov1.BackupStorageLocation{}, &corev1.Secret{}} {
-		err := f.clients.Client.DeleteAllOf(ctx, obj, client.InNamespace(op.OADPNamespace),
-			client.MatchingLabels{v1alpha1.NabslOriginNACUUIDLabel: op.UUID})
-		if err != nil {
-			return fmt.Errorf("removing %T of %s after approval was withdrawn: %w", obj, op.UUID, err)
+// approvalCovers reports whether the approved spec covers spec: provider,
+// objectStorage (bucket, prefix, caCert), config (endpoint, region, ...),
+// credential (name and key) and accessMode are equal. Periods and the
+// credential Secret's content are not part of an approval.
+func approvalCovers(approved, spec *velerov1.BackupStorageLocationSpec) bool {
+	return len(approvalDiff(approved, spec)) == 0
+}
+
+// approvalDiff returns the JSON names of the fields approvalCovers compares
+// that differ between approved and spec, sorted.
+func approvalDiff(approved, spec *velerov1.BackupStorageLocationSpec) []string {
+	if approved == nil || spec == nil {
+		if approved == spec {
+			return nil
+		}
+		return []string{"backupStorageLocationSpec"}
+	}
+	var out []string
+	add := func(name string, a, b any) {
+		if !equality.Semantic.DeepEqual(a, b) {
+			out = append(out, name)
 		}
 	}
-	return nil
+	add("accessMode", approved.AccessMode, spec.AccessMode)
+	add("config", approved.Config, spec.Config)
+	add("credential", approved.Credential, spec.Credential)
+	var ao, so velerov1.ObjectStorageLocation
+	if approved.ObjectStorage != nil {
+		ao = *approved.ObjectStorage
+	}
+	if spec.ObjectStorage != nil {
+		so = *spec.ObjectStorage
+	}
+	add("objectStorage.bucket", ao.Bucket, so.Bucket)
+	add("objectStorage.caCert", ao.CACert, so.CACert)
+	add("objectStorage.prefix", ao.Prefix, so.Prefix)
+	add("provider", approved.Provider, spec.Provider)
+	return out
+}
+
+func setSpecUpdate(nabsl *v1alpha1.NonAdminBackupStorageLocation, status metav1.ConditionStatus, reason, msg string) {
+	meta.SetStatusCondition(&nabsl.Status.Conditions, metav1.Condition{
+		Type: v1alpha1.ConditionSpecUpdateApproved, Status: status, Reason: reason, Message: msg, ObservedGeneration: nabsl.Generation,
+	})
 }
 
 func setApproval(nabsl *v1alpha1.NonAdminBackupStorageLocation, status metav1.ConditionStatus, reason, msg string) {

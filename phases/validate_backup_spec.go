@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -21,7 +22,22 @@ type ValidateBackupSpecArgs struct {
 	// Enforce holds the admin's enforced backupSpec values (seed design
 	// "admin enforced spec"), typed as Velero's BackupSpec.
 	Enforce *EnforcedBackupSpec `json:"enforce,omitempty" doc:"admin-enforced values, typed as Velero's BackupSpec"`
+	// LocationTimeout bounds the wait for a storageLocation of the NAB's
+	// namespace that exists but is not ready yet (approval pending, not
+	// created, not Available); DefaultLocationTimeout when unset.
+	LocationTimeout *metav1.Duration `json:"locationTimeout,omitempty" doc:"how long a NAB waits for its NonAdminBackupStorageLocation to be approved, created and Available before it is refused (duration, default 5m)"`
 }
+
+// DefaultLocationTimeout is how long a NonAdminBackup waits for a storage
+// location of its namespace that is not ready yet, when
+// ValidateBackupSpecArgs.LocationTimeout is unset. It is shorter than the
+// engine's default wait timeout (10m), so that the refusal, not a plain
+// timeout, ends the wait.
+const DefaultLocationTimeout = 5 * time.Minute
+
+// recheckLocation is how often a NAB waiting for its storage location looks
+// again (a location turns ready in seconds once approved).
+const recheckLocation = 5 * time.Second
 
 // ValidateBackupSpec checks a NonAdminBackup's backupSpec against the tenant
 // rules of OADP NAC — a tenant may back up only its own namespace, and
@@ -36,10 +52,13 @@ type ValidateBackupSpecArgs struct {
 // than the NAB's own namespace, any excludedNamespaces, includeClusterResources
 // true, any includedClusterScopedResources, any volumeSnapshotLocations, a
 // resourcePolicy (a ConfigMap of the OADP namespace: only an admin's enforce
-// may set one), a NAB in the OADP namespace itself, and a
-// storageLocation that is not an approved, Created and Available
-// NonAdminBackupStorageLocation of the NAB's namespace (it is translated to
-// that location's Velero BSL). Refusal is a terminal error: the same spec
+// may set one), a NAB in the OADP namespace itself, and a storageLocation
+// that is no NonAdminBackupStorageLocation of the NAB's namespace, or one
+// that is refused (BackingOff) or being deleted. A location of its namespace
+// that is not ready yet — approval pending, its Velero BSL not created or
+// not Available — is waited for (the wait message says which), up to
+// args.locationTimeout (5m), then refused; once ready it is translated to
+// the location's Velero BSL. Refusal is a terminal error: the same spec
 // will never pass.
 type ValidateBackupSpec struct {
 	clients Clients
@@ -58,31 +77,37 @@ func (f *ValidateBackupSpec) Run(ctx context.Context, op *engine.Operation, args
 	if err != nil {
 		return engine.Result{}, err
 	}
-	err = validateBackupSpec(nab)
-	if err == nil && nab.Namespace == op.OADPNamespace {
-		err = fmt.Errorf("metadata.namespace: NonAdminBackups are not served in the OADP namespace %s", op.OADPNamespace)
+	refusal := validateBackupSpec(nab)
+	if refusal == nil && nab.Namespace == op.OADPNamespace {
+		refusal = fmt.Errorf("metadata.namespace: NonAdminBackups are not served in the OADP namespace %s", op.OADPNamespace)
 	}
 	var effective *velerov1.BackupSpec
-	if err == nil {
+	if refusal == nil {
 		effective = nab.Spec.BackupSpec.DeepCopy()
-		err = a.Enforce.Apply(effective)
+		refusal = a.Enforce.Apply(effective)
 	}
-	if err == nil && effective.StorageLocation != "" {
-		var veleroBSL string
-		if veleroBSL, err = f.storageLocation(ctx, nab.Namespace, effective.StorageLocation); err == nil {
-			effective.StorageLocation = veleroBSL
-		} else if !engine.IsTerminal(err) {
+	if refusal == nil && effective.StorageLocation != "" {
+		veleroBSL, notReady, err := f.storageLocation(ctx, nab.Namespace, effective.StorageLocation)
+		switch {
+		case err != nil && !engine.IsTerminal(err):
 			return engine.Result{}, err
+		case err != nil:
+			refusal = err
+		case notReady != "":
+			timeout := DefaultLocationTimeout
+			if a.LocationTimeout != nil {
+				timeout = a.LocationTimeout.Duration
+			}
+			if waited := phaseAge(op); waited < timeout {
+				return engine.Wait(fmt.Sprintf("waiting up to %s for %s", timeout, notReady), min(recheckLocation, timeout-waited)), nil
+			}
+			refusal = fmt.Errorf("spec.backupSpec.storageLocation: not ready within %s: %s", timeout, notReady)
+		default:
+			effective.StorageLocation = veleroBSL
 		}
 	}
-	if err != nil {
-		nab.Status.Phase = v1alpha1.NonAdminPhaseBackingOff
-		meta.SetStatusCondition(&nab.Status.Conditions, metav1.Condition{
-			Type: v1alpha1.ConditionAccepted, Status: metav1.ConditionFalse,
-			Reason: v1alpha1.ReasonInvalidBackupSpec, Message: err.Error(),
-			ObservedGeneration: nab.Generation,
-		})
-		return engine.Result{}, engine.Terminal(err)
+	if refusal != nil {
+		return engine.Result{}, refuse(nab, v1alpha1.ReasonInvalidBackupSpec, refusal)
 	}
 	meta.SetStatusCondition(&nab.Status.Conditions, metav1.Condition{
 		Type: v1alpha1.ConditionAccepted, Status: metav1.ConditionTrue,
@@ -98,6 +123,20 @@ func (f *ValidateBackupSpec) Run(ctx context.Context, op *engine.Operation, args
 		msg += "; enforced by the admin: " + strings.Join(a.Enforce.Fields, ", ")
 	}
 	return engine.Done(msg, nil), nil
+}
+
+// phaseAge returns how long op's phase has run (0 when the plan does not
+// record its start).
+func phaseAge(op *engine.Operation) time.Duration {
+	plan := op.Object.GetPlan()
+	if plan == nil {
+		return 0
+	}
+	ps := plan.Phase(op.Phase)
+	if ps == nil || ps.StartTime == nil {
+		return 0
+	}
+	return time.Since(ps.StartTime.Time)
 }
 
 // validateBackupSpec returns the first tenant rule nab's backupSpec breaks.
@@ -133,27 +172,46 @@ func validateBackupSpec(nab *v1alpha1.NonAdminBackup) error {
 }
 
 // storageLocation translates name, a NonAdminBackupStorageLocation of
-// namespace ns, to its Velero BSL's name. It refuses (terminal error) a name
-// that is no location of ns — another namespace's location or a Velero BSL
-// named directly — and a location that is not approved, created and
-// Available.
-func (f *ValidateBackupSpec) storageLocation(ctx context.Context, ns, name string) (string, error) {
+// namespace ns, to its Velero BSL's name. A location that exists but is not
+// ready yet — approval pending, its Velero BSL not created, not Available —
+// gives notReady, a sentence saying why, and no name. It refuses (terminal
+// error) a name that is no location of ns — another namespace's location or
+// a Velero BSL named directly — and a location that is refused or being
+// deleted. Other errors are the API server's (retryable).
+func (f *ValidateBackupSpec) storageLocation(ctx context.Context, ns, name string) (veleroBSL, notReady string, err error) {
 	nabsl := &v1alpha1.NonAdminBackupStorageLocation{}
-	err := f.clients.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, nabsl)
+	err = f.clients.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, nabsl)
 	if apierrors.IsNotFound(err) {
-		return "", engine.Terminalf("spec.backupSpec.storageLocation: no NonAdminBackupStorageLocation named %q in namespace %s", name, ns)
+		// A location applied together with the NAB may not be cached yet.
+		err = f.clients.APIReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, nabsl)
+	}
+	if apierrors.IsNotFound(err) {
+		return "", "", engine.Terminalf("spec.backupSpec.storageLocation: no NonAdminBackupStorageLocation named %q in namespace %s", name, ns)
 	}
 	if err != nil {
-		return "", fmt.Errorf("reading NonAdminBackupStorageLocation %s/%s: %w", ns, name, err)
+		return "", "", fmt.Errorf("reading NonAdminBackupStorageLocation %s/%s: %w", ns, name, err)
 	}
 	v := nabsl.Status.VeleroBackupStorageLocation
+	about := fmt.Sprintf("NonAdminBackupStorageLocation %q", name)
 	switch {
+	case !nabsl.DeletionTimestamp.IsZero():
+		return "", "", engine.Terminalf("spec.backupSpec.storageLocation: %s is being deleted", about)
+	case nabsl.Status.Phase == v1alpha1.NonAdminPhaseBackingOff:
+		why := "it was refused"
+		if c := meta.FindStatusCondition(nabsl.Status.Conditions, v1alpha1.ConditionAccepted); c != nil && c.Status == metav1.ConditionFalse {
+			why = "it was refused: " + c.Message
+		}
+		return "", "", engine.Terminalf("spec.backupSpec.storageLocation: %s can not be used: %s", about, why)
 	case !meta.IsStatusConditionTrue(nabsl.Status.Conditions, v1alpha1.ConditionClusterAdminApproved):
-		return "", engine.Terminalf("spec.backupSpec.storageLocation: NonAdminBackupStorageLocation %q is not approved by a cluster admin", name)
+		return "", about + " to be approved by a cluster admin", nil
 	case nabsl.Status.Phase != v1alpha1.NonAdminPhaseCreated || v == nil || v.Name == "":
-		return "", engine.Terminalf("spec.backupSpec.storageLocation: NonAdminBackupStorageLocation %q is %s, not Created", name, nabsl.Status.Phase)
+		return "", fmt.Sprintf("%s to be created (phase %q)", about, nabsl.Status.Phase), nil
 	case v.Status == nil || v.Status.Phase != velerov1.BackupStorageLocationPhaseAvailable:
-		return "", engine.Terminalf("spec.backupSpec.storageLocation: NonAdminBackupStorageLocation %q is not Available", name)
+		msg := about + " to be Available"
+		if v.Status != nil && v.Status.Message != "" {
+			msg += " (Velero: " + v.Status.Message + ")"
+		}
+		return "", msg, nil
 	}
-	return v.Name, nil
+	return v.Name, "", nil
 }

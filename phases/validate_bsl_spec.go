@@ -21,6 +21,51 @@ type ValidateBSLSpecArgs struct {
 	// Enforce holds the admin's enforced values, typed as Velero's
 	// BackupStorageLocationSpec.
 	Enforce *EnforcedBSLSpec `json:"enforce,omitempty" doc:"admin-enforced values, typed as Velero's BackupStorageLocationSpec"`
+	// SharedBuckets are the buckets of admin locations that tenants may use
+	// too, each with the root their prefixes are forced under.
+	SharedBuckets []SharedBucket `json:"sharedBuckets,omitempty" doc:"buckets of admin locations tenants may share: [{bucket, root}]; a tenant prefix on one is forced to <root>/<namespace>[/<prefix>]"`
+}
+
+// SharedBucket is a bucket an admin shares with tenants (ValidateBSLSpec
+// args.sharedBuckets).
+type SharedBucket struct {
+	// Bucket is the bucket's name.
+	Bucket string `json:"bucket"`
+	// Root is the folder of the bucket tenant prefixes are forced under:
+	// "<root>/<namespace>[/<prefix>]". It must lie outside every admin
+	// location's prefix on the bucket.
+	Root string `json:"root"`
+}
+
+// Validate implements engine.ArgsValidator: every shared bucket names a
+// bucket once and a clean root.
+func (a ValidateBSLSpecArgs) Validate() error {
+	seen := map[string]bool{}
+	for i, b := range a.SharedBuckets {
+		field := fmt.Sprintf("sharedBuckets[%d]", i)
+		if err := v1alpha1.CheckBucket(field+".bucket", b.Bucket); err != nil {
+			return err
+		}
+		if seen[b.Bucket] {
+			return fmt.Errorf("%s.bucket: %q is listed twice", field, b.Bucket)
+		}
+		seen[b.Bucket] = true
+		if err := v1alpha1.CheckPrefix(field+".root", b.Root); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// root returns the root tenant prefixes are forced under on bucket ("" when
+// the bucket is not shared) and whether it is shared.
+func (a *ValidateBSLSpecArgs) root(bucket string) (string, bool) {
+	for _, b := range a.SharedBuckets {
+		if b.Bucket == bucket {
+			return b.Root, true
+		}
+	}
+	return "", false
 }
 
 // ValidateBSLSpec checks a NonAdminBackupStorageLocation (seed design
@@ -29,10 +74,23 @@ type ValidateBSLSpecArgs struct {
 // credential Secret must exist in the location's own namespace (read from
 // the API server, never a cluster-wide cache) and hold the key. It applies
 // args.enforce and forces the prefix in object storage under the tenant's
-// namespace ("<ns>" or "<ns>/<prefix>"), so tenants sharing a bucket never
-// share a prefix. The effective spec goes to
-// status.veleroBackupStorageLocation.spec; condition Accepted is set, and
-// status.phase BackingOff on refusal (terminal).
+// namespace ("<ns>" or "<ns>/<prefix>"; "<root>/<ns>[/<prefix>]" on a bucket
+// of args.sharedBuckets), so tenants sharing a bucket never share a prefix.
+//
+// The storage rule (DESIGN §4): the bucket must be a plain bucket name and
+// the prefix, once forced, a clean relative path (v1alpha1.CheckBucket,
+// CheckPrefix); a bucket used by an admin's BackupStorageLocation is refused
+// unless args.sharedBuckets lists it; and the location's storage may not
+// overlap that of any admin location or of an older tenant's location
+// (v1alpha1.StorageHolders, Storage.Overlaps): one tenant must never make
+// Velero mark another's or the admin's location Unavailable. The check runs
+// on every run of the action, so an admin location added later turns an
+// existing tenant location BackingOff.
+//
+// The effective spec goes to status.veleroBackupStorageLocation.spec;
+// condition Accepted is set. A refusal is terminal: Accepted=False, phase
+// BackingOff, and the Velero BSL and copied Secret an earlier run made are
+// removed, so a location that now overlaps stops writing at once.
 type ValidateBSLSpec struct {
 	clients Clients
 }
@@ -60,19 +118,24 @@ func (f *ValidateBSLSpec) Run(ctx context.Context, op *engine.Operation, args an
 		refusal = a.Enforce.Apply(effective)
 	}
 	if refusal == nil {
+		refusal = forcePrefix(a, nabsl.Namespace, effective)
+	}
+	if refusal == nil {
+		if refusal, err = f.checkStorage(ctx, a, op, nabsl, effective); err != nil {
+			return engine.Result{}, err
+		}
+	}
+	if refusal == nil {
 		if refusal, err = f.checkSecret(ctx, nabsl); err != nil {
 			return engine.Result{}, err
 		}
 	}
 	if refusal != nil {
-		nabsl.Status.Phase = v1alpha1.NonAdminPhaseBackingOff
-		meta.SetStatusCondition(&nabsl.Status.Conditions, metav1.Condition{
-			Type: v1alpha1.ConditionAccepted, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonInvalidBSLSpec,
-			Message: refusal.Error(), ObservedGeneration: nabsl.Generation,
-		})
-		return engine.Result{}, engine.Terminal(refusal)
+		if err := withdrawBSL(ctx, f.clients, op); err != nil {
+			return engine.Result{}, err
+		}
+		return engine.Result{}, refuse(nabsl, v1alpha1.ReasonInvalidBSLSpec, refusal)
 	}
-	effective.ObjectStorage.Prefix = tenantPrefix(nabsl.Namespace, effective.ObjectStorage.Prefix)
 	effective.Default = false
 	meta.SetStatusCondition(&nabsl.Status.Conditions, metav1.Condition{
 		Type: v1alpha1.ConditionAccepted, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonBSLAccepted,
@@ -87,6 +150,62 @@ func (f *ValidateBSLSpec) Run(ctx context.Context, op *engine.Operation, args an
 		msg += "; enforced by the admin: " + strings.Join(append(append([]string{}, a.Enforce.Fields...), prefixed("objectStorage.", a.Enforce.ObjectStorageFields)...), ", ")
 	}
 	return engine.Done(msg, map[string]string{"prefix": effective.ObjectStorage.Prefix}), nil
+}
+
+// forcePrefix checks the bucket and the tenant's prefix of spec and forces
+// the prefix under namespace ns (and the shared root, for a shared bucket),
+// in place. It returns the rule the bucket or the forced prefix breaks.
+func forcePrefix(a *ValidateBSLSpecArgs, ns string, spec *velerov1.BackupStorageLocationSpec) error {
+	const field = "spec.backupStorageLocationSpec.objectStorage."
+	if err := v1alpha1.CheckBucket(field+"bucket", spec.ObjectStorage.Bucket); err != nil {
+		return err
+	}
+	asked := strings.Trim(spec.ObjectStorage.Prefix, "/")
+	if asked != "" {
+		// What the tenant wrote must already be clean: "a//b" or "./a" are
+		// refused rather than cleaned into something they did not ask for.
+		if err := v1alpha1.CheckPrefix(field+"prefix", asked); err != nil {
+			return err
+		}
+	}
+	prefix := tenantPrefix(ns, asked)
+	if root, ok := a.root(spec.ObjectStorage.Bucket); ok {
+		prefix = root + "/" + prefix
+	}
+	if err := v1alpha1.CheckPrefix(field+"prefix (forced under the namespace)", prefix); err != nil {
+		return err
+	}
+	spec.ObjectStorage.Prefix = prefix
+	return nil
+}
+
+// checkStorage returns a refusal when spec's storage may not be used by nabsl:
+// a bucket of an admin location that args.sharedBuckets does not list, or
+// storage overlapping another location's (v1alpha1.StorageHolders). It reads
+// the locations from the API server: the manager's cache holds only the
+// NAC-labelled ones, and the admin's must be seen too. err is the API
+// server's (retryable).
+func (f *ValidateBSLSpec) checkStorage(ctx context.Context, a *ValidateBSLSpecArgs, op *engine.Operation,
+	nabsl *v1alpha1.NonAdminBackupStorageLocation, spec *velerov1.BackupStorageLocationSpec) (refusal, err error) {
+	holders, err := v1alpha1.StorageHolders(ctx, f.clients.APIReader, op.OADPNamespace, nabsl, op.UUID)
+	if err != nil {
+		return nil, err
+	}
+	mine := v1alpha1.StorageOf(spec)
+	_, shared := a.root(mine.Bucket)
+	for _, h := range holders {
+		if h.Admin && !shared && h.Storage.SameBucket(mine) {
+			return fmt.Errorf("spec.backupStorageLocationSpec.objectStorage.bucket: bucket %q is used by %s; "+
+				"a tenant location may use an admin's bucket only when an admin shares it (ValidateBSLSpec args.sharedBuckets)", mine.Bucket, h.Description), nil
+		}
+	}
+	for _, h := range holders {
+		if h.Storage.Overlaps(mine) {
+			return fmt.Errorf("spec.backupStorageLocationSpec.objectStorage.prefix: %s overlaps %s (%s): "+
+				"locations may not share a bucket folder, one would make Velero mark the other Unavailable", mine, h.Description, h.Storage), nil
+		}
+	}
+	return nil, nil
 }
 
 func prefixed(p string, l []string) []string {

@@ -28,7 +28,12 @@ type ValidateRestoreSpecArgs struct {
 // NonAdminRestore's own namespace — read only there, so a tenant can never
 // name another tenant's backup — which must not be refused, being deleted or
 // have a Failed backup. scheduleName, includedNamespaces other than its own,
-// excludedNamespaces and namespaceMapping are refused. It sets condition
+// excludedNamespaces, namespaceMapping, includeClusterResources true and
+// cluster-scoped kinds in includedResources (a well-known name or one the
+// API server's RESTMapper says is cluster-scoped) are refused: restoring
+// cluster-scoped objects, possibly with existingResourcePolicy update, would
+// be a cluster-wide write made for a tenant (OADP NAC allows it; nacflow
+// does not). It sets condition
 // Accepted (RestoreAccepted or InvalidRestoreSpec), status.phase BackingOff
 // on refusal, and records the effective spec in status.veleroRestore.spec.
 //
@@ -60,17 +65,22 @@ func (f *ValidateRestoreSpec) Run(ctx context.Context, op *engine.Operation, arg
 		refusal = a.Enforce.Apply(effective)
 	}
 	if refusal == nil {
+		cluster, err := clusterScopedIn(f.clients.Client.RESTMapper(), effective.IncludedResources)
+		if err != nil {
+			return engine.Result{}, err
+		}
+		if len(cluster) > 0 {
+			refusal = fmt.Errorf("spec.restoreSpec.includedResources: cluster-scoped kinds can not be restored by a NonAdminRestore: found %s",
+				strings.Join(cluster, ", "))
+		}
+	}
+	if refusal == nil {
 		if refusal, err = f.checkBackup(ctx, nar); err != nil {
 			return engine.Result{}, err
 		}
 	}
 	if refusal != nil {
-		nar.Status.Phase = v1alpha1.NonAdminPhaseBackingOff
-		meta.SetStatusCondition(&nar.Status.Conditions, metav1.Condition{
-			Type: v1alpha1.ConditionAccepted, Status: metav1.ConditionFalse,
-			Reason: v1alpha1.ReasonInvalidRestoreSpec, Message: refusal.Error(), ObservedGeneration: nar.Generation,
-		})
-		return engine.Result{}, engine.Terminal(refusal)
+		return engine.Result{}, refuse(nar, v1alpha1.ReasonInvalidRestoreSpec, refusal)
 	}
 	meta.SetStatusCondition(&nar.Status.Conditions, metav1.Condition{
 		Type: v1alpha1.ConditionAccepted, Status: metav1.ConditionTrue,
@@ -108,6 +118,9 @@ func validateRestoreSpec(nar *v1alpha1.NonAdminRestore) error {
 		return fmt.Errorf("spec.restoreSpec.resourceModifier is restricted: it names a ConfigMap in the OADP namespace (an admin may enforce one)")
 	case spec.ResourcePolicy != nil:
 		return fmt.Errorf("spec.restoreSpec.resourcePolicy is restricted: it names a ConfigMap in the OADP namespace (an admin may enforce one)")
+	case spec.IncludeClusterResources != nil && *spec.IncludeClusterResources:
+		return fmt.Errorf("spec.restoreSpec.includeClusterResources can not be true: a NonAdminRestore may not restore cluster-scoped resources " +
+			"(persistent volumes are restored through their claims when it is unset)")
 	case len(spec.NamespaceMapping) > 0:
 		return fmt.Errorf("spec.restoreSpec.namespaceMapping is restricted: a NonAdminRestore restores into its own namespace only")
 	}

@@ -64,6 +64,10 @@ const (
 	ReasonBackupAccepted = "BackupAccepted"
 	// ReasonInvalidBackupSpec: Accepted=False; the message names the field.
 	ReasonInvalidBackupSpec = "InvalidBackupSpec"
+	// ReasonInvalidSyncLabel: Accepted=False, the NAB's
+	// openshift.io/oadp-nab-synced-from-nacuuid label names no Velero Backup
+	// of its namespace.
+	ReasonInvalidSyncLabel = "InvalidSyncLabel"
 	// ReasonBackupScheduled: Queued=True once the Velero Backup exists.
 	ReasonBackupScheduled = "BackupScheduled"
 	// ReasonDeletionPending: Deleting=True while deletion runs.

@@ -29,6 +29,10 @@ const (
 	ConditionSecretSynced = "SecretSynced"
 	// ConditionBackupStorageLocationSynced: the Velero BSL exists and matches.
 	ConditionBackupStorageLocationSynced = "BackupStorageLocationSynced"
+	// ConditionSpecUpdateApproved: False when the spec changed after an
+	// admin approved it (OADP NAC's condition); True once the spec in force
+	// is the approved one.
+	ConditionSpecUpdateApproved = "SpecUpdateApproved"
 
 	// ReasonBSLAccepted: Accepted=True.
 	ReasonBSLAccepted = "BackupStorageLocationAccepted"
@@ -38,6 +42,16 @@ const (
 	ReasonApproved        = "Approved"
 	ReasonPendingApproval = "PendingApproval"
 	ReasonRejected        = "Rejected"
+	// ReasonSpecChangePendingApproval: ClusterAdminApproved=False and
+	// SpecUpdateApproved=False, the approval was reset to pending because the
+	// spec changed after it (RequestApproval args.onSpecChange: pending).
+	ReasonSpecChangePendingApproval = "SpecChangePendingApproval"
+	// ReasonSpecUpdateRejected: Accepted=False and SpecUpdateApproved=False,
+	// a change of an approved spec is refused (args.onSpecChange: refuse;
+	// OADP NAC's BslSpecUpdateRejected).
+	ReasonSpecUpdateRejected = "SpecUpdateRejected"
+	// ReasonSpecApproved: SpecUpdateApproved=True.
+	ReasonSpecApproved = "SpecApproved"
 	// ReasonSecretSynced: SecretSynced=True.
 	ReasonSecretSynced = "SecretSynced"
 	// ReasonBSLSynced: BackupStorageLocationSynced=True.
@@ -161,6 +175,14 @@ type NonAdminBackupStorageLocationRequestStatus struct {
 	// requestedSpec is the effective spec the tenant asks for.
 	// +optional
 	RequestedSpec *velerov1.BackupStorageLocationSpec `json:"requestedSpec,omitempty"`
+	// approvedSpec is the spec an admin approved (the requestedSpec shown
+	// when approvalDecision became approve; every spec, when approval is not
+	// required). A later change of what it covers — provider, objectStorage
+	// (bucket, prefix, caCert), config (endpoint, region, ...), credential
+	// name and key, accessMode — needs a new approval; rotating the
+	// credential Secret's content does not.
+	// +optional
+	ApprovedSpec *velerov1.BackupStorageLocationSpec `json:"approvedSpec,omitempty"`
 }
 
 // NonAdminBackupStorageLocationRequest asks a cluster admin to approve a

@@ -10,10 +10,13 @@ import (
 type NonAdminRestoreSpec struct {
 	// restoreSpec is the Velero RestoreSpec of the restore to make. Its
 	// backupName names a NonAdminBackup in the same namespace, never a Velero
-	// Backup. nacflow restores into the NonAdminRestore's own namespace only.
+	// Backup. nacflow restores into the NonAdminRestore's own namespace only,
+	// and nothing cluster-scoped: includeClusterResources may not be true and
+	// includedResources may not name a cluster-scoped kind.
 	// +required
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="restoreSpec is immutable: create a new NonAdminRestore instead"
 	// +kubebuilder:validation:XValidation:rule="has(self.backupName) && size(self.backupName) > 0",message="spec.restoreSpec.backupName is required: the name of a NonAdminBackup in this namespace"
+	// +kubebuilder:validation:XValidation:rule="!has(self.includeClusterResources) || !self.includeClusterResources",message="spec.restoreSpec.includeClusterResources can not be true: a NonAdminRestore may not restore cluster-scoped resources"
 	RestoreSpec *velerov1.RestoreSpec `json:"restoreSpec"`
 }
 

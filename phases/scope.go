@@ -1,0 +1,121 @@
+package phases
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// ClusterExcludedResources are the cluster-scoped kinds that never travel
+// with a tenant's backup or restore: granting security (SCCs, ClusterRoles,
+// ClusterRoleBindings), scheduling (PriorityClasses) or extending the API
+// (CustomResourceDefinitions) for the whole cluster, and KubeVirt's
+// cluster-wide instance types and preferences. The list is OADP NAC's
+// (alwaysExcludedClusterResources in migtools/oadp-non-admin); every Velero
+// Backup and Restore made for a tenant excludes them.
+var ClusterExcludedResources = []string{
+	"securitycontextconstraints",
+	"clusterroles",
+	"clusterrolebindings",
+	"priorityclasses",
+	"customresourcedefinitions",
+	"virtualmachineclusterinstancetypes",
+	"virtualmachineclusterpreferences",
+}
+
+// restoreExcluded are excluded from every tenant restore: the NAC kinds
+// (restoring one would replay a request), volumesnapshotclasses (OADP NAC
+// excludes them from restores) and ClusterExcludedResources.
+var restoreExcluded = slices.Concat(NACResources, []string{"volumesnapshotclasses.snapshot.storage.k8s.io"}, ClusterExcludedResources)
+
+// knownClusterScoped are resource names and short names, as a tenant may
+// write them in includedResources, of cluster-scoped kinds found on most
+// clusters; names not listed are looked up with the API server's RESTMapper.
+var knownClusterScoped = map[string]bool{
+	"namespaces": true, "ns": true, "nodes": true, "no": true,
+	"persistentvolumes": true, "pv": true, "storageclasses": true, "sc": true,
+	"storageclasses.storage.k8s.io": true, "persistentvolumes.v1": true,
+	"customresourcedefinitions": true, "crd": true, "crds": true,
+	"customresourcedefinitions.apiextensions.k8s.io": true,
+	"clusterroles": true, "clusterroles.rbac.authorization.k8s.io": true,
+	"clusterrolebindings": true, "clusterrolebindings.rbac.authorization.k8s.io": true,
+	"priorityclasses": true, "pc": true, "priorityclasses.scheduling.k8s.io": true,
+	"volumesnapshotclasses": true, "volumesnapshotclasses.snapshot.storage.k8s.io": true,
+	"volumesnapshotcontents": true, "volumesnapshotcontents.snapshot.storage.k8s.io": true,
+	"securitycontextconstraints": true, "scc": true, "securitycontextconstraints.security.openshift.io": true,
+	"mutatingwebhookconfigurations": true, "validatingwebhookconfigurations": true,
+	"apiservices": true, "certificatesigningrequests": true, "csr": true,
+	"csidrivers": true, "csinodes": true, "ingressclasses": true, "runtimeclasses": true,
+}
+
+// clusterScopedIn returns the entries of resources (Velero's
+// "resource[.group]" names, as in includedResources) that name a
+// cluster-scoped kind: a well-known name or short name, or one the
+// RESTMapper resolves to a cluster-scoped kind. "*" and names the mapper
+// does not know are not reported (Velero skips what it cannot resolve, and
+// the kinds that matter are excluded from every tenant operation anyway).
+// mapper may be nil (well-known names only). Errors: the mapper's, other
+// than "no match" (retryable: discovery may be briefly unavailable).
+func clusterScopedIn(mapper meta.RESTMapper, resources []string) ([]string, error) {
+	var out []string
+	for _, r := range resources {
+		name := strings.ToLower(strings.TrimSpace(r))
+		if name == "" || name == "*" {
+			continue
+		}
+		if knownClusterScoped[name] {
+			out = append(out, r)
+			continue
+		}
+		if mapper == nil {
+			continue
+		}
+		gr := schema.ParseGroupResource(name)
+		gvk, err := mapper.KindFor(gr.WithVersion(""))
+		if err != nil {
+			if meta.IsNoMatchError(err) {
+				continue
+			}
+			return nil, fmt.Errorf("looking up resource %q: %w", r, err)
+		}
+		mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			if meta.IsNoMatchError(err) {
+				continue
+			}
+			return nil, fmt.Errorf("looking up kind %s: %w", gvk, err)
+		}
+		if mapping.Scope.Name() == meta.RESTScopeNameRoot {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// excludeForTenant adds the NAC kinds and ClusterExcludedResources to spec's
+// exclusions, in the filter style spec uses: the newer
+// excludedNamespaceScopedResources / excludedClusterScopedResources when any
+// of Velero's scoped filters is set, else the old-style excludedResources
+// (Velero refuses a backup that mixes the two styles; OADP NAC does the
+// same). Entries already present are not repeated.
+func excludeForTenant(spec *velerov1.BackupSpec) {
+	add := func(list *[]string, items []string) {
+		for _, r := range items {
+			if !slices.Contains(*list, r) {
+				*list = append(*list, r)
+			}
+		}
+	}
+	if len(spec.IncludedClusterScopedResources) > 0 || len(spec.ExcludedClusterScopedResources) > 0 ||
+		len(spec.IncludedNamespaceScopedResources) > 0 || len(spec.ExcludedNamespaceScopedResources) > 0 {
+		add(&spec.ExcludedNamespaceScopedResources, NACResources)
+		add(&spec.ExcludedClusterScopedResources, ClusterExcludedResources)
+		return
+	}
+	add(&spec.ExcludedResources, NACResources)
+	add(&spec.ExcludedResources, ClusterExcludedResources)
+}
