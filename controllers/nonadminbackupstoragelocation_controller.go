@@ -2,7 +2,12 @@ package controllers
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"sort"
+	"strings"
+	"sync"
 	"time"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
@@ -37,7 +42,46 @@ type NonAdminBackupStorageLocationReconciler struct {
 	// without watching Secrets (0: DefaultCredentialCheckPeriod).
 	CredentialCheckPeriod time.Duration
 
-	reads readTracker
+	reads        readTracker
+	adminStorage adminStorage
+}
+
+// adminStorage fingerprints the storage of the admin's BackupStorageLocations
+// in the OADP namespace (those nacflow did not make), read from the API
+// server at most once per period: the manager's cache holds only
+// NAC-labelled locations. It is part of every location's revision, so an
+// admin location added, moved or removed re-runs every tenant location's
+// create action — and its storage check — within a period (issue 15: an
+// admin location added later turns an overlapping tenant location
+// BackingOff, never the admin's Unavailable).
+type adminStorage struct {
+	mu      sync.Mutex
+	value   string
+	fetched time.Time
+}
+
+// get returns the fingerprint, reading the locations again when the last
+// read is older than period. Errors are the API server's.
+func (a *adminStorage) get(ctx context.Context, r client.Reader, oadpNamespace string, period time.Duration) (string, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.fetched.IsZero() && time.Since(a.fetched) < period {
+		return a.value, nil
+	}
+	list := &velerov1.BackupStorageLocationList{}
+	if err := r.List(ctx, list, client.InNamespace(oadpNamespace)); err != nil {
+		return "", fmt.Errorf("listing BackupStorageLocations in %s: %w", oadpNamespace, err)
+	}
+	var where []string
+	for i := range list.Items {
+		if _, nac := list.Items[i].Labels[v1alpha1.NabslOriginNACUUIDLabel]; !nac {
+			where = append(where, list.Items[i].Name+"="+v1alpha1.StorageOf(&list.Items[i].Spec).String())
+		}
+	}
+	sort.Strings(where)
+	sum := sha256.Sum256([]byte(strings.Join(where, "\n")))
+	a.value, a.fetched = hex.EncodeToString(sum[:6]), time.Now()
+	return a.value, nil
 }
 
 // +kubebuilder:rbac:groups=oadp.openshift.io,resources=nonadminbackupstoragelocations,verbs=get;list;watch;update;patch
@@ -100,8 +144,9 @@ func (r *NonAdminBackupStorageLocationReconciler) Reconcile(ctx context.Context,
 const DefaultCredentialCheckPeriod = time.Minute
 
 // revision is what a create run is for: the spec's generation, the version
-// of the credential Secret (read from the API server: no Secret cache) and
-// the admin's decision. Deleting runs are never restarted.
+// of the credential Secret (read from the API server: no Secret cache), the
+// admin's decision and the admin locations' storage (adminStorage). Deleting
+// runs are never restarted.
 func (r *NonAdminBackupStorageLocationReconciler) revision(ctx context.Context, n *v1alpha1.NonAdminBackupStorageLocation) (string, error) {
 	if !n.DeletionTimestamp.IsZero() {
 		return "", nil
@@ -133,7 +178,15 @@ func (r *NonAdminBackupStorageLocationReconciler) revision(ctx context.Context, 
 	case err != nil && !apierrors.IsNotFound(err):
 		return "", fmt.Errorf("reading NonAdminBackupStorageLocationRequest %s/%s: %w", r.OADPNamespace, name, err)
 	}
-	return fmt.Sprintf("generation=%d,secret=%s,decision=%s", n.Generation, secretRV, decision), nil
+	period := r.CredentialCheckPeriod
+	if period <= 0 {
+		period = DefaultCredentialCheckPeriod
+	}
+	admin, err := r.adminStorage.get(ctx, r.APIReader, r.OADPNamespace, period)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("generation=%d,secret=%s,decision=%s,admin=%s", n.Generation, secretRV, decision, admin), nil
 }
 
 // mirror copies the linked Velero BSL's status into the location.
