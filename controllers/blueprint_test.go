@@ -172,6 +172,13 @@ func (s *ControllerSuite) TestLargeNamespaceLimitAndDeadline(c *C) {
 	c.Check(getNAB(c, third).Status.Plan.Phase("limit").Message, Equals,
 		fmt.Sprintf("namespace %s already has 2 active NonAdminBackups (the admin's limit is 2): try again when one has finished", ns))
 	c.Check(veleroBackupsOf(c, s.oadp, controllers.NACUUID(getNAB(c, third).UID)), HasLen, 0)
+	// Refused like every refusal: Accepted=False with the reason, BackingOff.
+	g := getNAB(c, third)
+	c.Check(g.Status.Phase, Equals, v1alpha1.NonAdminPhaseBackingOff)
+	cond := meta.FindStatusCondition(g.Status.Conditions, v1alpha1.ConditionAccepted)
+	c.Assert(cond, NotNil)
+	c.Check(cond.Status, Equals, metav1.ConditionFalse)
+	c.Check(cond.Reason, Equals, v1alpha1.ReasonActiveOperationsLimit)
 }
 
 // brokenBlueprint returns the built-in with five mistakes.

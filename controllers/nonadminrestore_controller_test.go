@@ -197,6 +197,21 @@ func (s *ControllerSuite) TestRestoreWaitsForRunningBackupAndRefusesFailed(c *C)
 	c.Assert(testClient.Create(ctx, bad), IsNil)
 	_, msg := s.refusedNAR(c, bad)
 	c.Check(msg, Equals, `spec.restoreSpec.backupName: the backup of NonAdminBackup "broken" is Failed: only Completed or PartiallyFailed backups can be restored`)
+
+	// A backup that fails while a restore waits for it refuses the restore
+	// the way validation does: Accepted=False, BackingOff.
+	flaky, flakyBackup := s.createdBackup(c, "flaky")
+	completeBackup(c, s.oadp, flakyBackup.Name, velerov1.BackupPhaseInProgress)
+	waiting := newNAR(flaky.Namespace, "too-early", velerov1.RestoreSpec{BackupName: "flaky"})
+	c.Assert(testClient.Create(ctx, waiting), IsNil)
+	eventually(c, 10*time.Second, func() (bool, string) {
+		g := getNAR(c, waiting)
+		return g.Status.Plan != nil && g.Status.Plan.Current == "waitForBackup: waiting", fmt.Sprintf("%+v", g.Status.Plan)
+	})
+	completeBackup(c, s.oadp, flakyBackup.Name, velerov1.BackupPhaseFailed)
+	msg = refusedWithStatus(c, waiting, "a backup failing under a waiting restore")
+	c.Check(msg, Equals, fmt.Sprintf("spec.restoreSpec.backupName: the Velero Backup %s of NonAdminBackup flaky is Failed: only Completed or PartiallyFailed backups can be restored", flakyBackup.Name))
+	c.Check(veleroRestoresOf(c, s.oadp, controllers.NACUUID(getNAR(c, waiting).UID)), HasLen, 0)
 }
 
 func (s *ControllerSuite) TestRestoreEnforcement(c *C) {

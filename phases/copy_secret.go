@@ -22,8 +22,9 @@ import (
 // rotation). The tenant's Secret is read from the API server, never from a
 // cluster-wide cache. Sets SecretSynced=True.
 //
-// Outputs: name. Errors: a missing Secret is terminal; API errors are
-// retryable.
+// Outputs: name. Errors: a missing Secret refuses the location (terminal;
+// Accepted=False/InvalidBackupStorageLocationSpec, BackingOff); API errors
+// are retryable.
 type CopySecret struct {
 	clients Clients
 }
@@ -44,7 +45,8 @@ func (f *CopySecret) Run(ctx context.Context, op *engine.Operation, _ any) (engi
 	src := &corev1.Secret{}
 	err = f.clients.APIReader.Get(ctx, client.ObjectKey{Namespace: nabsl.Namespace, Name: cred.Name}, src)
 	if apierrors.IsNotFound(err) {
-		return engine.Result{}, engine.Terminalf("Secret %s/%s not found", nabsl.Namespace, cred.Name)
+		return engine.Result{}, refuse(nabsl, v1alpha1.ReasonInvalidBSLSpec,
+			fmt.Errorf("spec.backupStorageLocationSpec.credential: Secret %q not found in namespace %s", cred.Name, nabsl.Namespace))
 	}
 	if err != nil {
 		return engine.Result{}, fmt.Errorf("reading Secret %s/%s: %w", nabsl.Namespace, cred.Name, err)

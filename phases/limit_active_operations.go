@@ -26,7 +26,8 @@ func (a LimitActiveOperationsArgs) Validate() error {
 }
 
 // LimitActiveOperations is a per-tenant concurrency limit: it refuses the
-// operation (terminal) when the namespace already has max other
+// operation (terminal; Accepted=False/ActiveOperationsLimit, BackingOff, like
+// every refusal) when the namespace already has max other
 // NonAdminBackups (or NonAdminRestores, for a restore) whose plan is pending
 // or running. It reads only the operation's own namespace. Output: active.
 type LimitActiveOperations struct {
@@ -78,7 +79,8 @@ func (f *LimitActiveOperations) Run(ctx context.Context, op *engine.Operation, a
 		}
 	}
 	if active >= a.Max {
-		return engine.Result{}, engine.Terminalf("namespace %s already has %d active %s (the admin's limit is %d): try again when one has finished", ns, active, kind, a.Max)
+		return engine.Result{}, refuse(op.Object, v1alpha1.ReasonActiveOperationsLimit,
+			fmt.Errorf("namespace %s already has %d active %s (the admin's limit is %d): try again when one has finished", ns, active, kind, a.Max))
 	}
 	return engine.Done(fmt.Sprintf("%d other active %s in %s (limit %d)", active, kind, ns, a.Max), map[string]string{"active": fmt.Sprint(active)}), nil
 }

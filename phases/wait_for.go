@@ -119,7 +119,8 @@ func (f *WaitFor) bsl(ctx context.Context, ns, name string) (engine.Result, erro
 // restorable waits until the Velero Backup of the NonAdminBackup name, in
 // the operation's own namespace, can be restored: Completed or
 // PartiallyFailed (output name: the Velero Backup's name). A Failed one, or
-// one that is gone, is a terminal error; one still running is waited for.
+// one that is gone, refuses the restore (Accepted=False/InvalidRestoreSpec,
+// BackingOff; terminal); one still running is waited for.
 func (f *WaitFor) restorable(ctx context.Context, op *engine.Operation, name string) (engine.Result, error) {
 	ns := op.Object.GetNamespace()
 	nab := &v1alpha1.NonAdminBackup{}
@@ -128,7 +129,8 @@ func (f *WaitFor) restorable(ctx context.Context, op *engine.Operation, name str
 		err = f.clients.APIReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, nab) // the cache may lag
 	}
 	if apierrors.IsNotFound(err) {
-		return engine.Result{}, engine.Terminalf("NonAdminBackup %s/%s no longer exists", ns, name)
+		return engine.Result{}, refuse(op.Object, v1alpha1.ReasonInvalidRestoreSpec,
+			fmt.Errorf("spec.restoreSpec.backupName: NonAdminBackup %s/%s no longer exists", ns, name))
 	}
 	if err != nil {
 		return engine.Result{}, fmt.Errorf("reading NonAdminBackup %s/%s: %w", ns, name, err)
@@ -142,7 +144,8 @@ func (f *WaitFor) restorable(ctx context.Context, op *engine.Operation, name str
 	if apierrors.IsNotFound(err) {
 		err = f.clients.APIReader.Get(ctx, client.ObjectKey{Namespace: op.OADPNamespace, Name: vb.Name}, b)
 		if apierrors.IsNotFound(err) {
-			return engine.Result{}, engine.Terminalf("the Velero Backup %s of NonAdminBackup %s no longer exists", vb.Name, name)
+			return engine.Result{}, refuse(op.Object, v1alpha1.ReasonInvalidRestoreSpec,
+				fmt.Errorf("spec.restoreSpec.backupName: the Velero Backup %s of NonAdminBackup %s no longer exists", vb.Name, name))
 		}
 	}
 	if err != nil {
@@ -153,7 +156,8 @@ func (f *WaitFor) restorable(ctx context.Context, op *engine.Operation, name str
 		return engine.Done(fmt.Sprintf("Velero Backup %s of NonAdminBackup %s is %s", b.Name, name, b.Status.Phase),
 			map[string]string{"name": b.Name, "phase": string(b.Status.Phase)}), nil
 	case velerov1.BackupPhaseFailed, velerov1.BackupPhaseFailedValidation, velerov1.BackupPhaseDeleting:
-		return engine.Result{}, engine.Terminalf("the Velero Backup %s of NonAdminBackup %s is %s: only Completed or PartiallyFailed backups can be restored", b.Name, name, b.Status.Phase)
+		return engine.Result{}, refuse(op.Object, v1alpha1.ReasonInvalidRestoreSpec,
+			fmt.Errorf("spec.restoreSpec.backupName: the Velero Backup %s of NonAdminBackup %s is %s: only Completed or PartiallyFailed backups can be restored", b.Name, name, b.Status.Phase))
 	}
 	return engine.Wait(fmt.Sprintf("Velero Backup %s of NonAdminBackup %s is %s", b.Name, name, phaseOr(string(b.Status.Phase))), recheckRunning), nil
 }

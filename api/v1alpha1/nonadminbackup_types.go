@@ -68,6 +68,9 @@ const (
 	// openshift.io/oadp-nab-synced-from-nacuuid label names no Velero Backup
 	// of its namespace.
 	ReasonInvalidSyncLabel = "InvalidSyncLabel"
+	// ReasonActiveOperationsLimit: Accepted=False, the namespace already runs
+	// as many operations as the admin allows (LimitActiveOperations).
+	ReasonActiveOperationsLimit = "ActiveOperationsLimit"
 	// ReasonBackupScheduled: Queued=True once the Velero Backup exists.
 	ReasonBackupScheduled = "BackupScheduled"
 	// ReasonDeletionPending: Deleting=True while deletion runs.
