@@ -2,12 +2,31 @@
 // end-to-end tests: a real kube-apiserver and etcd (built into bin/ from the
 // Go module proxy) started through controller-runtime's envtest package, with
 // nacflow's and Velero's CRDs, the OADP namespace and a demo tenant
-// namespace; then an S3-compatible object store and a real Velero server
-// with the default BackupStorageLocation. It writes an admin kubeconfig, runs
-// the command after "--" (the controller) in the foreground with KUBECONFIG
-// set, and stops everything, in reverse order, when that command exits or on
-// Ctrl-C. Logs of the store and Velero go to DIR/s3.log and DIR/velero.log,
-// the controller's to the terminal and DIR/nac.log.
+// namespace; then an S3-compatible object store with the buckets "velero"
+// (the default location's) and "tenants" (--tenant-bucket, for tenants' own
+// locations), and a real Velero server with the default
+// BackupStorageLocation. It writes an admin kubeconfig, runs the command
+// after "--" (the controller) in the foreground with KUBECONFIG set, and
+// stops everything, in reverse order, when that command exits or on Ctrl-C.
+// Logs of the store and Velero go to DIR/s3.log and DIR/velero.log, the
+// controller's to the terminal and DIR/nac.log; the store keeps its data in
+// DIR/s3.db across runs.
+//
+// Stopping: SIGINT (Ctrl-C) or SIGTERM at any moment stops the controller,
+// Velero, the store and the control plane, in that order, within 15 s (each
+// gets SIGTERM, then SIGKILL after its grace). During startup localcp then
+// exits with status 1 and "interrupted"; once the controller runs, with 0. A
+// second signal exits at once. On Linux every child, kube-apiserver, etcd
+// and Velero's plugins included, also dies when localcp is killed with
+// SIGKILL (parent-death signal; see sys_linux.go).
+//
+// Failing early: before anything starts, and again right before Velero and
+// the controller start, localcp checks that Velero's fixed metrics port
+// :8080 and the fixed ports of the controller's --metrics-bind-address and
+// --health-probe-bind-address are free; a taken one is reported with the pid
+// and command line holding it. When the default location is not Available
+// 60 s after Velero's start, localcp exits with Velero's reason and the fix
+// (`make clean-local` when the store holds data Velero refuses).
 package main
 
 import (
@@ -28,49 +47,185 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
+// Stop graces: how long each process may take to exit after SIGTERM before
+// it gets SIGKILL. They add up to 14 s (the control plane's grace counts
+// twice: kube-apiserver, then etcd), so that a stop at any moment ends
+// within 15 s.
+const (
+	controllerGrace   = 4 * time.Second
+	veleroGrace       = 3 * time.Second
+	storeGrace        = 1 * time.Second
+	controlPlaneGrace = 3 * time.Second // envtest's StopTimeout, each of kube-apiserver and etcd
+)
+
+// startAbandon is how long an interrupted control plane start may take to
+// give up after localcp killed its processes (envtest polls the API server
+// for its CRDs for up to 10 s and cannot be cancelled).
+const startAbandon = 10 * time.Second
+
+// options are localcp's flags and the controller command.
+type options struct {
+	assets, dir, crdDir string
+	oadpNS, tenantNS    string
+	withVelero          bool
+	tenantBucket        string
+	veleroSync          time.Duration // Velero's --backup-sync-period
+	veleroValidation    time.Duration // Velero's --store-validation-frequency
+	command             []string      // the controller and its arguments
+}
+
 func main() {
-	assets := flag.String("assets", "bin", "Directory holding the kube-apiserver and etcd binaries.")
-	dir := flag.String("dir", ".local", "Directory for the kubeconfig (dir/kubeconfig).")
-	crdDir := flag.String("crds", "config/crd/bases", "Directory of nacflow's CRD YAML.")
-	oadpNS := flag.String("oadp-namespace", "openshift-adp", "OADP namespace to create.")
-	tenantNS := flag.String("tenant-namespace", "demo", "Demo tenant namespace to create.")
-	withVelero := flag.Bool("velero", true, "Start the object store and the Velero server (assets gofakes3, velero, plugins/).")
-	veleroSync := flag.Duration("velero-backup-sync-period", time.Minute, "The Velero server's --backup-sync-period.")
+	runWrapperIfCalledSo()
+	var o options
+	flag.StringVar(&o.assets, "assets", "bin", "Directory holding kube-apiserver, etcd, gofakes3, velero and plugins/.")
+	flag.StringVar(&o.dir, "dir", ".local", "Directory of the stack's state: kubeconfig, logs, the object store's s3.db.")
+	flag.StringVar(&o.crdDir, "crds", "config/crd/bases", "Directory of nacflow's CRD YAML.")
+	flag.StringVar(&o.oadpNS, "oadp-namespace", "openshift-adp", "OADP namespace to create.")
+	flag.StringVar(&o.tenantNS, "tenant-namespace", "demo", "Demo tenant namespace to create.")
+	flag.BoolVar(&o.withVelero, "velero", true, "Start the object store and the Velero server (assets gofakes3, velero, plugins/).")
+	flag.StringVar(&o.tenantBucket, "tenant-bucket", "tenants", "Second bucket of the object store, for tenants' own storage locations.")
+	flag.DurationVar(&o.veleroSync, "velero-backup-sync-period", time.Minute, "The Velero server's --backup-sync-period.")
+	flag.DurationVar(&o.veleroValidation, "velero-store-validation-frequency", time.Minute, "The Velero server's --store-validation-frequency: how often it revalidates storage locations.")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "Usage: localcp [flags] -- CONTROLLER [ARGS...]\n\nFlags:\n")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
-	if err := run(*assets, *dir, *crdDir, *oadpNS, *tenantNS, *withVelero, *veleroSync, flag.Args()); err != nil {
+	o.command = flag.Args()
+	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "localcp:", err)
 		os.Exit(1)
 	}
 }
 
-func run(assets, dir, crdDir, oadpNS, tenantNS string, withVelero bool, veleroSync time.Duration, command []string) (err error) {
-	if len(command) == 0 {
+// interrupted is the cause of run's context once SIGINT or SIGTERM arrived.
+type interrupted struct {
+	sig os.Signal
+	at  time.Time
+}
+
+func (i interrupted) Error() string { return "interrupted by " + signalName(i.sig) }
+
+// signalName returns "SIGINT" or "SIGTERM" (os.Signal's String says
+// "interrupt", "terminated").
+func signalName(sig os.Signal) string {
+	switch sig {
+	case os.Interrupt:
+		return "SIGINT"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	}
+	return sig.String()
+}
+
+// notifyContext returns a context cancelled, with an interrupted cause, by
+// the first SIGINT or SIGTERM. A second one makes localcp exit at once with
+// status 130 (on Linux the children die with it). release stops the
+// handling.
+func notifyContext() (ctx context.Context, release func()) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		sig, ok := <-sigs
+		if !ok {
+			return
+		}
+		fmt.Printf("\n>> %s: stopping everything localcp started (a second Ctrl-C kills it all at once)\n", signalName(sig))
+		cancel(interrupted{sig: sig, at: time.Now()})
+		if sig, ok = <-sigs; ok {
+			fmt.Printf("\n>> %s again: exiting now\n", signalName(sig))
+			os.Exit(130)
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(sigs)
+		close(sigs)
+		cancel(nil)
+	}
+}
+
+// run starts the stack of o, runs the controller in the foreground and
+// stops everything it started before returning. It returns nil when the
+// controller exited 0 or was stopped by a signal; an interrupted error
+// naming the step when a signal came during startup; otherwise the first
+// error (a port in use, a start that failed, the default location not
+// Available, the controller's exit).
+func run(o options) (err error) {
+	if len(o.command) == 0 {
 		return errors.New("no controller command given after --")
 	}
-	assets, _ = filepath.Abs(assets)
+	ctx, release := notifyContext()
+	defer release()
+	step := "checking ports"
+	defer func() {
+		cause, ok := context.Cause(ctx).(interrupted)
+		if !ok {
+			return
+		}
+		fmt.Printf(">> stopped %.1fs after %s\n", time.Since(cause.at).Seconds(), signalName(cause.sig))
+		if err != nil {
+			err = fmt.Errorf("%w while %s (everything it started is stopped)", cause, step)
+		}
+	}()
+
+	controllerPorts := controllerAddrs(o.command[1:])
+	ports := controllerPorts
+	if o.withVelero {
+		ports = append([]boundAddr{{veleroMetricsAddr, "Velero's metrics"}}, ports...)
+	}
+	if err := checkFree(ports...); err != nil {
+		return err
+	}
+
+	// --assets is the one place the binaries come from: envtest would prefer
+	// these variables, and an existing cluster.
+	for _, v := range []string{"KUBEBUILDER_ASSETS", "TEST_ASSET_KUBE_APISERVER", "TEST_ASSET_ETCD", "USE_EXISTING_CLUSTER"} {
+		_ = os.Unsetenv(v)
+	}
+	assets, err := filepath.Abs(o.assets)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(o.dir, 0o755); err != nil {
+		return err
+	}
+	binDir, pluginDir, err := setUpWrappers(o.dir, assets)
+	if err != nil {
+		return err
+	}
+	useExisting := false
 	env := &envtest.Environment{
-		BinaryAssetsDirectory: assets,
-		CRDDirectoryPaths:     []string{crdDir},
+		BinaryAssetsDirectory: binDir,
+		CRDDirectoryPaths:     []string{o.crdDir},
 		CRDs:                  append(append(crds.CRDs[:0:0], crds.CRDs...), v2alpha1crds.CRDs...),
 		ErrorIfCRDPathMissing: true,
+		UseExistingCluster:    &useExisting,
+		// Set here rather than from envtest's environment variables: a bad
+		// value there would fail env.Start before etcd is set up, and
+		// env.Stop would then panic. 20 s is envtest's default (per try;
+		// envtest tries up to five times).
+		ControlPlaneStartTimeout: 20 * time.Second,
+		ControlPlaneStopTimeout:  controlPlaneGrace,
 	}
+	step = "starting the control plane"
 	fmt.Println(">> starting kube-apiserver and etcd from", assets)
-	cfg, err := env.Start()
+	cfg, err := startControlPlane(ctx, env)
 	if err != nil {
-		return fmt.Errorf("starting the control plane: %w", err)
+		return err
 	}
 	defer func() {
 		fmt.Println(">> stopping the control plane")
-		err = errors.Join(err, env.Stop())
+		if err := env.Stop(); err != nil {
+			fmt.Println("  ", err)
+		}
 	}()
 
+	step = "writing the kubeconfig"
 	admin, err := env.AddUser(envtest.User{Name: "admin", Groups: []string{"system:masters"}}, cfg)
 	if err != nil {
 		return fmt.Errorf("creating the admin user: %w", err)
@@ -79,42 +234,44 @@ func run(assets, dir, crdDir, oadpNS, tenantNS string, withVelero bool, veleroSy
 	if err != nil {
 		return fmt.Errorf("rendering the kubeconfig: %w", err)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	kcPath, err := filepath.Abs(filepath.Join(o.dir, "kubeconfig"))
+	if err != nil {
 		return err
 	}
-	kcPath, _ := filepath.Abs(filepath.Join(dir, "kubeconfig"))
 	if err := os.WriteFile(kcPath, kubeconfig, 0o600); err != nil {
 		return fmt.Errorf("writing %s: %w", kcPath, err)
 	}
 
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
+	step = "creating the namespaces"
+	if err := createNamespaces(ctx, cfg, o.oadpNS, o.tenantNS); err != nil {
 		return err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	for _, ns := range []string{oadpNS, tenantNS} {
-		_, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
-		if err != nil {
-			return fmt.Errorf("creating namespace %s: %w", ns, err)
-		}
 	}
 
 	velero := "not started (--velero=false)"
-	if withVelero {
+	if o.withVelero {
+		step = "starting the object store and Velero, and waiting for the default BackupStorageLocation"
 		fmt.Println(">> starting the object store and the Velero server")
-		stack, err := startVelero(ctx, cfg, kcPath, assets, dir, oadpNS, veleroSync)
+		stack, err := startVelero(ctx, cfg, veleroConfig{
+			kubeconfig: kcPath, assets: assets, binDir: binDir, pluginDir: pluginDir, dir: o.dir, oadpNS: o.oadpNS,
+			tenantBucket: o.tenantBucket, syncPeriod: o.veleroSync, validation: o.veleroValidation,
+		})
 		if err != nil {
 			return err
 		}
-		defer func() {
-			fmt.Println(">> stopping Velero and the object store")
-			stack.stop()
-		}()
-		velero = fmt.Sprintf("running, BackupStorageLocation default Available (bucket %s at %s)\n   logs:              %s, %s",
-			bucket, stack.s3URL, filepath.Join(dir, "velero.log"), filepath.Join(dir, "s3.log"))
+		defer stack.stop()
+		velero = fmt.Sprintf(`running, BackupStorageLocation default Available
+   object store:      %s, buckets %s (default location) and %s (for tenants' own locations)
+   logs:              %s, %s`,
+			stack.s3URL, bucket, o.tenantBucket, filepath.Join(o.dir, "velero.log"), filepath.Join(o.dir, "s3.log"))
 	}
 
+	step = "starting the controller"
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if err := checkFree(controllerPorts...); err != nil {
+		return err
+	}
 	fmt.Printf(`>> local control plane ready at %s
    kubeconfig:        %s
    OADP namespace:    %s
@@ -128,39 +285,102 @@ func run(assets, dir, crdDir, oadpNS, tenantNS string, withVelero bool, veleroSy
      kubectl describe nab -n %s sample
      kubectl get backups.velero.io -n %s
 
->> running the controller (Ctrl-C stops it and the control plane)
-`, cfg.Host, kcPath, oadpNS, tenantNS, velero, kcPath, tenantNS, tenantNS, oadpNS)
+>> running the controller (Ctrl-C stops it, Velero, the object store and the control plane)
+`, cfg.Host, kcPath, o.oadpNS, o.tenantNS, velero, kcPath, o.tenantNS, o.tenantNS, o.oadpNS)
+	return runController(ctx, o.command, kcPath, filepath.Join(o.dir, "nac.log"))
+}
 
-	nacLog, err := os.OpenFile(filepath.Join(dir, "nac.log"), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+// startControlPlane starts env's kube-apiserver and etcd and installs the
+// CRDs (env.Start, which takes no context) and returns the admin
+// rest.Config; when env.Start fails it stops what env.Start left running.
+// When ctx ends first, it kills both with SIGKILL (a half-started control
+// plane holds nothing to save: etcd's data is a temporary directory), makes
+// envtest's retries fail at once (refuseStarts), waits up to startAbandon
+// for env.Start to give up, cleans up after it (env.Stop) and returns ctx's
+// cause.
+func startControlPlane(ctx context.Context, env *envtest.Environment) (*rest.Config, error) {
+	type result struct {
+		cfg *rest.Config
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		cfg, err := env.Start()
+		done <- result{cfg, err}
+	}()
+	select {
+	case r := <-done:
+		if r.err != nil {
+			_ = env.Stop()
+			return nil, fmt.Errorf("starting the control plane: %w", r.err)
+		}
+		return r.cfg, nil
+	case <-ctx.Done():
+	}
+	refuseStarts()
+	fmt.Printf(">> stopping the control plane (SIGKILL to the %d processes started so far)\n", killChildren())
+	select {
+	case <-done:
+		_ = env.Stop()
+	case <-time.After(startAbandon):
+		fmt.Printf("   envtest did not give up within %s; leaving its temporary directories\n", startAbandon)
+	}
+	return nil, context.Cause(ctx)
+}
+
+// createNamespaces creates the namespaces, giving up after 30s or when ctx
+// ends.
+func createNamespaces(ctx context.Context, cfg *rest.Config, names ...string) error {
+	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err
 	}
-	defer nacLog.Close()
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for _, ns := range names {
+		if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating namespace %s: %w", ns, err)
+		}
+	}
+	return nil
+}
+
+// runController runs command with KUBECONFIG=kubeconfig, its output to the
+// terminal and to logPath, in its own process group (childAttr) until it
+// exits or ctx ends; then it gets SIGTERM and, after controllerGrace,
+// SIGKILL. It returns nil when the controller exited 0 or ctx ended, else
+// the controller's exit error.
+func runController(ctx context.Context, command []string, kubeconfig, logPath string) error {
+	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	defer log.Close()
 	cmd := exec.Command(command[0], command[1:]...)
-	cmd.Stdout, cmd.Stderr = io.MultiWriter(os.Stdout, nacLog), io.MultiWriter(os.Stderr, nacLog)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+kcPath)
+	cmd.Stdout, cmd.Stderr = io.MultiWriter(os.Stdout, log), io.MultiWriter(os.Stderr, log)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	cmd.SysProcAttr = childAttr()
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting %s: %w", command[0], err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	select {
 	case err := <-done:
 		if err != nil {
 			return fmt.Errorf("controller exited: %w", err)
 		}
 		return nil
-	case sig := <-sigs:
-		fmt.Printf("\n>> %s: stopping the controller\n", sig)
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(15 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-		return nil
+	case <-ctx.Done():
 	}
+	fmt.Println(">> stopping the controller")
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-done:
+	case <-time.After(controllerGrace):
+		fmt.Printf("   the controller did not stop within %s: killed\n", controllerGrace)
+		_ = cmd.Process.Kill()
+		<-done
+	}
+	return nil
 }

@@ -1,13 +1,15 @@
 package main
 
 import (
+	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -23,13 +25,18 @@ import (
 
 // Names of what the stack creates in the OADP namespace, as an OADP install
 // would: the credentials Secret of the default BSL, the BSL, and the
-// placeholder Deployment Velero's restore path looks up.
+// placeholder Deployment Velero's restore path looks up. bucket is the
+// default location's bucket, created by the store at its start.
 const (
 	credentialsSecret = "cloud-credentials"
 	credentialsKey    = "cloud"
 	bucket            = "velero"
 	bslName           = "default"
 )
+
+// locationTimeout is how long after Velero's start the default location
+// may take to become Available before localcp gives up.
+const locationTimeout = 60 * time.Second
 
 // proc is a child process with its log file.
 type proc struct {
@@ -39,7 +46,8 @@ type proc struct {
 	done chan error
 }
 
-// startProc starts bin with args, output appended to logPath.
+// startProc starts bin with args, output appended to logPath, with
+// childAttr (own process group; SIGKILL when localcp dies, on Linux).
 func startProc(name, logPath string, env []string, bin string, args ...string) (*proc, error) {
 	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -48,8 +56,7 @@ func startProc(name, logPath string, env []string, bin string, args ...string) (
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.Env = append(os.Environ(), env...)
-	// Its own process group: Ctrl-C reaches localcp, which stops children in order.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = childAttr()
 	if err := cmd.Start(); err != nil {
 		log.Close()
 		return nil, fmt.Errorf("starting %s (%s): %w", name, bin, err)
@@ -59,19 +66,33 @@ func startProc(name, logPath string, env []string, bin string, args ...string) (
 	return p, nil
 }
 
-// stop sends SIGTERM, waits up to grace, then kills.
+// stop sends SIGTERM, waits up to grace, then sends SIGKILL and waits for
+// the exit. It reports a kill on stdout. A nil p is a no-op.
 func (p *proc) stop(grace time.Duration) {
 	if p == nil {
 		return
 	}
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case <-p.done:
+	case err := <-p.done:
+		p.done <- err
 	case <-time.After(grace):
+		fmt.Printf("   %s did not stop within %s: killed\n", p.name, grace)
 		_ = p.cmd.Process.Kill()
-		<-p.done
+		p.done <- <-p.done
 	}
 	p.log.Close()
+}
+
+// exited returns the exit error and true once p has exited.
+func (p *proc) exited() (error, bool) {
+	select {
+	case err := <-p.done:
+		p.done <- err
+		return err, true
+	default:
+		return nil, false
+	}
 }
 
 // freePort returns a loopback TCP port that was free a moment ago.
@@ -84,23 +105,38 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// waitTCP waits until addr accepts connections or p exits.
-func waitTCP(p *proc, addr string, timeout time.Duration) error {
+// waitTCP waits until addr accepts connections; it fails when p exits, after
+// timeout, or when ctx ends (with ctx's error).
+func waitTCP(ctx context.Context, p *proc, addr string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
-		select {
-		case err := <-p.done:
-			p.done <- err
+		if err, done := p.exited(); done {
 			return fmt.Errorf("%s exited: %v (see %s)", p.name, err, p.log.Name())
-		default:
 		}
 		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
 			c.Close()
 			return nil
 		}
-		time.Sleep(100 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
 	return fmt.Errorf("%s did not listen on %s within %s (see %s)", p.name, addr, timeout, p.log.Name())
+}
+
+// veleroConfig is what startVelero needs besides the control plane.
+type veleroConfig struct {
+	kubeconfig   string // the admin kubeconfig Velero uses
+	assets       string // directory of gofakes3
+	binDir       string // directory of velero (its wrapper on Linux)
+	pluginDir    string // Velero's --plugin-dir (the plugins' wrappers on Linux)
+	dir          string // logs (s3.log, velero.log) and the store's s3.db
+	oadpNS       string
+	tenantBucket string        // second bucket, for tenants' own locations
+	syncPeriod   time.Duration // Velero's --backup-sync-period
+	validation   time.Duration // Velero's --store-validation-frequency
 }
 
 // veleroStack is the S3-compatible store and the Velero server.
@@ -109,27 +145,35 @@ type veleroStack struct {
 	s3URL      string
 }
 
-// stop stops Velero, then the store.
+// stop stops Velero, then the store (a nil field is skipped), within
+// veleroGrace + storeGrace.
 func (s *veleroStack) stop() {
-	s.velero.stop(20 * time.Second)
-	s.s3.stop(10 * time.Second)
+	if s.s3 == nil && s.velero == nil {
+		return
+	}
+	fmt.Println(">> stopping Velero and the object store")
+	s.velero.stop(veleroGrace)
+	s.s3.stop(storeGrace)
 }
 
-// startVelero starts the object store (gofakes3 with a bolt file, so a run's
-// backups survive a restart of the stack) and the Velero server against the
-// control plane of cfg, after creating what Velero expects in oadpNS: the
+// startVelero starts the object store (gofakes3 with a bolt file, so a
+// run's backups survive a restart of the stack) with the buckets velero and
+// cfg.tenantBucket, and the Velero server against the control plane of
+// restCfg, after creating what Velero expects in the OADP namespace: the
 // credentials Secret, the default BSL and a placeholder Deployment "velero".
-// syncPeriod is Velero's own --backup-sync-period (how soon Backups in the
-// bucket reappear as objects after they were deleted). It returns once the
-// BSL is Available.
-func startVelero(ctx context.Context, cfg *rest.Config, kubeconfig, assets, dir, oadpNS string, syncPeriod time.Duration) (_ *veleroStack, err error) {
+// It returns once the BSL is Available. It fails, having stopped what it
+// started, when Velero's metrics port is taken, when the BSL is not
+// Available within locationTimeout of Velero's start (the error carries
+// Velero's reason and the fix), when a process exits, or with ctx's error
+// when ctx ends.
+func startVelero(ctx context.Context, restCfg *rest.Config, cfg veleroConfig) (_ *veleroStack, err error) {
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, velerov1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			return nil, err
 		}
 	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	c, err := client.New(restCfg, client.Options{Scheme: scheme})
 	if err != nil {
 		return nil, err
 	}
@@ -140,28 +184,17 @@ func startVelero(ctx context.Context, cfg *rest.Config, kubeconfig, assets, dir,
 		}
 	}()
 
-	port, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	s.s3URL = "http://" + addr
-	s.s3, err = startProc("object store", filepath.Join(dir, "s3.log"), nil, filepath.Join(assets, "gofakes3"),
-		"-host", addr, "-backend", "bolt", "-bolt.db", filepath.Join(dir, "s3.db"), "-initialbucket", bucket)
-	if err != nil {
-		return nil, err
-	}
-	if err := waitTCP(s.s3, addr, 30*time.Second); err != nil {
+	if s.s3, s.s3URL, err = startStore(ctx, cfg); err != nil {
 		return nil, err
 	}
 
 	objs := []client.Object{
 		&corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: credentialsSecret, Namespace: oadpNS},
+			ObjectMeta: metav1.ObjectMeta{Name: credentialsSecret, Namespace: cfg.oadpNS},
 			StringData: map[string]string{credentialsKey: "[default]\naws_access_key_id=nacflow\naws_secret_access_key=nacflow-local\n"},
 		},
 		&velerov1.BackupStorageLocation{
-			ObjectMeta: metav1.ObjectMeta{Name: bslName, Namespace: oadpNS},
+			ObjectMeta: metav1.ObjectMeta{Name: bslName, Namespace: cfg.oadpNS},
 			Spec: velerov1.BackupStorageLocationSpec{
 				Provider:    "aws",
 				Default:     true,
@@ -172,7 +205,7 @@ func startVelero(ctx context.Context, cfg *rest.Config, kubeconfig, assets, dir,
 				},
 			},
 		},
-		placeholderDeployment(oadpNS),
+		placeholderDeployment(cfg.oadpNS),
 	}
 	for _, o := range objs {
 		if err := c.Create(ctx, o); err != nil {
@@ -184,35 +217,186 @@ func startVelero(ctx context.Context, cfg *rest.Config, kubeconfig, assets, dir,
 	if err != nil {
 		return nil, err
 	}
-	s.velero, err = startProc("velero", filepath.Join(dir, "velero.log"), nil, filepath.Join(assets, "velero"),
-		"server", "--kubeconfig", kubeconfig, "--namespace", oadpNS,
-		"--plugin-dir", filepath.Join(assets, "plugins"), "--uploader-type", "kopia",
+	if err := checkFree(boundAddr{veleroMetricsAddr, "Velero's metrics"}); err != nil {
+		return nil, err
+	}
+	s.velero, err = startProc("velero", filepath.Join(cfg.dir, "velero.log"), nil, filepath.Join(cfg.binDir, "velero"),
+		"server", "--kubeconfig", cfg.kubeconfig, "--namespace", cfg.oadpNS,
+		"--plugin-dir", cfg.pluginDir, "--uploader-type", "kopia",
 		"--profiler-address", "", "--metrics-address", fmt.Sprintf("127.0.0.1:%d", metricsPort),
-		"--log-level", "info", "--backup-sync-period", syncPeriod.String())
+		"--log-level", "info", "--backup-sync-period", cfg.syncPeriod.String(),
+		"--store-validation-frequency", cfg.validation.String())
 	if err != nil {
 		return nil, err
 	}
+	if err := waitAvailable(ctx, c, s.velero, cfg, time.Now().Add(locationTimeout)); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
 
-	deadline := time.Now().Add(90 * time.Second)
+// startStore starts gofakes3 on a free loopback port with its bolt file
+// DIR/s3.db and the bucket velero, waits up to 30s for it to listen, then
+// creates cfg.tenantBucket (which may exist already from an earlier run). It
+// returns the store and its URL; on error it has stopped the store.
+func startStore(ctx context.Context, cfg veleroConfig) (_ *proc, url string, err error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, "", err
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	p, err := startProc("object store", filepath.Join(cfg.dir, "s3.log"), nil, filepath.Join(cfg.assets, "gofakes3"),
+		"-host", addr, "-backend", "bolt", "-bolt.db", filepath.Join(cfg.dir, "s3.db"), "-initialbucket", bucket)
+	if err != nil {
+		return nil, "", err
+	}
+	defer func() {
+		if err != nil {
+			p.stop(storeGrace)
+		}
+	}()
+	if err := waitTCP(ctx, p, addr, 30*time.Second); err != nil {
+		return nil, "", err
+	}
+	url = "http://" + addr
+	if err := createBucket(ctx, url, cfg.tenantBucket); err != nil {
+		return nil, "", err
+	}
+	return p, url, nil
+}
+
+// createBucket creates bucket in the S3 store at url by a path-style PUT
+// (the local store checks no signatures). A bucket that exists already is
+// fine.
+func createBucket(ctx context.Context, url, bucket string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, url+"/"+bucket, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("creating bucket %s: %w", bucket, err)
+	}
+	defer resp.Body.Close()
+	body := make([]byte, 512)
+	n, _ := resp.Body.Read(body)
+	switch {
+	case resp.StatusCode == http.StatusOK:
+		return nil
+	case resp.StatusCode == http.StatusConflict && strings.Contains(string(body[:n]), "BucketAlready"):
+		return nil // BucketAlreadyExists / BucketAlreadyOwnedByYou: kept in s3.db from an earlier run
+	default:
+		return fmt.Errorf("creating bucket %s: %s: %s", bucket, resp.Status, body[:n])
+	}
+}
+
+// waitAvailable polls the default BSL every 500ms until it is Available. The
+// first time it reads Unavailable it prints Velero's message. It fails when
+// velero exits, with ctx's error when ctx ends, and at deadline with Velero's
+// reason (the BSL's status.message, or the lines of velero.log about the
+// location when that is empty) and what to do about it.
+func waitAvailable(ctx context.Context, c client.Client, velero *proc, cfg veleroConfig, deadline time.Time) error {
+	warned := false
+	bsl := &velerov1.BackupStorageLocation{}
 	for {
-		bsl := &velerov1.BackupStorageLocation{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: oadpNS, Name: bslName}, bsl); err != nil {
-			return nil, err
+		if err := c.Get(ctx, client.ObjectKey{Namespace: cfg.oadpNS, Name: bslName}, bsl); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("reading BackupStorageLocation %s: %w", bslName, err)
 		}
 		if bsl.Status.Phase == velerov1.BackupStorageLocationPhaseAvailable {
-			return s, nil
+			return nil
 		}
-		select {
-		case err := <-s.velero.done:
-			s.velero.done <- err
-			return nil, fmt.Errorf("velero exited: %v (see %s)", err, s.velero.log.Name())
-		default:
+		if bsl.Status.Phase == velerov1.BackupStorageLocationPhaseUnavailable && !warned {
+			warned = true
+			fmt.Printf(">> the default BackupStorageLocation is Unavailable: %s\n   (waiting until %s after Velero's start for it to become Available)\n",
+				orNone(bsl.Status.Message), locationTimeout)
+		}
+		if err, done := velero.exited(); done {
+			return fmt.Errorf("velero exited: %v (see %s)", err, velero.log.Name())
 		}
 		if time.Now().After(deadline) {
-			return nil, errors.New("BackupStorageLocation default did not become Available within 90s (see " + s.velero.log.Name() + ")")
+			return locationError(bsl, cfg)
 		}
-		time.Sleep(500 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
 	}
+}
+
+// locationError explains why the default BSL is not Available: Velero's
+// status.message (or, when it is empty, the last lines of velero.log that
+// name the location) and the fix.
+func locationError(bsl *velerov1.BackupStorageLocation, cfg veleroConfig) error {
+	phase := string(bsl.Status.Phase)
+	if phase == "" {
+		phase = "not validated yet"
+	}
+	reason := bsl.Status.Message
+	if reason == "" {
+		reason = "Velero's log says:\n" + strings.Join(logLinesAbout(filepath.Join(cfg.dir, "velero.log"), cfg.oadpNS+"/"+bslName, 5), "\n")
+	}
+	state := displayPath(cfg.dir)
+	fix := fmt.Sprintf("`make clean-local` removes the local state (%s), then `make run` again", state)
+	if strings.Contains(reason, "invalid top-level directories") {
+		fix = fmt.Sprintf("the object store in %s holds data that Velero does not accept in the default location's bucket; %s",
+			filepath.Join(state, "s3.db"), fix)
+	} else {
+		fix = fmt.Sprintf("see %s; if the object store's data (%s) is the cause, %s",
+			filepath.Join(state, "velero.log"), filepath.Join(state, "s3.db"), fix)
+	}
+	return fmt.Errorf("the default BackupStorageLocation %s/%s is not Available %s after Velero's start (phase %s): %s\n   %s",
+		cfg.oadpNS, bslName, locationTimeout, phase, reason, fix)
+}
+
+// logLinesAbout returns the last n lines of the log at path that contain
+// s, or a note when there are none or the log is unreadable.
+func logLinesAbout(path, s string, n int) []string {
+	f, err := os.Open(path)
+	if err != nil {
+		return []string{"   (" + err.Error() + ")"}
+	}
+	defer f.Close()
+	var lines []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), s) {
+			lines = append(lines, "   "+sc.Text())
+		}
+	}
+	if len(lines) == 0 {
+		return []string{"   (no line mentions " + s + ")"}
+	}
+	return lines[max(0, len(lines)-n):]
+}
+
+// displayPath returns path relative to the working directory when it lies
+// below it (".local" for make run), else as it is.
+func displayPath(path string) string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return path
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return path
+	}
+	if rel, err := filepath.Rel(wd, abs); err == nil && filepath.IsLocal(rel) {
+		return rel
+	}
+	return path
+}
+
+// orNone returns s, or "(no message)" when it is empty.
+func orNone(s string) string {
+	if s == "" {
+		return "(no message)"
+	}
+	return s
 }
 
 // placeholderDeployment is a Deployment named velero with no replicas:
