@@ -177,3 +177,7 @@ bench: $(CONTROL_PLANE) build ## Benchmarks: the engine's Go benchmarks, then na
 .PHONY: clean
 clean: ## Remove build output and the local control plane's state (keeps the cached tools).
 	rm -rf $(NAC) $(LOCALCP) $(LOCAL)
+
+.PHONY: clean-local
+clean-local: ## Remove .local, the local stack's state: object store (s3.db), logs, kubeconfig; keeps bin/ and build output.
+	rm -rf $(LOCAL)
