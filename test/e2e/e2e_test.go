@@ -72,7 +72,7 @@ func (s *E2ESuite) SetUpSuite(c *C) {
 	c.Assert(l.Close(), IsNil)
 	s.metrics = "http://" + metricsAddr + "/metrics"
 	s.cmd = exec.Command(filepath.Join(tmp, "localcp"), "--assets", assets, "--dir", tmp, "--oadp-namespace", "openshift-adp",
-		"--velero-backup-sync-period", "3s",
+		"--velero-backup-sync-period", "3s", "--velero-store-validation-frequency", validation.String(),
 		"--", filepath.Join(tmp, "nac"), "--oadp-namespace", "openshift-adp", "--metrics-bind-address", metricsAddr,
 		"--health-probe-bind-address", "127.0.0.1:0", "--backup-sync-period", "2s")
 	s.cmd.Dir = root

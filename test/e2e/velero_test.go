@@ -216,8 +216,9 @@ func contains(list []string, s string) bool {
 }
 
 // TestTenantBucketWithRealVelero: a tenant brings its own location (the same
-// store, its own credentials); Velero validates it, a NAB backs up into it,
-// and the files land under the prefix forced to the tenant's namespace.
+// store, the bucket make run makes for tenants, its own credentials); Velero
+// validates it, a NAB backs up into it, and the files land under the prefix
+// forced to the tenant's namespace.
 func (s *E2ESuite) TestTenantBucketWithRealVelero(c *C) {
 	s.kubectl(c, "create", "namespace", "tenant-c")
 	s.kubectl(c, "create", "secret", "generic", "-n", "tenant-c", "creds",
@@ -229,7 +230,7 @@ metadata: {name: own, namespace: tenant-c}
 spec:
   backupStorageLocationSpec:
     provider: aws
-    objectStorage: {bucket: velero, prefix: mine}
+    objectStorage: {bucket: tenants, prefix: mine}
     config: {region: us-east-1, s3ForcePathStyle: "true", s3Url: %q}
     credential: {name: creds, key: cloud}
 `, s.s3URL(c)), "apply", "-f", "-")
@@ -246,8 +247,9 @@ spec:
 		name = parts[len(parts)-1]
 		return strings.HasPrefix(out, "Completed|"), out
 	})
-	c.Check(s.bucketKeys(c, "tenant-c/mine/backups/"+name+"/"), Not(HasLen), 0)
-	c.Check(s.bucketKeys(c, "backups/"+name+"/"), HasLen, 0, Commentf("not in the default location's prefix"))
+	c.Check(keysIn(c, s.s3URL(c), "tenants", "tenant-c/mine/backups/"+name+"/"), Not(HasLen), 0)
+	c.Check(s.bucketKeys(c, "backups/"+name+"/"), HasLen, 0, Commentf("not in the default location's bucket"))
+	c.Check(s.bucketKeys(c, "tenant-c/"), HasLen, 0, Commentf("nothing of the tenant in the admin's bucket"))
 }
 
 // TestSyncAfterRebuildWithRealVelero: the NAB and its Velero Backup object

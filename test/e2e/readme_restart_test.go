@@ -1,0 +1,114 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	. "gopkg.in/check.v1"
+)
+
+// ReadmeRestartSuite follows README.md's walk-through in order on one
+// directory, as a newcomer would — backup, invalid request, restore, the
+// tenant's own location with a backup into it (the one-file example) — then
+// Ctrl-C and a second `make run` on the same state: the stack comes up, the
+// admin's default location is Available after Velero revalidated it, and a
+// new backup completes (issue 15: a tenant location once made Velero mark the
+// default location Unavailable, and the next run waited forever).
+type ReadmeRestartSuite struct {
+	root, bin, dir string
+	st             *stack
+}
+
+var _ = Suite(&ReadmeRestartSuite{})
+
+// validation is Velero's --store-validation-frequency in this suite: how
+// often it revalidates every location (the default is 1m).
+const validation = 5 * time.Second
+
+func (s *ReadmeRestartSuite) SetUpSuite(c *C) {
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	c.Assert(err, IsNil)
+	s.root, s.bin, s.dir = root, buildBinaries(c, root), c.MkDir()
+}
+
+func (s *ReadmeRestartSuite) TearDownSuite(c *C) {
+	if s.st != nil {
+		s.st.interrupt(c)
+	}
+}
+
+func (s *ReadmeRestartSuite) start(c *C) {
+	s.st = startStack(c, s.root, s.bin, s.dir, "--velero-store-validation-frequency", validation.String())
+}
+
+// completed waits until the NAB ns/name's Velero backup is Completed and
+// returns the Velero backup's name.
+func completed(c *C, st *stack, ns, name string, timeout time.Duration) string {
+	var veleroName string
+	eventually(c, timeout, func() (bool, string) {
+		out, _ := st.run("", "get", "nab", "-n", ns, name, "-o", "jsonpath={.status.veleroBackup.status.phase}|{.status.veleroBackup.name}|{.status.plan.current}")
+		parts := strings.Split(out, "|")
+		if len(parts) == 3 {
+			veleroName = parts[1]
+		}
+		return strings.HasPrefix(out, "Completed|"), out
+	})
+	return veleroName
+}
+
+// defaultAvailable checks that the admin's default location is Available
+// after Velero validated it again (waits two validation periods first).
+func defaultAvailable(c *C, st *stack) {
+	time.Sleep(2*validation + time.Second)
+	out := st.kubectl(c, "get", "backupstoragelocations.velero.io", "-n", "openshift-adp", "default",
+		"-o", "jsonpath={.status.phase}|{.status.message}|{.status.lastValidationTime}")
+	c.Check(strings.HasPrefix(out, "Available|"), Equals, true, Commentf("default location: %s", out))
+}
+
+func (s *ReadmeRestartSuite) TestReadmeTwice(c *C) {
+	s.start(c)
+	st := s.st
+	// Walk-through: a backup of demo.
+	st.kubectl(c, "create", "configmap", "app-config", "-n", "demo", "--from-literal=greeting=hello")
+	st.kubectl(c, "apply", "-f", "examples/nonadminbackup.yaml")
+	completed(c, st, "demo", "sample", 2*time.Minute)
+	// An invalid request is refused.
+	st.kubectl(c, "apply", "-f", "examples/nonadminbackup-invalid.yaml")
+	eventually(c, 20*time.Second, func() (bool, string) {
+		out := st.kubectl(c, "get", "nab", "-n", "demo", "other-namespace", "-o", "jsonpath={.status.phase}|{.status.conditions[?(@.type==\"Accepted\")].status}")
+		return out == "BackingOff|False", out
+	})
+	// Restore.
+	st.kubectl(c, "delete", "configmap", "app-config", "-n", "demo")
+	st.kubectl(c, "apply", "-f", "examples/nonadminrestore.yaml")
+	eventually(c, 2*time.Minute, func() (bool, string) {
+		out, _ := st.run("", "get", "configmap", "app-config", "-n", "demo", "-o", "jsonpath={.data.greeting}")
+		return out == "hello", out
+	})
+	// The tenant's own location and a backup into it, in one file.
+	s3 := st.kubectl(c, "get", "bsl", "-n", "openshift-adp", "default", "-o", "jsonpath={.spec.config.s3Url}")
+	example, err := os.ReadFile(filepath.Join(s.root, "examples", "nonadminbackupstoragelocation.yaml"))
+	c.Assert(err, IsNil)
+	st.kubectlIn(c, strings.ReplaceAll(string(example), "http://127.0.0.1:9000", s3), "apply", "-f", "-")
+	eventually(c, 2*time.Minute, func() (bool, string) {
+		out := st.kubectl(c, "get", "nabsl", "-n", "demo", "my-bucket", "-o", "jsonpath={.status.phase}|{.status.veleroBackupStorageLocation.status.phase}")
+		return out == "Created|Available", out
+	})
+	name := completed(c, st, "demo", "to-my-bucket", 3*time.Minute)
+	c.Check(keysIn(c, s3, "tenants", "demo/my-backups/backups/"+name+"/"), Not(HasLen), 0)
+	c.Check(keysIn(c, s3, "velero", "demo/"), HasLen, 0, Commentf("nothing of the tenant in the admin's bucket root"))
+	defaultAvailable(c, st)
+
+	// Ctrl-C, then make run again on the same directory.
+	st.interrupt(c)
+	s.st = nil
+	s.start(c)
+	st = s.st
+	c.Check(st.drain(), Matches, `(?s).*BackupStorageLocation default Available.*`)
+	defaultAvailable(c, st)
+	st.kubectlIn(c, "apiVersion: oadp.openshift.io/v1alpha1\nkind: NonAdminBackup\nmetadata: {name: after-restart, namespace: demo}\nspec:\n  backupSpec: {}\n",
+		"apply", "-f", "-")
+	completed(c, st, "demo", "after-restart", 2*time.Minute)
+}
