@@ -106,6 +106,22 @@ func nacBSLMeta(nabsl *v1alpha1.NonAdminBackupStorageLocation, nacuuid string) (
 		}
 }
 
+// nacStatus returns pointers to the phase and conditions of obj's status
+// when obj is a NonAdminBackup, NonAdminRestore or
+// NonAdminBackupStorageLocation (OADP NAC's common status shape), and
+// ok=false for any other object.
+func nacStatus(obj engine.Object) (phase *v1alpha1.NonAdminPhase, conditions *[]metav1.Condition, ok bool) {
+	switch o := obj.(type) {
+	case *v1alpha1.NonAdminBackup:
+		return &o.Status.Phase, &o.Status.Conditions, true
+	case *v1alpha1.NonAdminRestore:
+		return &o.Status.Phase, &o.Status.Conditions, true
+	case *v1alpha1.NonAdminBackupStorageLocation:
+		return &o.Status.Phase, &o.Status.Conditions, true
+	}
+	return nil, nil, false
+}
+
 // refuse records a refusal on obj, a NonAdminBackup, NonAdminRestore or
 // NonAdminBackupStorageLocation, the way OADP NAC does for every kind and
 // whatever phase refuses: status.phase BackingOff and condition
@@ -113,16 +129,8 @@ func nacBSLMeta(nabsl *v1alpha1.NonAdminBackupStorageLocation, nacuuid string) (
 // label at fault). It returns err as a terminal error: the same input will
 // never pass. Any other object only gets the terminal error.
 func refuse(obj engine.Object, reason string, err error) error {
-	var phase *v1alpha1.NonAdminPhase
-	var conditions *[]metav1.Condition
-	switch o := obj.(type) {
-	case *v1alpha1.NonAdminBackup:
-		phase, conditions = &o.Status.Phase, &o.Status.Conditions
-	case *v1alpha1.NonAdminRestore:
-		phase, conditions = &o.Status.Phase, &o.Status.Conditions
-	case *v1alpha1.NonAdminBackupStorageLocation:
-		phase, conditions = &o.Status.Phase, &o.Status.Conditions
-	default:
+	phase, conditions, ok := nacStatus(obj)
+	if !ok {
 		return engine.Terminal(err)
 	}
 	*phase = v1alpha1.NonAdminPhaseBackingOff

@@ -33,16 +33,8 @@ func (f *MarkDeleting) Run(_ context.Context, op *engine.Operation, args any) (e
 	if a.Message == "" {
 		return engine.Result{}, engine.Terminalf("MarkDeleting: args.message is empty")
 	}
-	var phase *v1alpha1.NonAdminPhase
-	var conds *[]metav1.Condition
-	switch o := op.Object.(type) {
-	case *v1alpha1.NonAdminBackup:
-		phase, conds = &o.Status.Phase, &o.Status.Conditions
-	case *v1alpha1.NonAdminRestore:
-		phase, conds = &o.Status.Phase, &o.Status.Conditions
-	case *v1alpha1.NonAdminBackupStorageLocation:
-		phase, conds = &o.Status.Phase, &o.Status.Conditions
-	default:
+	phase, conds, ok := nacStatus(op.Object)
+	if !ok {
 		return engine.Result{}, engine.Terminalf("MarkDeleting serves the NAC kinds, not %T", op.Object)
 	}
 	*phase = v1alpha1.NonAdminPhaseDeleting

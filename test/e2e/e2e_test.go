@@ -5,9 +5,7 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
-	"context"
 	"io"
 	"net"
 	"net/http"
@@ -17,7 +15,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -28,12 +25,11 @@ func Test(t *testing.T) { TestingT(t) }
 
 type E2ESuite struct {
 	root       string
+	bin        string // nac and localcp, built for the suite
 	dir        string // localcp's --dir: kubeconfig and logs
 	kubeconfig string
-	cmd        *exec.Cmd
 	metrics    string // the controller's metrics URL
-	output     *syncBuffer
-	exited     chan error
+	st         *stack
 }
 
 var _ = Suite(&E2ESuite{})
@@ -50,120 +46,51 @@ func (s *E2ESuite) SetUpSuite(c *C) {
 	}
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	c.Assert(err, IsNil)
-	s.root = root
-	assets := os.Getenv("NACFLOW_ASSETS")
-	if assets == "" {
-		assets = filepath.Join(root, "bin")
-	}
-	tmp := c.MkDir()
-	for _, b := range []struct{ out, pkg string }{{"nac", "./cmd/nac"}, {"localcp", "./hack/localcp"}} {
-		build := exec.Command("go", "build", "-o", filepath.Join(tmp, b.out), b.pkg)
-		build.Dir = root
-		out, err := build.CombinedOutput()
-		c.Assert(err, IsNil, Commentf("go build %s: %s", b.pkg, out))
-	}
-	s.dir = tmp
-	s.kubeconfig = filepath.Join(tmp, "kubeconfig")
-	// Short sync periods so that the rebuild test sees Velero's BSL sync and
-	// nacflow's backup sync within seconds.
+	s.root, s.bin, s.dir = root, buildBinaries(c, root), c.MkDir()
+	s.kubeconfig = filepath.Join(s.dir, "kubeconfig")
 	l, err := net.Listen("tcp", "127.0.0.1:0") // a free port for the metrics endpoint
 	c.Assert(err, IsNil)
 	metricsAddr := l.Addr().String()
 	c.Assert(l.Close(), IsNil)
 	s.metrics = "http://" + metricsAddr + "/metrics"
-	s.cmd = exec.Command(filepath.Join(tmp, "localcp"), "--assets", assets, "--dir", tmp, "--oadp-namespace", "openshift-adp",
-		"--velero-backup-sync-period", "3s", "--velero-store-validation-frequency", validation.String(),
-		"--", filepath.Join(tmp, "nac"), "--oadp-namespace", "openshift-adp", "--metrics-bind-address", metricsAddr,
-		"--health-probe-bind-address", "127.0.0.1:0", "--backup-sync-period", "2s")
-	s.cmd.Dir = root
-	pr, pw, err := os.Pipe()
-	c.Assert(err, IsNil)
-	s.cmd.Stdout, s.cmd.Stderr = pw, pw
-	c.Assert(s.cmd.Start(), IsNil)
-	pw.Close()
-	s.exited = make(chan error, 1)
-	go func() { s.exited <- s.cmd.Wait() }()
-
-	s.output = &syncBuffer{lines: make(chan string, 10000)}
-	ready := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(pr)
-		announced := false
-		for sc.Scan() {
-			line := sc.Text()
-			s.output.lines <- line
-			if !announced && strings.Contains(line, `"Starting workers"`) {
-				announced = true
-				close(ready)
-			}
-		}
-	}()
-	select {
-	case <-ready:
-	case err := <-s.exited:
-		c.Fatalf("localcp exited before the controller started: %v\n%s", err, s.drain())
-	case <-time.After(4 * time.Minute):
-		c.Fatalf("the controller did not start within 4m:\n%s", s.drain())
-	}
+	// Short sync periods so that the rebuild test sees Velero's BSL sync and
+	// nacflow's backup sync within seconds; Velero revalidates locations
+	// every few seconds so that the storage tests see its verdict.
+	s.st = startStack(c, root, s.bin, s.dir,
+		[]string{"--velero-backup-sync-period", "3s", "--velero-store-validation-frequency", validation.String()},
+		[]string{"--metrics-bind-address", metricsAddr, "--health-probe-bind-address", "127.0.0.1:0", "--backup-sync-period", "2s"})
 }
 
-// drain returns the output collected so far.
-func (s *E2ESuite) drain() string {
-	for {
-		select {
-		case l := <-s.output.lines:
-			s.output.buf.WriteString(l + "\n")
-		default:
-			return s.output.buf.String()
-		}
-	}
-}
+// drain returns the stack's output collected so far.
+func (s *E2ESuite) drain() string { return s.st.drain() }
 
 func (s *E2ESuite) TearDownSuite(c *C) {
-	if s.cmd == nil || s.cmd.Process == nil {
+	if s.st == nil {
 		return
 	}
 	// Ctrl-C, as a user of make run would.
-	c.Check(s.cmd.Process.Signal(syscall.SIGINT), IsNil)
-	select {
-	case err := <-s.exited:
-		c.Check(err, IsNil, Commentf("localcp should stop cleanly:\n%s", s.drain()))
-		c.Check(s.drain(), Matches, `(?s).*>> stopping the control plane.*`)
-	case <-time.After(60 * time.Second):
-		_ = s.cmd.Process.Kill()
-		c.Fatalf("localcp did not stop within 60s after SIGINT")
-	}
+	s.st.interrupt(c)
+	c.Check(s.drain(), Matches, `(?s).*>> stopping the control plane.*`)
 }
 
 // runKubectl runs kubectl with stdin against the local control plane, from
 // the repository root as README.md does, and returns its combined output.
 func (s *E2ESuite) runKubectl(stdin string, args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "kubectl", args...)
-	cmd.Dir = s.root
-	cmd.Stdin = strings.NewReader(stdin)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+s.kubeconfig)
-	out, err := cmd.CombinedOutput()
-	return string(out), err
+	return s.st.run(stdin, args...)
 }
 
 // kubectl runs kubectl and fails the test when it fails.
-func (s *E2ESuite) kubectl(c *C, args ...string) string {
-	return s.kubectlIn(c, "", args...)
-}
+func (s *E2ESuite) kubectl(c *C, args ...string) string { return s.st.kubectl(c, args...) }
 
 // kubectlIn is kubectl with stdin.
 func (s *E2ESuite) kubectlIn(c *C, stdin string, args ...string) string {
-	out, err := s.runKubectl(stdin, args...)
-	c.Assert(err, IsNil, Commentf("kubectl %s: %s", strings.Join(args, " "), out))
-	return out
+	return s.st.kubectlIn(c, stdin, args...)
 }
 
 // kubectlAllowFail runs kubectl and returns its output whether or not it
 // failed (for "is it gone yet" checks).
 func (s *E2ESuite) kubectlAllowFail(args ...string) string {
-	out, _ := s.runKubectl("", args...)
+	out, _ := s.st.run("", args...)
 	return out
 }
 
@@ -368,7 +295,7 @@ func (s *E2ESuite) TestDocExamples(c *C) {
 			c.Check(out, Matches, `(?s).* (created|configured|unchanged) \(server dry run\)\n`, Commentf("%s: %s", filepath.Base(doc), out))
 			applied++
 			if strings.Contains(body, "kind: Blueprint") {
-				validate := exec.Command(filepath.Join(s.dir, "nac"), "blueprint", "validate", "-f", "-")
+				validate := exec.Command(filepath.Join(s.bin, "nac"), "blueprint", "validate", "-f", "-")
 				validate.Stdin = strings.NewReader(body)
 				vout, err := validate.CombinedOutput()
 				c.Check(err, IsNil, Commentf("%s: nac blueprint validate: %s", filepath.Base(doc), vout))

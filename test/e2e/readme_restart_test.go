@@ -40,7 +40,7 @@ func (s *ReadmeRestartSuite) TearDownSuite(c *C) {
 }
 
 func (s *ReadmeRestartSuite) start(c *C) {
-	s.st = startStack(c, s.root, s.bin, s.dir, "--velero-store-validation-frequency", validation.String())
+	s.st = startStack(c, s.root, s.bin, s.dir, []string{"--velero-store-validation-frequency", validation.String()}, nil)
 }
 
 // completed waits until the NAB ns/name's Velero backup is Completed and

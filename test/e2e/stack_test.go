@@ -23,17 +23,21 @@ type stack struct {
 	exited                chan error
 }
 
-// startStack builds nac and localcp into bin (once per caller), starts
-// localcp on dir with the controller, and returns once the controller runs
-// its workers. extra are localcp flags before "--".
-func startStack(c *C, root, bin, dir string, extra ...string) *stack {
+// startStack starts bin/localcp (built by buildBinaries) on dir with the
+// controller bin/nac, from the repository root, and returns once the
+// controller runs its workers. localcpArgs are localcp flags before "--",
+// nacArgs the controller's after --oadp-namespace (nil: no metrics or
+// health endpoints).
+func startStack(c *C, root, bin, dir string, localcpArgs, nacArgs []string) *stack {
 	assets := os.Getenv("NACFLOW_ASSETS")
 	if assets == "" {
 		assets = filepath.Join(root, "bin")
 	}
-	args := append([]string{"--assets", assets, "--dir", dir, "--oadp-namespace", "openshift-adp"}, extra...)
-	args = append(args, "--", filepath.Join(bin, "nac"), "--oadp-namespace", "openshift-adp",
-		"--metrics-bind-address", "0", "--health-probe-bind-address", "0")
+	if nacArgs == nil {
+		nacArgs = []string{"--metrics-bind-address", "0", "--health-probe-bind-address", "0"}
+	}
+	args := append([]string{"--assets", assets, "--dir", dir, "--oadp-namespace", "openshift-adp"}, localcpArgs...)
+	args = append(append(args, "--", filepath.Join(bin, "nac"), "--oadp-namespace", "openshift-adp"), nacArgs...)
 	st := &stack{root: root, dir: dir, kubeconfig: filepath.Join(dir, "kubeconfig"),
 		cmd: exec.Command(filepath.Join(bin, "localcp"), args...), exited: make(chan error, 1)}
 	st.cmd.Dir = root

@@ -4,14 +4,11 @@ import (
 	"archive/tar"
 	"compress/gzip"
 	"encoding/json"
-	"encoding/xml"
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -26,25 +23,9 @@ func (s *E2ESuite) s3URL(c *C) string {
 	return u
 }
 
-// bucketKeys lists the keys under prefix in the velero bucket (S3
-// ListObjects over plain HTTP; the local store checks no signatures).
+// bucketKeys lists the keys under prefix in the velero bucket.
 func (s *E2ESuite) bucketKeys(c *C, prefix string) []string {
-	resp, err := http.Get(s.s3URL(c) + "/velero?prefix=" + url.QueryEscape(prefix))
-	c.Assert(err, IsNil)
-	defer resp.Body.Close()
-	c.Assert(resp.StatusCode, Equals, http.StatusOK)
-	var list struct {
-		Contents []struct {
-			Key string `xml:"Key"`
-		} `xml:"Contents"`
-	}
-	c.Assert(xml.NewDecoder(resp.Body).Decode(&list), IsNil)
-	var keys []string
-	for _, o := range list.Contents {
-		keys = append(keys, o.Key)
-	}
-	sort.Strings(keys)
-	return keys
+	return keysIn(c, s.s3URL(c), "velero", prefix)
 }
 
 // resourceList reads Velero's <backup>-resource-list.json.gz from the bucket:
