@@ -76,10 +76,6 @@ type NonAdminBackupReconciler struct {
 	refreshAt time.Time
 }
 
-// staleRecheck is how soon a reconcile that found its cache behind its own
-// last write looks again. Status patches do not wake the controller (they do
-// not change metadata.generation), so it must requeue itself.
-const staleRecheck = 100 * time.Millisecond
 
 // +kubebuilder:rbac:groups=oadp.openshift.io,resources=nonadminbackups,verbs=get;list;watch;update;patch;delete
 // +kubebuilder:rbac:groups=oadp.openshift.io,resources=nonadminbackups/status;nonadminbackups/finalizers,verbs=get;update;patch

@@ -111,8 +111,8 @@ func reconcileNAC[T engine.Object](ctx context.Context, d *Deps, reads *readTrac
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if reads.isStale(req.NamespacedName, obj.GetResourceVersion()) {
-		return ctrl.Result{RequeueAfter: staleRecheck}, nil
+	if stale, after := reads.isStale(req.NamespacedName, obj.GetResourceVersion()); stale {
+		return ctrl.Result{RequeueAfter: after}, nil
 	}
 	// Every version this reconcile reads or writes, but the last, is behind
 	// its own final write.
@@ -142,13 +142,17 @@ func reconcileNAC[T engine.Object](ctx context.Context, d *Deps, reads *readTrac
 	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("action", action))
 	before := obj.DeepCopyObject().(client.Object)
 	k.begin(obj)
-	result, finished, err := runAction(ctx, d, k, obj, action)
+	events := &engine.EventBuffer{}
+	result, finished, err := runAction(ctx, d, k, obj, action, events)
 	if err == nil {
 		k.observed(obj, obj.GetGeneration())
 	}
 	if perr := engine.PatchStatus(ctx, d.Client, obj, before); perr != nil {
+		// What this run did is not recorded: neither are its events (the
+		// retry, from a fresh read, tells the story once).
 		return ctrl.Result{}, errors.Join(err, perr)
 	}
+	events.Flush(d.Recorder)
 	if obj.GetResourceVersion() != passed[len(passed)-1] {
 		wrote()
 	}
@@ -172,10 +176,15 @@ func reconcileNAC[T engine.Object](ctx context.Context, d *Deps, reads *readTrac
 }
 
 // patchFinalizers writes obj's finalizers with a JSON merge patch (the list is
-// replaced whole, as any merge patch of a list does) and reads back only the
-// new resourceVersion (engine.PatchMetadataOnly).
+// replaced whole, as any merge patch of a list does) whose precondition is
+// the resourceVersion obj was read at: when anyone changed the object since —
+// another controller adding its finalizer, say — the API server refuses it
+// with a Conflict (transient: the reconcile is retried from a fresh read)
+// instead of dropping or resurrecting a finalizer. It reads back only the new
+// resourceVersion (engine.PatchMetadataOnly).
 func patchFinalizers(ctx context.Context, c client.Client, obj client.Object) error {
-	data, err := json.Marshal(map[string]any{"metadata": map[string]any{"finalizers": obj.GetFinalizers()}})
+	data, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"finalizers": obj.GetFinalizers(), "resourceVersion": obj.GetResourceVersion()}})
 	if err != nil {
 		return err
 	}
@@ -183,8 +192,9 @@ func patchFinalizers(ctx context.Context, c client.Client, obj client.Object) er
 }
 
 // runAction resolves (for a new operation) and runs action, then afterRun.
+// The run's events go to events, sent once its status is written.
 // finished is true once the plan, deferPhase included, has ended.
-func runAction[T engine.Object](ctx context.Context, d *Deps, k nacKind[T], obj T, action string) (ctrl.Result, bool, error) {
+func runAction[T engine.Object](ctx context.Context, d *Deps, k nacKind[T], obj T, action string, events *engine.EventBuffer) (ctrl.Result, bool, error) {
 	revision := ""
 	if k.revision != nil {
 		var err error
@@ -207,7 +217,7 @@ func runAction[T engine.Object](ctx context.Context, d *Deps, k nacKind[T], obj 
 		}
 	}
 	out, err := d.Runner.Run(ctx, engine.Request{Object: obj, Plan: plan, UUID: k.nacuuid(obj), OADPNamespace: d.OADPNamespace,
-		Revision: revision, NamespaceLabels: ns.Labels})
+		Revision: revision, NamespaceLabels: ns.Labels, Recorder: events})
 	if engine.IsTerminal(err) {
 		d.Recorder.Event(obj, corev1.EventTypeWarning, EventBlueprintInvalid, err.Error())
 		return ctrl.Result{}, false, reconcile.TerminalError(err)

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -17,10 +18,27 @@ import (
 // reads one of them knows its cache is behind and waits (the "expectations"
 // of Kubernetes' ReplicaSet controller). Versions are only compared for
 // equality, never ordered.
+//
+// Since status and finalizer writes carry a resourceVersion precondition, a
+// stale reconcile could not overwrite anything anyway (its write would
+// conflict); the tracker spares it the work and the API calls of re-running
+// phases only to have its write refused.
 type readTracker struct {
 	mu    sync.Mutex
 	stale map[types.NamespacedName][]string
+	// waits counts the stale reads of a key in a row, for the backoff.
+	waits map[types.NamespacedName]int
 }
+
+// Backoff of a reconcile that found its cache behind its own last write:
+// staleRecheck, doubling per stale read in a row, at most staleRecheckMax.
+// Status patches do not wake the controller (they do not change
+// metadata.generation), so it must requeue itself; the cache normally
+// catches up within milliseconds.
+const (
+	staleRecheck    = 100 * time.Millisecond
+	staleRecheckMax = 5 * time.Second
+)
 
 // wrote records that the versions passed of key are superseded by the
 // controller's own later write.
@@ -34,17 +52,25 @@ func (t *readTracker) wrote(key types.NamespacedName, passed ...string) {
 }
 
 // isStale reports whether resourceVersion rv of key is one the controller
-// has already written past. Reading any other version clears the record.
-func (t *readTracker) isStale(key types.NamespacedName, rv string) bool {
+// has already written past, and if so how long to wait before looking again
+// (staleRecheck doubling per stale read in a row, capped at
+// staleRecheckMax). Reading any other version clears the record.
+func (t *readTracker) isStale(key types.NamespacedName, rv string) (bool, time.Duration) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, old := range t.stale[key] {
 		if old == rv {
-			return true
+			if t.waits == nil {
+				t.waits = map[types.NamespacedName]int{}
+			}
+			n := t.waits[key]
+			t.waits[key] = n + 1
+			return true, min(staleRecheck<<min(n, 16), staleRecheckMax)
 		}
 	}
 	delete(t.stale, key)
-	return false
+	delete(t.waits, key)
+	return false, 0
 }
 
 // forget drops key (the object is gone).
@@ -52,4 +78,5 @@ func (t *readTracker) forget(key types.NamespacedName) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	delete(t.stale, key)
+	delete(t.waits, key)
 }

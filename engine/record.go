@@ -6,14 +6,20 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 )
 
 // PatchStatus writes obj's status with a JSON merge patch computed against
 // before (a copy taken when the reconcile started), through the status
-// subresource. It never sends a whole-object Update, so it cannot conflict
-// with spec writes, and it sends nothing when the status did not change.
+// subresource, with obj's resourceVersion as a precondition (optimistic
+// concurrency, client.MergeFromWithOptimisticLock): a write based on a stale
+// read — the cache behind, or anyone's write since — fails with a Conflict
+// instead of overwriting what it did not see; the caller retries from a
+// fresh read (a conflict is transient: IsTransient). It never sends a
+// whole-object Update, and it sends nothing when the status did not change.
 // It returns the API error, wrapped with the object's key.
 func PatchStatus(ctx context.Context, c client.Client, obj, before client.Object) error {
 	// Most reconciles change nothing: a reflective comparison is much cheaper
@@ -21,18 +27,66 @@ func PatchStatus(ctx context.Context, c client.Client, obj, before client.Object
 	if equality.Semantic.DeepEqual(before, obj) {
 		return nil
 	}
-	patch := client.MergeFrom(before)
-	data, err := patch.Data(obj)
+	data, err := client.MergeFrom(before).Data(obj)
 	if err != nil {
 		return fmt.Errorf("computing status patch of %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
 	}
 	if string(data) == "{}" {
 		return nil
 	}
-	if err := PatchMetadataOnly(ctx, c, obj, client.RawPatch(patch.Type(), data), true); err != nil {
+	locked := client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})
+	if data, err = locked.Data(obj); err != nil {
+		return fmt.Errorf("computing status patch of %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
+	}
+	if err := PatchMetadataOnly(ctx, c, obj, client.RawPatch(locked.Type(), data), true); err != nil {
 		return fmt.Errorf("patching status of %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
 	}
 	return nil
+}
+
+// EventBuffer is a record.EventRecorder that keeps the events a reconcile
+// makes until its status write has landed (Flush), so that a write that
+// fails — a conflict with a newer version, say — leaves no event behind for
+// a transition that was not recorded, and the retry tells the story once.
+// It is not safe for concurrent use; one reconcile owns it.
+type EventBuffer struct {
+	events []bufferedEvent
+}
+
+type bufferedEvent struct {
+	obj                        runtime.Object
+	annotations                map[string]string
+	eventType, reason, message string
+}
+
+// Event implements record.EventRecorder.
+func (b *EventBuffer) Event(obj runtime.Object, eventType, reason, message string) {
+	b.events = append(b.events, bufferedEvent{obj: obj, eventType: eventType, reason: reason, message: message})
+}
+
+// Eventf implements record.EventRecorder.
+func (b *EventBuffer) Eventf(obj runtime.Object, eventType, reason, format string, args ...any) {
+	b.Event(obj, eventType, reason, fmt.Sprintf(format, args...))
+}
+
+// AnnotatedEventf implements record.EventRecorder.
+func (b *EventBuffer) AnnotatedEventf(obj runtime.Object, annotations map[string]string, eventType, reason, format string, args ...any) {
+	b.events = append(b.events, bufferedEvent{obj: obj, annotations: annotations, eventType: eventType, reason: reason, message: fmt.Sprintf(format, args...)})
+}
+
+// Len returns how many events wait.
+func (b *EventBuffer) Len() int { return len(b.events) }
+
+// Flush sends the buffered events to to, in order, and empties the buffer.
+func (b *EventBuffer) Flush(to record.EventRecorder) {
+	for _, e := range b.events {
+		if e.annotations != nil {
+			to.AnnotatedEventf(e.obj, e.annotations, e.eventType, e.reason, "%s", e.message)
+		} else {
+			to.Event(e.obj, e.eventType, e.reason, e.message)
+		}
+	}
+	b.events = nil
 }
 
 // PatchMetadataOnly sends patch for obj through c (to the status subresource

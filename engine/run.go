@@ -91,6 +91,10 @@ type Request struct {
 	// its inputs' versions). When the recorded plan has another revision, a
 	// new run of the action starts. "" for kinds that never re-run.
 	Revision string
+	// Recorder, when set, receives this run's events instead of the
+	// Runner's (an EventBuffer the caller flushes once the status is
+	// written).
+	Recorder record.EventRecorder
 }
 
 // NeedsNewPlan reports whether Run would start a new plan for req: the
@@ -124,6 +128,11 @@ func (r *Runner) now() time.Time {
 // attempts left (the caller returns it so the workqueue backs off) or when a
 // new plan cannot be compiled (a broken blueprint: the plan is not started).
 func (r *Runner) Run(ctx context.Context, req Request) (Outcome, error) {
+	if req.Recorder != nil {
+		rr := *r // the Runner holds no state: a copy with the run's recorder
+		rr.Recorder = req.Recorder
+		r = &rr
+	}
 	obj := req.Object
 	plan := obj.GetPlan()
 	if NeedsNewPlan(obj, req.Plan.Action, req.Revision) {

@@ -1,0 +1,148 @@
+package controllers_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	. "gopkg.in/check.v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/nacflow/nacflow/api/v1alpha1"
+	"github.com/nacflow/nacflow/engine"
+)
+
+// ConcurrencySuite: every write the controller makes to a NAC object carries
+// the resourceVersion it read (issue 16): a write between our read and our
+// patch is never lost, and never makes the story be told twice.
+type ConcurrencySuite struct{}
+
+var _ = Suite(&ConcurrencySuite{})
+
+// interleave returns a client wrapper that, the first time the controller
+// patches object name (metadata when sub is "", else the subresource sub),
+// first runs meddle — another writer's change landing between our read and
+// our write — then sends our patch.
+func interleave(name, sub string, meddle func()) func(client.Client) client.Client {
+	var once sync.Once
+	hit := func(obj client.Object) {
+		if obj.GetName() == name {
+			once.Do(meddle)
+		}
+	}
+	return func(cl client.Client) client.Client {
+		return interceptor.NewClient(withWatch{cl}, interceptor.Funcs{
+			Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
+				if sub == "" {
+					hit(obj)
+				}
+				return c.Patch(ctx, obj, p, opts...)
+			},
+			SubResourcePatch: func(ctx context.Context, c client.Client, s string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+				if s == sub {
+					hit(obj)
+				}
+				return c.SubResource(s).Patch(ctx, obj, p, opts...)
+			},
+		})
+	}
+}
+
+// A finalizer another controller adds between our read and our finalizer
+// patch survives: our patch is refused (Conflict) and retried from a fresh
+// read, instead of replacing the list with the one we read.
+func (s *ConcurrencySuite) TestForeignFinalizerSurvives(c *C) {
+	r := newFaultRun(c)
+	defer r.stop()
+	ns := createNamespace(c, "concurrency")
+	key := types.NamespacedName{Namespace: ns, Name: "fin"}
+	const foreign = "example.com/keep-me"
+	meddle := func() {
+		nab := &v1alpha1.NonAdminBackup{}
+		if err := testClient.Get(context.Background(), key, nab); err != nil {
+			panic(err)
+		}
+		before := nab.DeepCopy()
+		controllerutil.AddFinalizer(nab, foreign)
+		if err := testClient.Patch(context.Background(), nab, client.MergeFrom(before)); err != nil {
+			panic(err)
+		}
+	}
+	stop := startController(c, controllerOptions{oadp: r.oadp, selector: r.sel, wrap: interleave("fin", "", meddle), restart: true})
+	defer stop()
+	nab := newNAB(ns, "fin", velerov1.BackupSpec{})
+	nab.Labels = map[string]string{chaosRunLabel: r.run}
+	c.Assert(testClient.Create(context.Background(), nab), IsNil)
+	r.allComplete(c, []client.Object{nab}, 30*time.Second)
+	got := getNAB(c, nab)
+	c.Check(controllerutil.ContainsFinalizer(got, foreign), Equals, true, Commentf("finalizers: %v", got.Finalizers))
+	c.Check(controllerutil.ContainsFinalizer(got, v1alpha1.NonAdminBackupFinalizer), Equals, true, Commentf("finalizers: %v", got.Finalizers))
+	// Let it go.
+	before := got.DeepCopy()
+	controllerutil.RemoveFinalizer(got, foreign)
+	c.Assert(testClient.Patch(context.Background(), got, client.MergeFrom(before)), IsNil)
+}
+
+// A tenant's spec edit between our read and our status write: the write
+// (the start of a run for the old spec) is refused and retried from a fresh
+// read, so the location's action starts once, for the spec in force — one
+// StartedAction event — instead of once for the old spec and again for the
+// new one.
+func (s *ConcurrencySuite) TestEditBetweenReadAndStatusWrite(c *C) {
+	r := newFaultRun(c)
+	defer r.stop()
+	ns := createNamespace(c, "concurrency")
+	c.Assert(testClient.Create(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "creds"},
+		Data: map[string][]byte{"cloud": []byte("x")}}), IsNil)
+	key := types.NamespacedName{Namespace: ns, Name: "edited"}
+	meddle := func() {
+		l := &v1alpha1.NonAdminBackupStorageLocation{}
+		if err := testClient.Get(context.Background(), key, l); err != nil {
+			panic(err)
+		}
+		before := l.DeepCopy()
+		l.Spec.BackupStorageLocationSpec.Config = map[string]string{"region": "edited-meanwhile"}
+		if err := testClient.Patch(context.Background(), l, client.MergeFrom(before)); err != nil {
+			panic(err)
+		}
+	}
+	stop := startController(c, controllerOptions{oadp: r.oadp, selector: r.sel, wrap: interleave("edited", "status", meddle), restart: true})
+	defer stop()
+	l := newNABSL(ns, "edited", "creds")
+	l.Labels = map[string]string{chaosRunLabel: r.run}
+	c.Assert(testClient.Create(context.Background(), l), IsNil)
+	eventually(c, 30*time.Second, func() (bool, string) {
+		g := getNABSL(c, l)
+		p := g.Status.Plan
+		return p != nil && p.State == v1alpha1.PlanComplete, fmt.Sprintf("%+v", p)
+	})
+	got := getNABSL(c, l)
+	c.Check(got.Status.VeleroBackupStorageLocation.Spec.Config["region"], Equals, "edited-meanwhile")
+	// Events are written asynchronously: wait for the story's end, then
+	// count its beginnings.
+	var started int
+	eventually(c, 10*time.Second, func() (bool, string) {
+		events := &corev1.EventList{}
+		c.Assert(testClient.List(context.Background(), events, client.InNamespace(ns),
+			client.MatchingFields{"involvedObject.name": "edited"}), IsNil)
+		started = 0
+		ended := false
+		for _, e := range events.Items {
+			switch e.Reason {
+			case engine.EventStartedAction:
+				started += int(max(e.Count, 1))
+			case engine.EventEndedAction:
+				ended = true
+			}
+		}
+		return ended, fmt.Sprintf("%d events, no EndedAction yet", len(events.Items))
+	})
+	c.Check(started, Equals, 1, Commentf("StartedAction events"))
+}
