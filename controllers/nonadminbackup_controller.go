@@ -110,14 +110,18 @@ func (r *NonAdminBackupReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	}, req)
 }
 
-// actionFor returns the blueprint action nab's state calls for. A NAB being
-// deleted after its delete action completed needs nothing more than its
-// finalizer removed: that is the completed delete action itself.
+// actionFor returns the blueprint action nab's state calls for. A NAB
+// deleted (kubectl delete) while its delete action runs lets that action
+// finish — Velero is deleting the data, and the DeleteBackupRequest must stay
+// until it has — and one whose delete action completed needs nothing more
+// than its finalizer removed: both are the delete action itself. A delete
+// action that failed gives way to finalize.
 func actionFor(nab *v1alpha1.NonAdminBackup) string {
 	p := nab.Status.Plan
-	deleteDone := p != nil && p.Action == ActionDelete && p.State == v1alpha1.PlanComplete
+	deleteGoesOn := p != nil && p.Action == ActionDelete &&
+		(p.State == v1alpha1.PlanComplete || p.State == v1alpha1.PlanRunning || p.State == v1alpha1.PlanPending)
 	switch {
-	case !nab.DeletionTimestamp.IsZero() && deleteDone:
+	case !nab.DeletionTimestamp.IsZero() && deleteGoesOn:
 		return ActionDelete
 	case !nab.DeletionTimestamp.IsZero():
 		return ActionFinalize

@@ -136,23 +136,40 @@ func (r *Runner) Run(ctx context.Context, req Request) (Outcome, error) {
 	obj := req.Object
 	plan := obj.GetPlan()
 	if NeedsNewPlan(obj, req.Plan.Action, req.Revision) {
+		var previous *nacv1alpha1.SupersededPlan
+		if plan != nil && !ended(plan) {
+			out, err := r.supersede(ctx, req, plan)
+			if err != nil || !out.Finished {
+				return out, err
+			}
+			previous = supersededRecord(plan)
+		}
 		compiled, err := Compile(req.Plan, r.Registry, r.now())
 		if err != nil {
 			return Outcome{}, Terminal(err)
 		}
 		plan = compiled
 		plan.Revision = req.Revision
+		plan.Superseded = previous
 		obj.SetPlan(plan)
 		r.event(obj, corev1.EventTypeNormal, EventStartedAction, "Started action %s of blueprint %s", plan.Action, plan.Blueprint)
 		if r.Observer != nil {
 			r.Observer.ActionStarted(obj, plan.Action)
 		}
 	}
-	if plan.State == nacv1alpha1.PlanComplete || plan.State == nacv1alpha1.PlanFailed {
+	if ended(plan) {
 		return Outcome{Finished: true}, nil
 	}
 	if err := consistent(plan); err != nil {
-		return Outcome{}, Terminal(err)
+		// A damaged record cannot be resumed safely: the plan fails, once,
+		// saying why (not a blueprint problem, and nothing to retry).
+		end := metav1.NewTime(r.now())
+		plan.State, plan.Message, plan.CompletionTime = nacv1alpha1.PlanFailed, bounded(err.Error()), &end
+		r.event(obj, corev1.EventTypeWarning, EventActionFailed, "Action %s failed: %v", plan.Action, err)
+		if r.Observer != nil {
+			r.Observer.ActionEnded(obj, plan.Action, true, since(plan.StartTime, end))
+		}
+		return Outcome{Finished: true}, nil
 	}
 	plan.State = nacv1alpha1.PlanRunning
 	op := &Operation{Object: obj, OADPNamespace: req.OADPNamespace, UUID: req.UUID, NamespaceLabels: req.NamespaceLabels}
@@ -224,6 +241,68 @@ func (r *Runner) Run(ctx context.Context, req Request) (Outcome, error) {
 	return Outcome{Finished: true}, nil
 }
 
+// ended reports whether plan has ended, its deferPhase included: complete,
+// failed, or superseded with its deferPhase run.
+func ended(plan *nacv1alpha1.PlanStatus) bool {
+	switch plan.State {
+	case nacv1alpha1.PlanComplete, nacv1alpha1.PlanFailed:
+		return true
+	case nacv1alpha1.PlanSuperseded:
+		return plan.CompletionTime != nil
+	}
+	return false
+}
+
+// supersede ends plan, which was running when req asked for another action
+// or revision (DESIGN.md §3: the deferPhase always runs): its pending and
+// running phases are skipped with the reason, its deferPhase runs (over as
+// many calls as it needs: Outcome.Finished is false while it waits), then
+// the plan is marked superseded with an EndedAction event and the Observer
+// told (as not complete). A plan whose record is damaged is only marked.
+func (r *Runner) supersede(ctx context.Context, req Request, plan *nacv1alpha1.PlanStatus) (Outcome, error) {
+	obj := req.Object
+	if plan.State != nacv1alpha1.PlanSuperseded {
+		why := fmt.Sprintf("superseded by a new run of action %s (revision changed)", req.Plan.Action)
+		if plan.Action != req.Plan.Action {
+			why = fmt.Sprintf("superseded by action %s", req.Plan.Action)
+		}
+		plan.State, plan.Message = nacv1alpha1.PlanSuperseded, why
+		now := metav1.NewTime(r.now())
+		for i := range plan.Phases {
+			ps := &plan.Phases[i]
+			switch ps.State {
+			case nacv1alpha1.PhasePending, nacv1alpha1.PhaseRunning, nacv1alpha1.PhaseWaiting:
+				ps.State, ps.Message, ps.CompletionTime = nacv1alpha1.PhaseSkipped, bounded("skipped: the plan was "+why), &now
+			}
+		}
+		log.FromContext(ctx).Info("plan superseded", "oldAction", plan.Action, "reason", why)
+	}
+	if d := plan.DeferPhase; d != nil && consistent(plan) == nil && d.State != nacv1alpha1.PhaseComplete && d.State != nacv1alpha1.PhaseFailed {
+		op := &Operation{Object: obj, OADPNamespace: req.OADPNamespace, UUID: req.UUID, NamespaceLabels: req.NamespaceLabels}
+		out, err := r.step(ctx, op, plan, d, *plan.Spec.DeferPhase, true)
+		if err != nil || out.RequeueAfter > 0 {
+			return out, err
+		}
+	}
+	end := metav1.NewTime(r.now())
+	plan.CompletionTime = &end
+	r.event(obj, corev1.EventTypeNormal, EventEndedAction, "Ended action %s: %s", plan.Action, plan.Message)
+	if r.Observer != nil {
+		r.Observer.ActionEnded(obj, plan.Action, true, since(plan.StartTime, end))
+	}
+	return Outcome{Finished: true}, nil
+}
+
+// supersededRecord summarises a superseded plan for its successor's status.
+func supersededRecord(plan *nacv1alpha1.PlanStatus) *nacv1alpha1.SupersededPlan {
+	rec := &nacv1alpha1.SupersededPlan{Action: plan.Action, Revision: plan.Revision, Reason: plan.Message,
+		Current: plan.Current, StartTime: plan.StartTime, CompletionTime: plan.CompletionTime}
+	if plan.DeferPhase != nil {
+		rec.DeferPhaseState = plan.DeferPhase.State
+	}
+	return rec
+}
+
 // consistent checks that a recorded plan matches its own snapshot, so that a
 // damaged status can never make the runner index past the phases.
 func consistent(plan *nacv1alpha1.PlanStatus) error {
@@ -247,6 +326,11 @@ func (r *Runner) step(ctx context.Context, op *Operation, plan *nacv1alpha1.Plan
 	obj := op.Object
 	now := r.now()
 	defer func() { plan.Current = ps.Name + ": " + string(ps.State) }()
+	if ps.StartTime == nil && ps.State != nacv1alpha1.PhasePending {
+		// A damaged record: restart the phase's clock rather than fail on it.
+		start := metav1.NewTime(now)
+		ps.StartTime = &start
+	}
 	if ps.State == nacv1alpha1.PhasePending {
 		start := metav1.NewTime(now)
 		ps.StartTime = &start
@@ -316,6 +400,10 @@ func (r *Runner) step(ctx context.Context, op *Operation, plan *nacv1alpha1.Plan
 		return Outcome{RequeueAfter: after}, nil
 	default:
 		ps.Attempts++
+		if err := checkOutput(res.Output); err != nil {
+			r.fail(obj, ps, err.Error())
+			return Outcome{}, nil
+		}
 		r.complete(obj, ps, res.Message, res.Output, isDefer)
 		return Outcome{}, nil
 	}
@@ -400,6 +488,30 @@ func (r *Runner) event(obj Object, eventType, reason, format string, args ...any
 	if r.Recorder != nil {
 		r.Recorder.Eventf(obj, eventType, reason, format, args...)
 	}
+}
+
+// Limits of a phase's output, as status.plan.phases[].output can hold it
+// (the CRD's maxProperties; values bounded so that a plan of 32 phases stays
+// far below etcd's object size limit).
+const (
+	MaxOutputKeys       = 16
+	MaxOutputValueBytes = 4096
+)
+
+// checkOutput returns an error naming the limit output breaks, nil when it
+// fits: at most MaxOutputKeys keys, each value at most MaxOutputValueBytes.
+// A phase whose output does not fit fails with that error instead of making
+// every status write of the object fail.
+func checkOutput(output map[string]string) error {
+	if len(output) > MaxOutputKeys {
+		return fmt.Errorf("phase output has %d keys, at most %d fit in status.plan", len(output), MaxOutputKeys)
+	}
+	for k, v := range output {
+		if len(v) > MaxOutputValueBytes {
+			return fmt.Errorf("phase output %q is %d bytes, at most %d fit in status.plan", k, len(v), MaxOutputValueBytes)
+		}
+	}
+	return nil
 }
 
 // bounded cuts s to the status message limit.

@@ -376,15 +376,123 @@ func (s *RunSuite) TestTransientAPIErrorsDoNotUseRetries(c *C) {
 	c.Check(engine.IsTransient(engine.Terminal(apierrors.NewServiceUnavailable("x"))), Equals, false)
 }
 
-func (s *RunSuite) TestDamagedPlanIsRefusedNotPanicking(c *C) {
+func (s *RunSuite) TestDamagedPlanFailsOnceNotPanicking(c *C) {
 	s.fn.script["a"] = func(int, *stepArgs) (engine.Result, error) { return engine.Wait("x", time.Minute), nil }
 	_, err := s.runner.Run(context.Background(), s.request(c, nil))
 	c.Assert(err, IsNil)
+	s.events()
 	s.nab.Status.Plan.Phases = s.nab.Status.Plan.Phases[:1] // a damaged status
-	_, err = s.runner.Run(context.Background(), s.request(c, nil))
-	c.Check(engine.IsTerminal(err), Equals, true)
-	c.Check(err, ErrorMatches, `status.plan of action "backup" does not match its spec snapshot: the plan cannot be resumed`)
+	out, err := s.runner.Run(context.Background(), s.request(c, nil))
+	c.Assert(err, IsNil, Commentf("not a blueprint error, nothing to retry"))
+	c.Check(out.Finished, Equals, true)
+	c.Check(s.nab.Status.Plan.State, Equals, v1alpha1.PlanFailed)
+	c.Check(s.nab.Status.Plan.Message, Equals, `status.plan of action "backup" does not match its spec snapshot: the plan cannot be resumed`)
+	c.Check(s.events(), DeepEquals, []string{"Warning ActionFailed"})
+	// And it stays failed: no hot loop, no second event.
+	out, err = s.runner.Run(context.Background(), s.request(c, nil))
+	c.Assert(err, IsNil)
+	c.Check(out.Finished, Equals, true)
+	c.Check(s.events(), HasLen, 0)
 }
+
+// A running phase whose recorded start time is lost does not panic: its
+// clock restarts.
+func (s *RunSuite) TestRunningPhaseWithoutStartTime(c *C) {
+	s.fn.script["a"] = func(int, *stepArgs) (engine.Result, error) { return engine.Wait("x", time.Minute), nil }
+	_, err := s.runner.Run(context.Background(), s.request(c, nil))
+	c.Assert(err, IsNil)
+	s.nab.Status.Plan.Phases[0].StartTime = nil
+	out, err := s.runner.Run(context.Background(), s.request(c, nil))
+	c.Assert(err, IsNil)
+	c.Check(out.RequeueAfter, Equals, time.Minute)
+	c.Check(s.nab.Status.Plan.Phases[0].StartTime.Time, Equals, s.now)
+}
+
+// An output that would not fit in status fails its phase with the limit,
+// instead of making every status write fail.
+func (s *RunSuite) TestOversizedOutputFailsThePhase(c *C) {
+	s.fn.script["a"] = func(int, *stepArgs) (engine.Result, error) {
+		out := map[string]string{}
+		for i := range 17 {
+			out[fmt.Sprintf("k%d", i)] = "v"
+		}
+		return engine.Done("many", out), nil
+	}
+	s.fn.script["b"] = func(int, *stepArgs) (engine.Result, error) {
+		return engine.Done("big", map[string]string{"blob": strings.Repeat("x", engine.MaxOutputValueBytes+1)}), nil
+	}
+	_, err := s.runner.Run(context.Background(), s.request(c, nil))
+	c.Assert(err, IsNil)
+	c.Check(s.nab.Status.Plan.Phase("a").State, Equals, v1alpha1.PhaseFailed)
+	c.Check(s.nab.Status.Plan.Phase("a").Message, Equals, "phase output has 17 keys, at most 16 fit in status.plan")
+	c.Check(s.nab.Status.Plan.Phase("a").Output, HasLen, 0)
+	s.SetUpTest(c)
+	s.fn.script["b"] = func(int, *stepArgs) (engine.Result, error) {
+		return engine.Done("big", map[string]string{"blob": strings.Repeat("x", engine.MaxOutputValueBytes+1)}), nil
+	}
+	_, err = s.runner.Run(context.Background(), s.request(c, nil))
+	c.Assert(err, IsNil)
+	c.Check(s.nab.Status.Plan.Phase("b").Message, Equals, `phase output "blob" is 4097 bytes, at most 4096 fit in status.plan`)
+}
+
+// A plan whose revision changes while it runs is superseded: its remaining
+// phases are skipped, its deferPhase runs (here over two calls: it waits
+// first), EndedAction says why, the Observer is told, and only then does the
+// new run start, recording the superseded one.
+func (s *RunSuite) TestSupersededPlanEndsProperly(c *C) {
+	obs := &countingObserver{}
+	s.runner.Observer = obs
+	s.fn.script["b"] = func(int, *stepArgs) (engine.Result, error) { return engine.Wait("velero works", time.Minute), nil }
+	req := s.request(c, nil)
+	req.Revision = "g1"
+	_, err := s.runner.Run(context.Background(), req)
+	c.Assert(err, IsNil)
+	c.Check(s.nab.Status.Plan.Current, Equals, "b: waiting")
+	s.events()
+
+	waits := 0
+	s.fn.script["d"] = func(int, *stepArgs) (engine.Result, error) {
+		if waits++; waits == 1 {
+			return engine.Wait("cleaning up", time.Second), nil
+		}
+		return engine.Done("cleaned up", nil), nil
+	}
+	delete(s.fn.script, "b")
+	req.Revision = "g2"
+	out, err := s.runner.Run(context.Background(), req)
+	c.Assert(err, IsNil)
+	c.Check(out.RequeueAfter, Equals, time.Second, Commentf("the old deferPhase waits first"))
+	c.Check(s.nab.Status.Plan.Revision, Equals, "g1")
+	c.Check(s.nab.Status.Plan.State, Equals, v1alpha1.PlanSuperseded)
+	c.Check(s.states(), DeepEquals, []v1alpha1.PhaseState{"complete", "skipped", "skipped", "waiting"})
+	c.Check(s.nab.Status.Plan.Phase("b").Message, Equals, "skipped: the plan was superseded by a new run of action backup (revision changed)")
+	c.Check(s.fn.calls["c"], Equals, 0)
+
+	out, err = s.runner.Run(context.Background(), req)
+	c.Assert(err, IsNil)
+	c.Check(out.Finished, Equals, true)
+	p := s.nab.Status.Plan
+	c.Check(p.Revision, Equals, "g2")
+	c.Check(p.State, Equals, v1alpha1.PlanComplete)
+	c.Assert(p.Superseded, NotNil)
+	c.Check(p.Superseded.Action, Equals, "backup")
+	c.Check(p.Superseded.Revision, Equals, "g1")
+	c.Check(p.Superseded.Reason, Equals, "superseded by a new run of action backup (revision changed)")
+	c.Check(p.Superseded.DeferPhaseState, Equals, v1alpha1.PhaseComplete)
+	c.Check(p.Superseded.CompletionTime, NotNil)
+	c.Check(s.events()[:6], DeepEquals, []string{"Normal StartedDeferPhase", "Normal PhaseWaiting", "Normal EndedDeferPhase",
+		"Normal EndedAction", "Normal StartedAction", "Normal StartedPhase"})
+	c.Check(obs.ended, DeepEquals, []string{"backup failed=true", "backup failed=false"})
+}
+
+// countingObserver records ActionEnded calls.
+type countingObserver struct{ ended []string }
+
+func (o *countingObserver) ActionStarted(engine.Object, string) {}
+func (o *countingObserver) ActionEnded(_ engine.Object, action string, failed bool, _ time.Duration) {
+	o.ended = append(o.ended, fmt.Sprintf("%s failed=%v", action, failed))
+}
+func (o *countingObserver) PhaseEnded(engine.Object, string, bool, time.Duration) {}
 
 func (s *RunSuite) TestNewRevisionStartsANewRun(c *C) {
 	req := s.request(c, nil)

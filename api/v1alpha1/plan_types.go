@@ -83,15 +83,19 @@ type BlueprintPhase struct {
 }
 
 // PlanState is the state of a whole plan.
-// +kubebuilder:validation:Enum=pending;running;complete;failed
+// +kubebuilder:validation:Enum=pending;running;complete;failed;superseded
 type PlanState string
 
-// Plan states.
+// Plan states. A plan is superseded when the action or revision it was
+// started for changed while it ran: its remaining phases are skipped, its
+// deferPhase runs, then the new plan starts (and records the superseded one
+// in status.plan.superseded).
 const (
-	PlanPending  PlanState = "pending"
-	PlanRunning  PlanState = "running"
-	PlanComplete PlanState = "complete"
-	PlanFailed   PlanState = "failed"
+	PlanPending    PlanState = "pending"
+	PlanRunning    PlanState = "running"
+	PlanComplete   PlanState = "complete"
+	PlanFailed     PlanState = "failed"
+	PlanSuperseded PlanState = "superseded"
 )
 
 // PhaseState is the state of one phase of a plan.
@@ -136,9 +140,19 @@ type PlanStatus struct {
 	// +kubebuilder:validation:MaxLength=1024
 	BlueprintMessage string `json:"blueprintMessage,omitempty"`
 
-	// state of the plan: pending, running, complete or failed.
+	// state of the plan: pending, running, complete, failed or superseded.
 	// +required
 	State PlanState `json:"state"`
+
+	// message says why a superseded plan was superseded (deterministic).
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
+
+	// superseded records the plan this one replaced, when that one was
+	// superseded while it ran (the action or revision changed).
+	// +optional
+	Superseded *SupersededPlan `json:"superseded,omitempty"`
 
 	// revision is what the operation was started for (for kinds that re-run
 	// on change: the object's generation and its inputs' versions). A
@@ -176,6 +190,36 @@ type PlanStatus struct {
 	// deferPhase is the progress of the deferPhase, if the action has one.
 	// +optional
 	DeferPhase *PhaseStatus `json:"deferPhase,omitempty"`
+}
+
+// SupersededPlan is what remains of a plan another one replaced while it
+// ran: which action and revision, why it was superseded, when it ran, and how
+// its deferPhase ended.
+type SupersededPlan struct {
+	// action of the superseded plan.
+	// +required
+	Action string `json:"action"`
+	// revision of the superseded plan.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	Revision string `json:"revision,omitempty"`
+	// reason it was superseded.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Reason string `json:"reason,omitempty"`
+	// current is the phase it was at when superseded ("<phase>: <state>").
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	Current string `json:"current,omitempty"`
+	// deferPhaseState is how its deferPhase ended ("" when it had none).
+	// +optional
+	DeferPhaseState PhaseState `json:"deferPhaseState,omitempty"`
+	// startTime is when the superseded plan started.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+	// completionTime is when it ended (its deferPhase included).
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
 }
 
 // PhaseStatus is the progress of one phase.
