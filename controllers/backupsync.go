@@ -141,6 +141,14 @@ func (s *BackupSync) syncOne(ctx context.Context, b *velerov1.Backup, locations 
 		}
 		return false, fmt.Errorf("creating NonAdminBackup %s/%s from Velero Backup %s: %w", ns, name, b.Name, err)
 	}
+	// The link goes where only the controller writes (the status
+	// subresource: tenant roles cannot): the adopt action honours the sync
+	// label only when status.veleroBackup.nacuuid records the same backup.
+	before := nab.DeepCopy()
+	nab.Status.VeleroBackup = &v1alpha1.VeleroBackup{NACUUID: nacuuid, Name: b.Name, Namespace: b.Namespace}
+	if err := s.Client.Status().Patch(ctx, nab, client.MergeFrom(before)); err != nil {
+		return false, fmt.Errorf("recording the synced Velero Backup %s in NonAdminBackup %s/%s: %w", b.Name, ns, name, err)
+	}
 	log.FromContext(ctx).Info("synced NonAdminBackup from Velero Backup", "namespace", ns, "name", name, "veleroBackup", b.Name)
 	return true, nil
 }

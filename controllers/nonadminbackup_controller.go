@@ -127,7 +127,14 @@ func actionFor(nab *v1alpha1.NonAdminBackup) string {
 		return ActionFinalize
 	case nab.Spec.DeleteBackup:
 		return ActionDelete
+	case p != nil && (p.Action == ActionBackup || p.Action == ActionAdopt):
+		// How a NAB came to have its backup is decided once, when its first
+		// plan starts, and recorded there: labels a tenant edits later never
+		// turn an adopted backup into a new one, or the reverse.
+		return p.Action
 	case nab.Labels[v1alpha1.NabSyncedFromNACUUIDLabel] != "":
+		// AdoptVeleroBackup links only what backup sync recorded in status
+		// (status.veleroBackup.nacuuid, which tenants cannot write).
 		return ActionAdopt
 	default:
 		return ActionBackup

@@ -1,0 +1,71 @@
+package controllers_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	. "gopkg.in/check.v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nacflow/nacflow/api/v1alpha1"
+	"github.com/nacflow/nacflow/controllers"
+)
+
+// setLabel sets (value != "") or removes a label of nab, as a tenant may.
+func setLabel(c *C, nab *v1alpha1.NonAdminBackup, key, value string) {
+	got := getNAB(c, nab)
+	before := got.DeepCopy()
+	if got.Labels == nil {
+		got.Labels = map[string]string{}
+	}
+	if value == "" {
+		delete(got.Labels, key)
+	} else {
+		got.Labels[key] = value
+	}
+	c.Assert(testClient.Patch(context.Background(), got, client.MergeFrom(before)), IsNil)
+}
+
+// TestSyncLabelNeverPicksTheActionLater: how a NAB got its backup is decided
+// when its first plan starts. Removing the sync label from an adopted NAB,
+// or adding one to a NAB that made its own backup, never starts the other
+// action: no second Velero Backup carrying another NAB's NACUUID, no adopted
+// backup taken over (issue 16).
+func (s *ControllerSuite) TestSyncLabelNeverPicksTheActionLater(c *C) {
+	ctx := context.Background()
+	defaultBSL(c, s.oadp)
+	ns := createNamespace(c, "tenant")
+	const synced = "0b0b0b0b-1111-5222-8333-444455556666"
+	veleroSyncedBackup(c, s.oadp, ns, "adopted", synced, velerov1.BackupPhaseCompleted)
+	sync := &controllers.BackupSync{Client: testClient, APIReader: testClient, OADPNamespace: s.oadp}
+	_, err := sync.SyncOnce(ctx)
+	c.Assert(err, IsNil)
+	adopted := &v1alpha1.NonAdminBackup{}
+	adopted.Namespace, adopted.Name = ns, "adopted"
+	eventually(c, 10*time.Second, func() (bool, string) {
+		g := getNAB(c, adopted)
+		return g.Status.Plan != nil && g.Status.Plan.Action == "adopt" && g.Status.Plan.State == v1alpha1.PlanComplete, fmt.Sprintf("%+v", g.Status.Plan)
+	})
+	own, _ := s.backupOf(c, ns, "own")
+
+	// The tenant flips the labels; label edits do not wake the controller,
+	// so touch each NAB's Velero Backup (a watch maps it back to the NAB).
+	setLabel(c, adopted, v1alpha1.NabSyncedFromNACUUIDLabel, "")
+	setLabel(c, own, v1alpha1.NabSyncedFromNACUUIDLabel, synced)
+	for _, n := range []*v1alpha1.NonAdminBackup{adopted, own} {
+		b := &velerov1.Backup{}
+		c.Assert(testClient.Get(ctx, client.ObjectKey{Namespace: s.oadp, Name: getNAB(c, n).Status.VeleroBackup.Name}, b), IsNil)
+		before := b.DeepCopy()
+		b.Labels["nudge"] = "1"
+		c.Assert(testClient.Patch(ctx, b, client.MergeFrom(before)), IsNil)
+	}
+	time.Sleep(3 * time.Second)
+	c.Check(getNAB(c, adopted).Status.Plan.Action, Equals, "adopt")
+	c.Check(getNAB(c, adopted).Status.Plan.State, Equals, v1alpha1.PlanComplete)
+	c.Check(getNAB(c, own).Status.Plan.Action, Equals, "backup")
+	c.Check(veleroBackupsOf(c, s.oadp, synced), HasLen, 1, Commentf("one Velero Backup carries the synced NACUUID"))
+	c.Check(veleroBackupsOf(c, s.oadp, controllers.NACUUID(getNAB(c, own).UID)), HasLen, 1)
+	c.Check(getNAB(c, own).Status.VeleroBackup.NACUUID, Equals, controllers.NACUUID(getNAB(c, own).UID))
+}
