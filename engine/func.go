@@ -47,8 +47,16 @@ type Operation struct {
 	UUID string
 	// Phase is the name of the phase being run.
 	Phase string
+	// Func is the name of the function being run (set with Client).
+	Func string
 	// NamespaceLabels are the labels of the NAC object's Namespace.
 	NamespaceLabels map[string]string
+	// Client and APIReader are the only way a phase function reaches the
+	// cluster: set for each call by a registry from NewGuardedRegistry, they
+	// enforce the safety rule for this operation and phase (guard.go). Client
+	// reads through the manager's cache; APIReader reads the API server.
+	Client    client.Client
+	APIReader client.Reader
 }
 
 // Func is a phase function: a named, stateless step with typed arguments
