@@ -34,9 +34,7 @@ type AdoptVeleroBackupArgs struct {
 //
 // Outputs: name. Errors: no such backup or another namespace's backup is
 // a terminal refusal; API errors are retryable.
-type AdoptVeleroBackup struct {
-	clients Clients
-}
+type AdoptVeleroBackup struct{}
 
 // Name implements engine.Func.
 func (*AdoptVeleroBackup) Name() string { return "AdoptVeleroBackup" }
@@ -55,7 +53,7 @@ func (f *AdoptVeleroBackup) Run(ctx context.Context, op *engine.Operation, args 
 		return engine.Result{}, engine.Terminalf("AdoptVeleroBackup: args.nacuuid is empty")
 	}
 	list := &velerov1.BackupList{}
-	if err := f.clients.APIReader.List(ctx, list, client.InNamespace(op.OADPNamespace),
+	if err := op.APIReader.List(ctx, list, client.InNamespace(op.OADPNamespace),
 		client.MatchingLabels{v1alpha1.NabOriginNACUUIDLabel: a.NACUUID}); err != nil {
 		return engine.Result{}, fmt.Errorf("listing Velero Backups of %s: %w", a.NACUUID, err)
 	}

@@ -26,7 +26,7 @@ import (
 // Accepted=False/InvalidBackupStorageLocationSpec, BackingOff); API errors
 // are retryable.
 type CopySecret struct {
-	clients Clients
+	tools tools
 }
 
 // Name implements engine.Func.
@@ -43,7 +43,7 @@ func (f *CopySecret) Run(ctx context.Context, op *engine.Operation, _ any) (engi
 	}
 	cred := nabsl.Spec.BackupStorageLocationSpec.Credential
 	src := &corev1.Secret{}
-	err = f.clients.APIReader.Get(ctx, client.ObjectKey{Namespace: nabsl.Namespace, Name: cred.Name}, src)
+	err = op.APIReader.Get(ctx, client.ObjectKey{Namespace: nabsl.Namespace, Name: cred.Name}, src)
 	if apierrors.IsNotFound(err) {
 		return engine.Result{}, refuse(nabsl, v1alpha1.ReasonInvalidBSLSpec,
 			fmt.Errorf("spec.backupStorageLocationSpec.credential: Secret %q not found in namespace %s", cred.Name, nabsl.Namespace))
@@ -51,7 +51,7 @@ func (f *CopySecret) Run(ctx context.Context, op *engine.Operation, _ any) (engi
 	if err != nil {
 		return engine.Result{}, fmt.Errorf("reading Secret %s/%s: %w", nabsl.Namespace, cred.Name, err)
 	}
-	labels, annotations := nacBSLMeta(nabsl, op.UUID)
+	labels, annotations := op.OwnerMeta()
 	want := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: v1alpha1.NACObjectName(nabsl.Namespace, nabsl.Name, op.UUID), Namespace: op.OADPNamespace,
@@ -60,7 +60,7 @@ func (f *CopySecret) Run(ctx context.Context, op *engine.Operation, _ any) (engi
 		Type: src.Type,
 		Data: src.Data,
 	}
-	obj, verb, err := createOrAdopt(ctx, f.clients, "Secret", want, op.UUID)
+	obj, verb, err := createOrAdopt(ctx, op, f.tools.recent, "Secret", want)
 	if err != nil {
 		return engine.Result{}, err
 	}
@@ -68,7 +68,7 @@ func (f *CopySecret) Run(ctx context.Context, op *engine.Operation, _ any) (engi
 	if verb == "Adopted" && !equality.Semantic.DeepEqual(got.Data, src.Data) {
 		before := got.DeepCopy()
 		got.Data = src.Data
-		if err := f.clients.Client.Patch(ctx, got, client.MergeFrom(before)); err != nil {
+		if err := op.Client.Patch(ctx, got, client.MergeFrom(before)); err != nil {
 			return engine.Result{}, fmt.Errorf("updating Secret %s/%s: %w", got.Namespace, got.Name, err)
 		}
 		verb = "Updated"

@@ -26,7 +26,7 @@ import (
 // terminal error when an object of that name exists without this
 // operation's label; API errors are retryable.
 type CreateDeleteBackupRequest struct {
-	clients Clients
+	tools tools
 }
 
 // Name implements engine.Func.
@@ -47,7 +47,7 @@ func (f *CreateDeleteBackupRequest) Run(ctx context.Context, op *engine.Operatio
 		return none, nil
 	}
 	backup := &velerov1.Backup{}
-	err = f.clients.APIReader.Get(ctx, client.ObjectKey{Namespace: op.OADPNamespace, Name: vb.Name}, backup)
+	err = op.APIReader.Get(ctx, client.ObjectKey{Namespace: op.OADPNamespace, Name: vb.Name}, backup)
 	if apierrors.IsNotFound(err) {
 		return none, nil
 	}
@@ -55,17 +55,17 @@ func (f *CreateDeleteBackupRequest) Run(ctx context.Context, op *engine.Operatio
 		return engine.Result{}, fmt.Errorf("reading Velero Backup %s/%s: %w", op.OADPNamespace, vb.Name, err)
 	}
 
-	labels := nacBackupLabels(op.UUID)
+	labels, annotations := op.OwnerMeta()
 	labels[velerov1.BackupNameLabel] = backup.Name
 	labels[velerov1.BackupUIDLabel] = string(backup.UID)
 	want := &velerov1.DeleteBackupRequest{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: backup.Name, Namespace: op.OADPNamespace,
-			Labels: labels, Annotations: nacBackupAnnotations(nab),
+			Labels: labels, Annotations: annotations,
 		},
 		Spec: velerov1.DeleteBackupRequestSpec{BackupName: backup.Name},
 	}
-	got, verb, err := createOrAdopt(ctx, f.clients, "Velero DeleteBackupRequest", want, op.UUID)
+	got, verb, err := createOrAdopt(ctx, op, f.tools.recent, "Velero DeleteBackupRequest", want)
 	if err != nil {
 		return engine.Result{}, err
 	}

@@ -38,7 +38,7 @@ var NACResources = []string{
 // but does not belong to this NonAdminBackup"; never touched); API errors
 // are retryable.
 type CreateVeleroBackup struct {
-	clients Clients
+	tools tools
 }
 
 // Name implements engine.Func.
@@ -58,12 +58,13 @@ func (f *CreateVeleroBackup) Run(ctx context.Context, op *engine.Operation, args
 	if nab.Spec.BackupSpec == nil {
 		return engine.Result{}, engine.Terminalf("spec.backupSpec is required")
 	}
+	labels, annotations := op.OwnerMeta()
 	want := &velerov1.Backup{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        v1alpha1.NACObjectName(nab.Namespace, nab.Name, op.UUID),
 			Namespace:   op.OADPNamespace,
-			Labels:      nacBackupLabels(op.UUID),
-			Annotations: nacBackupAnnotations(nab),
+			Labels:      labels,
+			Annotations: annotations,
 		},
 		Spec: *tenantBackupSpec(nab),
 	}
@@ -72,7 +73,7 @@ func (f *CreateVeleroBackup) Run(ctx context.Context, op *engine.Operation, args
 		want.Annotations[v1alpha1.NabOriginLabelsAnnotation] = l
 	}
 
-	obj, verb, err := createOrAdopt(ctx, f.clients, "Velero Backup", want, op.UUID)
+	obj, verb, err := createOrAdopt(ctx, op, f.tools.recent, "Velero Backup", want)
 	if err != nil {
 		return engine.Result{}, err
 	}
@@ -83,7 +84,7 @@ func (f *CreateVeleroBackup) Run(ctx context.Context, op *engine.Operation, args
 	nab.MirrorBackup(got)
 	// The queue position now, so that the next reconcile finds nothing to
 	// write.
-	if q := f.clients.Queue; q != nil && !v1alpha1.BackupFinished(got.Status.Phase) && got.Status.QueuePosition == 0 {
+	if q := f.tools.queue; q != nil && !v1alpha1.BackupFinished(got.Status.Phase) && got.Status.QueuePosition == 0 {
 		nab.Status.QueueInfo = &v1alpha1.QueueInfo{EstimatedQueuePosition: q.Position(got.Name, got.CreationTimestamp.Time)}
 	}
 	meta.SetStatusCondition(&nab.Status.Conditions, metav1.Condition{

@@ -27,12 +27,17 @@ type CreateVeleroBSLArgs struct {
 // namespace, named like its other objects, from the effective spec
 // (status.veleroBackupStorageLocation.spec: enforced values, forced prefix)
 // with the credential pointing at the copied Secret and default false. Sets
-// status.phase Created and BackupStorageLocationSynced=True.
+// status.phase Created and BackupStorageLocationSynced=True. args.secretName
+// must name the operation's own copy (the Secret in the OADP namespace with
+// this operation's openshift.io/oadp-nabsl-origin-nacuuid label): the
+// engine's safety rule refuses a location on any other Secret, the admin's
+// cloud-credentials or another tenant's copy, whatever the blueprint
+// renders.
 //
-// Outputs: name. Errors: a name taken by another object is terminal; API
-// errors are retryable.
+// Outputs: name. Errors: a name taken by another object and a Secret that
+// is not the operation's own copy are terminal; API errors are retryable.
 type CreateVeleroBSL struct {
-	clients Clients
+	tools tools
 }
 
 // Name implements engine.Func.
@@ -61,7 +66,7 @@ func (f *CreateVeleroBSL) Run(ctx context.Context, op *engine.Operation, args an
 		LocalObjectReference: corev1.LocalObjectReference{Name: a.SecretName},
 		Key:                  nabsl.Spec.BackupStorageLocationSpec.Credential.Key,
 	}
-	labels, annotations := nacBSLMeta(nabsl, op.UUID)
+	labels, annotations := op.OwnerMeta()
 	want := &velerov1.BackupStorageLocation{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: v1alpha1.NACObjectName(nabsl.Namespace, nabsl.Name, op.UUID), Namespace: op.OADPNamespace,
@@ -69,7 +74,7 @@ func (f *CreateVeleroBSL) Run(ctx context.Context, op *engine.Operation, args an
 		},
 		Spec: *spec,
 	}
-	obj, verb, err := createOrAdopt(ctx, f.clients, "Velero BackupStorageLocation", want, op.UUID)
+	obj, verb, err := createOrAdopt(ctx, op, f.tools.recent, "Velero BackupStorageLocation", want)
 	if err != nil {
 		return engine.Result{}, err
 	}
@@ -77,7 +82,7 @@ func (f *CreateVeleroBSL) Run(ctx context.Context, op *engine.Operation, args an
 	if verb == "Adopted" && !equality.Semantic.DeepEqual(got.Spec, want.Spec) {
 		before := got.DeepCopy()
 		got.Spec = want.Spec
-		if err := f.clients.Client.Patch(ctx, got, client.MergeFrom(before)); err != nil {
+		if err := op.Client.Patch(ctx, got, client.MergeFrom(before)); err != nil {
 			return engine.Result{}, fmt.Errorf("updating Velero BackupStorageLocation %s/%s: %w", got.Namespace, got.Name, err)
 		}
 		verb = "Updated"

@@ -39,7 +39,7 @@ type CreateVeleroRestoreArgs struct {
 // Outputs: name. Errors: a foreign or missing backup and a name taken by
 // another object are terminal; API errors are retryable.
 type CreateVeleroRestore struct {
-	clients Clients
+	tools tools
 }
 
 // Name implements engine.Func.
@@ -59,7 +59,7 @@ func (f *CreateVeleroRestore) Run(ctx context.Context, op *engine.Operation, arg
 		return engine.Result{}, engine.Terminalf("CreateVeleroRestore: args.backupName is empty")
 	}
 	backup := &velerov1.Backup{}
-	if err := f.clients.APIReader.Get(ctx, client.ObjectKey{Namespace: op.OADPNamespace, Name: a.BackupName}, backup); err != nil {
+	if err := op.APIReader.Get(ctx, client.ObjectKey{Namespace: op.OADPNamespace, Name: a.BackupName}, backup); err != nil {
 		return engine.Result{}, fmt.Errorf("reading Velero Backup %s/%s: %w", op.OADPNamespace, a.BackupName, err)
 	}
 	if origin := backup.Annotations[v1alpha1.NabOriginNamespaceAnnotation]; origin != nar.Namespace {
@@ -78,21 +78,16 @@ func (f *CreateVeleroRestore) Run(ctx context.Context, op *engine.Operation, arg
 			spec.ExcludedResources = append(spec.ExcludedResources, r)
 		}
 	}
+	labels, annotations := op.OwnerMeta()
 	want := &velerov1.Restore{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: v1alpha1.NACObjectName(nar.Namespace, nar.Name, op.UUID), Namespace: op.OADPNamespace,
-			Labels: map[string]string{
-				v1alpha1.OADPLabel: v1alpha1.OADPLabelValue, v1alpha1.ManagedByLabel: v1alpha1.ManagedByLabelValue,
-				v1alpha1.NarOriginNACUUIDLabel: op.UUID,
-			},
-			Annotations: map[string]string{
-				v1alpha1.NarOriginNamespaceAnnotation: nar.Namespace, v1alpha1.NarOriginNameAnnotation: nar.Name,
-			},
+			Labels: labels, Annotations: annotations,
 		},
 		Spec: *spec,
 	}
 	a.apply(want.Labels, want.Annotations)
-	obj, verb, err := createOrAdopt(ctx, f.clients, "Velero Restore", want, op.UUID)
+	obj, verb, err := createOrAdopt(ctx, op, f.tools.recent, "Velero Restore", want)
 	if err != nil {
 		return engine.Result{}, err
 	}

@@ -18,15 +18,20 @@ import (
 // outside the location's namespace.
 //
 // Output: deleted (how many). Errors: API errors are retryable.
-type DeleteBackupsUsingBSL struct {
-	clients Clients
-}
+type DeleteBackupsUsingBSL struct{}
 
 // Name implements engine.Func.
 func (*DeleteBackupsUsingBSL) Name() string { return "DeleteBackupsUsingBSL" }
 
 // NewArgs implements engine.Func: the function takes no args.
 func (*DeleteBackupsUsingBSL) NewArgs() any { return &noArgs{} }
+
+// SafetyExceptions implements engine.Excepted: the cascade deletes the
+// tenant's own NonAdminBackups, in the operation's namespace.
+func (*DeleteBackupsUsingBSL) SafetyExceptions() []engine.Exception {
+	return []engine.Exception{{Verbs: []string{"delete"}, Kind: v1alpha1.GroupVersion.WithKind("NonAdminBackup").GroupKind(),
+		Scope: engine.InOperationNamespace, Why: "a deleted location takes the tenant's backups that use it along (seed design non_admin_backupstoragelocation.md)"}}
+}
 
 // Run implements engine.Func.
 func (f *DeleteBackupsUsingBSL) Run(ctx context.Context, op *engine.Operation, _ any) (engine.Result, error) {
@@ -35,7 +40,7 @@ func (f *DeleteBackupsUsingBSL) Run(ctx context.Context, op *engine.Operation, _
 		return engine.Result{}, err
 	}
 	list := &v1alpha1.NonAdminBackupList{}
-	if err := f.clients.Client.List(ctx, list, client.InNamespace(nabsl.Namespace)); err != nil {
+	if err := op.Client.List(ctx, list, client.InNamespace(nabsl.Namespace)); err != nil {
 		return engine.Result{}, fmt.Errorf("listing NonAdminBackups in %s: %w", nabsl.Namespace, err)
 	}
 	deleted := 0
@@ -44,7 +49,7 @@ func (f *DeleteBackupsUsingBSL) Run(ctx context.Context, op *engine.Operation, _
 		if nab.Spec.BackupSpec == nil || nab.Spec.BackupSpec.StorageLocation != nabsl.Name {
 			continue
 		}
-		if err := f.clients.Client.Delete(ctx, nab); client.IgnoreNotFound(err) != nil {
+		if err := op.Client.Delete(ctx, nab); client.IgnoreNotFound(err) != nil {
 			return engine.Result{}, fmt.Errorf("deleting NonAdminBackup %s/%s: %w", nab.Namespace, nab.Name, err)
 		}
 		deleted++

@@ -39,9 +39,7 @@ var deletableKinds = map[string]func() client.Object{
 // object this way keeps its data in object storage.
 //
 // Errors: an unknown kind is terminal; API errors are retryable.
-type DeleteObjects struct {
-	clients Clients
-}
+type DeleteObjects struct{}
 
 // Name implements engine.Func.
 func (*DeleteObjects) Name() string { return "DeleteObjects" }
@@ -61,8 +59,8 @@ func (f *DeleteObjects) Run(ctx context.Context, op *engine.Operation, args any)
 		}
 	}
 	for _, k := range a.Kinds {
-		err := f.clients.Client.DeleteAllOf(ctx, deletableKinds[k](), client.InNamespace(op.OADPNamespace),
-			client.MatchingLabels{originLabel(op): op.UUID})
+		err := op.Client.DeleteAllOf(ctx, deletableKinds[k](), client.InNamespace(op.OADPNamespace),
+			client.MatchingLabels{op.OriginLabel(): op.UUID})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return engine.Result{}, fmt.Errorf("deleting Velero %s objects of %s: %w", k, op.UUID, err)
 		}

@@ -18,15 +18,20 @@ import (
 // outside the NonAdminBackup's namespace.
 //
 // Output: deleted (how many). Errors: API errors are retryable.
-type DeleteRestoresOfBackup struct {
-	clients Clients
-}
+type DeleteRestoresOfBackup struct{}
 
 // Name implements engine.Func.
 func (*DeleteRestoresOfBackup) Name() string { return "DeleteRestoresOfBackup" }
 
 // NewArgs implements engine.Func: the function takes no args.
 func (*DeleteRestoresOfBackup) NewArgs() any { return &noArgs{} }
+
+// SafetyExceptions implements engine.Excepted: the cascade deletes the
+// tenant's own NonAdminRestores, in the operation's namespace.
+func (*DeleteRestoresOfBackup) SafetyExceptions() []engine.Exception {
+	return []engine.Exception{{Verbs: []string{"delete"}, Kind: v1alpha1.GroupVersion.WithKind("NonAdminRestore").GroupKind(),
+		Scope: engine.InOperationNamespace, Why: "a backup deleted for good takes the tenant's restores made from it along (OADP NAC)"}}
+}
 
 // Run implements engine.Func.
 func (f *DeleteRestoresOfBackup) Run(ctx context.Context, op *engine.Operation, _ any) (engine.Result, error) {
@@ -35,7 +40,7 @@ func (f *DeleteRestoresOfBackup) Run(ctx context.Context, op *engine.Operation, 
 		return engine.Result{}, err
 	}
 	list := &v1alpha1.NonAdminRestoreList{}
-	if err := f.clients.Client.List(ctx, list, client.InNamespace(nab.Namespace)); err != nil {
+	if err := op.Client.List(ctx, list, client.InNamespace(nab.Namespace)); err != nil {
 		return engine.Result{}, fmt.Errorf("listing NonAdminRestores in %s: %w", nab.Namespace, err)
 	}
 	deleted := 0
@@ -44,7 +49,7 @@ func (f *DeleteRestoresOfBackup) Run(ctx context.Context, op *engine.Operation, 
 		if nar.Spec.RestoreSpec == nil || nar.Spec.RestoreSpec.BackupName != nab.Name {
 			continue
 		}
-		if err := f.clients.Client.Delete(ctx, nar); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
+		if err := op.Client.Delete(ctx, nar); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
 			return engine.Result{}, fmt.Errorf("deleting NonAdminRestore %s/%s: %w", nar.Namespace, nar.Name, err)
 		}
 		deleted++

@@ -29,7 +29,7 @@ func (*WaitFor) Doc() engine.FuncDoc {
 	return engine.FuncDoc{
 		Summary: "Waits until an object is ready (Velero's wait-for-ready design): a Backup or Restore finished, a BackupStorageLocation Available, a DeleteBackupRequest's Backup gone, a NonAdminBackup's backup restorable. The phase's timeout and onTimeout apply.",
 		Outputs: []string{"phase: the object's final phase (Backup, Restore, BackupStorageLocation)", "name: the Velero Backup (RestorableBackup)"},
-		Errors:  "an object deleted before it finished, a Failed backup to restore, Velero's deletion errors are terminal; " + apiRetried,
+		Errors:  "an object deleted before it finished, a Failed backup to restore, Velero's deletion errors, an object that is not the operation's own (or, for RestorableBackup, not of the tenant's namespace) are terminal; " + apiRetried,
 		Waits:   true,
 	}
 }
@@ -39,7 +39,7 @@ func (*SyncStatus) Doc() engine.FuncDoc {
 	return engine.FuncDoc{
 		Summary: "Mirrors a Velero object's spec and status into the NAC object's status (veleroBackup, veleroRestore, veleroBackupStorageLocation, veleroDeleteBackupRequest) and the queue position. A missing object is not an error.",
 		Outputs: []string{"phase: the Velero object's phase"},
-		Errors:  apiRetried + "an unknown kind is terminal",
+		Errors:  apiRetried + "an unknown kind and an object that is not the operation's own are terminal",
 	}
 }
 
@@ -119,9 +119,9 @@ func (*CopySecret) Doc() engine.FuncDoc {
 // Doc implements engine.Documented.
 func (*CreateVeleroBSL) Doc() engine.FuncDoc {
 	return engine.FuncDoc{
-		Summary: "Creates or updates the Velero BackupStorageLocation from the effective spec, credential pointing at args.secretName, default false; phase Created.",
+		Summary: "Creates or updates the Velero BackupStorageLocation from the effective spec, credential pointing at args.secretName (which must be the operation's own copy: the safety rule refuses any other Secret), default false; phase Created.",
 		Outputs: []string{"name: the Velero BSL"},
-		Errors:  "a name held by another operation's object is terminal; " + apiRetried,
+		Errors:  "a name held by another operation's object, a Secret that is not the operation's own copy are terminal; " + apiRetried,
 	}
 }
 

@@ -29,25 +29,6 @@ func asBackup(fn string, op *engine.Operation) (*v1alpha1.NonAdminBackup, error)
 	return nab, nil
 }
 
-// nacLabels returns the labels every object created for a NonAdminBackup
-// carries in the OADP namespace (OADP NAC).
-func nacBackupLabels(nacuuid string) map[string]string {
-	return map[string]string{
-		v1alpha1.OADPLabel:             v1alpha1.OADPLabelValue,
-		v1alpha1.ManagedByLabel:        v1alpha1.ManagedByLabelValue,
-		v1alpha1.NabOriginNACUUIDLabel: nacuuid,
-	}
-}
-
-// nacBackupAnnotations returns the origin annotations of an object created for
-// the NonAdminBackup nab (OADP NAC).
-func nacBackupAnnotations(nab *v1alpha1.NonAdminBackup) map[string]string {
-	return map[string]string{
-		v1alpha1.NabOriginNamespaceAnnotation: nab.Namespace,
-		v1alpha1.NabOriginNameAnnotation:      nab.Name,
-	}
-}
-
 // originLabels returns nab's own labels as JSON, for the Velero Backup's
 // NabOriginLabelsAnnotation ("" when it has none).
 func originLabels(nab *v1alpha1.NonAdminBackup) string {
@@ -82,28 +63,6 @@ func asBSL(fn string, op *engine.Operation) (*v1alpha1.NonAdminBackupStorageLoca
 		return nil, engine.Terminalf("%s serves NonAdminBackupStorageLocation, not %T", fn, op.Object)
 	}
 	return nabsl, nil
-}
-
-// originLabel returns the NACUUID label of objects created for op's kind.
-func originLabel(op *engine.Operation) string {
-	switch op.Object.(type) {
-	case *v1alpha1.NonAdminRestore:
-		return v1alpha1.NarOriginNACUUIDLabel
-	case *v1alpha1.NonAdminBackupStorageLocation:
-		return v1alpha1.NabslOriginNACUUIDLabel
-	}
-	return v1alpha1.NabOriginNACUUIDLabel
-}
-
-// nacBSLMeta returns the labels and annotations of an object created in the
-// OADP namespace for nabsl in operation nacuuid (OADP NAC).
-func nacBSLMeta(nabsl *v1alpha1.NonAdminBackupStorageLocation, nacuuid string) (labels, annotations map[string]string) {
-	return map[string]string{
-			v1alpha1.OADPLabel: v1alpha1.OADPLabelValue, v1alpha1.ManagedByLabel: v1alpha1.ManagedByLabelValue,
-			v1alpha1.NabslOriginNACUUIDLabel: nacuuid,
-		}, map[string]string{
-			v1alpha1.NabslOriginNamespaceAnnotation: nabsl.Namespace, v1alpha1.NabslOriginNameAnnotation: nabsl.Name,
-		}
 }
 
 // nacStatus returns pointers to the phase and conditions of obj's status
@@ -144,14 +103,33 @@ func refuse(obj engine.Object, reason string, err error) error {
 // withdrawBSL removes the Velero BSL and the copied Secret of the
 // NonAdminBackupStorageLocation operation op (nothing when there are none):
 // a location that lost its approval or now breaks a rule stops being used by
-// Velero at once.
-func withdrawBSL(ctx context.Context, c Clients, op *engine.Operation) error {
+// Velero at once. The guarded client narrows each DeleteAllOf to op's label.
+func withdrawBSL(ctx context.Context, op *engine.Operation) error {
 	for _, obj := range []client.Object{&velerov1.BackupStorageLocation{}, &corev1.Secret{}} {
-		err := c.Client.DeleteAllOf(ctx, obj, client.InNamespace(op.OADPNamespace),
+		err := op.Client.DeleteAllOf(ctx, obj, client.InNamespace(op.OADPNamespace),
 			client.MatchingLabels{v1alpha1.NabslOriginNACUUIDLabel: op.UUID})
 		if err != nil {
 			return fmt.Errorf("removing the %T of operation %s: %w", obj, op.UUID, err)
 		}
+	}
+	return nil
+}
+
+// Verbs of the safety rule's refusals for what WaitFor and SyncStatus do
+// with an object they read by a name a blueprint templates.
+const (
+	waitVerb   = "wait for"
+	mirrorVerb = "mirror"
+)
+
+// linkedUUIDs returns the NACUUIDs, besides op.UUID, of the Velero objects
+// op's NAC object is linked to: for a NonAdminBackup, the one recorded in
+// status.veleroBackup.nacuuid (written only by nacflow: the Backup it
+// created, or the one AdoptVeleroBackup checked was made for its
+// namespace).
+func linkedUUIDs(op *engine.Operation) []string {
+	if nab, ok := op.Object.(*v1alpha1.NonAdminBackup); ok && nab.Status.VeleroBackup != nil && nab.Status.VeleroBackup.NACUUID != "" {
+		return []string{nab.Status.VeleroBackup.NACUUID}
 	}
 	return nil
 }

@@ -30,9 +30,7 @@ func (a LimitActiveOperationsArgs) Validate() error {
 // every refusal) when the namespace already has max other
 // NonAdminBackups (or NonAdminRestores, for a restore) whose plan is pending
 // or running. It reads only the operation's own namespace. Output: active.
-type LimitActiveOperations struct {
-	clients Clients
-}
+type LimitActiveOperations struct{}
 
 // Name implements engine.Func.
 func (*LimitActiveOperations) Name() string { return "LimitActiveOperations" }
@@ -51,7 +49,7 @@ func (f *LimitActiveOperations) Run(ctx context.Context, op *engine.Operation, a
 	case *v1alpha1.NonAdminBackup:
 		kind = "NonAdminBackups"
 		list := &v1alpha1.NonAdminBackupList{}
-		if err := f.clients.Client.List(ctx, list, client.InNamespace(ns)); err != nil {
+		if err := op.Client.List(ctx, list, client.InNamespace(ns)); err != nil {
 			return engine.Result{}, fmt.Errorf("listing NonAdminBackups in %s: %w", ns, err)
 		}
 		for i := range list.Items {
@@ -60,7 +58,7 @@ func (f *LimitActiveOperations) Run(ctx context.Context, op *engine.Operation, a
 	case *v1alpha1.NonAdminRestore:
 		kind = "NonAdminRestores"
 		list := &v1alpha1.NonAdminRestoreList{}
-		if err := f.clients.Client.List(ctx, list, client.InNamespace(ns)); err != nil {
+		if err := op.Client.List(ctx, list, client.InNamespace(ns)); err != nil {
 			return engine.Result{}, fmt.Errorf("listing NonAdminRestores in %s: %w", ns, err)
 		}
 		for i := range list.Items {

@@ -49,7 +49,7 @@ func isCamelCase(s string) bool {
 // object, so tenants read the admin's word in kubectl describe (a policy, a
 // maintenance window). It writes nothing else. Output: reason.
 type Notify struct {
-	clients Clients
+	tools tools
 }
 
 // Name implements engine.Func.
@@ -65,8 +65,8 @@ func (f *Notify) Run(_ context.Context, op *engine.Operation, args any) (engine.
 	if t == "" {
 		t = corev1.EventTypeNormal
 	}
-	if f.clients.Recorder != nil {
-		f.clients.Recorder.Event(op.Object, t, a.Reason, a.Message)
+	if f.tools.recorder != nil {
+		f.tools.recorder.Event(op.Object, t, a.Reason, a.Message)
 	}
 	return engine.Done(a.Message, map[string]string{"reason": a.Reason}), nil
 }

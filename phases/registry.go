@@ -1,6 +1,8 @@
 // Package phases holds nacflow's phase functions, one file each, and the
 // registry that gives them to the engine (DESIGN.md §4). Functions are
-// stateless: their clients are injected by New, never kept in globals.
+// stateless and hold no client: they reach the cluster only through the
+// guarded clients the engine puts in each engine.Operation, so the engine's
+// safety rule holds whatever a blueprint asks of them.
 package phases
 
 import (
@@ -13,16 +15,26 @@ import (
 // Clients are what phase functions talk to the cluster with.
 type Clients struct {
 	// Client reads through the manager's cache and writes to the API server.
+	// Functions never hold it: the engine guards it for each operation
+	// (engine.NewGuardedRegistry) and hands it over as Operation.Client.
 	Client client.Client
 	// APIReader reads straight from the API server, for the rare reads that
-	// must not see a stale cache (adopting an object after AlreadyExists).
+	// must not see a stale cache (adopting an object after AlreadyExists);
+	// guarded the same way, as Operation.APIReader.
 	APIReader client.Reader
 	// Recorder emits the events of Notify (nil: none).
 	Recorder record.EventRecorder
 	// Queue estimates queue positions (nil: CreateVeleroBackup sets none).
 	Queue engine.QueueEstimator
+}
 
-	// recent remembers what these functions created (set by New).
+// tools are what some functions keep besides the operation: never a client.
+type tools struct {
+	// recorder emits Notify's events (nil: none).
+	recorder record.EventRecorder
+	// queue estimates queue positions (nil: none).
+	queue engine.QueueEstimator
+	// recent remembers what these functions created.
 	recent *recentCreates
 }
 
@@ -33,28 +45,30 @@ type Options struct {
 	RequireApprovalForBSL bool
 }
 
-// New returns the registry of every phase function, bound to c and o. It
-// returns an error only if two functions share a name (a programming error).
+// New returns the registry of every phase function, bound to o, each run
+// with c's clients guarded for its operation (engine.NewGuardedRegistry). It
+// returns an error only if two functions share a name or an exception is
+// malformed (programming errors).
 func New(c Clients, o Options) (*engine.Registry, error) {
-	c.recent = newRecentCreates()
-	return engine.NewRegistry(
-		&ValidateBackupSpec{clients: c},
-		&CreateVeleroBackup{clients: c},
-		&WaitFor{clients: c},
-		&SyncStatus{clients: c},
+	t := tools{recorder: c.Recorder, queue: c.Queue, recent: newRecentCreates()}
+	return engine.NewGuardedRegistry(c.Client, c.APIReader,
+		&ValidateBackupSpec{},
+		&CreateVeleroBackup{tools: t},
+		&WaitFor{tools: t},
+		&SyncStatus{},
 		&MarkDeleting{},
-		&CreateDeleteBackupRequest{clients: c},
-		&DeleteObjects{clients: c},
-		&ValidateRestoreSpec{clients: c},
-		&CreateVeleroRestore{clients: c},
-		&DeleteRestoresOfBackup{clients: c},
-		&ValidateBSLSpec{clients: c},
-		&RequestApproval{clients: c, required: o.RequireApprovalForBSL},
-		&CopySecret{clients: c},
-		&CreateVeleroBSL{clients: c},
-		&DeleteBackupsUsingBSL{clients: c},
-		&AdoptVeleroBackup{clients: c},
-		&Notify{clients: c},
-		&LimitActiveOperations{clients: c},
+		&CreateDeleteBackupRequest{tools: t},
+		&DeleteObjects{},
+		&ValidateRestoreSpec{},
+		&CreateVeleroRestore{tools: t},
+		&DeleteRestoresOfBackup{},
+		&ValidateBSLSpec{},
+		&RequestApproval{tools: t, required: o.RequireApprovalForBSL},
+		&CopySecret{tools: t},
+		&CreateVeleroBSL{tools: t},
+		&DeleteBackupsUsingBSL{},
+		&AdoptVeleroBackup{},
+		&Notify{tools: t},
+		&LimitActiveOperations{},
 	)
 }

@@ -72,7 +72,7 @@ func (a RequestApprovalArgs) Validate() error {
 //
 // Errors: API errors are retryable; reject and a refused change are terminal.
 type RequestApproval struct {
-	clients Clients
+	tools tools
 	// required is --require-approval-for-bsl.
 	required bool
 }
@@ -90,7 +90,7 @@ func (f *RequestApproval) Run(ctx context.Context, op *engine.Operation, args an
 	if err != nil {
 		return engine.Result{}, err
 	}
-	labels, annotations := nacBSLMeta(nabsl, op.UUID)
+	labels, annotations := op.OwnerMeta()
 	decision := v1alpha1.ApprovalApprove
 	if f.required {
 		decision = v1alpha1.ApprovalPending
@@ -102,7 +102,7 @@ func (f *RequestApproval) Run(ctx context.Context, op *engine.Operation, args an
 		},
 		Spec: v1alpha1.NonAdminBackupStorageLocationRequestSpec{ApprovalDecision: decision},
 	}
-	obj, _, err := createOrAdopt(ctx, f.clients, "NonAdminBackupStorageLocationRequest", want, op.UUID)
+	obj, _, err := createOrAdopt(ctx, op, f.tools.recent, "NonAdminBackupStorageLocationRequest", want)
 	if err != nil {
 		return engine.Result{}, err
 	}
@@ -134,7 +134,7 @@ func (f *RequestApproval) Run(ctx context.Context, op *engine.Operation, args an
 		// Back to pending: the admin approves the new spec or not.
 		before := req.DeepCopy()
 		req.Spec.ApprovalDecision = v1alpha1.ApprovalPending
-		if err := f.clients.Client.Patch(ctx, req, client.MergeFrom(before)); err != nil {
+		if err := op.Client.Patch(ctx, req, client.MergeFrom(before)); err != nil {
 			return engine.Result{}, fmt.Errorf("resetting %s/%s to pending after a spec change: %w", req.Namespace, req.Name, err)
 		}
 		status.ApprovedSpec = nil
@@ -142,14 +142,14 @@ func (f *RequestApproval) Run(ctx context.Context, op *engine.Operation, args an
 	if !equality.Semantic.DeepEqual(req.Status, status) {
 		before := req.DeepCopy()
 		req.Status = status
-		if err := f.clients.Client.Status().Patch(ctx, req, client.MergeFrom(before)); err != nil {
+		if err := op.Client.Status().Patch(ctx, req, client.MergeFrom(before)); err != nil {
 			return engine.Result{}, fmt.Errorf("recording the requested spec in %s/%s: %w", req.Namespace, req.Name, err)
 		}
 	}
 
 	switch {
 	case changed:
-		if err := withdrawBSL(ctx, f.clients, op); err != nil {
+		if err := withdrawBSL(ctx, op); err != nil {
 			return engine.Result{}, err
 		}
 		fields := strings.Join(approvalDiff(approved, current), ", ")
@@ -170,14 +170,14 @@ func (f *RequestApproval) Run(ctx context.Context, op *engine.Operation, args an
 		setApproval(nabsl, metav1.ConditionTrue, v1alpha1.ReasonApproved, "approved by a cluster admin (NonAdminBackupStorageLocationRequest "+req.Name+")")
 		return engine.Done("approved: NonAdminBackupStorageLocationRequest "+req.Name, map[string]string{"request": req.Name}), nil
 	case req.Spec.ApprovalDecision == v1alpha1.ApprovalReject:
-		if err := withdrawBSL(ctx, f.clients, op); err != nil {
+		if err := withdrawBSL(ctx, op); err != nil {
 			return engine.Result{}, err
 		}
 		msg := fmt.Sprintf("rejected by a cluster admin (NonAdminBackupStorageLocationRequest %s/%s)", req.Namespace, req.Name)
 		setApproval(nabsl, metav1.ConditionFalse, v1alpha1.ReasonRejected, msg)
 		return engine.Result{}, refuse(nabsl, v1alpha1.ReasonRejected, errors.New(msg))
 	default:
-		if err := withdrawBSL(ctx, f.clients, op); err != nil {
+		if err := withdrawBSL(ctx, op); err != nil {
 			return engine.Result{}, err
 		}
 		nabsl.Status.Phase = v1alpha1.NonAdminPhaseNew

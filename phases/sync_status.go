@@ -29,10 +29,11 @@ type SyncStatusArgs struct {
 // or unnamed object is not an error: there is nothing to mirror.
 //
 // Output: phase (the Velero object's phase, when there is one). Errors: an
-// unknown kind is terminal; API errors are retryable.
-type SyncStatus struct {
-	clients Clients
-}
+// unknown kind is terminal; so is a named object that is not the
+// operation's own (the safety rule: it carries neither this operation's
+// NACUUID label nor, for a NonAdminBackup, the one of the Backup it is linked
+// to); API errors are retryable.
+type SyncStatus struct{}
 
 // Name implements engine.Func.
 func (*SyncStatus) Name() string { return "SyncStatus" }
@@ -53,12 +54,15 @@ func (f *SyncStatus) Run(ctx context.Context, op *engine.Operation, args any) (e
 			return engine.Done("no Velero Backup to mirror", nil), nil
 		}
 		b := &velerov1.Backup{}
-		err = f.clients.Client.Get(ctx, client.ObjectKey{Namespace: op.OADPNamespace, Name: a.Name}, b)
+		err = op.Client.Get(ctx, client.ObjectKey{Namespace: op.OADPNamespace, Name: a.Name}, b)
 		if apierrors.IsNotFound(err) {
 			return engine.Done(fmt.Sprintf("Velero Backup %s not found: nothing to mirror", a.Name), nil), nil
 		}
 		if err != nil {
 			return engine.Result{}, fmt.Errorf("reading Velero Backup %s/%s: %w", op.OADPNamespace, a.Name, err)
+		}
+		if err := op.CheckOwned(mirrorVerb, "Velero Backup", b, linkedUUIDs(op)...); err != nil {
+			return engine.Result{}, err
 		}
 		nab.MirrorBackup(b)
 		return engine.Done(fmt.Sprintf("Mirrored Velero Backup %s (%s)", a.Name, b.Status.Phase),
@@ -72,12 +76,15 @@ func (f *SyncStatus) Run(ctx context.Context, op *engine.Operation, args any) (e
 			return engine.Done("no Velero DeleteBackupRequest to mirror", nil), nil
 		}
 		dbr := &velerov1.DeleteBackupRequest{}
-		err = f.clients.Client.Get(ctx, client.ObjectKey{Namespace: op.OADPNamespace, Name: a.Name}, dbr)
+		err = op.Client.Get(ctx, client.ObjectKey{Namespace: op.OADPNamespace, Name: a.Name}, dbr)
 		if apierrors.IsNotFound(err) {
 			return engine.Done(fmt.Sprintf("Velero DeleteBackupRequest %s not found: nothing to mirror", a.Name), nil), nil
 		}
 		if err != nil {
 			return engine.Result{}, fmt.Errorf("reading Velero DeleteBackupRequest %s/%s: %w", op.OADPNamespace, a.Name, err)
+		}
+		if err := op.CheckOwned(mirrorVerb, "Velero DeleteBackupRequest", dbr); err != nil {
+			return engine.Result{}, err
 		}
 		if nab.Status.VeleroDeleteBackupRequest == nil {
 			nab.Status.VeleroDeleteBackupRequest = &v1alpha1.VeleroDeleteBackupRequest{NACUUID: op.UUID, Name: dbr.Name, Namespace: dbr.Namespace}
@@ -94,12 +101,15 @@ func (f *SyncStatus) Run(ctx context.Context, op *engine.Operation, args any) (e
 			return engine.Done("no Velero Restore to mirror", nil), nil
 		}
 		r := &velerov1.Restore{}
-		err = f.clients.Client.Get(ctx, client.ObjectKey{Namespace: op.OADPNamespace, Name: a.Name}, r)
+		err = op.Client.Get(ctx, client.ObjectKey{Namespace: op.OADPNamespace, Name: a.Name}, r)
 		if apierrors.IsNotFound(err) {
 			return engine.Done(fmt.Sprintf("Velero Restore %s not found: nothing to mirror", a.Name), nil), nil
 		}
 		if err != nil {
 			return engine.Result{}, fmt.Errorf("reading Velero Restore %s/%s: %w", op.OADPNamespace, a.Name, err)
+		}
+		if err := op.CheckOwned(mirrorVerb, "Velero Restore", r); err != nil {
+			return engine.Result{}, err
 		}
 		nar.MirrorRestore(r)
 		return engine.Done(fmt.Sprintf("Mirrored Velero Restore %s (%s)", a.Name, phaseOr(string(r.Status.Phase))),
@@ -113,12 +123,15 @@ func (f *SyncStatus) Run(ctx context.Context, op *engine.Operation, args any) (e
 			return engine.Done("no Velero BackupStorageLocation to mirror", nil), nil
 		}
 		b := &velerov1.BackupStorageLocation{}
-		err = f.clients.Client.Get(ctx, client.ObjectKey{Namespace: op.OADPNamespace, Name: a.Name}, b)
+		err = op.Client.Get(ctx, client.ObjectKey{Namespace: op.OADPNamespace, Name: a.Name}, b)
 		if apierrors.IsNotFound(err) {
 			return engine.Done(fmt.Sprintf("Velero BackupStorageLocation %s not found: nothing to mirror", a.Name), nil), nil
 		}
 		if err != nil {
 			return engine.Result{}, fmt.Errorf("reading Velero BackupStorageLocation %s/%s: %w", op.OADPNamespace, a.Name, err)
+		}
+		if err := op.CheckOwned(mirrorVerb, "Velero BackupStorageLocation", b); err != nil {
+			return engine.Result{}, err
 		}
 		nabsl.MirrorBSL(b)
 		return engine.Done(fmt.Sprintf("Mirrored Velero BackupStorageLocation %s (%s)", a.Name, phaseOr(string(b.Status.Phase))),

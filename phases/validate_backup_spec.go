@@ -60,9 +60,7 @@ const recheckLocation = 5 * time.Second
 // args.locationTimeout (5m), then refused; once ready it is translated to
 // the location's Velero BSL. Refusal is a terminal error: the same spec
 // will never pass.
-type ValidateBackupSpec struct {
-	clients Clients
-}
+type ValidateBackupSpec struct{}
 
 // Name implements engine.Func.
 func (*ValidateBackupSpec) Name() string { return "ValidateBackupSpec" }
@@ -87,7 +85,7 @@ func (f *ValidateBackupSpec) Run(ctx context.Context, op *engine.Operation, args
 		refusal = a.Enforce.Apply(effective)
 	}
 	if refusal == nil && effective.StorageLocation != "" {
-		veleroBSL, notReady, err := f.storageLocation(ctx, nab.Namespace, effective.StorageLocation)
+		veleroBSL, notReady, err := f.storageLocation(ctx, op, nab.Namespace, effective.StorageLocation)
 		switch {
 		case err != nil && !engine.IsTerminal(err):
 			return engine.Result{}, err
@@ -178,12 +176,12 @@ func validateBackupSpec(nab *v1alpha1.NonAdminBackup) error {
 // error) a name that is no location of ns — another namespace's location or
 // a Velero BSL named directly — and a location that is refused or being
 // deleted. Other errors are the API server's (retryable).
-func (f *ValidateBackupSpec) storageLocation(ctx context.Context, ns, name string) (veleroBSL, notReady string, err error) {
+func (f *ValidateBackupSpec) storageLocation(ctx context.Context, op *engine.Operation, ns, name string) (veleroBSL, notReady string, err error) {
 	nabsl := &v1alpha1.NonAdminBackupStorageLocation{}
-	err = f.clients.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, nabsl)
+	err = op.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, nabsl)
 	if apierrors.IsNotFound(err) {
 		// A location applied together with the NAB may not be cached yet.
-		err = f.clients.APIReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, nabsl)
+		err = op.APIReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, nabsl)
 	}
 	if apierrors.IsNotFound(err) {
 		return "", "", engine.Terminalf("spec.backupSpec.storageLocation: no NonAdminBackupStorageLocation named %q in namespace %s", name, ns)

@@ -91,15 +91,22 @@ func (a *ValidateBSLSpecArgs) root(bucket string) (string, bool) {
 // condition Accepted is set. A refusal is terminal: Accepted=False, phase
 // BackingOff, and the Velero BSL and copied Secret an earlier run made are
 // removed, so a location that now overlaps stops writing at once.
-type ValidateBSLSpec struct {
-	clients Clients
-}
+type ValidateBSLSpec struct{}
 
 // Name implements engine.Func.
 func (*ValidateBSLSpec) Name() string { return "ValidateBSLSpec" }
 
 // NewArgs implements engine.Func.
 func (*ValidateBSLSpec) NewArgs() any { return &ValidateBSLSpecArgs{} }
+
+// SafetyExceptions implements engine.Excepted: the storage rule reads the
+// NonAdminBackupStorageLocation behind each tenant BSL in the OADP
+// namespace, in its own namespace, to learn which location came first
+// (v1alpha1.StorageHolders: its creation time only).
+func (*ValidateBSLSpec) SafetyExceptions() []engine.Exception {
+	return []engine.Exception{{Verbs: []string{"get"}, Kind: v1alpha1.GroupVersion.WithKind("NonAdminBackupStorageLocation").GroupKind(),
+		Scope: engine.InAnyNamespace, Why: "the storage rule: of two overlapping locations the older one stays (their creation times)"}}
+}
 
 // Run implements engine.Func.
 func (f *ValidateBSLSpec) Run(ctx context.Context, op *engine.Operation, args any) (engine.Result, error) {
@@ -126,12 +133,12 @@ func (f *ValidateBSLSpec) Run(ctx context.Context, op *engine.Operation, args an
 		}
 	}
 	if refusal == nil {
-		if refusal, err = f.checkSecret(ctx, nabsl); err != nil {
+		if refusal, err = f.checkSecret(ctx, op, nabsl); err != nil {
 			return engine.Result{}, err
 		}
 	}
 	if refusal != nil {
-		if err := withdrawBSL(ctx, f.clients, op); err != nil {
+		if err := withdrawBSL(ctx, op); err != nil {
 			return engine.Result{}, err
 		}
 		return engine.Result{}, refuse(nabsl, v1alpha1.ReasonInvalidBSLSpec, refusal)
@@ -187,7 +194,7 @@ func forcePrefix(a *ValidateBSLSpecArgs, ns string, spec *velerov1.BackupStorage
 // server's (retryable).
 func (f *ValidateBSLSpec) checkStorage(ctx context.Context, a *ValidateBSLSpecArgs, op *engine.Operation,
 	nabsl *v1alpha1.NonAdminBackupStorageLocation, spec *velerov1.BackupStorageLocationSpec) (refusal, err error) {
-	holders, err := v1alpha1.StorageHolders(ctx, f.clients.APIReader, op.OADPNamespace, nabsl, op.UUID)
+	holders, err := v1alpha1.StorageHolders(ctx, op.APIReader, op.OADPNamespace, nabsl, op.UUID)
 	if err != nil {
 		return nil, err
 	}
@@ -256,10 +263,10 @@ func validateBSLSpec(nabsl *v1alpha1.NonAdminBackupStorageLocation) error {
 
 // checkSecret returns a refusal when the credential Secret is missing from
 // nabsl's namespace or lacks the key.
-func (f *ValidateBSLSpec) checkSecret(ctx context.Context, nabsl *v1alpha1.NonAdminBackupStorageLocation) (refusal, err error) {
+func (f *ValidateBSLSpec) checkSecret(ctx context.Context, op *engine.Operation, nabsl *v1alpha1.NonAdminBackupStorageLocation) (refusal, err error) {
 	cred := nabsl.Spec.BackupStorageLocationSpec.Credential
 	s := &corev1.Secret{}
-	err = f.clients.APIReader.Get(ctx, client.ObjectKey{Namespace: nabsl.Namespace, Name: cred.Name}, s)
+	err = op.APIReader.Get(ctx, client.ObjectKey{Namespace: nabsl.Namespace, Name: cred.Name}, s)
 	if apierrors.IsNotFound(err) {
 		return fmt.Errorf("spec.backupStorageLocationSpec.credential: Secret %q not found in namespace %s", cred.Name, nabsl.Namespace), nil
 	}

@@ -38,9 +38,7 @@ type ValidateRestoreSpecArgs struct {
 // on refusal, and records the effective spec in status.veleroRestore.spec.
 //
 // Errors: refusals are terminal; API errors are retryable.
-type ValidateRestoreSpec struct {
-	clients Clients
-}
+type ValidateRestoreSpec struct{}
 
 // Name implements engine.Func.
 func (*ValidateRestoreSpec) Name() string { return "ValidateRestoreSpec" }
@@ -65,7 +63,7 @@ func (f *ValidateRestoreSpec) Run(ctx context.Context, op *engine.Operation, arg
 		refusal = a.Enforce.Apply(effective)
 	}
 	if refusal == nil {
-		cluster, err := clusterScopedIn(f.clients.Client.RESTMapper(), effective.IncludedResources)
+		cluster, err := clusterScopedIn(op.Client.RESTMapper(), effective.IncludedResources)
 		if err != nil {
 			return engine.Result{}, err
 		}
@@ -75,7 +73,7 @@ func (f *ValidateRestoreSpec) Run(ctx context.Context, op *engine.Operation, arg
 		}
 	}
 	if refusal == nil {
-		if refusal, err = f.checkBackup(ctx, nar); err != nil {
+		if refusal, err = f.checkBackup(ctx, op, nar); err != nil {
 			return engine.Result{}, err
 		}
 	}
@@ -136,14 +134,14 @@ func validateRestoreSpec(nar *v1alpha1.NonAdminRestore) error {
 // restored from: missing from nar's namespace, refused, being deleted, or its
 // backup failed. A backup still running is not refused: the restore waits
 // for it.
-func (f *ValidateRestoreSpec) checkBackup(ctx context.Context, nar *v1alpha1.NonAdminRestore) (error, error) {
+func (f *ValidateRestoreSpec) checkBackup(ctx context.Context, op *engine.Operation, nar *v1alpha1.NonAdminRestore) (error, error) {
 	name := nar.Spec.RestoreSpec.BackupName
 	nab := &v1alpha1.NonAdminBackup{}
-	err := f.clients.Client.Get(ctx, client.ObjectKey{Namespace: nar.Namespace, Name: name}, nab)
+	err := op.Client.Get(ctx, client.ObjectKey{Namespace: nar.Namespace, Name: name}, nab)
 	if apierrors.IsNotFound(err) {
 		// The cache may not have a NAB created just before the restore: the
 		// API server decides.
-		err = f.clients.APIReader.Get(ctx, client.ObjectKey{Namespace: nar.Namespace, Name: name}, nab)
+		err = op.APIReader.Get(ctx, client.ObjectKey{Namespace: nar.Namespace, Name: name}, nab)
 	}
 	if apierrors.IsNotFound(err) {
 		return fmt.Errorf("spec.restoreSpec.backupName: no NonAdminBackup named %q in namespace %s", name, nar.Namespace), nil

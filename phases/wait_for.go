@@ -59,10 +59,15 @@ type WaitForArgs struct {
 //     there was nothing to delete (done at once). A request Velero processed
 //     with errors is a terminal error quoting them.
 //
-// Errors: an unknown kind or an empty Backup name is terminal; API errors are
-// retryable.
+// The object named must be the operation's own (its origin NACUUID label; for
+// a NonAdminBackup also the Backup it is linked to in status.veleroBackup),
+// and a RestorableBackup's Velero Backup one made for the operation's
+// namespace: the safety rule, whatever name a blueprint renders.
+//
+// Errors: an unknown kind, an empty Backup name or an object that is not the
+// operation's own is terminal; API errors are retryable.
 type WaitFor struct {
-	clients Clients
+	tools tools
 }
 
 // Name implements engine.Func.
@@ -76,15 +81,15 @@ func (f *WaitFor) Run(ctx context.Context, op *engine.Operation, args any) (engi
 	a := args.(*WaitForArgs)
 	switch a.Kind {
 	case "Backup":
-		return f.backup(ctx, op.OADPNamespace, a.Name)
+		return f.backup(ctx, op, a.Name)
 	case "DeleteBackupRequest":
-		return f.deletion(ctx, op.OADPNamespace, a.Name)
+		return f.deletion(ctx, op, a.Name)
 	case "RestorableBackup":
 		return f.restorable(ctx, op, a.Name)
 	case "Restore":
-		return f.restore(ctx, op.OADPNamespace, a.Name)
+		return f.restore(ctx, op, a.Name)
 	case "BackupStorageLocation":
-		return f.bsl(ctx, op.OADPNamespace, a.Name)
+		return f.bsl(ctx, op, a.Name)
 	default:
 		return engine.Result{}, engine.Terminalf("WaitFor: args.kind %q is not supported (supported: Backup, BackupStorageLocation, DeleteBackupRequest, RestorableBackup, Restore)", a.Kind)
 	}
@@ -93,18 +98,23 @@ func (f *WaitFor) Run(ctx context.Context, op *engine.Operation, args any) (engi
 // recheckBSL is the fallback recheck while Velero validates a location.
 const recheckBSL = 5 * time.Second
 
-// bsl waits until Velero reports the BackupStorageLocation name Available.
-func (f *WaitFor) bsl(ctx context.Context, ns, name string) (engine.Result, error) {
+// bsl waits until Velero reports the BackupStorageLocation name, one of
+// op's own, Available.
+func (f *WaitFor) bsl(ctx context.Context, op *engine.Operation, name string) (engine.Result, error) {
 	if name == "" {
 		return engine.Result{}, engine.Terminalf("WaitFor: args.name is empty")
 	}
+	ns := op.OADPNamespace
 	b := &velerov1.BackupStorageLocation{}
-	err := f.clients.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, b)
+	err := op.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, b)
 	if apierrors.IsNotFound(err) {
 		return engine.Wait(fmt.Sprintf("Velero BackupStorageLocation %s not found yet", name), recheckMissing), nil
 	}
 	if err != nil {
 		return engine.Result{}, fmt.Errorf("reading Velero BackupStorageLocation %s/%s: %w", ns, name, err)
+	}
+	if err := op.CheckOwned(waitVerb, "Velero BackupStorageLocation", b); err != nil {
+		return engine.Result{}, err
 	}
 	if b.Status.Phase == velerov1.BackupStorageLocationPhaseAvailable {
 		return engine.Done(fmt.Sprintf("Velero BackupStorageLocation %s is Available", name), map[string]string{"phase": string(b.Status.Phase)}), nil
@@ -124,9 +134,9 @@ func (f *WaitFor) bsl(ctx context.Context, ns, name string) (engine.Result, erro
 func (f *WaitFor) restorable(ctx context.Context, op *engine.Operation, name string) (engine.Result, error) {
 	ns := op.Object.GetNamespace()
 	nab := &v1alpha1.NonAdminBackup{}
-	err := f.clients.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, nab)
+	err := op.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, nab)
 	if apierrors.IsNotFound(err) {
-		err = f.clients.APIReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, nab) // the cache may lag
+		err = op.APIReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, nab) // the cache may lag
 	}
 	if apierrors.IsNotFound(err) {
 		return engine.Result{}, refuse(op.Object, v1alpha1.ReasonInvalidRestoreSpec,
@@ -140,9 +150,9 @@ func (f *WaitFor) restorable(ctx context.Context, op *engine.Operation, name str
 		return engine.Wait(fmt.Sprintf("NonAdminBackup %s has no Velero Backup yet", name), recheckMissing), nil
 	}
 	b := &velerov1.Backup{}
-	err = f.clients.Client.Get(ctx, client.ObjectKey{Namespace: op.OADPNamespace, Name: vb.Name}, b)
+	err = op.Client.Get(ctx, client.ObjectKey{Namespace: op.OADPNamespace, Name: vb.Name}, b)
 	if apierrors.IsNotFound(err) {
-		err = f.clients.APIReader.Get(ctx, client.ObjectKey{Namespace: op.OADPNamespace, Name: vb.Name}, b)
+		err = op.APIReader.Get(ctx, client.ObjectKey{Namespace: op.OADPNamespace, Name: vb.Name}, b)
 		if apierrors.IsNotFound(err) {
 			return engine.Result{}, refuse(op.Object, v1alpha1.ReasonInvalidRestoreSpec,
 				fmt.Errorf("spec.restoreSpec.backupName: the Velero Backup %s of NonAdminBackup %s no longer exists", vb.Name, name))
@@ -150,6 +160,11 @@ func (f *WaitFor) restorable(ctx context.Context, op *engine.Operation, name str
 	}
 	if err != nil {
 		return engine.Result{}, fmt.Errorf("reading Velero Backup %s/%s: %w", op.OADPNamespace, vb.Name, err)
+	}
+	if origin := b.Annotations[v1alpha1.NabOriginNamespaceAnnotation]; origin != ns {
+		return engine.Result{}, engine.Terminal(&engine.SafetyViolation{Rule: engine.RuleReferences, Phase: op.Phase, Func: op.Func,
+			Verb: waitVerb, Kind: "Velero Backup", Namespace: b.Namespace, Name: b.Name,
+			Reason: fmt.Sprintf("it was not made for namespace %s (annotation %s is %q)", ns, v1alpha1.NabOriginNamespaceAnnotation, origin)})
 	}
 	switch b.Status.Phase {
 	case velerov1.BackupPhaseCompleted, velerov1.BackupPhasePartiallyFailed:
@@ -162,20 +177,21 @@ func (f *WaitFor) restorable(ctx context.Context, op *engine.Operation, name str
 	return engine.Wait(fmt.Sprintf("Velero Backup %s of NonAdminBackup %s is %s", b.Name, name, phaseOr(string(b.Status.Phase))), recheckRunning), nil
 }
 
-// restore waits until the Velero Restore name has finished. One gone from
-// the API server is a terminal error.
-func (f *WaitFor) restore(ctx context.Context, ns, name string) (engine.Result, error) {
+// restore waits until the Velero Restore name, one of op's own, has
+// finished. One gone from the API server is a terminal error.
+func (f *WaitFor) restore(ctx context.Context, op *engine.Operation, name string) (engine.Result, error) {
 	if name == "" {
 		return engine.Result{}, engine.Terminalf("WaitFor: args.name is empty")
 	}
+	ns := op.OADPNamespace
 	r := &velerov1.Restore{}
-	err := f.clients.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, r)
-	if apierrors.IsNotFound(err) && f.clients.recent.has("Velero Restore", ns, name) {
+	err := op.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, r)
+	if apierrors.IsNotFound(err) && f.tools.recent.has("Velero Restore", ns, name) {
 		// Created by this process moments ago; the cache is behind.
 		return engine.Wait(fmt.Sprintf("Velero Restore %s is %s", name, phaseOr("")), recheckRunning), nil
 	}
 	if apierrors.IsNotFound(err) {
-		err = f.clients.APIReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, r)
+		err = op.APIReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, r)
 		if apierrors.IsNotFound(err) {
 			return engine.Result{}, engine.Terminalf("Velero Restore %s was deleted from %s before it finished", name, ns)
 		}
@@ -183,29 +199,38 @@ func (f *WaitFor) restore(ctx context.Context, ns, name string) (engine.Result, 
 	if err != nil {
 		return engine.Result{}, fmt.Errorf("reading Velero Restore %s/%s: %w", ns, name, err)
 	}
+	if err := op.CheckOwned(waitVerb, "Velero Restore", r); err != nil {
+		return engine.Result{}, err
+	}
 	if !v1alpha1.RestoreFinished(r.Status.Phase) {
 		return engine.Wait(fmt.Sprintf("Velero Restore %s is %s", name, phaseOr(string(r.Status.Phase))), recheckRunning), nil
 	}
 	return engine.Done(fmt.Sprintf("Velero Restore %s is %s", name, r.Status.Phase), map[string]string{"phase": string(r.Status.Phase)}), nil
 }
 
-func (f *WaitFor) backup(ctx context.Context, ns, name string) (engine.Result, error) {
+// backup waits until the Velero Backup name, one of op's own (or the one
+// its NonAdminBackup is linked to), has finished.
+func (f *WaitFor) backup(ctx context.Context, op *engine.Operation, name string) (engine.Result, error) {
 	if name == "" {
 		return engine.Result{}, engine.Terminalf("WaitFor: args.name is empty")
 	}
+	ns := op.OADPNamespace
 	b := &velerov1.Backup{}
-	err := f.clients.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, b)
-	if apierrors.IsNotFound(err) && f.clients.recent.has("Velero Backup", ns, name) {
+	err := op.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, b)
+	if apierrors.IsNotFound(err) && f.tools.recent.has("Velero Backup", ns, name) {
 		// Created by this process moments ago; the cache is behind.
 		return engine.Wait(fmt.Sprintf("Velero Backup %s is %s", name, phaseOr("")), recheckRunning), nil
 	}
 	if apierrors.IsNotFound(err) {
 		// Not in the cache: just created, or deleted? Ask the API server.
-		err = f.clients.APIReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, b)
+		err = op.APIReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, b)
 		if apierrors.IsNotFound(err) {
 			return engine.Result{}, engine.Terminalf("Velero Backup %s was deleted from %s before it finished", name, ns)
 		}
 		if err == nil {
+			if err := op.CheckOwned(waitVerb, "Velero Backup", b, linkedUUIDs(op)...); err != nil {
+				return engine.Result{}, err
+			}
 			// Just created, not in the cache yet: Velero's first update will
 			// wake the controller; the recheck is only a fallback.
 			return engine.Wait(fmt.Sprintf("Velero Backup %s is %s", name, phaseOr(string(b.Status.Phase))), recheckRunning), nil
@@ -214,6 +239,9 @@ func (f *WaitFor) backup(ctx context.Context, ns, name string) (engine.Result, e
 	if err != nil {
 		return engine.Result{}, fmt.Errorf("reading Velero Backup %s/%s: %w", ns, name, err)
 	}
+	if err := op.CheckOwned(waitVerb, "Velero Backup", b, linkedUUIDs(op)...); err != nil {
+		return engine.Result{}, err
+	}
 	if !v1alpha1.BackupFinished(b.Status.Phase) {
 		return engine.Wait(fmt.Sprintf("Velero Backup %s is %s", name, phaseOr(string(b.Status.Phase))), recheckRunning), nil
 	}
@@ -221,26 +249,38 @@ func (f *WaitFor) backup(ctx context.Context, ns, name string) (engine.Result, e
 		map[string]string{"phase": string(b.Status.Phase)}), nil
 }
 
-func (f *WaitFor) deletion(ctx context.Context, ns, name string) (engine.Result, error) {
+// deletion waits until the Backup named by op's DeleteBackupRequest name
+// (or, before the request is seen, the Backup name, which must be the
+// NonAdminBackup's own) is gone.
+func (f *WaitFor) deletion(ctx context.Context, op *engine.Operation, name string) (engine.Result, error) {
 	if name == "" {
 		return engine.Done("no Velero Backup to wait for", nil), nil
 	}
+	ns := op.OADPNamespace
 	dbr := &velerov1.DeleteBackupRequest{}
-	err := f.clients.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, dbr)
+	err := op.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, dbr)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return engine.Result{}, fmt.Errorf("reading Velero DeleteBackupRequest %s/%s: %w", ns, name, err)
+	}
+	if err == nil {
+		if err := op.CheckOwned(waitVerb, "Velero DeleteBackupRequest", dbr); err != nil {
+			return engine.Result{}, err
+		}
 	}
 	backupName := name
 	if err == nil && dbr.Spec.BackupName != "" {
 		backupName = dbr.Spec.BackupName
 	}
 	b := &velerov1.Backup{}
-	berr := f.clients.APIReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: backupName}, b)
+	berr := op.APIReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: backupName}, b)
 	if apierrors.IsNotFound(berr) {
 		return engine.Done(fmt.Sprintf("Velero deleted Backup %s and its data", backupName), nil), nil
 	}
 	if berr != nil {
 		return engine.Result{}, fmt.Errorf("reading Velero Backup %s/%s: %w", ns, backupName, berr)
+	}
+	if err := op.CheckOwned(waitVerb, "Velero Backup", b, linkedUUIDs(op)...); err != nil {
+		return engine.Result{}, err
 	}
 	if err == nil && dbr.Status.Phase == velerov1.DeleteBackupRequestPhaseProcessed && len(dbr.Status.Errors) > 0 {
 		return engine.Result{}, engine.Terminalf("Velero could not delete Backup %s: %s", backupName, strings.Join(dbr.Status.Errors, "; "))

@@ -339,6 +339,17 @@ func FunctionReference(reg *engine.Registry) string {
 	fmt.Fprintf(&b, "\nDefaults: `retries` %d (retryable errors back off exponentially, attempts in the phase status); "+
 		"`timeout` the controller's `--wait-timeout` (%s) for phases that wait; `onTimeout` fail; no plan `deadline`.\n",
 		engine.DefaultRetries, engine.DefaultWaitTimeout)
+	b.WriteString("\nThe engine's safety rule holds whatever a blueprint says: phases reach the cluster only through clients " +
+		"that refuse, failing the phase with an error quoting the rule:\n\n")
+	for _, r := range [][2]string{
+		{engine.RuleWriteNamespace, "creates, updates, patches and deletes, status included"},
+		{engine.RuleWriteOwn, "only objects carrying the operation's origin NACUUID label, on the live object too; every delete-all is narrowed to that label"},
+		{engine.RuleRead, "no other namespace, nothing cluster-wide or cluster-scoped, no watch"},
+		{engine.RuleReferences, "a BackupStorageLocation's credential is the operation's own Secret copy; a Restore or DeleteBackupRequest names a Backup of the tenant's namespace; a Backup uses no other tenant's location; WaitFor and SyncStatus act only on the operation's own objects"},
+	} {
+		fmt.Fprintf(&b, "- `%s`: %s.\n", r[0], r[1])
+	}
+	b.WriteString("\nA function's exceptions, if any, are listed with it.\n")
 	names := reg.Names()
 	sort.Strings(names)
 	for _, name := range names {
@@ -362,6 +373,12 @@ func FunctionReference(reg *engine.Registry) string {
 			}
 		} else {
 			writeArgs(&b, fn)
+		}
+		if e, ok := fn.(engine.Excepted); ok && len(e.SafetyExceptions()) > 0 {
+			b.WriteString("\nSafety rule exceptions:\n\n")
+			for _, x := range e.SafetyExceptions() {
+				fmt.Fprintf(&b, "- %s: %s\n", x, x.Why)
+			}
 		}
 	}
 	return b.String()
