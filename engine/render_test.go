@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"encoding/json"
+	"regexp"
 
 	. "gopkg.in/check.v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -73,16 +74,18 @@ func (s *RenderSuite) TestAllowList(c *C) {
 	}
 }
 
+// A missing key is an error naming the key (missingkey=error), never an
+// empty string or "<no value>".
 func (s *RenderSuite) TestMissingKeys(c *C) {
-	for _, src := range []string{
-		"{{ .Phases.later.Output.name }}",  // a phase that has not completed
-		"{{ .Phases.create.Output.nope }}", // an output that does not exist
-		"{{ .Phases.nope.Output.name }}",   // a phase that does not exist
-		"{{ .Object.spec.nope }}",          // a missing object field
-		"{{ .NoSuchParam }}",               // a parameter that does not exist
+	for src, want := range map[string]string{
+		"{{ .Phases.later.Output.name }}":  `<.Phases.later.Output.name>: map has no entry for key "later"`,          // a phase that has not completed
+		"{{ .Phases.create.Output.nope }}": `<.Phases.create.Output.nope>: map has no entry for key "nope"`,          // an output that does not exist
+		"{{ .Phases.nope.Output.name }}":   `<.Phases.nope.Output.name>: map has no entry for key "nope"`,            // a phase that does not exist
+		"{{ .Object.spec.nope }}":          `<.Object.spec.nope>: map has no entry for key "nope"`,                   // a missing object field
+		"{{ .NoSuchParam }}":               `<.NoSuchParam>: can't evaluate field NoSuchParam in type engine.Params`, // a parameter that does not exist
 	} {
 		_, err := engine.RenderArgs(args(c, map[string]any{"v": src}), params(c))
-		c.Check(err, NotNil, Commentf(src))
+		c.Check(err, ErrorMatches, `args\.v: template: arg:1:\d+: executing "arg" at `+regexp.QuoteMeta(want), Commentf(src))
 	}
 }
 
