@@ -4,47 +4,16 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"math"
 	"sort"
 	"strings"
 	"sync"
 	"text/template"
 
-	"github.com/Masterminds/sprig/v3"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	nacv1alpha1 "github.com/nacflow/nacflow/api/v1alpha1"
 )
-
-// allowedSprig lists the sprig functions templates may call: deterministic
-// ones only. Left out on purpose: env and expandenv (controller environment),
-// getHostByName (network), now, ago and the date functions that read the
-// clock (use .Time), random and uuid generators, and crypto generators.
-var allowedSprig = []string{
-	// strings
-	"abbrev", "abbrevboth", "trunc", "trim", "upper", "lower", "title", "untitle",
-	"substr", "repeat", "trimAll", "trimSuffix", "trimPrefix", "nospace", "initials",
-	"swapcase", "snakecase", "camelcase", "kebabcase", "wrap", "wrapWith", "contains",
-	"hasPrefix", "hasSuffix", "quote", "squote", "cat", "indent", "nindent", "replace",
-	"plural", "sha1sum", "sha256sum", "adler32sum", "toString", "b64enc", "b64dec",
-	"b32enc", "b32dec", "split", "splitList", "splitn", "toStrings", "join", "sortAlpha",
-	"regexMatch", "regexFindAll", "regexFind", "regexReplaceAll", "regexReplaceAllLiteral",
-	"regexSplit", "regexQuoteMeta",
-	// numbers and conversion
-	"atoi", "int", "int64", "float64", "toDecimal", "add", "add1", "sub", "mul", "div",
-	"mod", "max", "min", "floor", "ceil", "round", "seq", "until", "untilStep",
-	// dates computed from a given time (never the clock)
-	"date", "dateInZone", "toDate", "unixEpoch", "duration", "durationRound", "htmlDate",
-	// defaults and flow
-	"default", "empty", "coalesce", "all", "any", "ternary", "fail", "required",
-	"toJson", "toPrettyJson", "toRawJson", "fromJson", "kindOf", "kindIs", "typeOf",
-	"typeIs", "deepEqual",
-	// lists and dicts
-	"list", "first", "rest", "last", "initial", "append", "prepend", "concat", "reverse",
-	"uniq", "without", "has", "compact", "slice", "chunk", "dict", "get", "set", "unset",
-	"hasKey", "pluck", "keys", "pick", "omit", "values", "dig", "merge", "mergeOverwrite",
-}
 
 // Limits on what one template may produce, so that no blueprint — and no
 // tenant value a blueprint feeds to a function — can exhaust the
@@ -58,66 +27,6 @@ const (
 	// (elements).
 	MaxListLength = 10000
 )
-
-// funcMap is the allow-listed function map shared by every template, with
-// repeat, seq, until and untilStep bounded.
-var funcMap = func() template.FuncMap {
-	all := sprig.TxtFuncMap()
-	fm := template.FuncMap{}
-	for _, name := range allowedSprig {
-		if f, ok := all[name]; ok {
-			fm[name] = f
-		}
-	}
-	repeat := all["repeat"].(func(int, string) string)
-	fm["repeat"] = func(count int, s string) (string, error) {
-		if count > 0 && len(s) > 0 && count > MaxRenderedBytes/len(s) {
-			return "", fmt.Errorf("repeat: %d × %d bytes is more than a template may produce (%d bytes)", count, len(s), MaxRenderedBytes)
-		}
-		return repeat(count, s), nil
-	}
-	until := all["until"].(func(int) []int)
-	fm["until"] = func(n int) ([]int, error) {
-		if n > MaxListLength || n < -MaxListLength {
-			return nil, fmt.Errorf("until: %d elements is more than a template may build (%d)", n, MaxListLength)
-		}
-		return until(n), nil
-	}
-	untilStep := all["untilStep"].(func(int, int, int) []int)
-	fm["untilStep"] = func(start, stop, step int) ([]int, error) {
-		if step != 0 && tooLong(start, stop, step) {
-			return nil, fmt.Errorf("untilStep: more elements than a template may build (%d)", MaxListLength)
-		}
-		return untilStep(start, stop, step), nil
-	}
-	seq := all["seq"].(func(...int) string)
-	fm["seq"] = func(params ...int) (string, error) {
-		start, end, step := 1, 0, 1
-		switch len(params) {
-		case 1:
-			end = params[0]
-		case 2:
-			start, end = params[0], params[1]
-		case 3:
-			start, step, end = params[0], params[1], params[2]
-		}
-		if step == 0 {
-			step = 1
-		}
-		if tooLong(start, end, step) {
-			return "", fmt.Errorf("seq: more elements than a template may build (%d)", MaxListLength)
-		}
-		return seq(params...), nil
-	}
-	return fm
-}()
-
-// tooLong reports whether counting from start to stop by step (≠ 0) would
-// build more than MaxListLength elements; computed in float64 so that
-// extreme values cannot overflow into a small count.
-func tooLong(start, stop, step int) bool {
-	return math.Abs((float64(stop)-float64(start))/float64(step)) > MaxListLength
-}
 
 // limitedBuffer is a bytes.Buffer that refuses to grow past MaxRenderedBytes:
 // text/template stops executing at the first write error.

@@ -3,6 +3,7 @@ package engine_test
 import (
 	"encoding/json"
 	"regexp"
+	"time"
 
 	. "gopkg.in/check.v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -68,7 +69,9 @@ func (s *RenderSuite) TestUserStringsAreData(c *C) {
 }
 
 func (s *RenderSuite) TestAllowList(c *C) {
-	for _, fn := range []string{`env "HOME"`, `expandenv "$HOME"`, "now", "randAlphaNum 5", "uuidv4", `getHostByName "localhost"`, "genPrivateKey \"rsa\""} {
+	for _, fn := range []string{`env "HOME"`, `expandenv "$HOME"`, "now", "randAlphaNum 5", "uuidv4", `getHostByName "localhost"`, "genPrivateKey \"rsa\"",
+		// the clock, and time zones from the controller's tz database
+		"ago 0", `dateInZone "2006" 0 "Europe/Paris"`, `htmlDateInZone 0 "Asia/Tokyo"`, `mustToDate "2006" "2024"`} {
 		_, err := engine.RenderArgs(args(c, map[string]any{"v": "{{ " + fn + " }}"}), params(c))
 		c.Check(err, ErrorMatches, `args.v: template: .*function ".*" not defined`, Commentf(fn))
 	}
@@ -120,4 +123,66 @@ func (s *RenderSuite) TestOutputIsBounded(c *C) {
 	out, err := engine.RenderArgs(args(c, map[string]any{"a": `{{ repeat 3 "ab" }}`, "b": `{{ seq 3 }}`, "c": `{{ len (until 10000) }}`, "d": `{{ untilStep 0 10 5 }}`}), p)
 	c.Assert(err, IsNil)
 	c.Check(out, DeepEquals, map[string]any{"a": "ababab", "b": "1 2 3", "c": "10000", "d": "[0 5]"})
+}
+
+// paramsAt is params with the plan started at start.
+func paramsAt(c *C, start time.Time) engine.Params {
+	nab := &v1alpha1.NonAdminBackup{ObjectMeta: metav1.ObjectMeta{Name: "nab", Namespace: "tenant"}}
+	st := metav1.NewTime(start)
+	p, err := engine.NewParams(&engine.Operation{Object: nab, OADPNamespace: "openshift-adp", UUID: "u-1"},
+		&v1alpha1.PlanStatus{StartTime: &st, Phases: []v1alpha1.PhaseStatus{}})
+	c.Assert(err, IsNil)
+	return p
+}
+
+// render renders one template as arg v.
+func render(c *C, src string, p engine.Params) (string, error) {
+	out, err := engine.RenderArgs(args(c, map[string]any{"v": src}), p)
+	if err != nil {
+		return "", err
+	}
+	return out["v"].(string), nil
+}
+
+// Templates render the same whatever the clock and the controller's time
+// zone: the date functions work in UTC from the time they are given (.Time,
+// fixed at plan start), never the clock; keys and values come in key order.
+func (s *RenderSuite) TestDeterministicFunctions(c *C) {
+	defer func(l *time.Location) { time.Local = l }(time.Local)
+	time.Local = time.FixedZone("UTC+5", 5*3600) // sprig's date, htmlDate and toDate would use this
+	p := paramsAt(c, time.Date(2024, 3, 1, 22, 30, 0, 0, time.UTC))
+	for src, want := range map[string]string{
+		`{{ .Time }}`: "2024-03-01T22:30:00Z",
+		`{{ date "2006-01-02 15:04 MST" .Time }}`:                                       "2024-03-01 22:30 UTC",
+		`{{ date "2006-01-02" 0 }}`:                                                     "1970-01-01",
+		`{{ date "15:04" (toDate "2006-01-02 15:04 -0700" "2024-03-01 20:00 -0700") }}`: "03:00",
+		`{{ htmlDate .Time }}`:                                                          "2024-03-01",
+		`{{ htmlDate 1709332200 }}`:                                                     "2024-03-01",
+		`{{ toDate "2006-01-02" "2024-03-01" | unixEpoch }}`:                            "1709251200",
+		`{{ toDate "2006-01-02T15:04:05Z07:00" .Time | unixEpoch }}`:                    "1709332200",
+		`{{ toDate "2006-01-02" "2024-03-01" }}`:                                        "2024-03-01 00:00:00 +0000 UTC",
+		`{{ duration "90" }}`:                                                           "1m30s",
+		`{{ durationRound "49h" }}`:                                                     "2d",
+		`{{ keys (dict "h" 1 "b" 2 "f" 3 "d" 4 "a" 5 "g" 6 "c" 7 "e" 8) }}`:             "[a b c d e f g h]",
+		`{{ keys (dict "b" 1) (dict "a" 2 "b" 3) }}`:                                    "[a b b]",
+		`{{ values (dict "h" 1 "b" 2 "f" 3 "d" 4 "a" 5 "g" 6 "c" 7 "e" 8) }}`:           "[5 2 7 4 8 3 6 1]",
+		`{{ uniq (list 1 2 1 "a" (list 1) (list 1) (dict "k" 1) (dict "k" 1) 2 "a") }}`: "[1 2 a [1] map[k:1]]",
+		`{{ uniq (until 10000) | len }}`:                                                "10000",
+	} {
+		for range 5 { // keys and values would come out in another order
+			got, err := render(c, src, p)
+			c.Check(err, IsNil, Commentf(src))
+			c.Check(got, Equals, want, Commentf(src))
+		}
+	}
+	for src, want := range map[string]string{
+		`{{ date "2006" "yesterday" }}`:              `error calling date: parsing time "yesterday" as .*`,
+		`{{ date "2006" .Phases }}`:                  `error calling date: map\[string\]engine.PhaseParams is not a time \(a time, Unix seconds or an RFC 3339 string such as \.Time\)`,
+		`{{ htmlDate 1.5 }}`:                         `error calling htmlDate: float64 is not a time .*`,
+		`{{ toDate "2006-01-02" "March" }}`:          `error calling toDate: parsing time "March" as "2006-01-02": .*`,
+		`{{ durationRound (toDate "2006" "2020") }}`: `error calling durationRound: a time would be measured from the clock; .*`,
+	} {
+		_, err := render(c, src, p)
+		c.Check(err, ErrorMatches, `args\.v: template: arg:1:\d+: executing "arg" at <.*>: `+want, Commentf(src))
+	}
 }
