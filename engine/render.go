@@ -2,12 +2,16 @@ package engine
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
 	"sync"
 	"text/template"
+	"text/template/parse"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -15,24 +19,84 @@ import (
 	nacv1alpha1 "github.com/nacflow/nacflow/api/v1alpha1"
 )
 
-// Limits on what one template may produce, so that no blueprint — and no
-// tenant value a blueprint feeds to a function — can exhaust the
-// controller's memory: a rendered arg is at most MaxRenderedBytes, and the
-// functions that build strings or lists from a count are bounded before they
-// allocate.
+// Limits on what rendering may cost, so that no blueprint — and no tenant
+// value a blueprint feeds to a function — can exhaust the controller's
+// memory or hold a reconcile worker: a rendered arg is at most
+// MaxRenderedBytes; the functions that build strings or lists from a count
+// are bounded before they allocate; and the templates of one RenderArgs
+// call together take at most MaxRenderSteps steps and RenderTimeout.
 const (
 	// MaxRenderedBytes bounds one rendered template (bytes).
 	MaxRenderedBytes = 64 << 10
 	// MaxListLength bounds the lists seq, until and untilStep build
 	// (elements).
 	MaxListLength = 10000
+	// MaxRenderSteps bounds the steps of one RenderArgs call (one phase's
+	// args): every range iteration, every template call ({{ template }},
+	// {{ block }}) and every write of output. Ten times what a range over a
+	// MaxListLength list needs. Counted, not timed, so that a template that
+	// renders once renders on every reconcile, however loaded the
+	// controller.
+	MaxRenderSteps = 100_000
+	// RenderTimeout bounds the time of one RenderArgs call, checked at every
+	// step: the backstop for steps that are each slow (functions over large
+	// values). MaxRenderSteps cheap steps take about 10ms, so a template
+	// within the step budget stays far from it even on a loaded,
+	// CPU-throttled controller, where a 100ms budget could fail a phase that
+	// renders in microseconds.
+	RenderTimeout = time.Second
 )
 
-// limitedBuffer is a bytes.Buffer that refuses to grow past MaxRenderedBytes:
-// text/template stops executing at the first write error.
-type limitedBuffer struct{ bytes.Buffer }
+// renderTimeout is RenderTimeout; tests shorten it.
+var renderTimeout = RenderTimeout
 
-func (b *limitedBuffer) Write(p []byte) (int, error) {
+// ErrRenderBudget is the error, wrapped, of a render that went past
+// MaxRenderSteps or RenderTimeout.
+var ErrRenderBudget = errors.New("render budget exceeded")
+
+// budget is what one RenderArgs call may still spend, and the caller's
+// context: every step checks all three.
+type budget struct {
+	ctx      context.Context
+	steps    int
+	deadline time.Time
+}
+
+func newBudget(ctx context.Context) *budget {
+	return &budget{ctx: ctx, deadline: time.Now().Add(renderTimeout)}
+}
+
+// step counts one step; it returns an error wrapping ErrRenderBudget when
+// the steps or the time are spent, or wrapping the context's error when it
+// is done.
+func (b *budget) step() error {
+	b.steps++
+	if b.steps > MaxRenderSteps {
+		return fmt.Errorf("%w: more than %d steps (range iterations, template calls and writes, engine.MaxRenderSteps)", ErrRenderBudget, MaxRenderSteps)
+	}
+	if err := b.ctx.Err(); err != nil {
+		return fmt.Errorf("rendering stopped: %w", err)
+	}
+	if time.Now().After(b.deadline) {
+		return fmt.Errorf("%w: rendering took longer than %s (engine.RenderTimeout)", ErrRenderBudget, renderTimeout)
+	}
+	return nil
+}
+
+// renderBuffer collects one template's output, at most MaxRenderedBytes;
+// every write is a step of the budget, including the empty writes that
+// instrument adds to every range iteration and template call, so that a
+// loop that writes nothing is counted too (text/template stops executing at
+// the first write error).
+type renderBuffer struct {
+	bytes.Buffer
+	budget *budget
+}
+
+func (b *renderBuffer) Write(p []byte) (int, error) {
+	if err := b.budget.step(); err != nil {
+		return 0, err
+	}
 	if b.Len()+len(p) > MaxRenderedBytes {
 		return 0, fmt.Errorf("the rendered template is longer than %d bytes", MaxRenderedBytes)
 	}
@@ -121,8 +185,8 @@ func NewParams(op *Operation, plan *nacv1alpha1.PlanStatus) (Params, error) {
 // concurrent Execute).
 var templates sync.Map
 
-// newTemplate parses src with the allow-listed functions and missingkey=error,
-// once per distinct source.
+// newTemplate parses src with the allow-listed functions and
+// missingkey=error, and instruments it, once per distinct source.
 func newTemplate(src string) (*template.Template, error) {
 	if t, ok := templates.Load(src); ok {
 		return t.(*template.Template), nil
@@ -131,8 +195,54 @@ func newTemplate(src string) (*template.Template, error) {
 	if err != nil {
 		return nil, err
 	}
+	instrument(t)
 	templates.Store(src, t)
 	return t, nil
+}
+
+// instrument puts an empty text node first in every template body and every
+// range body of t: text/template writes it, so the renderBuffer counts a
+// step for every template call and every range iteration — text/template
+// has no other hook into its loops, and a range that writes nothing (nested
+// ranges over until, or range over a number) would otherwise run unseen.
+func instrument(t *template.Template) {
+	done := map[*parse.ListNode]bool{}
+	for _, tt := range t.Templates() {
+		if tt.Tree != nil && tt.Root != nil && !done[tt.Root] {
+			done[tt.Root] = true
+			countSteps(tt.Root)
+			prependStep(tt.Root)
+		}
+	}
+}
+
+// countSteps instruments the range bodies within l.
+func countSteps(l *parse.ListNode) {
+	if l == nil {
+		return
+	}
+	for _, n := range l.Nodes {
+		switch n := n.(type) {
+		case *parse.RangeNode:
+			countSteps(n.List)
+			countSteps(n.ElseList)
+			prependStep(n.List)
+		case *parse.IfNode:
+			countSteps(n.List)
+			countSteps(n.ElseList)
+		case *parse.WithNode:
+			countSteps(n.List)
+			countSteps(n.ElseList)
+		case *parse.ListNode:
+			countSteps(n)
+		}
+	}
+}
+
+func prependStep(l *parse.ListNode) {
+	if l != nil {
+		l.Nodes = append([]parse.Node{&parse.TextNode{NodeType: parse.NodeText, Pos: l.Pos}}, l.Nodes...)
+	}
 }
 
 // parseTemplates parses every string in a decoded JSON value, so that a bad
@@ -158,18 +268,29 @@ func parseTemplates(v any) error {
 	return nil
 }
 
-// RenderArgs renders every string in args as a template over p and returns
-// the rendered args as plain JSON values. Non-string values pass through.
-// It returns an error naming the arg when a template fails to parse or to
-// execute (an unknown function, a missing key).
+// RenderArgs is RenderArgsContext without a context of its own: only the
+// render budget stops it.
 func RenderArgs(args map[string]apiextensionsv1.JSON, p Params) (map[string]any, error) {
+	return RenderArgsContext(context.Background(), args, p)
+}
+
+// RenderArgsContext renders every string in args as a template over p and
+// returns the rendered args as plain JSON values. Non-string values pass
+// through. It returns an error naming the arg when a template fails to
+// parse or to execute (an unknown function, a missing key, an output past
+// MaxRenderedBytes); when the templates
+// together go past MaxRenderSteps steps or RenderTimeout, an error wrapping
+// ErrRenderBudget (the same blueprint would fail again: terminal); and when
+// ctx is done, an error wrapping ctx.Err() (not the template's fault).
+func RenderArgsContext(ctx context.Context, args map[string]apiextensionsv1.JSON, p Params) (map[string]any, error) {
+	b := newBudget(ctx)
 	out := make(map[string]any, len(args))
 	for _, key := range sortedKeys(args) {
 		var v any
 		if err := json.Unmarshal(args[key].Raw, &v); err != nil {
 			return nil, fmt.Errorf("args.%s: %w", key, err)
 		}
-		r, err := renderValue(v, p)
+		r, err := renderValue(v, p, b)
 		if err != nil {
 			return nil, fmt.Errorf("args.%s: %w", key, err)
 		}
@@ -178,7 +299,7 @@ func RenderArgs(args map[string]apiextensionsv1.JSON, p Params) (map[string]any,
 	return out, nil
 }
 
-func renderValue(v any, p Params) (any, error) {
+func renderValue(v any, p Params, b *budget) (any, error) {
 	switch t := v.(type) {
 	case string:
 		if !strings.Contains(t, "{{") {
@@ -188,7 +309,7 @@ func renderValue(v any, p Params) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		var buf limitedBuffer
+		buf := renderBuffer{budget: b}
 		if err := tpl.Execute(&buf, p); err != nil {
 			return nil, err
 		}
@@ -196,7 +317,7 @@ func renderValue(v any, p Params) (any, error) {
 	case map[string]any:
 		m := make(map[string]any, len(t))
 		for _, k := range sortedKeys(t) {
-			r, err := renderValue(t[k], p)
+			r, err := renderValue(t[k], p, b)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", k, err)
 			}
@@ -206,7 +327,7 @@ func renderValue(v any, p Params) (any, error) {
 	case []any:
 		l := make([]any, len(t))
 		for i, e := range t {
-			r, err := renderValue(e, p)
+			r, err := renderValue(e, p, b)
 			if err != nil {
 				return nil, fmt.Errorf("[%d]: %w", i, err)
 			}

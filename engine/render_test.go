@@ -1,7 +1,10 @@
 package engine_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"regexp"
 	"time"
 
@@ -185,4 +188,95 @@ func (s *RenderSuite) TestDeterministicFunctions(c *C) {
 		_, err := render(c, src, p)
 		c.Check(err, ErrorMatches, `args\.v: template: arg:1:\d+: executing "arg" at <.*>: `+want, Commentf(src))
 	}
+}
+
+// Instrumenting templates for the step budget changes nothing they render:
+// ranges (with else, break and continue), with, if, define, template and
+// block render as text/template's do.
+func (s *RenderSuite) TestInstrumentedTemplatesRenderAsBefore(c *C) {
+	p := params(c)
+	for src, want := range map[string]string{
+		`{{ range $i, $e := list "a" "b" "c" }}{{ $i }}{{ $e }}{{ end }}`:                                         "0a1b2c",
+		`{{ range list }}x{{ else }}empty{{ end }}`:                                                               "empty",
+		`{{ range $i := until 10 }}{{ if eq $i 3 }}{{ break }}{{ end }}{{ $i }}{{ end }}`:                         "012",
+		`{{ range $i := until 5 }}{{ if eq $i 1 }}{{ continue }}{{ end }}{{ $i }}{{ end }}`:                       "0234",
+		`{{ range 3 }}{{ . }}{{ end }}`:                                                                           "012",
+		`{{ with .Namespace }}{{ . }}{{ else }}none{{ end }}`:                                                     "tenant",
+		`{{ define "t" }}<{{ . }}>{{ end }}{{ template "t" .UUID }}{{ template "t" .Name }}`:                      "<u-1><nab-{{ .OADPNamespace }}>",
+		`{{ block "b" .Namespace }}[{{ . }}]{{ end }}`:                                                            "[tenant]",
+		`{{ range $k, $v := dict "b" 2 "a" 1 }}{{ $k }}={{ $v }};{{ end }}`:                                       "a=1;b=2;",
+		`{{ range until 2 }}{{ range until 2 }}{{ range until 2 }}.{{ end }}{{ end }}{{ end }}`:                   "........",
+		`{{ define "r" }}{{ if lt . 3 }}{{ . }}{{ template "r" (add1 .) }}{{ end }}{{ end }}{{ template "r" 0 }}`: "012",
+	} {
+		got, err := render(c, src, p)
+		c.Check(err, IsNil, Commentf(src))
+		c.Check(got, Equals, want, Commentf(src))
+	}
+}
+
+// A template cannot hold a reconcile worker: every range iteration,
+// template call and write is a step, and the templates of one RenderArgs
+// call have MaxRenderSteps of them, whether or not the loops write
+// anything. The error names the budget.
+func (s *RenderSuite) TestStepBudget(c *C) {
+	p := params(c)
+	budget := `args\.v: render budget exceeded: more than 100000 steps \(range iterations, template calls and writes, engine\.MaxRenderSteps\)`
+	for _, src := range []string{
+		// nested ranges over lists each within MaxListLength: 10¹² iterations
+		`{{ range until 10000 }}{{ range until 10000 }}{{ range until 10000 }}{{ end }}{{ end }}{{ end }}`,
+		// the same through one variable
+		`{{ $l := until 10000 }}{{ range $l }}{{ range $l }}{{ end }}{{ end }}`,
+		// range over a number, which no function builds
+		`{{ range 1000000000000 }}{{ end }}`,
+		// a loop that writes (under MaxRenderedBytes: one byte per 20 iterations)
+		`{{ range $i := until 10000 }}{{ range until 20 }}{{ end }}{{ if eq (mod $i 20) 0 }}x{{ end }}{{ end }}`,
+		// recursion that branches: 2⁴⁰ template calls, within text/template's depth limit
+		`{{ define "r" }}{{ if lt . 40 }}{{ template "r" (add1 .) }}{{ template "r" (add1 .) }}{{ end }}{{ end }}{{ template "r" 0 }}`,
+	} {
+		_, err := render(c, src, p)
+		c.Check(err, ErrorMatches, budget, Commentf(src))
+		c.Check(errors.Is(err, engine.ErrRenderBudget), Equals, true, Commentf(src))
+	}
+
+	// The boundary: one step for the template, one per iteration.
+	_, err := render(c, fmt.Sprintf("{{ range %d }}{{ end }}", engine.MaxRenderSteps-1), p)
+	c.Check(err, IsNil)
+	_, err = render(c, fmt.Sprintf("{{ range %d }}{{ end }}", engine.MaxRenderSteps), p)
+	c.Check(err, ErrorMatches, budget)
+
+	// The budget is per RenderArgs call, not per arg: two args within it
+	// each are over it together.
+	loop := fmt.Sprintf("{{ range %d }}{{ end }}", engine.MaxRenderSteps/2)
+	_, err = engine.RenderArgs(args(c, map[string]any{"a": loop}), p)
+	c.Check(err, IsNil)
+	_, err = engine.RenderArgs(args(c, map[string]any{"a": loop, "b": loop}), p)
+	c.Check(err, ErrorMatches, `args\.b: render budget exceeded: more than 100000 steps .*`)
+}
+
+// Steps that are each slow stop at RenderTimeout (shortened here to 20ms):
+// 10,000 hashes of a 960 KB string take seconds, far fewer steps than
+// MaxRenderSteps.
+func (s *RenderSuite) TestTimeBudget(c *C) {
+	c.Check(engine.RenderTimeout, Equals, time.Second)
+	defer engine.SetRenderTimeout(20 * time.Millisecond)()
+	src := `{{ $s := repeat 60000 "x" }}{{ $big := cat $s $s $s $s $s $s $s $s $s $s $s $s $s $s $s $s }}` +
+		`{{ range until 10000 }}{{ $h := sha256sum $big }}{{ end }}`
+	_, err := render(c, src, params(c))
+	c.Check(err, ErrorMatches, `args\.v: render budget exceeded: rendering took longer than 20ms \(engine\.RenderTimeout\)`)
+	c.Check(errors.Is(err, engine.ErrRenderBudget), Equals, true)
+}
+
+// The caller's context stops rendering too, with its own error: a cancelled
+// reconcile is not the template's fault.
+func (s *RenderSuite) TestRenderStopsWithItsContext(c *C) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := engine.RenderArgsContext(ctx, args(c, map[string]any{"v": "{{ range until 10 }}{{ end }}"}), params(c))
+	c.Check(err, ErrorMatches, `args\.v: rendering stopped: context canceled`)
+	c.Check(errors.Is(err, context.Canceled), Equals, true)
+	c.Check(errors.Is(err, engine.ErrRenderBudget), Equals, false)
+	// Plain strings are not templates: nothing to stop.
+	out, err := engine.RenderArgsContext(ctx, args(c, map[string]any{"v": "plain"}), params(c))
+	c.Check(err, IsNil)
+	c.Check(out["v"], Equals, "plain")
 }
