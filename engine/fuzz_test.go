@@ -19,7 +19,9 @@ import (
 func FuzzRenderArgs(f *testing.F) {
 	for _, s := range []string{"{{ .Name }}", "{{ .Phases.a.Output.x }}", "{{ env \"HOME\" }}", "{{", "{{ range .Object }}{{ . }}{{ end }}", "plain", "{{ .Object.spec }}",
 		"{{ repeat 1000000000 .Name }}", "{{ range until 100000 }}{{ . }}{{ end }}", "{{ seq 0 -1 -100000000 }}", "{{ repeat -5 \"x\" }}",
-		"{{ date \"2006\" .Time }}", "{{ range 1000000000 }}{{ end }}"} {
+		"{{ date \"2006\" .Time }}", "{{ range 1000000000 }}{{ end }}",
+		"{{ $s := .Name }}{{ range until 64 }}{{ $s = cat $s $s }}{{ end }}", "{{ $d := dict }}{{ $_ := set $d \"a\" $d }}{{ $d }}",
+		"{{ printf \"%999999d\" 1 }}"} {
 		f.Add(s, "nab-{{ .OADPNamespace }}")
 	}
 	f.Fuzz(func(t *testing.T, src, name string) {

@@ -22,15 +22,22 @@ import (
 // Limits on what rendering may cost, so that no blueprint — and no tenant
 // value a blueprint feeds to a function — can exhaust the controller's
 // memory or hold a reconcile worker: a rendered arg is at most
-// MaxRenderedBytes; the functions that build strings or lists from a count
-// are bounded before they allocate; and the templates of one RenderArgs
-// call together take at most MaxRenderSteps steps and RenderTimeout.
+// MaxRenderedBytes; no value a function returns is larger than
+// MaxValueSize; the functions that build strings or lists from a count are
+// bounded before they allocate; and the templates of one RenderArgs call
+// together take at most MaxRenderSteps steps and RenderTimeout.
 const (
 	// MaxRenderedBytes bounds one rendered template (bytes).
 	MaxRenderedBytes = 64 << 10
-	// MaxListLength bounds the lists seq, until and untilStep build
-	// (elements).
+	// MaxListLength bounds the lists seq, until, untilStep, split, splitn
+	// and splitList build (elements).
 	MaxListLength = 10000
+	// MaxValueSize bounds what one template function returns: the bytes of
+	// its strings plus one per element, entry and level of nesting (about
+	// its size as indented JSON). 1 MiB: about the largest Kubernetes
+	// object, so that any value read from .Object can pass through a
+	// function, while a loop that doubles a value stops after a few rounds.
+	MaxValueSize = 1 << 20
 	// MaxRenderSteps bounds the steps of one RenderArgs call (one phase's
 	// args): every range iteration, every template call ({{ template }},
 	// {{ block }}) and every write of output. Ten times what a range over a
@@ -39,9 +46,9 @@ const (
 	// controller.
 	MaxRenderSteps = 100_000
 	// RenderTimeout bounds the time of one RenderArgs call, checked at every
-	// step: the backstop for steps that are each slow (functions over large
-	// values). MaxRenderSteps cheap steps take about 10ms, so a template
-	// within the step budget stays far from it even on a loaded,
+	// step: the backstop for steps that are each slow (functions over values
+	// near MaxValueSize). MaxRenderSteps cheap steps take about 10ms, so a
+	// template within the step budget stays far from it even on a loaded,
 	// CPU-throttled controller, where a 100ms budget could fail a phase that
 	// renders in microseconds.
 	RenderTimeout = time.Second
@@ -277,8 +284,8 @@ func RenderArgs(args map[string]apiextensionsv1.JSON, p Params) (map[string]any,
 // RenderArgsContext renders every string in args as a template over p and
 // returns the rendered args as plain JSON values. Non-string values pass
 // through. It returns an error naming the arg when a template fails to
-// parse or to execute (an unknown function, a missing key, an output past
-// MaxRenderedBytes); when the templates
+// parse or to execute (an unknown function, a missing key, a value past
+// MaxValueSize, an output past MaxRenderedBytes); when the templates
 // together go past MaxRenderSteps steps or RenderTimeout, an error wrapping
 // ErrRenderBudget (the same blueprint would fail again: terminal); and when
 // ctx is done, an error wrapping ctx.Err() (not the template's fault).

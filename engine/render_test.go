@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 	"time"
 
 	. "gopkg.in/check.v1"
@@ -279,4 +280,67 @@ func (s *RenderSuite) TestRenderStopsWithItsContext(c *C) {
 	out, err := engine.RenderArgsContext(ctx, args(c, map[string]any{"v": "plain"}), params(c))
 	c.Check(err, IsNil)
 	c.Check(out["v"], Equals, "plain")
+}
+
+// No function returns a value larger than MaxValueSize, and the functions
+// whose result a count or a pattern multiplies refuse before allocating: a
+// loop cannot double a string or a list, nest a list in itself, or make a
+// dict contain itself until the controller runs out of memory or stack.
+func (s *RenderSuite) TestValuesAreBounded(c *C) {
+	p := params(c)
+	const big = `{{ $s := repeat 60000 "x" }}`
+	larger := `the result is larger than a template value may be \(1048576 bytes\)`
+	wouldBe := `the result would be larger than a template value may be \(1048576 bytes\)`
+	addUp := `the arguments add up to more than a template value may be \(1048576 bytes\)`
+	for src, want := range map[string]string{
+		`{{ $s := "xxxxxxxx" }}{{ range until 64 }}{{ $s = cat $s $s }}{{ end }}`:                `error calling cat: ` + addUp,
+		`{{ $s := "xxxxxxxx" }}{{ range until 64 }}{{ $s = print $s $s }}{{ end }}`:              `error calling print: ` + addUp,
+		`{{ $s := "xxxxxxxx" }}{{ range until 64 }}{{ $s = printf "%s%s" $s $s }}{{ end }}`:      `error calling printf: ` + addUp,
+		`{{ $s := "\\\\" }}{{ range until 64 }}{{ $s = js $s }}{{ end }}`:                        `error calling js: ` + larger,
+		`{{ $l := list 1 }}{{ range until 64 }}{{ $l = list $l $l }}{{ end }}`:                   `error calling list: ` + larger,
+		`{{ $l := list 1 }}{{ range until 64 }}{{ $l = concat $l $l }}{{ end }}`:                 `error calling concat: ` + addUp,
+		`{{ $d := dict }}{{ $_ := set $d "self" $d }}`:                                           `error calling set: ` + larger,
+		`{{ $d := dict "a" 1 }}{{ range until 64 }}{{ $d = dict "l" $d "r" $d }}{{ end }}`:       `error calling dict: ` + larger,
+		`{{ $l := list }}{{ range until 2000 }}{{ $l = list $l }}{{ end }}{{ toPrettyJson $l }}`: `error calling list: ` + larger,
+		big + `{{ replace "" $s $s }}`:                                                           `error calling replace: ` + wouldBe,
+		big + `{{ regexReplaceAll "" $s $s }}`:                                                   `error calling regexReplaceAll: ` + wouldBe,
+		big + `{{ regexReplaceAll "x+" $s (repeat 20 "$0") }}`:                                   `error calling regexReplaceAll: ` + wouldBe,
+		big + `{{ regexReplaceAllLiteral "" $s $s }}`:                                            `error calling regexReplaceAllLiteral: ` + wouldBe,
+		big + `{{ join $s (until 100) }}`:                                                        `error calling join: ` + wouldBe,
+		big + `{{ wrapWith 1 $s "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" }}`:    `error calling wrapWith: ` + wouldBe,
+		`{{ indent 1000000000 "a" }}`:                                                            `error calling indent: ` + wouldBe,
+		big + `{{ nindent 100 (replace "x" "\n" $s) }}`:                                          `error calling nindent: ` + wouldBe,
+		`{{ printf (repeat 2000 "%999d") }}`:                                                     `error calling printf: ` + wouldBe,
+		`{{ printf "%*d%*d" 999999 1 999999 2 }}`:                                                `error calling printf: ` + wouldBe,
+		big + `{{ split "" $s }}`:                                                                `error calling split: 60000 pieces is more than a template may build \(10000\)`,
+		big + `{{ splitn "" 20000 $s }}`:                                                         `error calling splitn: 20000 pieces is more than a template may build \(10000\)`,
+		big + `{{ splitList "x" $s }}`:                                                           `error calling splitList: 60001 pieces is more than a template may build \(10000\)`,
+		`{{ $d := dict }}{{ range $i := until 1000 }}{{ $_ := set $d (print $i) $i }}{{ end }}{{ keys` + strings.Repeat(" $d", 150) + ` }}`: `error calling keys: ` + addUp,
+	} {
+		_, err := render(c, src, p)
+		c.Check(err, ErrorMatches, `args\.v: template: arg:1:\d+: executing "arg" at <.*>: `+want, Commentf(src))
+	}
+	// Within the bounds, the functions work as sprig's and text/template's do.
+	for src, want := range map[string]string{
+		`{{ replace "-" "__" "a-b-c" }}`:                                                            "a__b__c",
+		`{{ regexReplaceAll "(a)(x*)" "-ab-axxb-" "${2}${1}" }}`:                                    "-ab-xxab-",
+		`{{ regexReplaceAllLiteral "a+" "baaab" "$1" }}`:                                            "b$1b",
+		`{{ join ", " (list 1 "b" 3) }}`:                                                            "1, b, 3",
+		`{{ wrapWith 5 "|" "aaa bbb ccc" }}`:                                                        "aaa|bbb|ccc",
+		`{{ indent 2 "a\nb" }}`:                                                                     "  a\n  b",
+		`{{ nindent 2 "a" }}`:                                                                       "\n  a",
+		`{{ printf "%05d|%-4s|%.2f|%v" 42 "ab" 3.14159 (list 1 2) }}`:                               "00042|ab  |3.14|[1 2]",
+		`{{ print "a" 1 }}{{ println "b" }}`:                                                        "a1b\n",
+		`{{ html "<a&b>" }} {{ js "it's" }} {{ urlquery "a b" }}`:                                   `&lt;a&amp;b&gt; it\'s a+b`,
+		`{{ split "," "a,b" }}`:                                                                     "map[_0:a _1:b]",
+		`{{ splitn "," 2 "a,b,c" }}`:                                                                "map[_0:a _1:b,c]",
+		`{{ splitList "," "a,b" }}`:                                                                 "[a b]",
+		`{{ cat "a" "b" }} {{ concat (list 1) (list 2) }}`:                                          "a b [1 2]",
+		`{{ len (until 10000) }} {{ len (toJson (until 10000)) }}`:                                  "10000 48891",
+		`{{ $l := list 1 }}{{ range until 10 }}{{ $l = list $l $l }}{{ end }}{{ len (toJson $l) }}`: "6141",
+	} {
+		got, err := render(c, src, p)
+		c.Check(err, IsNil, Commentf(src))
+		c.Check(got, Equals, want, Commentf(src))
+	}
 }
