@@ -249,20 +249,37 @@ func (s *ControllerSuite) TestCELRefusesAtApply(c *C) {
 	}
 }
 
+// deleteBackup, once true, cannot be set back to false (a CEL rule on the
+// CRD). The test holds the NAB with a finalizer of its own so that it still
+// exists when the patch comes, whatever the controller has done by then:
+// the patch must be refused for the rule, never pass as NotFound.
 func (s *ControllerSuite) TestDeleteBackupCannotBeUnset(c *C) {
 	ctx := context.Background()
+	const hold = "test.nacflow.io/hold"
 	ns := createNamespace(c, "tenant")
 	nab := newNAB(ns, "once", velerov1.BackupSpec{})
 	nab.Spec.DeleteBackup = true
+	nab.Finalizers = []string{hold}
 	// Created with deleteBackup already true: nothing to delete, the NAB goes.
 	c.Assert(testClient.Create(ctx, nab), IsNil)
 	before := nab.DeepCopy()
 	nab.Spec.DeleteBackup = false
 	err := testClient.Patch(ctx, nab, client.MergeFrom(before))
-	if err == nil {
-		c.Fatalf("setting deleteBackup back to false was accepted")
-	}
-	c.Check(apierrors.IsNotFound(err) || strings.Contains(err.Error(), "deleteBackup can not be set back to false once true"), Equals, true, Commentf("%v", err))
+	c.Assert(err, NotNil, Commentf("setting deleteBackup back to false was accepted"))
+	c.Check(apierrors.IsInvalid(err), Equals, true, Commentf("%v", err))
+	c.Check(err, ErrorMatches, `NonAdminBackup.oadp.openshift.io "once" is invalid: spec: Invalid value: "object": deleteBackup can not be set back to false once true`)
+	c.Check(getNAB(c, nab).Spec.DeleteBackup, Equals, true)
+
+	// The controller deletes it; once the test lets go, it is gone.
+	eventually(c, 10*time.Second, func() (bool, string) {
+		got := getNAB(c, nab)
+		return got.DeletionTimestamp != nil && !slices.Contains(got.Finalizers, v1alpha1.NonAdminBackupFinalizer),
+			fmt.Sprintf("deletionTimestamp %v, finalizers %v", got.DeletionTimestamp, got.Finalizers)
+	})
+	got := getNAB(c, nab)
+	held := got.DeepCopy()
+	got.Finalizers = slices.DeleteFunc(got.Finalizers, func(f string) bool { return f == hold })
+	c.Assert(testClient.Patch(ctx, got, client.MergeFromWithOptions(held, client.MergeFromWithOptimisticLock{})), IsNil)
 	eventually(c, 10*time.Second, func() (bool, string) {
 		err := testClient.Get(ctx, client.ObjectKeyFromObject(nab), &v1alpha1.NonAdminBackup{})
 		return apierrors.IsNotFound(err), fmt.Sprintf("%v", err)
