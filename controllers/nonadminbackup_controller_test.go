@@ -452,15 +452,26 @@ func (s *ControllerSuite) TestQueuePositionsAndCoalescedRefresh(c *C) {
 		got := []int{queuePos(c, nabs[0]), queuePos(c, nabs[1]), queuePos(c, nabs[2]), queuePos(c, nabs[3])}
 		return fmt.Sprint(got) == "[0 0 0 1]", fmt.Sprint(got)
 	})
-	// Let a further refresh window pass: nothing more may be written.
-	time.Sleep(2 * time.Second)
+	// The last NAB's own completion is the sentinel: the watch delivers its
+	// writes in order, so every write the three completions caused — a
+	// late refresh included — comes before the one that mirrors it, however
+	// slow the controller. No sleep, no window to guess.
+	completeBackup(c, s.oadp, nabs[3].Status.VeleroBackup.Name, velerov1.BackupPhaseCompleted)
 	writes := 0
-	for done := false; !done; {
+	timeout := time.After(30 * time.Second)
+	for sentinel := false; !sentinel; {
 		select {
-		case <-w.ResultChan():
-			writes++
-		default:
-			done = true
+		case ev, open := <-w.ResultChan():
+			c.Assert(open, Equals, true, Commentf("the watch closed after %d writes", writes))
+			got, ok := ev.Object.(*v1alpha1.NonAdminBackup)
+			c.Assert(ok, Equals, true, Commentf("%s %v", ev.Type, ev.Object))
+			if vb := got.Status.VeleroBackup; vb != nil && vb.Status != nil && v1alpha1.BackupFinished(vb.Status.Phase) {
+				sentinel = true
+			} else {
+				writes++
+			}
+		case <-timeout:
+			c.Fatalf("no write mirrored the last Backup's completion within 30s (%d writes before)", writes)
 		}
 	}
 	c.Check(writes, Equals, 1, Commentf("three completions in one window cost one status write to the waiting NAB"))
