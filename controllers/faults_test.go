@@ -164,7 +164,9 @@ func (s *FaultSuite) TestTransientErrors(c *C) {
 	r := newFaultRun(c)
 	defer r.stop()
 	var mu sync.Mutex
-	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 3))
+	seed := uint64(time.Now().UnixNano())
+	c.Logf("seed %d", seed) // which writes fail; the interleaving is the scheduler's
+	rng := rand.New(rand.NewPCG(seed, 3))
 	errs := transientErrors()
 	var injected atomic.Int64
 	wrap := faultyWrites(func(string, client.Object) error {
