@@ -189,18 +189,27 @@ func (s *FaultSuite) TestTransientErrors(c *C) {
 	c.Check(n < float64(15*len(ops)), Equals, true, Commentf("%.0f reconciles for %d operations", n, len(ops)))
 }
 
-// Creating Velero Backups fails for 4 s: the NAB's reconciles back off
-// exponentially (250ms, 500ms, 1s, 2s: a handful, not a hot loop), and once
-// the API server answers again the operation completes.
+// Creating Velero Backups fails until the test lets it succeed: the NAB's
+// reconciles back off exponentially (250ms, 500ms, 1s: not a hot loop), and
+// once the API server answers again the operation completes.
+//
+// No rate over a wall-clock window: each attempt is timed, and each gap
+// must be at least the backoff delay that precedes it (the workqueue
+// schedules the next attempt that long after the failed reconcile ended). A
+// hot loop, an immediate requeue or a constant delay comes sooner; a slow
+// machine only later, so this cannot fail for being slow.
 func (s *FaultSuite) TestPersistentErrorBacksOff(c *C) {
 	r := newFaultRun(c)
 	defer r.stop()
 	var failing atomic.Bool
 	failing.Store(true)
-	var attempts atomic.Int64
+	var mu sync.Mutex
+	var attempts []time.Time
 	wrap := faultyWrites(func(verb string, obj client.Object) error {
 		if _, ok := obj.(*velerov1.Backup); ok && verb == "create" && failing.Load() {
-			attempts.Add(1)
+			mu.Lock()
+			attempts = append(attempts, time.Now())
+			mu.Unlock()
 			return apierrors.NewServiceUnavailable("etcd is down")
 		}
 		return nil
@@ -208,14 +217,27 @@ func (s *FaultSuite) TestPersistentErrorBacksOff(c *C) {
 	stop := startController(c, controllerOptions{oadp: r.oadp, selector: r.sel, wrap: wrap, restart: true})
 	defer stop()
 	ops := r.ops(c, 1)
-	time.Sleep(4 * time.Second)
-	n := attempts.Load()
-	c.Logf("%d attempts to create the Velero Backup in 4 s", n)
-	c.Check(n >= 3 && n <= 7, Equals, true, Commentf("%d attempts in 4 s", n))
+	min := controllers.DefaultMinRetryDelay // 250ms: startController sets none
+	backoff := []time.Duration{min, 2 * min, 4 * min}
+	eventually(c, 30*time.Second, func() (bool, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(attempts) > len(backoff), fmt.Sprintf("%d attempts to create the Velero Backup", len(attempts))
+	})
+	failing.Store(false)
+	mu.Lock()
+	var gaps []time.Duration
+	for i := 1; i < len(attempts); i++ {
+		gaps = append(gaps, attempts[i].Sub(attempts[i-1]))
+	}
+	mu.Unlock()
+	c.Logf("%d attempts, %v apart", len(gaps)+1, gaps)
+	for i, d := range backoff {
+		c.Check(gaps[i] >= d, Equals, true, Commentf("attempt %d came %s after attempt %d: sooner than the %s backoff", i+2, gaps[i], i+1, d))
+	}
 	got := getNAB(c, ops[0].(*v1alpha1.NonAdminBackup))
 	c.Check(got.Status.Plan.Phase("createBackup").Message, Matches, "the API server could not answer, retrying: .*etcd is down.*")
-	failing.Store(false)
-	r.allComplete(c, ops, 15*time.Second)
+	r.allComplete(c, ops, 30*time.Second)
 
 	// The backoff itself: doubling from --min-retry-delay, capped at --max-retry-delay.
 	rl := controllers.NewRateLimiter(250*time.Millisecond, time.Minute)
