@@ -134,111 +134,140 @@ func (r *Runner) Run(ctx context.Context, req Request) (Outcome, error) {
 		r = &rr
 	}
 	obj := req.Object
-	plan := obj.GetPlan()
 	if NeedsNewPlan(obj, req.Plan.Action, req.Revision) {
-		var previous *nacv1alpha1.SupersededPlan
-		if plan != nil && !ended(plan) {
-			out, err := r.supersede(ctx, req, plan)
-			if err != nil || !out.Finished {
-				return out, err
-			}
-			previous = supersededRecord(plan)
-		}
-		compiled, err := Compile(req.Plan, r.Registry, r.now())
-		if err != nil {
-			return Outcome{}, Terminal(err)
-		}
-		plan = compiled
-		plan.Revision = req.Revision
-		plan.Superseded = previous
-		obj.SetPlan(plan)
-		r.event(obj, corev1.EventTypeNormal, EventStartedAction, "Started action %s of blueprint %s", plan.Action, plan.Blueprint)
-		if r.Observer != nil {
-			r.Observer.ActionStarted(obj, plan.Action)
+		if out, err := r.startPlan(ctx, req); err != nil || !out.Finished {
+			return out, err
 		}
 	}
+	plan := obj.GetPlan()
 	if ended(plan) {
 		return Outcome{Finished: true}, nil
 	}
 	if err := consistent(plan); err != nil {
 		// A damaged record cannot be resumed safely: the plan fails, once,
 		// saying why (not a blueprint problem, and nothing to retry).
-		end := metav1.NewTime(r.now())
-		plan.State, plan.Message, plan.CompletionTime = nacv1alpha1.PlanFailed, bounded(err.Error()), &end
-		r.event(obj, corev1.EventTypeWarning, EventActionFailed, "Action %s failed: %v", plan.Action, err)
-		if r.Observer != nil {
-			r.Observer.ActionEnded(obj, plan.Action, true, since(plan.StartTime, end))
-		}
+		plan.Message = bounded(err.Error())
+		r.endPlan(obj, plan, nacv1alpha1.PlanFailed, fmt.Sprintf("Action %s failed: %v", plan.Action, err))
 		return Outcome{Finished: true}, nil
 	}
 	plan.State = nacv1alpha1.PlanRunning
 	op := &Operation{Object: obj, OADPNamespace: req.OADPNamespace, UUID: req.UUID, NamespaceLabels: req.NamespaceLabels}
-
-	// deadlineLeft is the time left before the plan's deadline (<0: none set).
-	deadlineLeft := time.Duration(-1)
-	if d := plan.Spec.Deadline; d != nil && plan.StartTime != nil {
-		if deadlineLeft = d.Duration - r.now().Sub(plan.StartTime.Time); deadlineLeft <= 0 {
-			deadlineLeft = 0
-		}
+	failed, out, err := r.runPhases(ctx, op, plan)
+	if err != nil || out.RequeueAfter > 0 {
+		return out, err
 	}
+	if out, err := r.runDeferPhase(ctx, op, plan); err != nil || out.RequeueAfter > 0 {
+		return out, err
+	}
+	if failed || (plan.DeferPhase != nil && plan.DeferPhase.State == nacv1alpha1.PhaseFailed) {
+		r.endPlan(obj, plan, nacv1alpha1.PlanFailed, fmt.Sprintf("Action %s failed", plan.Action))
+	} else {
+		r.endPlan(obj, plan, nacv1alpha1.PlanComplete, fmt.Sprintf("Ended action %s", plan.Action))
+	}
+	return Outcome{Finished: true}, nil
+}
 
-	failed := false
+// startPlan ends a plan still running for another action or revision
+// (supersede; Finished is false while its deferPhase waits), then compiles
+// and records req's plan with a StartedAction event. A blueprint that does
+// not compile is a terminal error: nothing starts.
+func (r *Runner) startPlan(ctx context.Context, req Request) (Outcome, error) {
+	obj := req.Object
+	var previous *nacv1alpha1.SupersededPlan
+	if old := obj.GetPlan(); old != nil && !ended(old) {
+		if out, err := r.supersede(ctx, req, old); err != nil || !out.Finished {
+			return out, err
+		}
+		previous = supersededRecord(old)
+	}
+	plan, err := Compile(req.Plan, r.Registry, r.now())
+	if err != nil {
+		return Outcome{}, Terminal(err)
+	}
+	plan.Revision, plan.Superseded = req.Revision, previous
+	obj.SetPlan(plan)
+	r.event(obj, corev1.EventTypeNormal, EventStartedAction, "Started action %s of blueprint %s", plan.Action, plan.Blueprint)
+	if r.Observer != nil {
+		r.Observer.ActionStarted(obj, plan.Action)
+	}
+	return Outcome{Finished: true}, nil
+}
+
+// runPhases runs the plan's main phases from where the record stands, in
+// order, until one waits or returns a retryable error (out, err), or all
+// have ended; failed says whether one failed (the rest are then skipped). A
+// phase reached after the plan's deadline fails without running.
+func (r *Runner) runPhases(ctx context.Context, op *Operation, plan *nacv1alpha1.PlanStatus) (failed bool, out Outcome, err error) {
+	left := r.deadlineLeft(plan)
 	for i := range plan.Phases {
 		ps := &plan.Phases[i]
-		if failed {
+		switch {
+		case failed:
 			if ps.State == nacv1alpha1.PhasePending {
 				ps.State = nacv1alpha1.PhaseSkipped
 				ps.Message = "skipped: an earlier phase failed"
 			}
 			continue
-		}
-		switch ps.State {
-		case nacv1alpha1.PhaseComplete, nacv1alpha1.PhaseSkipped:
+		case ps.State == nacv1alpha1.PhaseComplete, ps.State == nacv1alpha1.PhaseSkipped:
 			continue
-		case nacv1alpha1.PhaseFailed:
+		case ps.State == nacv1alpha1.PhaseFailed:
 			failed = true
 			continue
-		}
-		if deadlineLeft == 0 {
+		case left == 0:
 			if ps.StartTime == nil {
 				start := metav1.NewTime(r.now())
 				ps.StartTime = &start
 			}
-			r.fail(obj, ps, fmt.Sprintf("plan deadline of %s exceeded", plan.Spec.Deadline.Duration))
+			r.fail(op.Object, ps, fmt.Sprintf("plan deadline of %s exceeded", plan.Spec.Deadline.Duration))
 			plan.Current = ps.Name + ": " + string(ps.State)
 			failed = true
 			continue
 		}
 		out, err := r.step(ctx, op, plan, ps, plan.Spec.Phases[i], false)
 		if err != nil || out.RequeueAfter > 0 {
-			if deadlineLeft > 0 && out.RequeueAfter > deadlineLeft {
-				out.RequeueAfter = deadlineLeft
+			if left > 0 && out.RequeueAfter > left {
+				out.RequeueAfter = left
 			}
-			return out, err
+			return false, out, err
 		}
 		failed = ps.State == nacv1alpha1.PhaseFailed
 	}
+	return failed, Outcome{}, nil
+}
 
-	if d := plan.DeferPhase; d != nil && d.State != nacv1alpha1.PhaseComplete && d.State != nacv1alpha1.PhaseFailed {
-		out, err := r.step(ctx, op, plan, d, *plan.Spec.DeferPhase, true)
-		if err != nil || out.RequeueAfter > 0 {
-			return out, err
-		}
+// deadlineLeft returns the time left before the plan's deadline: 0 once it
+// passed, -1 when none is set.
+func (r *Runner) deadlineLeft(plan *nacv1alpha1.PlanStatus) time.Duration {
+	d := plan.Spec.Deadline
+	if d == nil || plan.StartTime == nil {
+		return -1
 	}
+	return max(d.Duration-r.now().Sub(plan.StartTime.Time), 0)
+}
 
+// runDeferPhase runs the plan's deferPhase, if it has one that has not ended.
+func (r *Runner) runDeferPhase(ctx context.Context, op *Operation, plan *nacv1alpha1.PlanStatus) (Outcome, error) {
+	d := plan.DeferPhase
+	if d == nil || d.State == nacv1alpha1.PhaseComplete || d.State == nacv1alpha1.PhaseFailed {
+		return Outcome{}, nil
+	}
+	return r.step(ctx, op, plan, d, *plan.Spec.DeferPhase, true)
+}
+
+// endPlan records that plan ended in state (now), with an EndedAction event
+// — ActionFailed (Warning) for a failed plan — saying msg, and tells the
+// Observer (a plan that did not complete counts as failed).
+func (r *Runner) endPlan(obj Object, plan *nacv1alpha1.PlanStatus, state nacv1alpha1.PlanState, msg string) {
 	end := metav1.NewTime(r.now())
-	plan.CompletionTime = &end
-	if failed || (plan.DeferPhase != nil && plan.DeferPhase.State == nacv1alpha1.PhaseFailed) {
-		plan.State = nacv1alpha1.PlanFailed
-		r.event(obj, corev1.EventTypeWarning, EventActionFailed, "Action %s failed", plan.Action)
+	plan.State, plan.CompletionTime = state, &end
+	if state == nacv1alpha1.PlanFailed {
+		r.event(obj, corev1.EventTypeWarning, EventActionFailed, "%s", msg)
 	} else {
-		plan.State = nacv1alpha1.PlanComplete
-		r.event(obj, corev1.EventTypeNormal, EventEndedAction, "Ended action %s", plan.Action)
+		r.event(obj, corev1.EventTypeNormal, EventEndedAction, "%s", msg)
 	}
 	if r.Observer != nil {
-		r.Observer.ActionEnded(obj, plan.Action, plan.State == nacv1alpha1.PlanFailed, since(plan.StartTime, end))
+		r.Observer.ActionEnded(obj, plan.Action, state != nacv1alpha1.PlanComplete, since(plan.StartTime, end))
 	}
-	return Outcome{Finished: true}, nil
 }
 
 // ended reports whether plan has ended, its deferPhase included: complete,
@@ -277,19 +306,13 @@ func (r *Runner) supersede(ctx context.Context, req Request, plan *nacv1alpha1.P
 		}
 		log.FromContext(ctx).Info("plan superseded", "oldAction", plan.Action, "reason", why)
 	}
-	if d := plan.DeferPhase; d != nil && consistent(plan) == nil && d.State != nacv1alpha1.PhaseComplete && d.State != nacv1alpha1.PhaseFailed {
+	if consistent(plan) == nil {
 		op := &Operation{Object: obj, OADPNamespace: req.OADPNamespace, UUID: req.UUID, NamespaceLabels: req.NamespaceLabels}
-		out, err := r.step(ctx, op, plan, d, *plan.Spec.DeferPhase, true)
-		if err != nil || out.RequeueAfter > 0 {
+		if out, err := r.runDeferPhase(ctx, op, plan); err != nil || out.RequeueAfter > 0 {
 			return out, err
 		}
 	}
-	end := metav1.NewTime(r.now())
-	plan.CompletionTime = &end
-	r.event(obj, corev1.EventTypeNormal, EventEndedAction, "Ended action %s: %s", plan.Action, plan.Message)
-	if r.Observer != nil {
-		r.Observer.ActionEnded(obj, plan.Action, true, since(plan.StartTime, end))
-	}
+	r.endPlan(obj, plan, nacv1alpha1.PlanSuperseded, fmt.Sprintf("Ended action %s: %s", plan.Action, plan.Message))
 	return Outcome{Finished: true}, nil
 }
 
