@@ -368,59 +368,10 @@ func (r *Runner) step(ctx context.Context, op *Operation, plan *nacv1alpha1.Plan
 	op.Phase = ps.Name
 	res, err := r.call(ctx, op, plan, spec)
 	switch {
-	case err != nil && IsTerminal(err):
-		ps.Attempts++
-		log.FromContext(ctx).Info("phase failed", "phase", ps.Name, "func", ps.Func, "reason", err.Error())
-		r.fail(obj, ps, err.Error())
-		return Outcome{}, nil
-	case err != nil && IsTransient(err):
-		// The API server could not answer: not the phase's failure. Retried
-		// with the controller's capped backoff, attempts untouched, no event
-		// (an outage would flood them, and they could not be written anyway).
-		ps.Message = bounded(fmt.Sprintf("the API server could not answer, retrying: %v", err))
-		return Outcome{}, fmt.Errorf("phase %s: %w", ps.Name, err)
 	case err != nil:
-		ps.Attempts++
-		retries := int32(DefaultRetries)
-		if spec.Retries != nil {
-			retries = *spec.Retries
-		}
-		if ps.Attempts > retries {
-			r.fail(obj, ps, fmt.Sprintf("failed after %d attempts: %v", ps.Attempts, err))
-			return Outcome{}, nil
-		}
-		ps.Message = bounded(fmt.Sprintf("attempt %d failed, retrying: %v", ps.Attempts, err))
-		r.event(obj, corev1.EventTypeWarning, EventPhaseRetrying, "Phase %s attempt %d failed: %v", ps.Name, ps.Attempts, err)
-		return Outcome{}, fmt.Errorf("phase %s: %w", ps.Name, err)
+		return r.onError(ctx, obj, ps, spec, err)
 	case res.Wait:
-		timeout := r.WaitTimeout
-		if timeout <= 0 {
-			timeout = DefaultWaitTimeout
-		}
-		if spec.Timeout != nil {
-			timeout = spec.Timeout.Duration
-		}
-		waited := now.Sub(ps.StartTime.Time)
-		if waited >= timeout {
-			msg := fmt.Sprintf("timed out after %s: %s", timeout, res.Message)
-			if spec.OnTimeout == nacv1alpha1.OnTimeoutContinue {
-				r.event(obj, corev1.EventTypeWarning, EventPhaseTimedOut, "Phase %s %s; continuing (onTimeout: continue)", ps.Name, msg)
-				r.complete(obj, ps, msg+"; continued (onTimeout: continue)", nil, isDefer)
-				return Outcome{}, nil
-			}
-			r.fail(obj, ps, msg)
-			return Outcome{}, nil
-		}
-		if ps.State != nacv1alpha1.PhaseWaiting {
-			r.event(obj, corev1.EventTypeNormal, EventPhaseWaiting, "Phase %s is waiting: %s", ps.Name, res.Message)
-		}
-		ps.State = nacv1alpha1.PhaseWaiting
-		ps.Message = bounded(res.Message)
-		after := res.RecheckAfter
-		if after <= 0 || after > timeout-waited {
-			after = timeout - waited
-		}
-		return Outcome{RequeueAfter: after}, nil
+		return r.onWait(obj, ps, spec, res, now, isDefer)
 	default:
 		ps.Attempts++
 		if err := checkOutput(res.Output); err != nil {
@@ -430,6 +381,72 @@ func (r *Runner) step(ctx context.Context, op *Operation, plan *nacv1alpha1.Plan
 		r.complete(obj, ps, res.Message, res.Output, isDefer)
 		return Outcome{}, nil
 	}
+}
+
+// onError records a phase's error: a terminal one fails the phase; a
+// transient one (the API server could not answer) is returned for the
+// controller's capped backoff without using up an attempt or making an
+// event (an outage would flood them, and they could not be written anyway);
+// any other uses an attempt and is returned while the phase's retries last,
+// then fails the phase.
+func (r *Runner) onError(ctx context.Context, obj Object, ps *nacv1alpha1.PhaseStatus, spec nacv1alpha1.BlueprintPhase, err error) (Outcome, error) {
+	switch {
+	case IsTerminal(err):
+		ps.Attempts++
+		log.FromContext(ctx).Info("phase failed", "phase", ps.Name, "func", ps.Func, "reason", err.Error())
+		r.fail(obj, ps, err.Error())
+		return Outcome{}, nil
+	case IsTransient(err):
+		ps.Message = bounded(fmt.Sprintf("the API server could not answer, retrying: %v", err))
+		return Outcome{}, fmt.Errorf("phase %s: %w", ps.Name, err)
+	}
+	ps.Attempts++
+	retries := int32(DefaultRetries)
+	if spec.Retries != nil {
+		retries = *spec.Retries
+	}
+	if ps.Attempts > retries {
+		r.fail(obj, ps, fmt.Sprintf("failed after %d attempts: %v", ps.Attempts, err))
+		return Outcome{}, nil
+	}
+	ps.Message = bounded(fmt.Sprintf("attempt %d failed, retrying: %v", ps.Attempts, err))
+	r.event(obj, corev1.EventTypeWarning, EventPhaseRetrying, "Phase %s attempt %d failed: %v", ps.Name, ps.Attempts, err)
+	return Outcome{}, fmt.Errorf("phase %s: %w", ps.Name, err)
+}
+
+// onWait records a waiting phase (one PhaseWaiting event per wait) and
+// returns when to look again, at most when its timeout (spec.timeout, else
+// the Runner's WaitTimeout, else DefaultWaitTimeout) runs out; once it has,
+// the phase fails, or completes with onTimeout: continue.
+func (r *Runner) onWait(obj Object, ps *nacv1alpha1.PhaseStatus, spec nacv1alpha1.BlueprintPhase, res Result, now time.Time, isDefer bool) (Outcome, error) {
+	timeout := r.WaitTimeout
+	if timeout <= 0 {
+		timeout = DefaultWaitTimeout
+	}
+	if spec.Timeout != nil {
+		timeout = spec.Timeout.Duration
+	}
+	waited := now.Sub(ps.StartTime.Time)
+	if waited >= timeout {
+		msg := fmt.Sprintf("timed out after %s: %s", timeout, res.Message)
+		if spec.OnTimeout == nacv1alpha1.OnTimeoutContinue {
+			r.event(obj, corev1.EventTypeWarning, EventPhaseTimedOut, "Phase %s %s; continuing (onTimeout: continue)", ps.Name, msg)
+			r.complete(obj, ps, msg+"; continued (onTimeout: continue)", nil, isDefer)
+			return Outcome{}, nil
+		}
+		r.fail(obj, ps, msg)
+		return Outcome{}, nil
+	}
+	if ps.State != nacv1alpha1.PhaseWaiting {
+		r.event(obj, corev1.EventTypeNormal, EventPhaseWaiting, "Phase %s is waiting: %s", ps.Name, res.Message)
+	}
+	ps.State = nacv1alpha1.PhaseWaiting
+	ps.Message = bounded(res.Message)
+	after := res.RecheckAfter
+	if after <= 0 || after > timeout-waited {
+		after = timeout - waited
+	}
+	return Outcome{RequeueAfter: after}, nil
 }
 
 // call renders the phase's args, decodes them into the function's typed args
