@@ -170,7 +170,7 @@ func hugeSelectors(size int) []*metav1.LabelSelector {
 // it returns the condition's message.
 func refusedWithStatus(c *C, obj client.Object, about string) string {
 	var msg string
-	eventually(c, 10*time.Second, func() (bool, string) {
+	eventually(c, 20*time.Second, func() (bool, string) {
 		c.Assert(testClient.Get(context.Background(), client.ObjectKeyFromObject(obj), obj), IsNil)
 		var phase v1alpha1.NonAdminPhase
 		var conds []metav1.Condition

@@ -69,3 +69,27 @@ func (s *ControllerSuite) TestSyncLabelNeverPicksTheActionLater(c *C) {
 	c.Check(veleroBackupsOf(c, s.oadp, controllers.NACUUID(getNAB(c, own).UID)), HasLen, 1)
 	c.Check(getNAB(c, own).Status.VeleroBackup.NACUUID, Equals, controllers.NACUUID(getNAB(c, own).UID))
 }
+
+// TestSyncLabelHonouredOnlyOnSyncedNABs: a tenant who sets the sync label
+// itself — naming a backup of its own namespace, which passes the origin
+// check — is refused once the grace for backup sync's record has passed:
+// only backup sync records the backup in status, which tenants cannot
+// write (issue 16). Nothing is created, the backup keeps one owner.
+func (s *ControllerSuite) TestSyncLabelHonouredOnlyOnSyncedNABs(c *C) {
+	ctx := context.Background()
+	own, _ := s.backupOf(c, createNamespace(c, "tenant"), "original")
+	uuid := getNAB(c, own).Status.VeleroBackup.NACUUID
+	claim := newNAB(own.Namespace, "second-owner", velerov1.BackupSpec{})
+	claim.Labels = map[string]string{v1alpha1.NabSyncedFromNACUUIDLabel: uuid}
+	c.Assert(testClient.Create(ctx, claim), IsNil)
+	eventually(c, 5*time.Second, func() (bool, string) {
+		p := getNAB(c, claim).Status.Plan
+		return p != nil && p.Current == "adoptBackup: waiting", fmt.Sprintf("%+v", p)
+	})
+	msg := refusedWithStatus(c, claim, "a sync label set by the tenant")
+	c.Check(msg, Equals, "label openshift.io/oadp-nab-synced-from-nacuuid: honoured only on NonAdminBackups made by backup sync, "+
+		"which records the Velero Backup in status.veleroBackup.nacuuid; this one was not: remove the label to make a new backup")
+	c.Check(getNAB(c, claim).Status.VeleroBackup, IsNil)
+	c.Check(veleroBackupsOf(c, s.oadp, uuid), HasLen, 1)
+	c.Check(veleroBackupsOf(c, s.oadp, controllers.NACUUID(getNAB(c, claim).UID)), HasLen, 0)
+}

@@ -3,6 +3,7 @@ package phases
 import (
 	"context"
 	"fmt"
+	"time"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -26,11 +27,15 @@ type AdoptVeleroBackupArgs struct {
 // OADP namespace and must have been made for the NAB's own namespace (its
 // origin-namespace annotation): a NAB that claims another tenant's backup —
 // a forged sync label — is refused, and its NACUUID is never taken over, so
-// its deletion can never touch the other tenant's objects. A refusal is
-// recorded like every other (status.phase BackingOff, Accepted=False with
-// reason InvalidSyncLabel). On success it
-// records status.veleroBackup (nacuuid, name, namespace), status.phase
-// Created and Queued=True.
+// its deletion can never touch the other tenant's objects. The label is
+// honoured only on NABs backup sync made: backup sync records the backup in
+// status.veleroBackup.nacuuid right after creating the NAB (the status
+// subresource, which tenant roles cannot write); a NAB whose status does not
+// record args.nacuuid is waited for during SyncRecordGrace after its
+// creation, then refused. A refusal is recorded like every other
+// (status.phase BackingOff, Accepted=False with reason InvalidSyncLabel). On
+// success it records status.veleroBackup (nacuuid, name, namespace),
+// status.phase Created and Queued=True.
 //
 // Outputs: name. Errors: no such backup or another namespace's backup is
 // a terminal refusal; API errors are retryable.
@@ -41,6 +46,11 @@ func (*AdoptVeleroBackup) Name() string { return "AdoptVeleroBackup" }
 
 // NewArgs implements engine.Func.
 func (*AdoptVeleroBackup) NewArgs() any { return &AdoptVeleroBackupArgs{} }
+
+// SyncRecordGrace is how long AdoptVeleroBackup waits, after a NAB's
+// creation, for backup sync to record the backup it was made from in the
+// NAB's status, before it refuses the sync label as not set by backup sync.
+const SyncRecordGrace = 10 * time.Second
 
 // Run implements engine.Func.
 func (f *AdoptVeleroBackup) Run(ctx context.Context, op *engine.Operation, args any) (engine.Result, error) {
@@ -65,6 +75,16 @@ func (f *AdoptVeleroBackup) Run(ctx context.Context, op *engine.Operation, args 
 	if origin := b.Annotations[v1alpha1.NabOriginNamespaceAnnotation]; origin != nab.Namespace {
 		return engine.Result{}, refuse(nab, v1alpha1.ReasonInvalidSyncLabel, fmt.Errorf("label %s: refused: the Velero Backup with NACUUID %s was not made for namespace %s",
 			v1alpha1.NabSyncedFromNACUUIDLabel, a.NACUUID, nab.Namespace))
+	}
+	if vb := nab.Status.VeleroBackup; vb == nil || vb.NACUUID != a.NACUUID {
+		// Only backup sync records the backup in status (tenants cannot write
+		// status); it does so right after creating the NAB.
+		if time.Since(nab.CreationTimestamp.Time) < SyncRecordGrace {
+			return engine.Wait("waiting for backup sync to record the Velero Backup in status.veleroBackup.nacuuid", time.Second), nil
+		}
+		return engine.Result{}, refuse(nab, v1alpha1.ReasonInvalidSyncLabel, fmt.Errorf("label %s: honoured only on NonAdminBackups made by backup sync, "+
+			"which records the Velero Backup in status.veleroBackup.nacuuid; this one was not: remove the label to make a new backup",
+			v1alpha1.NabSyncedFromNACUUIDLabel))
 	}
 	nab.Status.Phase = v1alpha1.NonAdminPhaseCreated
 	nab.Status.VeleroBackup = &v1alpha1.VeleroBackup{NACUUID: a.NACUUID, Name: b.Name, Namespace: b.Namespace, Spec: b.Spec.DeepCopy()}
