@@ -29,8 +29,14 @@ func (a LimitActiveOperationsArgs) Validate() error {
 // operation (terminal; Accepted=False/ActiveOperationsLimit, BackingOff, like
 // every refusal) when the namespace already has max other
 // NonAdminBackups (or NonAdminRestores, for a restore) whose plan is pending
-// or running. It reads only the operation's own namespace. Output: active.
-type LimitActiveOperations struct{}
+// or running. Operations checked at the same moment on parallel workers do
+// not all pass: the count also holds the operations it admitted within the
+// last minute that the cache does not show yet, checked and recorded under
+// one lock (an in-memory ledger of the controller, injected). It reads only
+// the operation's own namespace. Output: active.
+type LimitActiveOperations struct {
+	ledger *admissions
+}
 
 // Name implements engine.Func.
 func (*LimitActiveOperations) Name() string { return "LimitActiveOperations" }
@@ -67,16 +73,22 @@ func (f *LimitActiveOperations) Run(ctx context.Context, op *engine.Operation, a
 	default:
 		return engine.Result{}, engine.Terminalf("LimitActiveOperations serves NonAdminBackup and NonAdminRestore, not %T", op.Object)
 	}
-	active := 0
+	cached := make(map[string]planActivity, len(plans))
 	for i, p := range plans {
-		if names[i] == op.Object.GetName() || p == nil {
-			continue
-		}
-		if p.State == v1alpha1.PlanPending || p.State == v1alpha1.PlanRunning {
-			active++
+		switch {
+		case p == nil:
+			cached[names[i]] = planNone
+		case p.State == v1alpha1.PlanPending || p.State == v1alpha1.PlanRunning:
+			cached[names[i]] = planActive
+		default:
+			cached[names[i]] = planEnded
 		}
 	}
-	if active >= a.Max {
+	if f.ledger == nil {
+		return engine.Result{}, engine.Terminalf("LimitActiveOperations has no admission ledger: build it with phases.New")
+	}
+	active, admitted := f.ledger.admit(ns+"/"+kind, op.Object.GetName(), cached, a.Max)
+	if !admitted {
 		return engine.Result{}, refuse(op.Object, v1alpha1.ReasonActiveOperationsLimit,
 			fmt.Errorf("namespace %s already has %d active %s (the admin's limit is %d): try again when one has finished", ns, active, kind, a.Max))
 	}

@@ -69,6 +69,6 @@ func New(c Clients, o Options) (*engine.Registry, error) {
 		&DeleteBackupsUsingBSL{},
 		&AdoptVeleroBackup{},
 		&Notify{tools: t},
-		&LimitActiveOperations{},
+		&LimitActiveOperations{ledger: newAdmissions()},
 	)
 }
