@@ -50,93 +50,65 @@ func (f *SyncStatus) Run(ctx context.Context, op *engine.Operation, args any) (e
 		if err != nil {
 			return engine.Result{}, err
 		}
-		if a.Name == "" {
-			return engine.Done("no Velero Backup to mirror", nil), nil
-		}
-		b := &velerov1.Backup{}
-		err = op.Client.Get(ctx, client.ObjectKey{Namespace: op.OADPNamespace, Name: a.Name}, b)
-		if apierrors.IsNotFound(err) {
-			return engine.Done(fmt.Sprintf("Velero Backup %s not found: nothing to mirror", a.Name), nil), nil
-		}
-		if err != nil {
-			return engine.Result{}, fmt.Errorf("reading Velero Backup %s/%s: %w", op.OADPNamespace, a.Name, err)
-		}
-		if err := op.CheckOwned(mirrorVerb, "Velero Backup", b, linkedUUIDs(op)...); err != nil {
-			return engine.Result{}, err
-		}
-		nab.MirrorBackup(b)
-		return engine.Done(fmt.Sprintf("Mirrored Velero Backup %s (%s)", a.Name, b.Status.Phase),
-			map[string]string{"phase": string(b.Status.Phase)}), nil
+		return mirrorOwned(ctx, op, "Backup", a.Name, &velerov1.Backup{}, linkedUUIDs(op), func(b *velerov1.Backup) (string, string) {
+			nab.MirrorBackup(b)
+			return string(b.Status.Phase), string(b.Status.Phase)
+		})
 	case "DeleteBackupRequest":
 		nab, err := asBackup(f.Name(), op)
 		if err != nil {
 			return engine.Result{}, err
 		}
-		if a.Name == "" {
-			return engine.Done("no Velero DeleteBackupRequest to mirror", nil), nil
-		}
-		dbr := &velerov1.DeleteBackupRequest{}
-		err = op.Client.Get(ctx, client.ObjectKey{Namespace: op.OADPNamespace, Name: a.Name}, dbr)
-		if apierrors.IsNotFound(err) {
-			return engine.Done(fmt.Sprintf("Velero DeleteBackupRequest %s not found: nothing to mirror", a.Name), nil), nil
-		}
-		if err != nil {
-			return engine.Result{}, fmt.Errorf("reading Velero DeleteBackupRequest %s/%s: %w", op.OADPNamespace, a.Name, err)
-		}
-		if err := op.CheckOwned(mirrorVerb, "Velero DeleteBackupRequest", dbr); err != nil {
-			return engine.Result{}, err
-		}
-		if nab.Status.VeleroDeleteBackupRequest == nil {
-			nab.Status.VeleroDeleteBackupRequest = &v1alpha1.VeleroDeleteBackupRequest{NACUUID: op.UUID, Name: dbr.Name, Namespace: dbr.Namespace}
-		}
-		nab.Status.VeleroDeleteBackupRequest.Status = dbr.Status.DeepCopy()
-		return engine.Done(fmt.Sprintf("Mirrored Velero DeleteBackupRequest %s (%s)", a.Name, phaseOr(string(dbr.Status.Phase))),
-			map[string]string{"phase": string(dbr.Status.Phase)}), nil
+		return mirrorOwned(ctx, op, "DeleteBackupRequest", a.Name, &velerov1.DeleteBackupRequest{}, nil, func(dbr *velerov1.DeleteBackupRequest) (string, string) {
+			if nab.Status.VeleroDeleteBackupRequest == nil {
+				nab.Status.VeleroDeleteBackupRequest = &v1alpha1.VeleroDeleteBackupRequest{NACUUID: op.UUID, Name: dbr.Name, Namespace: dbr.Namespace}
+			}
+			nab.Status.VeleroDeleteBackupRequest.Status = dbr.Status.DeepCopy()
+			return string(dbr.Status.Phase), phaseOr(string(dbr.Status.Phase))
+		})
 	case "Restore":
 		nar, err := asRestore(f.Name(), op)
 		if err != nil {
 			return engine.Result{}, err
 		}
-		if a.Name == "" {
-			return engine.Done("no Velero Restore to mirror", nil), nil
-		}
-		r := &velerov1.Restore{}
-		err = op.Client.Get(ctx, client.ObjectKey{Namespace: op.OADPNamespace, Name: a.Name}, r)
-		if apierrors.IsNotFound(err) {
-			return engine.Done(fmt.Sprintf("Velero Restore %s not found: nothing to mirror", a.Name), nil), nil
-		}
-		if err != nil {
-			return engine.Result{}, fmt.Errorf("reading Velero Restore %s/%s: %w", op.OADPNamespace, a.Name, err)
-		}
-		if err := op.CheckOwned(mirrorVerb, "Velero Restore", r); err != nil {
-			return engine.Result{}, err
-		}
-		nar.MirrorRestore(r)
-		return engine.Done(fmt.Sprintf("Mirrored Velero Restore %s (%s)", a.Name, phaseOr(string(r.Status.Phase))),
-			map[string]string{"phase": string(r.Status.Phase)}), nil
+		return mirrorOwned(ctx, op, "Restore", a.Name, &velerov1.Restore{}, nil, func(r *velerov1.Restore) (string, string) {
+			nar.MirrorRestore(r)
+			return string(r.Status.Phase), phaseOr(string(r.Status.Phase))
+		})
 	case "BackupStorageLocation":
 		nabsl, err := asBSL(f.Name(), op)
 		if err != nil {
 			return engine.Result{}, err
 		}
-		if a.Name == "" {
-			return engine.Done("no Velero BackupStorageLocation to mirror", nil), nil
-		}
-		b := &velerov1.BackupStorageLocation{}
-		err = op.Client.Get(ctx, client.ObjectKey{Namespace: op.OADPNamespace, Name: a.Name}, b)
-		if apierrors.IsNotFound(err) {
-			return engine.Done(fmt.Sprintf("Velero BackupStorageLocation %s not found: nothing to mirror", a.Name), nil), nil
-		}
-		if err != nil {
-			return engine.Result{}, fmt.Errorf("reading Velero BackupStorageLocation %s/%s: %w", op.OADPNamespace, a.Name, err)
-		}
-		if err := op.CheckOwned(mirrorVerb, "Velero BackupStorageLocation", b); err != nil {
-			return engine.Result{}, err
-		}
-		nabsl.MirrorBSL(b)
-		return engine.Done(fmt.Sprintf("Mirrored Velero BackupStorageLocation %s (%s)", a.Name, phaseOr(string(b.Status.Phase))),
-			map[string]string{"phase": string(b.Status.Phase)}), nil
+		return mirrorOwned(ctx, op, "BackupStorageLocation", a.Name, &velerov1.BackupStorageLocation{}, nil, func(b *velerov1.BackupStorageLocation) (string, string) {
+			nabsl.MirrorBSL(b)
+			return string(b.Status.Phase), phaseOr(string(b.Status.Phase))
+		})
 	default:
 		return engine.Result{}, engine.Terminalf("SyncStatus: args.kind %q is not supported (supported: Backup, BackupStorageLocation, DeleteBackupRequest, Restore)", a.Kind)
 	}
+}
+
+// mirrorOwned reads the Velero object kind called name from the OADP
+// namespace (through the cache) into obj, checks that it is op's own (or
+// carries one of also, op.CheckOwned), and hands it to apply, which mirrors
+// it into the NAC object's status and returns its phase for the output and
+// for the message. No name, or no such object, is nothing to mirror (done).
+// Errors: the API server's (retryable) and a foreign object (terminal).
+func mirrorOwned[T client.Object](ctx context.Context, op *engine.Operation, kind, name string, obj T, also []string, apply func(T) (phase, shown string)) (engine.Result, error) {
+	if name == "" {
+		return engine.Done("no Velero "+kind+" to mirror", nil), nil
+	}
+	err := op.Client.Get(ctx, client.ObjectKey{Namespace: op.OADPNamespace, Name: name}, obj)
+	if apierrors.IsNotFound(err) {
+		return engine.Done(fmt.Sprintf("Velero %s %s not found: nothing to mirror", kind, name), nil), nil
+	}
+	if err != nil {
+		return engine.Result{}, fmt.Errorf("reading Velero %s %s/%s: %w", kind, op.OADPNamespace, name, err)
+	}
+	if err := op.CheckOwned(mirrorVerb, "Velero "+kind, obj, also...); err != nil {
+		return engine.Result{}, err
+	}
+	phase, shown := apply(obj)
+	return engine.Done(fmt.Sprintf("Mirrored Velero %s %s (%s)", kind, name, shown), map[string]string{"phase": phase}), nil
 }
