@@ -99,16 +99,31 @@ func mirrorOwned[T client.Object](ctx context.Context, op *engine.Operation, kin
 	if name == "" {
 		return engine.Done("no Velero "+kind+" to mirror", nil), nil
 	}
-	err := op.Client.Get(ctx, client.ObjectKey{Namespace: op.OADPNamespace, Name: name}, obj)
-	if apierrors.IsNotFound(err) {
-		return engine.Done(fmt.Sprintf("Velero %s %s not found: nothing to mirror", kind, name), nil), nil
-	}
+	found, err := getOwned(ctx, op.Client, op, mirrorVerb, kind, name, obj, also...)
 	if err != nil {
-		return engine.Result{}, fmt.Errorf("reading Velero %s %s/%s: %w", kind, op.OADPNamespace, name, err)
-	}
-	if err := op.CheckOwned(mirrorVerb, "Velero "+kind, obj, also...); err != nil {
 		return engine.Result{}, err
+	}
+	if !found {
+		return engine.Done(fmt.Sprintf("Velero %s %s not found: nothing to mirror", kind, name), nil), nil
 	}
 	phase, shown := apply(obj)
 	return engine.Done(fmt.Sprintf("Mirrored Velero %s %s (%s)", kind, name, shown), map[string]string{"phase": phase}), nil
+}
+
+// getOwned reads the Velero object kind (e.g. "Backup") called name from the
+// OADP namespace through r — the cache (op.Client) or the API server
+// (op.APIReader) — into obj, and checks that it is op's own, or carries one
+// of the NACUUIDs also (op.CheckOwned, with verb for the message). found is
+// false, with a nil error, when there is no such object. Errors: the
+// reader's, wrapped (retryable), and a foreign object (terminal: the safety
+// rule).
+func getOwned(ctx context.Context, r client.Reader, op *engine.Operation, verb, kind, name string, obj client.Object, also ...string) (found bool, err error) {
+	err = r.Get(ctx, client.ObjectKey{Namespace: op.OADPNamespace, Name: name}, obj)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("reading Velero %s %s/%s: %w", kind, op.OADPNamespace, name, err)
+	}
+	return true, op.CheckOwned(verb, "Velero "+kind, obj, also...)
 }

@@ -104,17 +104,13 @@ func (f *WaitFor) bsl(ctx context.Context, op *engine.Operation, name string) (e
 	if name == "" {
 		return engine.Result{}, engine.Terminalf("WaitFor: args.name is empty")
 	}
-	ns := op.OADPNamespace
 	b := &velerov1.BackupStorageLocation{}
-	err := op.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, b)
-	if apierrors.IsNotFound(err) {
-		return engine.Wait(fmt.Sprintf("Velero BackupStorageLocation %s not found yet", name), recheckMissing), nil
-	}
+	found, err := getOwned(ctx, op.Client, op, waitVerb, "BackupStorageLocation", name, b)
 	if err != nil {
-		return engine.Result{}, fmt.Errorf("reading Velero BackupStorageLocation %s/%s: %w", ns, name, err)
-	}
-	if err := op.CheckOwned(waitVerb, "Velero BackupStorageLocation", b); err != nil {
 		return engine.Result{}, err
+	}
+	if !found {
+		return engine.Wait(fmt.Sprintf("Velero BackupStorageLocation %s not found yet", name), recheckMissing), nil
 	}
 	if b.Status.Phase == velerov1.BackupStorageLocationPhaseAvailable {
 		return engine.Done(fmt.Sprintf("Velero BackupStorageLocation %s is Available", name), map[string]string{"phase": string(b.Status.Phase)}), nil
@@ -185,21 +181,19 @@ func (f *WaitFor) restore(ctx context.Context, op *engine.Operation, name string
 	}
 	ns := op.OADPNamespace
 	r := &velerov1.Restore{}
-	err := op.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, r)
-	if apierrors.IsNotFound(err) && f.tools.recent.has("Velero Restore", ns, name) {
+	found, err := getOwned(ctx, op.Client, op, waitVerb, "Restore", name, r)
+	if err == nil && !found && f.tools.recent.has("Velero Restore", ns, name) {
 		// Created by this process moments ago; the cache is behind.
 		return engine.Wait(fmt.Sprintf("Velero Restore %s is %s", name, phaseOr("")), recheckRunning), nil
 	}
-	if apierrors.IsNotFound(err) {
-		err = op.APIReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, r)
-		if apierrors.IsNotFound(err) {
+	if err == nil && !found {
+		// Not in the cache: just created, or deleted? Ask the API server.
+		found, err = getOwned(ctx, op.APIReader, op, waitVerb, "Restore", name, r)
+		if err == nil && !found {
 			return engine.Result{}, engine.Terminalf("Velero Restore %s was deleted from %s before it finished", name, ns)
 		}
 	}
 	if err != nil {
-		return engine.Result{}, fmt.Errorf("reading Velero Restore %s/%s: %w", ns, name, err)
-	}
-	if err := op.CheckOwned(waitVerb, "Velero Restore", r); err != nil {
 		return engine.Result{}, err
 	}
 	if !v1alpha1.RestoreFinished(r.Status.Phase) {
@@ -216,30 +210,24 @@ func (f *WaitFor) backup(ctx context.Context, op *engine.Operation, name string)
 	}
 	ns := op.OADPNamespace
 	b := &velerov1.Backup{}
-	err := op.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, b)
-	if apierrors.IsNotFound(err) && f.tools.recent.has("Velero Backup", ns, name) {
+	found, err := getOwned(ctx, op.Client, op, waitVerb, "Backup", name, b, linkedUUIDs(op)...)
+	if err == nil && !found && f.tools.recent.has("Velero Backup", ns, name) {
 		// Created by this process moments ago; the cache is behind.
 		return engine.Wait(fmt.Sprintf("Velero Backup %s is %s", name, phaseOr("")), recheckRunning), nil
 	}
-	if apierrors.IsNotFound(err) {
+	if err == nil && !found {
 		// Not in the cache: just created, or deleted? Ask the API server.
-		err = op.APIReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, b)
-		if apierrors.IsNotFound(err) {
+		found, err = getOwned(ctx, op.APIReader, op, waitVerb, "Backup", name, b, linkedUUIDs(op)...)
+		if err == nil && !found {
 			return engine.Result{}, engine.Terminalf("Velero Backup %s was deleted from %s before it finished", name, ns)
 		}
 		if err == nil {
-			if err := op.CheckOwned(waitVerb, "Velero Backup", b, linkedUUIDs(op)...); err != nil {
-				return engine.Result{}, err
-			}
 			// Just created, not in the cache yet: Velero's first update will
 			// wake the controller; the recheck is only a fallback.
 			return engine.Wait(fmt.Sprintf("Velero Backup %s is %s", name, phaseOr(string(b.Status.Phase))), recheckRunning), nil
 		}
 	}
 	if err != nil {
-		return engine.Result{}, fmt.Errorf("reading Velero Backup %s/%s: %w", ns, name, err)
-	}
-	if err := op.CheckOwned(waitVerb, "Velero Backup", b, linkedUUIDs(op)...); err != nil {
 		return engine.Result{}, err
 	}
 	if !v1alpha1.BackupFinished(b.Status.Phase) {
