@@ -39,7 +39,7 @@ var _ = Suite(&ControllerSuite{})
 // is required in this suite; the automatic approval is covered by a unit test.
 func (s *ControllerSuite) SetUpSuite(c *C) {
 	s.oadp = createNamespace(c, "oadp")
-	s.stop = startController(c, controllerOptions{oadp: s.oadp, requireApproval: true})
+	s.stop = startController(c, controllerOptions{oadp: s.oadp, requireApproval: true, restart: true})
 }
 
 func (s *ControllerSuite) TearDownSuite(c *C) {

@@ -60,8 +60,10 @@ type Operation struct {
 }
 
 // Func is a phase function: a named, stateless step with typed arguments
-// (Kanister's Func, without its mutable singletons). Clients are injected
-// when the function is constructed, never taken from global state.
+// (Kanister's Func, without its mutable singletons). It reaches the cluster
+// only through op.Client and op.APIReader, guarded for its operation and
+// phase by the registry (NewGuardedRegistry: the engine's safety rule),
+// never through clients of its own or global state.
 type Func interface {
 	// Name is the name blueprints use in a phase's func field.
 	Name() string
