@@ -461,7 +461,12 @@ func (r *Runner) call(ctx context.Context, op *Operation, plan *nacv1alpha1.Plan
 	if err != nil {
 		return Result{}, Terminal(err)
 	}
-	rendered, err := RenderArgs(spec.Args, params)
+	rendered, err := RenderArgsContext(ctx, spec.Args, params)
+	if err != nil && ctx.Err() != nil {
+		// The reconcile was cancelled (the controller stops): not the
+		// template's fault, and the phase is resumed on the next start.
+		return Result{}, fmt.Errorf("rendering stopped: %w", ctx.Err())
+	}
 	if err != nil {
 		return Result{}, Terminalf("rendering %w", err)
 	}

@@ -555,3 +555,15 @@ func (s *RunSuite) TestPanicFailsThePhaseNotTheController(c *C) {
 	c.Check(s.nab.Status.Plan.Phase("b").Message, Matches, `Step panicked: assignment to entry in nil map \(a bug: please report it\)`)
 	c.Check(s.nab.Status.Plan.DeferPhase.State, Equals, v1alpha1.PhaseComplete)
 }
+
+// A render cut short by the reconcile's cancellation (the controller
+// stopping) does not fail the phase: the same blueprint renders next time.
+func (s *RunSuite) TestCancelledRenderIsNotTerminal(c *C) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := s.runner.Run(ctx, s.request(c, nil))
+	c.Assert(err, NotNil)
+	c.Check(engine.IsTerminal(err), Equals, false, Commentf("%v", err))
+	c.Check(err, ErrorMatches, "phase b: rendering stopped: context canceled") // a's args are plain values
+	c.Check(s.nab.Status.Plan.Phase("b").State, Not(Equals), v1alpha1.PhaseFailed)
+}
