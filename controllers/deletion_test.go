@@ -92,10 +92,12 @@ func (s *ControllerSuite) TestDeleteBackupEndToEnd(c *C) {
 	})
 
 	// Velero processes the request: deletes the Backup, marks the request.
-	c.Assert(testClient.Delete(ctx, backup), IsNil)
+	// (The request first: once the Backup is gone the delete action ends
+	// and removes the request itself.)
 	before := dbr.DeepCopy()
 	dbr.Status.Phase = velerov1.DeleteBackupRequestPhaseProcessed
 	c.Assert(testClient.Patch(ctx, dbr, client.MergeFrom(before)), IsNil)
+	c.Assert(testClient.Delete(ctx, backup), IsNil)
 
 	eventually(c, 10*time.Second, func() (bool, string) {
 		err := testClient.Get(ctx, client.ObjectKeyFromObject(nab), &v1alpha1.NonAdminBackup{})

@@ -42,10 +42,12 @@ func (s *ControllerSuite) TestDeleteDuringDeleteBackup(c *C) {
 	// Velero finishes: the Backup and its data go, the request is processed.
 	dbr := &velerov1.DeleteBackupRequest{}
 	c.Assert(testClient.Get(ctx, dbrKey, dbr), IsNil)
-	c.Assert(testClient.Delete(ctx, backup), IsNil)
 	before := dbr.DeepCopy()
 	dbr.Status.Phase = velerov1.DeleteBackupRequestPhaseProcessed
 	c.Assert(testClient.Patch(ctx, dbr, client.MergeFrom(before)), IsNil)
+	// Once the Backup is gone the delete action ends and removes the request
+	// itself: mark the request first.
+	c.Assert(testClient.Delete(ctx, backup), IsNil)
 	eventually(c, 10*time.Second, func() (bool, string) {
 		err := testClient.Get(ctx, client.ObjectKeyFromObject(nab), &v1alpha1.NonAdminBackup{})
 		return apierrors.IsNotFound(err), fmt.Sprintf("NAB still there: %v", err)
