@@ -38,6 +38,21 @@ func (s *ControllerSuite) createdBackup(c *C, name string) (*v1alpha1.NonAdminBa
 	return got, b
 }
 
+// veleroDeletes plays Velero processing dbr — the request marked processed,
+// then the Backup deleted (in that order: once the Backup is gone the delete
+// action ends and removes the request itself) — and waits until nab is gone.
+func veleroDeletes(c *C, dbr *velerov1.DeleteBackupRequest, backup *velerov1.Backup, nab *v1alpha1.NonAdminBackup) {
+	ctx := context.Background()
+	before := dbr.DeepCopy()
+	dbr.Status.Phase = velerov1.DeleteBackupRequestPhaseProcessed
+	c.Assert(testClient.Patch(ctx, dbr, client.MergeFrom(before)), IsNil)
+	c.Assert(testClient.Delete(ctx, backup), IsNil)
+	eventually(c, 10*time.Second, func() (bool, string) {
+		err := testClient.Get(ctx, client.ObjectKeyFromObject(nab), &v1alpha1.NonAdminBackup{})
+		return apierrors.IsNotFound(err), fmt.Sprintf("NAB still there: %v", err)
+	})
+}
+
 func setDeleteBackup(c *C, nab *v1alpha1.NonAdminBackup) {
 	before := nab.DeepCopy()
 	nab.Spec.DeleteBackup = true
@@ -91,18 +106,7 @@ func (s *ControllerSuite) TestDeleteBackupEndToEnd(c *C) {
 			"Normal StartedPhase", "Normal PhaseWaiting"}), joined(evs)
 	})
 
-	// Velero processes the request: deletes the Backup, marks the request.
-	// (The request first: once the Backup is gone the delete action ends
-	// and removes the request itself.)
-	before := dbr.DeepCopy()
-	dbr.Status.Phase = velerov1.DeleteBackupRequestPhaseProcessed
-	c.Assert(testClient.Patch(ctx, dbr, client.MergeFrom(before)), IsNil)
-	c.Assert(testClient.Delete(ctx, backup), IsNil)
-
-	eventually(c, 10*time.Second, func() (bool, string) {
-		err := testClient.Get(ctx, client.ObjectKeyFromObject(nab), &v1alpha1.NonAdminBackup{})
-		return apierrors.IsNotFound(err), fmt.Sprintf("NAB still there: %v", err)
-	})
+	veleroDeletes(c, dbr, backup, nab)
 	eventually(c, 5*time.Second, func() (bool, string) {
 		err := testClient.Get(ctx, client.ObjectKeyFromObject(dbr), &velerov1.DeleteBackupRequest{})
 		return apierrors.IsNotFound(err), "DeleteBackupRequest still there"

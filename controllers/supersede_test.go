@@ -39,19 +39,10 @@ func (s *ControllerSuite) TestDeleteDuringDeleteBackup(c *C) {
 	c.Check(got.Status.Plan.State, Equals, v1alpha1.PlanRunning)
 	c.Check(got.DeletionTimestamp.IsZero(), Equals, false)
 
-	// Velero finishes: the Backup and its data go, the request is processed.
+	// Velero finishes: the request is processed, the Backup and its data go.
 	dbr := &velerov1.DeleteBackupRequest{}
 	c.Assert(testClient.Get(ctx, dbrKey, dbr), IsNil)
-	before := dbr.DeepCopy()
-	dbr.Status.Phase = velerov1.DeleteBackupRequestPhaseProcessed
-	c.Assert(testClient.Patch(ctx, dbr, client.MergeFrom(before)), IsNil)
-	// Once the Backup is gone the delete action ends and removes the request
-	// itself: mark the request first.
-	c.Assert(testClient.Delete(ctx, backup), IsNil)
-	eventually(c, 10*time.Second, func() (bool, string) {
-		err := testClient.Get(ctx, client.ObjectKeyFromObject(nab), &v1alpha1.NonAdminBackup{})
-		return apierrors.IsNotFound(err), fmt.Sprintf("NAB still there: %v", err)
-	})
+	veleroDeletes(c, dbr, backup, nab)
 	c.Check(apierrors.IsNotFound(testClient.Get(ctx, dbrKey, &velerov1.DeleteBackupRequest{})), Equals, true)
 	c.Check(apierrors.IsNotFound(testClient.Get(ctx, client.ObjectKeyFromObject(backup), &velerov1.Backup{})), Equals, true)
 }
