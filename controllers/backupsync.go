@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
+	"github.com/nacflow/nacflow/phases"
 )
 
 // DefaultBackupSyncPeriod is --backup-sync-period's default.
@@ -44,7 +46,14 @@ type BackupSync struct {
 // that namespace links to it or has its name. The NAB gets the origin name,
 // the label openshift.io/oadp-nab-synced-from-nacuuid, the labels it had
 // (openshift.io/oadp-nab-origin-labels), and the Velero Backup's spec with
-// storageLocation mapped back to the location's name.
+// storageLocation mapped back to the location's name and the fields Velero
+// and the controller added removed (phases.SyncedBackupSpec; what was removed
+// is recorded in the annotation openshift.io/oadp-nab-synced-dropped-fields).
+//
+// A backup that cannot be synced is logged, counted
+// (nacflow_backup_sync_failures_total) and skipped: the pass goes on with
+// the others and then returns an error naming how many failed, joined with
+// each one's error. Errors listing Velero Backups or locations end the pass.
 func (s *BackupSync) SyncOnce(ctx context.Context) (int, error) {
 	backups := &velerov1.BackupList{}
 	if err := s.Client.List(ctx, backups, client.InNamespace(s.OADPNamespace), client.HasLabels{v1alpha1.NabOriginNACUUIDLabel}); err != nil {
@@ -55,15 +64,24 @@ func (s *BackupSync) SyncOnce(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	created := 0
+	var errs []error
 	for i := range backups.Items {
 		b := &backups.Items[i]
 		ok, err := s.syncOne(ctx, b, locations)
 		if err != nil {
-			return created, err
+			// One backup that cannot be synced (a spec the NAB CRD refuses,
+			// a conflict) never stops the others.
+			log.FromContext(ctx).Error(err, "backup sync skipped a Velero Backup", "veleroBackup", b.Name)
+			backupSyncFailures.Inc()
+			errs = append(errs, err)
+			continue
 		}
 		if ok {
 			created++
 		}
+	}
+	if len(errs) > 0 {
+		return created, fmt.Errorf("%d of %d Velero Backups could not be synced: %w", len(errs), len(backups.Items), errors.Join(errs...))
 	}
 	return created, nil
 }
@@ -129,11 +147,18 @@ func (s *BackupSync) syncOne(ctx context.Context, b *velerov1.Backup, locations 
 		_ = json.Unmarshal([]byte(raw), &labels) // a damaged annotation only loses the labels
 	}
 	labels[v1alpha1.NabSyncedFromNACUUIDLabel] = nacuuid
-	spec := b.Spec.DeepCopy()
+	spec, dropped := phases.SyncedBackupSpec(&b.Spec, ns)
 	spec.StorageLocation = loc.nabsl
 	nab := &v1alpha1.NonAdminBackup{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
 		Spec:       v1alpha1.NonAdminBackupSpec{BackupSpec: spec},
+	}
+	if len(dropped) > 0 {
+		raw, err := json.Marshal(dropped)
+		if err != nil {
+			return false, fmt.Errorf("recording the fields dropped from Velero Backup %s: %w", b.Name, err)
+		}
+		nab.Annotations = map[string]string{v1alpha1.NabSyncedDroppedFieldsAnnotation: string(raw)}
 	}
 	if err := s.Client.Create(ctx, nab); err != nil {
 		if apierrors.IsAlreadyExists(err) {
@@ -149,6 +174,6 @@ func (s *BackupSync) syncOne(ctx context.Context, b *velerov1.Backup, locations 
 	if err := s.Client.Status().Patch(ctx, nab, client.MergeFrom(before)); err != nil {
 		return false, fmt.Errorf("recording the synced Velero Backup %s in NonAdminBackup %s/%s: %w", b.Name, ns, name, err)
 	}
-	log.FromContext(ctx).Info("synced NonAdminBackup from Velero Backup", "namespace", ns, "name", name, "veleroBackup", b.Name)
+	log.FromContext(ctx).Info("synced NonAdminBackup from Velero Backup", "namespace", ns, "name", name, "veleroBackup", b.Name, "droppedFields", dropped)
 	return true, nil
 }

@@ -40,10 +40,14 @@ var (
 		Name: "nacflow_blueprint_validation_failures_total",
 		Help: "Blueprint generations found invalid (and so not used), by blueprint name.",
 	}, []string{"blueprint"})
+	backupSyncFailures = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "nacflow_backup_sync_failures_total",
+		Help: "Velero Backups the backup sync could not turn into a NonAdminBackup (each skipped pass counts once; the error is in the log).",
+	})
 )
 
 func init() {
-	metrics.Registry.MustRegister(operationsStarted, operationsFinished, operationDuration, phaseDuration, blueprintFailures)
+	metrics.Registry.MustRegister(operationsStarted, operationsFinished, operationDuration, phaseDuration, blueprintFailures, backupSyncFailures)
 }
 
 // MetricsObserver records a kind's operations and phases in nacflow's

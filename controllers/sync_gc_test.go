@@ -2,6 +2,7 @@ package controllers_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/controllers"
+	"github.com/nacflow/nacflow/phases"
 )
 
 // veleroSyncedBackup creates a finished Velero Backup as Velero's own BSL
@@ -103,6 +105,95 @@ func (s *ControllerSuite) TestBackupSyncAfterRebuild(c *C) {
 		return apierrors.IsNotFound(err), fmt.Sprintf("%v", err)
 	})
 	c.Check(veleroBackupsOf(c, s.oadp, "0a0a0a0a-1111-5222-8333-444455556666"), HasLen, 1)
+}
+
+// A Velero Backup as Velero stores it carries fields the tenant never wrote:
+// volumeSnapshotLocations (whenever a VolumeSnapshotLocation exists),
+// excludedNamespaces (namespaces labelled velero.io/exclude-from-backup) and
+// the controller's own exclusions. Sync turns each into a NAB the CRD
+// accepts and records what it dropped; a backup the CRD refuses even so is
+// skipped, and the nine after it are still synced (issue 17).
+func (s *ControllerSuite) TestBackupSyncVeleroWrittenSpecs(c *C) {
+	ctx := context.Background()
+	defaultBSL(c, s.oadp)
+	ns := createNamespace(c, "tenant")
+	mutate := func(b *velerov1.Backup, f func(*velerov1.BackupSpec)) {
+		before := b.DeepCopy()
+		f(&b.Spec)
+		c.Assert(testClient.Patch(ctx, b, client.MergeFrom(before)), IsNil)
+	}
+	var names []string
+	for i := range 10 {
+		name := fmt.Sprintf("nightly-%d", i)
+		b := veleroSyncedBackup(c, s.oadp, ns, name, fmt.Sprintf("0b0b0b0b-1111-5222-8333-4444555566%02d", i), velerov1.BackupPhaseCompleted)
+		switch i {
+		case 3:
+			// Refused by the NAB CRD whatever the sync does: it is not
+			// Velero's addition, so it is not dropped.
+			mutate(b, func(spec *velerov1.BackupSpec) { spec.IncludeClusterResources = ptr(true) })
+			continue
+		case 5:
+			mutate(b, func(spec *velerov1.BackupSpec) {
+				spec.IncludedNamespaceScopedResources = []string{"configmaps"}
+				spec.ExcludedNamespaceScopedResources = append([]string{"secrets"}, phases.NACResources...)
+				spec.ExcludedClusterScopedResources = phases.ClusterExcludedResources
+				spec.ExcludedResources = nil
+			})
+		default:
+			mutate(b, func(spec *velerov1.BackupSpec) {
+				spec.VolumeSnapshotLocations = []string{"default"}
+				spec.ExcludedNamespaces = []string{"velero-excluded"}
+				spec.ExcludedResources = append(spec.ExcludedResources, phases.NACResources...)
+				spec.ExcludedResources = append(spec.ExcludedResources, phases.ClusterExcludedResources...)
+			})
+		}
+		names = append(names, name)
+	}
+
+	sync := &controllers.BackupSync{Client: testClient, APIReader: testClient, OADPNamespace: s.oadp}
+	created, err := sync.SyncOnce(ctx)
+	c.Check(created, Equals, 9)
+	c.Assert(err, NotNil)
+	c.Check(err, ErrorMatches, `(?s)1 of \d+ Velero Backups could not be synced: creating NonAdminBackup `+ns+`/nightly-3 from Velero Backup .*includeClusterResources can not be true.*`)
+
+	nabs := &v1alpha1.NonAdminBackupList{}
+	c.Assert(testClient.List(ctx, nabs, client.InNamespace(ns)), IsNil)
+	got := map[string]v1alpha1.NonAdminBackup{}
+	for _, n := range nabs.Items {
+		got[n.Name] = n
+	}
+	c.Assert(got, HasLen, 9)
+	for _, name := range names {
+		n, ok := got[name]
+		c.Assert(ok, Equals, true, Commentf("%s not synced", name))
+		spec := n.Spec.BackupSpec
+		c.Check(spec.VolumeSnapshotLocations, IsNil, Commentf(name))
+		c.Check(spec.ExcludedNamespaces, IsNil, Commentf(name))
+		c.Check(spec.IncludedNamespaces, DeepEquals, []string{ns}, Commentf(name))
+		if name == "nightly-5" {
+			c.Check(spec.IncludedNamespaceScopedResources, DeepEquals, []string{"configmaps"})
+			c.Check(spec.ExcludedNamespaceScopedResources, DeepEquals, []string{"secrets"})
+			c.Check(spec.ExcludedClusterScopedResources, IsNil)
+			c.Check(spec.ExcludedResources, IsNil)
+			c.Check(n.Annotations[v1alpha1.NabSyncedDroppedFieldsAnnotation], Equals,
+				`{"excludedClusterScopedResources":["securitycontextconstraints","clusterroles","clusterrolebindings","priorityclasses","customresourcedefinitions","virtualmachineclusterinstancetypes","virtualmachineclusterpreferences"],`+
+					`"excludedNamespaceScopedResources":["nonadminbackups.oadp.openshift.io","nonadminrestores.oadp.openshift.io","nonadminbackupstoragelocations.oadp.openshift.io"]}`)
+			continue
+		}
+		c.Check(spec.ExcludedResources, DeepEquals, []string{"secrets"}, Commentf("the tenant's own exclusion stays: %s", name))
+		var dropped map[string][]string
+		c.Assert(json.Unmarshal([]byte(n.Annotations[v1alpha1.NabSyncedDroppedFieldsAnnotation]), &dropped), IsNil, Commentf(name))
+		c.Check(dropped["volumeSnapshotLocations"], DeepEquals, []string{"default"}, Commentf(name))
+		c.Check(dropped["excludedNamespaces"], DeepEquals, []string{"velero-excluded"}, Commentf(name))
+		c.Check(dropped["excludedResources"], HasLen, len(phases.NACResources)+len(phases.ClusterExcludedResources), Commentf(name))
+	}
+	c.Check(got["nightly-0"].Status.VeleroBackup, NotNil, Commentf("the link to the Velero Backup is recorded"))
+
+	// The next pass retries the broken one and reports it again; the
+	// others are synced already.
+	created, err = sync.SyncOnce(ctx)
+	c.Check(created, Equals, 0)
+	c.Check(err, ErrorMatches, `(?s)1 of \d+ Velero Backups could not be synced: .*nightly-3.*`)
 }
 
 // orphanMeta returns labels and annotations of an object made for a NAC

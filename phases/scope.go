@@ -119,3 +119,50 @@ func excludeForTenant(spec *velerov1.BackupSpec) {
 	add(&spec.ExcludedResources, NACResources)
 	add(&spec.ExcludedResources, ClusterExcludedResources)
 }
+
+// SyncedBackupSpec returns the spec a NonAdminBackup of namespace ns asks
+// for, given the spec of a Velero Backup made for it (by nacflow or OADP
+// NAC) as Velero stored it, and what was removed, by field name (the JSON
+// names of velerov1.BackupSpec), for the sync to record. It removes what
+// others added and the NonAdminBackup CRD refuses or does not need:
+//   - volumeSnapshotLocations, which Velero fills in whenever a
+//     VolumeSnapshotLocation exists, and excludedNamespaces, which Velero
+//     fills with the namespaces labelled velero.io/exclude-from-backup
+//     (Velero's backup controller, prepareBackupRequest);
+//   - includedNamespaces other than ns (a NAB backs up its own namespace
+//     only; nacflow and OADP NAC set [ns]);
+//   - the exclusions nacflow and OADP NAC add to every tenant backup
+//     (NACResources, ClusterExcludedResources), in either filter style.
+//
+// storageLocation is left as it is: the caller maps it back to a
+// NonAdminBackupStorageLocation name. spec is not modified.
+func SyncedBackupSpec(spec *velerov1.BackupSpec, ns string) (*velerov1.BackupSpec, map[string][]string) {
+	out := spec.DeepCopy()
+	dropped := map[string][]string{}
+	drop := func(field string, list *[]string, remove func(string) bool) {
+		kept := (*list)[:0:0]
+		for _, v := range *list {
+			if remove(v) {
+				dropped[field] = append(dropped[field], v)
+				continue
+			}
+			kept = append(kept, v)
+		}
+		if len(kept) == 0 {
+			kept = nil
+		}
+		*list = kept
+	}
+	all := func(string) bool { return true }
+	added := func(v string) bool {
+		return slices.Contains(NACResources, v) || slices.Contains(ClusterExcludedResources, v) ||
+			slices.Contains(NACResources, v+".oadp.openshift.io")
+	}
+	drop("volumeSnapshotLocations", &out.VolumeSnapshotLocations, all)
+	drop("excludedNamespaces", &out.ExcludedNamespaces, all)
+	drop("includedNamespaces", &out.IncludedNamespaces, func(v string) bool { return v != ns })
+	drop("excludedResources", &out.ExcludedResources, added)
+	drop("excludedNamespaceScopedResources", &out.ExcludedNamespaceScopedResources, added)
+	drop("excludedClusterScopedResources", &out.ExcludedClusterScopedResources, added)
+	return out, dropped
+}

@@ -28,6 +28,12 @@ const (
 	// NabSyncedFromNACUUIDLabel marks a NonAdminBackup created by backup sync
 	// from the Velero Backup with that NACUUID (OADP NAC).
 	NabSyncedFromNACUUIDLabel = "openshift.io/oadp-nab-synced-from-nacuuid"
+	// NabSyncedDroppedFieldsAnnotation, on a NonAdminBackup created by backup
+	// sync, records as a JSON object (field name to values) what the sync
+	// removed from the Velero Backup's spec: the fields Velero and the
+	// controller added that a NonAdminBackup may not carry (nacflow's
+	// addition; see phases.SyncedBackupSpec).
+	NabSyncedDroppedFieldsAnnotation = "openshift.io/oadp-nab-synced-dropped-fields"
 
 	// NarOriginNACUUIDLabel holds the NACUUID of the NonAdminRestore an
 	// object belongs to.
