@@ -56,6 +56,10 @@ func (s *ScopeSuite) TestForcePrefix(c *C) {
 		{"own", "", "team", ""},
 		{"own", "my-backups", "team/my-backups", ""},
 		{"own", "/my-backups/", "team/my-backups", ""},
+		// OADP NAC's mapping: a prefix naming the namespace is still put
+		// under it, so OADP-written locations are read in place.
+		{"own", "team", "team/team", ""},
+		{"own", "team/x", "team/team/x", ""},
 		{"velero", "x", "tenants/team/x", ""},
 		{"velero", "", "tenants/team", ""},
 		{"own", "../other", "", `.*prefix "../other" must be a clean relative path: no ".." segment`},

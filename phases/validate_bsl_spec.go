@@ -74,8 +74,9 @@ func (a *ValidateBSLSpecArgs) root(bucket string) (string, bool) {
 // credential Secret must exist in the location's own namespace (read from
 // the API server, never a cluster-wide cache) and hold the key. It applies
 // args.enforce and forces the prefix in object storage under the tenant's
-// namespace ("<ns>" or "<ns>/<prefix>"; "<root>/<ns>[/<prefix>]" on a bucket
-// of args.sharedBuckets), so tenants sharing a bucket never share a prefix.
+// namespace ("<ns>" or "<ns>/<prefix>", OADP NAC's mapping;
+// "<root>/<ns>[/<prefix>]" on a bucket of args.sharedBuckets), so tenants
+// sharing a bucket never share a prefix.
 //
 // The storage rule (DESIGN §4): the bucket must be a plain bucket name and
 // the prefix, once forced, a clean relative path (v1alpha1.CheckBucket,
@@ -223,17 +224,17 @@ func prefixed(p string, l []string) []string {
 	return out
 }
 
-// tenantPrefix returns prefix forced under namespace ns.
+// tenantPrefix returns prefix forced under namespace ns: ns itself for no
+// prefix, else "<ns>/<prefix>", even when prefix already starts with ns (so
+// "ns/x" becomes "ns/ns/x"). The mapping is OADP NAC's
+// (ComputePrefixForObjectStorage), so a location OADP wrote is read in place
+// after a move to nacflow.
 func tenantPrefix(ns, prefix string) string {
 	prefix = strings.Trim(prefix, "/")
-	switch {
-	case prefix == "" || prefix == ns:
+	if prefix == "" {
 		return ns
-	case strings.HasPrefix(prefix, ns+"/"):
-		return prefix
-	default:
-		return ns + "/" + prefix
 	}
+	return ns + "/" + prefix
 }
 
 // validateBSLSpec returns the first rule nabsl's spec breaks.
