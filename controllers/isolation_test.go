@@ -420,7 +420,7 @@ func (s *ControllerSuite) TestApprovalCoversSpec(c *C) {
 	c.Check(cond.Status, Equals, metav1.ConditionFalse)
 	c.Check(cond.Message, Matches, `spec changed after approval \(objectStorage\.bucket\): waiting for a cluster admin to approve .*`)
 	req, _, _ = bslObjects(c, s.oadp, nacuuid)
-	c.Check(req.Status.RequestedSpec.ObjectStorage.Bucket, Equals, "elsewhere")
+	c.Check(req.Status.Requested().ObjectStorage.Bucket, Equals, "elsewhere")
 	c.Check(req.Status.ApprovedSpec, IsNil)
 	// Approved again: the new bucket is in force.
 	bsl = s.approveAndAvailable(c, l)

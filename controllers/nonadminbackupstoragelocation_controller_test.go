@@ -88,8 +88,9 @@ func (s *ControllerSuite) TestBSLLifecycle(c *C) {
 	c.Check(bsl, IsNil)
 	c.Check(sec, IsNil)
 	c.Check(req.Spec.ApprovalDecision, Equals, v1alpha1.ApprovalPending)
-	c.Check(req.Status.Namespace, Equals, ns)
-	c.Check(req.Status.RequestedSpec.ObjectStorage.Prefix, Equals, ns+"/mybucket")
+	c.Check(req.Status.SourceNonAdminBSL.Namespace, Equals, ns)
+	c.Check(req.Status.Phase, Equals, v1alpha1.NonAdminBSLRequestPhasePending)
+	c.Check(req.Status.Requested().ObjectStorage.Prefix, Equals, ns+"/mybucket")
 	c.Check(got.Status.Phase, Equals, v1alpha1.NonAdminPhaseNew)
 	cond := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionClusterAdminApproved)
 	c.Assert(cond, NotNil)
@@ -109,6 +110,12 @@ func (s *ControllerSuite) TestBSLLifecycle(c *C) {
 	c.Check(bsl.Spec.Credential.Name, Equals, sec.Name)
 	c.Check(bsl.Spec.Credential.Key, Equals, "cloud")
 	c.Check(bsl.Spec.Default, Equals, false)
+	// The request reads as OADP's does (kubectl oadp nabsl-request describe).
+	eventually(c, 10*time.Second, func() (bool, string) {
+		req, _, _ = bslObjects(c, s.oadp, nacuuid)
+		return req.Status.Phase == v1alpha1.NonAdminBSLRequestPhaseApproved, fmt.Sprintf("%+v", req.Status)
+	})
+	c.Check(*req.Status.SourceNonAdminBSL, DeepEquals, v1alpha1.SourceNonAdminBSL{NACUUID: nacuuid, Name: nabsl.Name, Namespace: ns, RequestedSpec: req.Status.ApprovedSpec})
 
 	// Velero reports it Available: mirrored, plan complete.
 	before := bsl.DeepCopy()

@@ -169,7 +169,7 @@ func (s *GuardSuite) TestWrites(c *C) {
 			}
 			before := got.DeepCopy()
 			got.Labels[nabsl] = uuid
-			got.Status.Name = "stolen"
+			got.Status.Phase = v1alpha1.NonAdminBSLRequestPhaseRejected
 			return op.Client.Status().Patch(ctx, got, client.MergeFrom(before))
 		}, `safety rule "writes only this operation's objects": phase hostile \(Probe\) may not patch status of NonAdminBackupStorageLocationRequest oadp/theirs-req: .*`},
 		{"the operation's own NAC object", func(op *engine.Operation) error {

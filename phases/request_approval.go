@@ -111,8 +111,9 @@ func (f *RequestApproval) Run(ctx context.Context, op *engine.Operation, args an
 	if vb := nabsl.Status.VeleroBackupStorageLocation; vb != nil {
 		current = vb.Spec
 	}
-	status := v1alpha1.NonAdminBackupStorageLocationRequestStatus{NACUUID: op.UUID, Namespace: nabsl.Namespace, Name: nabsl.Name,
-		RequestedSpec: current, ApprovedSpec: req.Status.ApprovedSpec}
+	status := v1alpha1.NonAdminBackupStorageLocationRequestStatus{
+		SourceNonAdminBSL: &v1alpha1.SourceNonAdminBSL{NACUUID: op.UUID, Namespace: nabsl.Namespace, Name: nabsl.Name, RequestedSpec: current},
+		ApprovedSpec:      req.Status.ApprovedSpec}
 	changed := false
 	if req.Spec.ApprovalDecision == v1alpha1.ApprovalApprove {
 		switch {
@@ -122,7 +123,7 @@ func (f *RequestApproval) Run(ctx context.Context, op *engine.Operation, args an
 		case status.ApprovedSpec == nil:
 			// Approved what the admin saw: the spec requested before this run
 			// (a change made meanwhile is caught below), else the current one.
-			status.ApprovedSpec = req.Status.RequestedSpec
+			status.ApprovedSpec = req.Status.Requested()
 			if status.ApprovedSpec == nil {
 				status.ApprovedSpec = current
 			}
@@ -139,6 +140,7 @@ func (f *RequestApproval) Run(ctx context.Context, op *engine.Operation, args an
 		}
 		status.ApprovedSpec = nil
 	}
+	status.Phase = v1alpha1.RequestPhaseOf(req.Spec.ApprovalDecision)
 	if !equality.Semantic.DeepEqual(req.Status, status) {
 		before := req.DeepCopy()
 		req.Status = status

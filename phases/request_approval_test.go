@@ -47,7 +47,7 @@ func (s *ApprovalSuite) TestAutoApproved(c *C) {
 	c.Assert(cl.List(context.Background(), list, client.InNamespace("oadp")), IsNil)
 	c.Assert(list.Items, HasLen, 1)
 	c.Check(list.Items[0].Spec.ApprovalDecision, Equals, v1alpha1.ApprovalApprove)
-	c.Check(list.Items[0].Status.Name, Equals, "bucket")
+	c.Check(list.Items[0].Status.SourceNonAdminBSL.Name, Equals, "bucket")
 }
 
 func (s *ApprovalSuite) TestApprovalRequiredWaits(c *C) {

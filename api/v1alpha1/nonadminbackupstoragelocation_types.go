@@ -162,27 +162,77 @@ type NonAdminBackupStorageLocationRequestSpec struct {
 	ApprovalDecision ApprovalDecision `json:"approvalDecision,omitempty"`
 }
 
-// NonAdminBackupStorageLocationRequestStatus shows the admin what is asked.
-type NonAdminBackupStorageLocationRequestStatus struct {
+// NonAdminBSLRequestPhase sums up a request (OADP NAC's
+// NonAdminBSLRequestPhase): Pending, Approved or Rejected, following
+// spec.approvalDecision.
+// +kubebuilder:validation:Enum=Pending;Approved;Rejected
+type NonAdminBSLRequestPhase string
+
+// Request phases (OADP NAC).
+const (
+	NonAdminBSLRequestPhasePending  NonAdminBSLRequestPhase = "Pending"
+	NonAdminBSLRequestPhaseApproved NonAdminBSLRequestPhase = "Approved"
+	NonAdminBSLRequestPhaseRejected NonAdminBSLRequestPhase = "Rejected"
+)
+
+// RequestPhaseOf returns the phase a request with decision d is in.
+func RequestPhaseOf(d ApprovalDecision) NonAdminBSLRequestPhase {
+	switch d {
+	case ApprovalApprove:
+		return NonAdminBSLRequestPhaseApproved
+	case ApprovalReject:
+		return NonAdminBSLRequestPhaseRejected
+	default:
+		return NonAdminBSLRequestPhasePending
+	}
+}
+
+// SourceNonAdminBSL names the NonAdminBackupStorageLocation a request is
+// for and what it asks (OADP NAC's SourceNonAdminBSL; kubectl oadp
+// nabsl-request describe prints it).
+type SourceNonAdminBSL struct {
+	// requestedSpec is the effective spec the tenant asks for: admin-enforced
+	// values applied, prefix forced under the namespace.
+	// +optional
+	RequestedSpec *velerov1.BackupStorageLocationSpec `json:"requestedSpec,omitempty"`
 	// nacuuid of the NonAdminBackupStorageLocation's operation.
 	// +optional
 	NACUUID string `json:"nacuuid,omitempty"`
-	// namespace and name of the NonAdminBackupStorageLocation.
-	// +optional
-	Namespace string `json:"namespace,omitempty"`
+	// name of the NonAdminBackupStorageLocation.
 	// +optional
 	Name string `json:"name,omitempty"`
-	// requestedSpec is the effective spec the tenant asks for.
+	// namespace of the NonAdminBackupStorageLocation.
 	// +optional
-	RequestedSpec *velerov1.BackupStorageLocationSpec `json:"requestedSpec,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// NonAdminBackupStorageLocationRequestStatus shows the admin what is asked,
+// in OADP NAC's shape (phase, nonAdminBackupStorageLocation) plus
+// approvedSpec.
+type NonAdminBackupStorageLocationRequestStatus struct {
+	// phase: Pending, Approved or Rejected, following spec.approvalDecision.
+	// +optional
+	Phase NonAdminBSLRequestPhase `json:"phase,omitempty"`
+	// nonAdminBackupStorageLocation names the location and its requested spec.
+	// +optional
+	SourceNonAdminBSL *SourceNonAdminBSL `json:"nonAdminBackupStorageLocation,omitempty"`
 	// approvedSpec is the spec an admin approved (the requestedSpec shown
 	// when approvalDecision became approve; every spec, when approval is not
 	// required). A later change of what it covers — provider, objectStorage
 	// (bucket, prefix, caCert), config (endpoint, region, ...), credential
 	// name and key, accessMode — needs a new approval; rotating the
-	// credential Secret's content does not.
+	// credential Secret's content does not (nacflow's addition).
 	// +optional
 	ApprovedSpec *velerov1.BackupStorageLocationSpec `json:"approvedSpec,omitempty"`
+}
+
+// Requested returns status.nonAdminBackupStorageLocation.requestedSpec, nil
+// when none was recorded.
+func (s *NonAdminBackupStorageLocationRequestStatus) Requested() *velerov1.BackupStorageLocationSpec {
+	if s.SourceNonAdminBSL == nil {
+		return nil
+	}
+	return s.SourceNonAdminBSL.RequestedSpec
 }
 
 // NonAdminBackupStorageLocationRequest asks a cluster admin to approve a
@@ -192,9 +242,10 @@ type NonAdminBackupStorageLocationRequestStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=nabslrequest,categories=nac
+// +kubebuilder:printcolumn:name="Request-Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Request-Namespace",type=string,JSONPath=`.status.nonAdminBackupStorageLocation.namespace`
+// +kubebuilder:printcolumn:name="Request-Name",type=string,JSONPath=`.status.nonAdminBackupStorageLocation.name`
 // +kubebuilder:printcolumn:name="Decision",type=string,JSONPath=`.spec.approvalDecision`
-// +kubebuilder:printcolumn:name="Namespace",type=string,JSONPath=`.status.namespace`
-// +kubebuilder:printcolumn:name="Name",type=string,JSONPath=`.status.name`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type NonAdminBackupStorageLocationRequest struct {
 	metav1.TypeMeta   `json:",inline"`
