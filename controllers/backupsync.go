@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
-	"github.com/nacflow/nacflow/phases"
 )
 
 // DefaultBackupSyncPeriod is --backup-sync-period's default.
@@ -34,6 +33,11 @@ type BackupSync struct {
 	APIReader client.Reader
 	// OADPNamespace is where Velero runs.
 	OADPNamespace string
+	// TenantSpec returns the spec a NonAdminBackup of a namespace asks for,
+	// given its Velero Backup's spec, and what it removed by field name
+	// (cmd wires phases.SyncedBackupSpec: controllers do not import phases).
+	// Required.
+	TenantSpec func(spec *velerov1.BackupSpec, namespace string) (*velerov1.BackupSpec, map[string][]string)
 }
 
 // +kubebuilder:rbac:groups=oadp.openshift.io,resources=nonadminbackups,verbs=create
@@ -47,7 +51,7 @@ type BackupSync struct {
 // the label openshift.io/oadp-nab-synced-from-nacuuid, the labels it had
 // (openshift.io/oadp-nab-origin-labels), and the Velero Backup's spec with
 // storageLocation mapped back to the location's name and the fields Velero
-// and the controller added removed (phases.SyncedBackupSpec; what was removed
+// and the controller added removed (TenantSpec; what was removed
 // is recorded in the annotation openshift.io/oadp-nab-synced-dropped-fields).
 //
 // A backup that cannot be synced is logged, counted
@@ -55,6 +59,9 @@ type BackupSync struct {
 // the others and then returns an error naming how many failed, joined with
 // each one's error. Errors listing Velero Backups or locations end the pass.
 func (s *BackupSync) SyncOnce(ctx context.Context) (int, error) {
+	if s.TenantSpec == nil {
+		return 0, errors.New("BackupSync.TenantSpec is not set")
+	}
 	backups := &velerov1.BackupList{}
 	if err := s.Client.List(ctx, backups, client.InNamespace(s.OADPNamespace), client.HasLabels{v1alpha1.NabOriginNACUUIDLabel}); err != nil {
 		return 0, fmt.Errorf("listing Velero Backups: %w", err)
@@ -147,7 +154,7 @@ func (s *BackupSync) syncOne(ctx context.Context, b *velerov1.Backup, locations 
 		_ = json.Unmarshal([]byte(raw), &labels) // a damaged annotation only loses the labels
 	}
 	labels[v1alpha1.NabSyncedFromNACUUIDLabel] = nacuuid
-	spec, dropped := phases.SyncedBackupSpec(&b.Spec, ns)
+	spec, dropped := s.TenantSpec(&b.Spec, ns)
 	spec.StorageLocation = loc.nabsl
 	nab := &v1alpha1.NonAdminBackup{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},

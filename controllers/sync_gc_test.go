@@ -57,7 +57,7 @@ func (s *ControllerSuite) TestBackupSyncAfterRebuild(c *C) {
 	veleroSyncedBackup(c, s.oadp, ns, "running", "0a0a0a0a-1111-5222-8333-444455556667", velerov1.BackupPhaseInProgress)
 	veleroSyncedBackup(c, s.oadp, "gone-namespace", "old", "0a0a0a0a-1111-5222-8333-444455556668", velerov1.BackupPhaseCompleted)
 
-	sync := &controllers.BackupSync{Client: testClient, APIReader: testClient, OADPNamespace: s.oadp}
+	sync := &controllers.BackupSync{Client: testClient, APIReader: testClient, OADPNamespace: s.oadp, TenantSpec: phases.SyncedBackupSpec}
 	created, err := sync.SyncOnce(ctx)
 	c.Assert(err, IsNil)
 	c.Check(created, Equals, 1)
@@ -150,7 +150,7 @@ func (s *ControllerSuite) TestBackupSyncVeleroWrittenSpecs(c *C) {
 		names = append(names, name)
 	}
 
-	sync := &controllers.BackupSync{Client: testClient, APIReader: testClient, OADPNamespace: s.oadp}
+	sync := &controllers.BackupSync{Client: testClient, APIReader: testClient, OADPNamespace: s.oadp, TenantSpec: phases.SyncedBackupSpec}
 	created, err := sync.SyncOnce(ctx)
 	c.Check(created, Equals, 9)
 	c.Assert(err, NotNil)

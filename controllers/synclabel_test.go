@@ -11,6 +11,7 @@ import (
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/controllers"
+	"github.com/nacflow/nacflow/phases"
 )
 
 // setLabel sets (value != "") or removes a label of nab, as a tenant may.
@@ -39,7 +40,7 @@ func (s *ControllerSuite) TestSyncLabelNeverPicksTheActionLater(c *C) {
 	ns := createNamespace(c, "tenant")
 	const synced = "0b0b0b0b-1111-5222-8333-444455556666"
 	veleroSyncedBackup(c, s.oadp, ns, "adopted", synced, velerov1.BackupPhaseCompleted)
-	sync := &controllers.BackupSync{Client: testClient, APIReader: testClient, OADPNamespace: s.oadp}
+	sync := &controllers.BackupSync{Client: testClient, APIReader: testClient, OADPNamespace: s.oadp, TenantSpec: phases.SyncedBackupSpec}
 	_, err := sync.SyncOnce(ctx)
 	c.Assert(err, IsNil)
 	adopted := &v1alpha1.NonAdminBackup{}

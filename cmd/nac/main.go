@@ -214,7 +214,8 @@ func run(o options) error {
 	if err := bpr.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the Blueprint controller: %w", err)
 	}
-	sync := &controllers.BackupSync{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), OADPNamespace: o.oadpNamespace}
+	sync := &controllers.BackupSync{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), OADPNamespace: o.oadpNamespace,
+		TenantSpec: phases.SyncedBackupSpec}
 	gc := &controllers.GarbageCollector{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), OADPNamespace: o.oadpNamespace}
 	for _, p := range []*controllers.Periodic{
 		{Name: "backup-sync", Period: o.syncPeriod, Pass: func(ctx context.Context) error { _, err := sync.SyncOnce(ctx); return err }},
