@@ -129,8 +129,10 @@ func (s *ControllerSuite) TestBackupSyncVeleroWrittenSpecs(c *C) {
 		switch i {
 		case 3:
 			// Refused by the NAB CRD whatever the sync does: it is not
-			// Velero's addition, so it is not dropped.
+			// Velero's addition, so it is not dropped. Removed at the end:
+			// the suite's other sync tests share the OADP namespace.
 			mutate(b, func(spec *velerov1.BackupSpec) { spec.IncludeClusterResources = ptr(true) })
+			defer func() { c.Check(testClient.Delete(ctx, b), IsNil) }()
 			continue
 		case 5:
 			mutate(b, func(spec *velerov1.BackupSpec) {
