@@ -138,7 +138,7 @@ func BuiltInAction(name, action string) (Resolution, error) {
 func KnownActions(kind string) []string {
 	switch kind {
 	case "NonAdminBackup":
-		return []string{"adopt", "backup", "delete", "finalize"}
+		return []string{"adopt", "backup", "delete", "finalize", "forceDelete"}
 	case "NonAdminRestore":
 		return []string{"finalize", "restore"}
 	case "NonAdminBackupStorageLocation":

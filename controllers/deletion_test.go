@@ -3,6 +3,7 @@ package controllers_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
@@ -186,4 +187,66 @@ func (s *ControllerSuite) TestVeleroBackupDeletedUnderneath(c *C) {
 	c.Check(cond.Status, Equals, metav1.ConditionFalse)
 	c.Check(cond.Reason, Equals, v1alpha1.ReasonVeleroBackupNotFound)
 	c.Check(cond.Message, Equals, fmt.Sprintf("Velero Backup %s no longer exists in %s: it was deleted outside nacflow", backup.Name, s.oadp))
+}
+
+// forceDeleteBackup (OADP NAC): the NAB and its Velero objects go even when
+// Velero's DeleteBackupRequest fails; set on a NAB whose plain delete
+// already failed that way, it takes over from it (issue 17).
+func (s *ControllerSuite) TestForceDeleteBackup(c *C) {
+	ctx := context.Background()
+	nab, backup := s.createdBackup(c, "forced")
+	restore := newNAR(nab.Namespace, "from-forced", velerov1.RestoreSpec{BackupName: "forced"})
+	c.Assert(testClient.Create(ctx, restore), IsNil)
+	setDeleteBackup(c, nab)
+	dbr := &velerov1.DeleteBackupRequest{}
+	eventually(c, 10*time.Second, func() (bool, string) {
+		err := testClient.Get(ctx, client.ObjectKey{Namespace: s.oadp, Name: backup.Name}, dbr)
+		return err == nil, fmt.Sprintf("%v", err)
+	})
+	before := dbr.DeepCopy()
+	dbr.Status = velerov1.DeleteBackupRequestStatus{Phase: velerov1.DeleteBackupRequestPhaseProcessed, Errors: []string{"bucket unreachable"}}
+	c.Assert(testClient.Patch(ctx, dbr, client.MergeFrom(before)), IsNil)
+	eventually(c, 10*time.Second, func() (bool, string) {
+		got := getNAB(c, nab)
+		return got.Status.Plan.Action == controllers.ActionDelete && got.Status.Plan.State == v1alpha1.PlanFailed, string(got.Status.Plan.State)
+	})
+
+	// The tenant forces it: the Velero Backup, the request, the restores
+	// made from it and the NAB go, whatever Velero said.
+	nab = getNAB(c, nab)
+	patched := nab.DeepCopy()
+	patched.Spec.ForceDeleteBackup = true
+	c.Assert(testClient.Patch(ctx, patched, client.MergeFrom(nab)), IsNil)
+	eventually(c, 20*time.Second, func() (bool, string) {
+		err := testClient.Get(ctx, client.ObjectKeyFromObject(nab), &v1alpha1.NonAdminBackup{})
+		return apierrors.IsNotFound(err), fmt.Sprintf("NAB still there: %v", err)
+	})
+	c.Check(veleroBackupsOf(c, s.oadp, controllers.NACUUID(nab.UID)), HasLen, 0)
+	dbrs := &velerov1.DeleteBackupRequestList{}
+	c.Assert(testClient.List(ctx, dbrs, client.InNamespace(s.oadp), client.MatchingLabels{v1alpha1.NabOriginNACUUIDLabel: controllers.NACUUID(nab.UID)}), IsNil)
+	c.Check(dbrs.Items, HasLen, 0)
+	eventually(c, 10*time.Second, func() (bool, string) {
+		err := testClient.Get(ctx, client.ObjectKeyFromObject(restore), &v1alpha1.NonAdminRestore{})
+		return apierrors.IsNotFound(err), fmt.Sprintf("restore still there: %v", err)
+	})
+	var events string
+	eventually(c, 10*time.Second, func() (bool, string) {
+		// Events are sent after the status write that records them.
+		events = strings.Join(eventMessages(c, nab.Namespace, nab.Name), "\n")
+		return strings.Contains(events, "Ended action forceDelete"), events
+	})
+	c.Check(events, Matches, fmt.Sprintf(`(?s).*Started action forceDelete.*`+
+		`Ended phase waitForDeletion: Velero could not delete Backup %s \(going on: forced deletion\): bucket unreachable.*`+
+		`Ended action forceDelete.*`, backup.Name))
+
+	// Once true, it stays true (the NAB waits for Velero meanwhile: the
+	// test plays no Velero for it).
+	other, _ := s.createdBackup(c, "forced-twice")
+	forced := other.DeepCopy()
+	forced.Spec.ForceDeleteBackup = true
+	c.Assert(testClient.Patch(ctx, forced, client.MergeFrom(other)), IsNil)
+	again := getNAB(c, forced)
+	back := again.DeepCopy()
+	back.Spec.ForceDeleteBackup = false
+	c.Check(testClient.Patch(ctx, back, client.MergeFrom(again)), ErrorMatches, `.*forceDeleteBackup can not be set back to false once true.*`)
 }

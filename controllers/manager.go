@@ -15,8 +15,11 @@ import (
 	"github.com/nacflow/nacflow/api/v1alpha1"
 )
 
-// RBAC the manager needs besides its reconcilers': leader election.
+// RBAC the manager needs besides its reconcilers': leader election, and
+// reading OADP's DataProtectionApplication for its non-admin settings
+// (package dpa; the OADP namespace only).
 // +kubebuilder:rbac:groups=coordination.k8s.io,namespace=openshift-adp,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=oadp.openshift.io,namespace=openshift-adp,resources=dataprotectionapplications,verbs=get;list
 
 // Event rate defaults (--event-qps, --event-burst), kubelet's own: events
 // are written to the API server at most this fast. Under a burst of

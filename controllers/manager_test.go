@@ -16,6 +16,7 @@ import (
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/blueprints"
 	"github.com/nacflow/nacflow/controllers"
+	"github.com/nacflow/nacflow/dpa"
 	"github.com/nacflow/nacflow/engine"
 	"github.com/nacflow/nacflow/phases"
 )
@@ -72,8 +73,13 @@ func startController(c *C, o controllerOptions) (stop func()) {
 	mgr, err := ctrl.NewManager(cfg, opts)
 	c.Assert(err, IsNil)
 	queue := controllers.NewBackupQueue()
+	// As cmd/nac: flags given win, else the OADP namespace's DPA.
+	settings := &dpa.Source{Reader: mgr.GetAPIReader(), Namespace: o.oadp}
+	if o.requireApproval {
+		settings.Flags.RequireApprovalForBSL = &o.requireApproval
+	}
 	registry, err := phases.New(phases.Clients{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorderFor("nacflow-blueprint"), Queue: queue},
-		phases.Options{RequireApprovalForBSL: o.requireApproval})
+		phases.Options{RequireApprovalForBSL: o.requireApproval, Settings: settings})
 	c.Assert(err, IsNil)
 	deps := func(name, kind string) controllers.Deps {
 		recorder := mgr.GetEventRecorderFor(name)
@@ -91,7 +97,7 @@ func startController(c *C, o controllerOptions) (stop func()) {
 	nar := &controllers.NonAdminRestoreReconciler{Deps: deps("nonadminrestore-controller", "NonAdminRestore")}
 	c.Assert(nar.SetupWithManager(mgr), IsNil)
 	nabsl := &controllers.NonAdminBackupStorageLocationReconciler{Deps: deps("nonadminbackupstoragelocation-controller", "NonAdminBackupStorageLocation"),
-		RequireApproval: o.requireApproval, CredentialCheckPeriod: time.Second}
+		RequireApproval: o.requireApproval, Settings: settings, CredentialCheckPeriod: time.Second}
 	c.Assert(nabsl.SetupWithManager(mgr), IsNil)
 	bpr := &controllers.BlueprintReconciler{Client: mgr.GetClient(), Registry: registry,
 		Recorder: mgr.GetEventRecorderFor("blueprint-controller"), OADPNamespace: o.oadp}

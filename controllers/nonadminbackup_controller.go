@@ -32,6 +32,9 @@ const (
 	ActionBackup = "backup"
 	// ActionDelete deletes the backup and its data (spec.deleteBackup: true).
 	ActionDelete = "delete"
+	// ActionForceDelete deletes the backup and its data, and the
+	// NonAdminBackup even when Velero cannot (spec.forceDeleteBackup: true).
+	ActionForceDelete = "forceDelete"
 	// ActionFinalize removes the Velero objects of a deleted NonAdminBackup,
 	// keeping the data (kubectl delete).
 	ActionFinalize = "finalize"
@@ -105,7 +108,8 @@ func (r *NonAdminBackupReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 			}
 			return r.mirror(ctx, nab, finished)
 		},
-		deleteWhenComplete: ActionDelete,
+		deleteWhenComplete: []string{ActionDelete, ActionForceDelete},
+		logLevel:           func(nab *v1alpha1.NonAdminBackup) string { return nab.Spec.LogLevel },
 	}, req)
 }
 
@@ -117,13 +121,16 @@ func (r *NonAdminBackupReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 // action that failed gives way to finalize.
 func actionFor(nab *v1alpha1.NonAdminBackup) string {
 	p := nab.Status.Plan
-	deleteGoesOn := p != nil && p.Action == ActionDelete &&
+	deleteGoesOn := p != nil && (p.Action == ActionDelete || p.Action == ActionForceDelete) &&
 		(p.State == v1alpha1.PlanComplete || p.State == v1alpha1.PlanRunning || p.State == v1alpha1.PlanPending)
 	switch {
 	case !nab.DeletionTimestamp.IsZero() && deleteGoesOn:
-		return ActionDelete
+		return p.Action
 	case !nab.DeletionTimestamp.IsZero():
 		return ActionFinalize
+	case nab.Spec.ForceDeleteBackup:
+		// OADP NAC checks forceDeleteBackup first too.
+		return ActionForceDelete
 	case nab.Spec.DeleteBackup:
 		return ActionDelete
 	case p != nil && (p.Action == ActionBackup || p.Action == ActionAdopt):

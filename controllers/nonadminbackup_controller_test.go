@@ -476,3 +476,19 @@ func (s *ControllerSuite) TestQueuePositionsAndCoalescedRefresh(c *C) {
 	}
 	c.Check(writes, Equals, 1, Commentf("three completions in one window cost one status write to the waiting NAB"))
 }
+
+// spec.logLevel takes OADP NAC's values only; a NAB at debug runs as any.
+func (s *ControllerSuite) TestLogLevelField(c *C) {
+	ctx := context.Background()
+	ns := createNamespace(c, "tenant")
+	loud := newNAB(ns, "loud", velerov1.BackupSpec{})
+	loud.Spec.LogLevel = "loud"
+	c.Check(testClient.Create(ctx, loud), ErrorMatches, `.*spec.logLevel: Unsupported value: "loud": supported values: "trace", "debug", "info", "warning", "error", "fatal", "panic".*`)
+	debug := newNAB(ns, "debug", velerov1.BackupSpec{})
+	debug.Spec.LogLevel = "debug"
+	c.Assert(testClient.Create(ctx, debug), IsNil)
+	eventually(c, 10*time.Second, func() (bool, string) {
+		got := getNAB(c, debug)
+		return got.Status.VeleroBackup != nil && got.Status.VeleroBackup.Name != "", fmt.Sprintf("%+v", got.Status.Plan)
+	})
+}

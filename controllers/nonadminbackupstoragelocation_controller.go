@@ -23,6 +23,7 @@ import (
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/blueprints"
+	"github.com/nacflow/nacflow/dpa"
 )
 
 // ActionCreate creates or updates a NonAdminBackupStorageLocation's Velero
@@ -35,8 +36,13 @@ const ActionCreate = "create"
 // .md, OADP's approval flow) and mirrors its Velero BSL.
 type NonAdminBackupStorageLocationReconciler struct {
 	Deps
-	// RequireApproval is --require-approval-for-bsl.
+	// RequireApproval is --require-approval-for-bsl, used when Settings is
+	// nil.
 	RequireApproval bool
+	// Settings, when set, resolves requireApprovalForBSL (the flag given on
+	// the command line, else OADP's DataProtectionApplication); a change of
+	// the DPA re-runs every location within CredentialCheckPeriod.
+	Settings *dpa.Source
 	// CredentialCheckPeriod is how often a location looks again at its
 	// credential Secret's version, so that a rotation reaches the copy
 	// without watching Secrets (0: DefaultCredentialCheckPeriod).
@@ -130,12 +136,15 @@ func (r *NonAdminBackupStorageLocationReconciler) Reconcile(ctx context.Context,
 			return r.mirror(ctx, n)
 		},
 	}, req)
-	if err == nil && res.RequeueAfter == 0 {
-		// Look again later: a rotated credential changes the revision.
-		res.RequeueAfter = r.CredentialCheckPeriod
-		if res.RequeueAfter <= 0 {
-			res.RequeueAfter = DefaultCredentialCheckPeriod
-		}
+	period := r.CredentialCheckPeriod
+	if period <= 0 {
+		period = DefaultCredentialCheckPeriod
+	}
+	if err == nil && (res.RequeueAfter == 0 || res.RequeueAfter > period) {
+		// Look again within the period, waiting or not: a rotated
+		// credential, or a DataProtectionApplication edit, changes the
+		// revision.
+		res.RequeueAfter = period
 	}
 	return res, err
 }
@@ -162,8 +171,18 @@ func (r *NonAdminBackupStorageLocationReconciler) revision(ctx context.Context, 
 			return "", fmt.Errorf("reading Secret %s/%s: %w", n.Namespace, spec.Credential.Name, err)
 		}
 	}
+	required, settingsRev := r.RequireApproval, "none"
+	if r.Settings != nil {
+		var err error
+		if required, _, err = r.Settings.RequireApprovalForBSL(ctx); err != nil {
+			return "", err
+		}
+		if settingsRev, err = r.Settings.Revision(ctx); err != nil {
+			return "", err
+		}
+	}
 	decision := v1alpha1.ApprovalApprove
-	if r.RequireApproval {
+	if required {
 		decision = v1alpha1.ApprovalPending
 	}
 	req := &v1alpha1.NonAdminBackupStorageLocationRequest{}
@@ -186,7 +205,7 @@ func (r *NonAdminBackupStorageLocationReconciler) revision(ctx context.Context, 
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("generation=%d,secret=%s,decision=%s,admin=%s", n.Generation, secretRV, decision, admin), nil
+	return fmt.Sprintf("generation=%d,secret=%s,decision=%s,admin=%s,dpa=%s", n.Generation, secretRV, decision, admin, settingsRev), nil
 }
 
 // mirror copies the linked Velero BSL's status into the location.

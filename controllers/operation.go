@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -93,9 +95,12 @@ type nacKind[T engine.Object] struct {
 	observed func(T, int64)
 	// afterRun runs after each successful Run (mirroring Velero status).
 	afterRun func(ctx context.Context, obj T, action string, finished bool) error
-	// deleteWhenComplete names the action after whose completion the object
-	// itself is deleted ("" for none).
-	deleteWhenComplete string
+	// deleteWhenComplete names the actions after whose completion the
+	// object itself is deleted.
+	deleteWhenComplete []string
+	// logLevel returns the object's own log level (NonAdminBackup
+	// spec.logLevel; nil or "": the controller's).
+	logLevel func(T) string
 }
 
 // reconcileNAC is the one reconcile loop of every NAC kind: get the object;
@@ -139,7 +144,12 @@ func reconcileNAC[T engine.Object](ctx context.Context, d *Deps, reads *readTrac
 	action := k.actionFor(obj)
 	// Every log line of this reconcile carries the action (controller-runtime
 	// already adds the controller, namespace and name; the engine the phase).
-	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("action", action))
+	level := ""
+	if k.logLevel != nil {
+		level = k.logLevel(obj)
+	}
+	logger, storyLog := loggersFor(log.FromContext(ctx).WithValues("action", action), level)
+	ctx = log.IntoContext(ctx, logger)
 	before := obj.DeepCopyObject().(client.Object)
 	k.begin(obj)
 	events := &engine.EventBuffer{}
@@ -152,6 +162,9 @@ func reconcileNAC[T engine.Object](ctx context.Context, d *Deps, reads *readTrac
 		// retry, from a fresh read, tells the story once).
 		return ctrl.Result{}, errors.Join(err, perr)
 	}
+	events.Each(func(eventType, reason, message string) {
+		storyLog.Info(message, "event", reason, "type", eventType)
+	})
 	events.Flush(d.Recorder)
 	if obj.GetResourceVersion() != passed[len(passed)-1] {
 		wrote()
@@ -161,7 +174,7 @@ func reconcileNAC[T engine.Object](ctx context.Context, d *Deps, reads *readTrac
 	}
 	complete := obj.GetPlan() != nil && obj.GetPlan().State == v1alpha1.PlanComplete
 	switch {
-	case action == k.deleteWhenComplete && !deleting && complete:
+	case slices.Contains(k.deleteWhenComplete, action) && !deleting && complete:
 		if err := d.Client.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
 			return ctrl.Result{}, fmt.Errorf("deleting %s after its %s action: %w", req.NamespacedName, action, err)
 		}
@@ -174,6 +187,49 @@ func reconcileNAC[T engine.Object](ctx context.Context, d *Deps, reads *readTrac
 	}
 	return result, nil
 }
+
+// Object log levels (OADP NAC's NonAdminBackup spec.logLevel enum): the
+// verbose ones log the run's story at info, the quiet ones keep only errors.
+var (
+	verboseLevels = map[string]bool{"debug": true, "trace": true}
+	quietLevels   = map[string]bool{"warning": true, "error": true, "fatal": true, "panic": true}
+)
+
+// loggersFor returns the logger of a reconcile of an object with log level
+// level (NonAdminBackup spec.logLevel; "" for none) and the logger its
+// story — the run's events — is written to: base and base.V(1) for the
+// controller's own level; base twice for debug and trace, so that the story
+// shows at info; for warning and above, loggers that drop every info line
+// and keep errors.
+func loggersFor(base logr.Logger, level string) (logger, story logr.Logger) {
+	switch {
+	case verboseLevels[level]:
+		return base, base
+	case quietLevels[level]:
+		quiet := logr.New(errorsOnly{base.GetSink()})
+		return quiet, quiet
+	default:
+		return base, base.V(1)
+	}
+}
+
+// errorsOnly is a logr.LogSink that passes errors on and drops every info
+// line, for an object whose log level is warning or above.
+type errorsOnly struct{ logr.LogSink }
+
+// Enabled implements logr.LogSink: no info line is enabled.
+func (errorsOnly) Enabled(int) bool { return false }
+
+// Info implements logr.LogSink: dropped.
+func (errorsOnly) Info(int, string, ...any) {}
+
+// WithValues implements logr.LogSink.
+func (s errorsOnly) WithValues(kv ...any) logr.LogSink {
+	return errorsOnly{s.LogSink.WithValues(kv...)}
+}
+
+// WithName implements logr.LogSink.
+func (s errorsOnly) WithName(name string) logr.LogSink { return errorsOnly{s.LogSink.WithName(name)} }
 
 // patchFinalizers writes obj's finalizers with a JSON merge patch (the list is
 // replaced whole, as any merge patch of a list does) whose precondition is

@@ -7,14 +7,31 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 )
 
+// DefaultPeriodRecheck is how often a Periodic with a PeriodFunc looks at
+// its period again between passes (and while disabled), so that a changed
+// setting applies within it.
+const DefaultPeriodRecheck = 30 * time.Second
+
 // Periodic runs Pass every Period until its context ends. It is a manager
 // Runnable that needs leader election (the default), so only the leader runs
-// it. A Period of 0 disables it: Start returns at once.
+// it. A period of 0 disables it.
+//
+// With PeriodFunc the period is resolved again at least every Recheck (the
+// DataProtectionApplication's backupSyncPeriod or garbageCollectionPeriod
+// may change while nac runs): a pass runs once Period has passed since the
+// last one, and a disabled loop waits for a non-zero period. Without it,
+// Period is fixed and a period of 0 makes Start return at once.
 type Periodic struct {
 	// Name names the loop in logs.
 	Name string
-	// Period between passes; 0 disables the loop.
+	// Period between passes; 0 disables the loop. Ignored with PeriodFunc.
 	Period time.Duration
+	// PeriodFunc, when set, returns the period in force and where it comes
+	// from (logged when either changes).
+	PeriodFunc func(context.Context) (time.Duration, string)
+	// Recheck is how often PeriodFunc is asked again (DefaultPeriodRecheck
+	// when 0).
+	Recheck time.Duration
 	// Pass does one pass; its error is logged and the next pass runs on time.
 	Pass func(context.Context) error
 }
@@ -22,20 +39,48 @@ type Periodic struct {
 // Start implements manager.Runnable.
 func (p *Periodic) Start(ctx context.Context) error {
 	logger := log.FromContext(ctx).WithValues("loop", p.Name)
-	if p.Period <= 0 {
-		logger.Info("disabled (period 0)")
-		return nil
+	if p.PeriodFunc == nil {
+		if p.Period <= 0 {
+			logger.Info("disabled (period 0)")
+			return nil
+		}
+		p.PeriodFunc = func(context.Context) (time.Duration, string) { return p.Period, "" }
 	}
-	t := time.NewTicker(p.Period)
-	defer t.Stop()
+	recheck := p.Recheck
+	if recheck <= 0 {
+		recheck = DefaultPeriodRecheck
+	}
+	var (
+		last       time.Time // of the last pass; zero: none yet
+		logged     string
+		loggedOnce bool
+	)
 	for {
-		if err := p.Pass(ctx); err != nil {
-			logger.Error(err, "pass failed")
+		period, source := p.PeriodFunc(ctx)
+		if key := period.String() + " " + source; !loggedOnce || key != logged {
+			loggedOnce, logged = true, key
+			if period <= 0 {
+				logger.Info("disabled (period 0)", "source", source)
+			} else {
+				logger.Info("period in force", "period", period.String(), "source", source)
+			}
+		}
+		wait := recheck
+		if period > 0 {
+			if due := time.Until(last.Add(period)); last.IsZero() || due <= 0 {
+				if err := p.Pass(ctx); err != nil {
+					logger.Error(err, "pass failed")
+				}
+				last = time.Now()
+				wait = min(recheck, period)
+			} else {
+				wait = min(recheck, due)
+			}
 		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-t.C:
+		case <-time.After(wait):
 		}
 	}
 }

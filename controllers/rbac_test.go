@@ -73,6 +73,7 @@ func (s *RBACSuite) TestLeastPrivilege(c *C) {
 		"secrets": true, "leases": true, "blueprints": true, "blueprints/status": true,
 		"nonadminbackupstoragelocationrequests": true, "nonadminbackupstoragelocationrequests/status": true,
 		"backups": true, "restores": true, "deletebackuprequests": true, "backupstoragelocations": true,
+		"dataprotectionapplications": true, // read only: OADP's DPA settings (package dpa)
 	}
 	writeVerbs := map[string]bool{"create": true, "update": true, "patch": true, "delete": true, "deletecollection": true}
 	for _, rule := range cluster.Rules {

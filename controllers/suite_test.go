@@ -54,7 +54,8 @@ func Test(t *testing.T) {
 	}
 	env := &envtest.Environment{
 		BinaryAssetsDirectory: assets,
-		CRDDirectoryPaths:     []string{filepath.Join("..", "config", "crd", "bases")},
+		// nacflow's CRDs, and a stand-in for OADP's DataProtectionApplication.
+		CRDDirectoryPaths:     []string{filepath.Join("..", "config", "crd", "bases"), filepath.Join("..", "test", "crds")},
 		CRDs:                  crds.CRDs,
 		ErrorIfCRDPathMissing: true,
 	}
@@ -98,6 +99,21 @@ func eventually(c *C, timeout time.Duration, check func() (bool, string)) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// eventMessages returns the messages of the events on the object named name
+// in namespace, oldest first.
+func eventMessages(c *C, namespace, name string) []string {
+	list := &corev1.EventList{}
+	c.Assert(testClient.List(context.Background(), list, client.InNamespace(namespace)), IsNil)
+	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
+	var out []string
+	for _, e := range list.Items {
+		if e.InvolvedObject.Name == name {
+			out = append(out, e.Message)
+		}
+	}
+	return out
 }
 
 // eventReasons returns "Type Reason" of the events on the object named name

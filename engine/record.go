@@ -77,6 +77,13 @@ func (b *EventBuffer) AnnotatedEventf(obj runtime.Object, annotations map[string
 // Len returns how many events wait.
 func (b *EventBuffer) Len() int { return len(b.events) }
 
+// Each calls f with each buffered event, in order.
+func (b *EventBuffer) Each(f func(eventType, reason, message string)) {
+	for _, e := range b.events {
+		f(e.eventType, e.reason, e.message)
+	}
+}
+
 // Flush sends the buffered events to to, in order, and empties the buffer.
 func (b *EventBuffer) Flush(to record.EventRecorder) {
 	for _, e := range b.events {

@@ -41,8 +41,13 @@ type tools struct {
 // Options are controller settings some phase functions follow.
 type Options struct {
 	// RequireApprovalForBSL is --require-approval-for-bsl: tenants' storage
-	// locations wait for an admin's approval.
+	// locations wait for an admin's approval. Used only when Settings is nil.
 	RequireApprovalForBSL bool
+	// Settings, when set, resolves the admin's non-admin settings on each
+	// run: flags given on the command line, else OADP's
+	// DataProtectionApplication spec.nonAdmin (requireApprovalForBSL and the
+	// enforce*Spec a blueprint's args.enforce does not set).
+	Settings Settings
 }
 
 // New returns the registry of every phase function, bound to o, each run
@@ -51,19 +56,23 @@ type Options struct {
 // malformed (programming errors).
 func New(c Clients, o Options) (*engine.Registry, error) {
 	t := tools{recorder: c.Recorder, queue: c.Queue, recent: newRecentCreates()}
+	var settings Settings = noSettings{}
+	if o.Settings != nil {
+		settings = o.Settings
+	}
 	return engine.NewGuardedRegistry(c.Client, c.APIReader,
-		&ValidateBackupSpec{},
+		&ValidateBackupSpec{settings: settings},
 		&CreateVeleroBackup{tools: t},
 		&WaitFor{tools: t},
 		&SyncStatus{},
 		&MarkDeleting{},
 		&CreateDeleteBackupRequest{tools: t},
 		&DeleteObjects{},
-		&ValidateRestoreSpec{},
+		&ValidateRestoreSpec{settings: settings},
 		&CreateVeleroRestore{tools: t},
 		&DeleteRestoresOfBackup{},
-		&ValidateBSLSpec{},
-		&RequestApproval{tools: t, required: o.RequireApprovalForBSL},
+		&ValidateBSLSpec{settings: settings},
+		&RequestApproval{tools: t, required: o.RequireApprovalForBSL, settings: settings},
 		&CopySecret{tools: t},
 		&CreateVeleroBSL{tools: t},
 		&DeleteBackupsUsingBSL{},

@@ -71,10 +71,31 @@ func (a RequestApprovalArgs) Validate() error {
 // or no longer covering the spec, takes them away.
 //
 // Errors: API errors are retryable; reject and a refused change are terminal.
+//
+// Whether approval is required is resolved on each run: the
+// --require-approval-for-bsl flag when given, else the requireApprovalForBSL
+// of OADP's DataProtectionApplication (package dpa), else not required. When
+// it stops being required, a pending request is approved (OADP NAC's
+// behaviour); a rejected one stays rejected.
 type RequestApproval struct {
 	tools tools
-	// required is --require-approval-for-bsl.
+	// required is --require-approval-for-bsl, used when settings is
+	// noSettings.
 	required bool
+	// settings resolves the flag and the DPA's requireApprovalForBSL.
+	settings Settings
+}
+
+// isRequired resolves whether approval is required, and its source.
+func (f *RequestApproval) isRequired(ctx context.Context) (bool, string, error) {
+	if _, none := f.settings.(noSettings); none || f.settings == nil {
+		return f.required, "flag --require-approval-for-bsl", nil
+	}
+	required, source, err := f.settings.RequireApprovalForBSL(ctx)
+	if err == nil {
+		f.settings.Report(ctx, "requireApprovalForBSL", source)
+	}
+	return required, source, err
 }
 
 // Name implements engine.Func.
@@ -90,9 +111,13 @@ func (f *RequestApproval) Run(ctx context.Context, op *engine.Operation, args an
 	if err != nil {
 		return engine.Result{}, err
 	}
+	required, requiredBy, err := f.isRequired(ctx)
+	if err != nil {
+		return engine.Result{}, err
+	}
 	labels, annotations := op.OwnerMeta()
 	decision := v1alpha1.ApprovalApprove
-	if f.required {
+	if required {
 		decision = v1alpha1.ApprovalPending
 	}
 	want := &v1alpha1.NonAdminBackupStorageLocationRequest{
@@ -107,6 +132,15 @@ func (f *RequestApproval) Run(ctx context.Context, op *engine.Operation, args an
 		return engine.Result{}, err
 	}
 	req := obj.(*v1alpha1.NonAdminBackupStorageLocationRequest)
+	if !required && req.Spec.ApprovalDecision == v1alpha1.ApprovalPending {
+		// Approval stopped being required (a flag or DPA change): what
+		// waited is approved, as it would have been when created.
+		before := req.DeepCopy()
+		req.Spec.ApprovalDecision = v1alpha1.ApprovalApprove
+		if err := op.Client.Patch(ctx, req, client.MergeFrom(before)); err != nil {
+			return engine.Result{}, fmt.Errorf("approving %s/%s (approval is no longer required: %s): %w", req.Namespace, req.Name, requiredBy, err)
+		}
+	}
 	var current *velerov1.BackupStorageLocationSpec
 	if vb := nabsl.Status.VeleroBackupStorageLocation; vb != nil {
 		current = vb.Spec
@@ -117,7 +151,7 @@ func (f *RequestApproval) Run(ctx context.Context, op *engine.Operation, args an
 	changed := false
 	if req.Spec.ApprovalDecision == v1alpha1.ApprovalApprove {
 		switch {
-		case !f.required:
+		case !required:
 			// Nothing to approve by hand: every spec is approved as it comes.
 			status.ApprovedSpec = current
 		case status.ApprovedSpec == nil:
@@ -183,7 +217,7 @@ func (f *RequestApproval) Run(ctx context.Context, op *engine.Operation, args an
 			return engine.Result{}, err
 		}
 		nabsl.Status.Phase = v1alpha1.NonAdminPhaseNew
-		msg := fmt.Sprintf("waiting for a cluster admin to approve NonAdminBackupStorageLocationRequest %s/%s", req.Namespace, req.Name)
+		msg := fmt.Sprintf("waiting for a cluster admin to approve NonAdminBackupStorageLocationRequest %s/%s (approval required by %s)", req.Namespace, req.Name, requiredBy)
 		setApproval(nabsl, metav1.ConditionFalse, v1alpha1.ReasonPendingApproval, msg)
 		return engine.Wait(msg, recheckApproval), nil
 	}

@@ -54,6 +54,6 @@ func (s *ApprovalSuite) TestApprovalRequiredWaits(c *C) {
 	nabsl, res, err, _ := approval(c, true)
 	c.Assert(err, IsNil)
 	c.Check(res.Wait, Equals, true)
-	c.Check(res.Message, Matches, "waiting for a cluster admin to approve NonAdminBackupStorageLocationRequest oadp/team-bucket-u-1")
+	c.Check(res.Message, Matches, `waiting for a cluster admin to approve NonAdminBackupStorageLocationRequest oadp/team-bucket-u-1 \(approval required by flag --require-approval-for-bsl\)`)
 	c.Check(nabsl.Status.Phase, Equals, v1alpha1.NonAdminPhaseNew)
 }

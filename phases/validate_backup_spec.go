@@ -2,6 +2,7 @@ package phases
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -14,6 +15,7 @@ import (
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
+	"github.com/nacflow/nacflow/dpa"
 	"github.com/nacflow/nacflow/engine"
 )
 
@@ -60,7 +62,13 @@ const recheckLocation = 5 * time.Second
 // args.locationTimeout (5m), then refused; once ready it is translated to
 // the location's Velero BSL. Refusal is a terminal error: the same spec
 // will never pass.
-type ValidateBackupSpec struct{}
+//
+// Without args.enforce, the enforceBackupSpec of OADP's
+// DataProtectionApplication applies, when there is one (package dpa); the
+// phase message names the source of what was enforced.
+type ValidateBackupSpec struct {
+	settings Settings
+}
 
 // Name implements engine.Func.
 func (*ValidateBackupSpec) Name() string { return "ValidateBackupSpec" }
@@ -79,10 +87,18 @@ func (f *ValidateBackupSpec) Run(ctx context.Context, op *engine.Operation, args
 	if refusal == nil && nab.Namespace == op.OADPNamespace {
 		refusal = fmt.Errorf("metadata.namespace: NonAdminBackups are not served in the OADP namespace %s", op.OADPNamespace)
 	}
+	enforce, source, invalid, err := enforcement(ctx, f.settings, "enforceBackupSpec", a.Enforce,
+		func(n *dpa.NonAdmin) json.RawMessage { return n.EnforceBackupSpec }, decodeBackupEnforce)
+	switch {
+	case err != nil:
+		return engine.Result{}, err
+	case invalid != nil:
+		return engine.Wait(invalid.Error(), recheckSettings), nil
+	}
 	var effective *velerov1.BackupSpec
 	if refusal == nil {
 		effective = nab.Spec.BackupSpec.DeepCopy()
-		refusal = a.Enforce.Apply(effective)
+		refusal = enforce.Apply(effective)
 	}
 	if refusal == nil && effective.StorageLocation != "" {
 		veleroBSL, notReady, err := f.storageLocation(ctx, op, nab.Namespace, effective.StorageLocation)
@@ -117,8 +133,8 @@ func (f *ValidateBackupSpec) Run(ctx context.Context, op *engine.Operation, args
 	}
 	nab.Status.VeleroBackup.Spec = effective
 	msg := "backupSpec accepted"
-	if a.Enforce != nil && len(a.Enforce.Fields) > 0 {
-		msg += "; enforced by the admin: " + strings.Join(a.Enforce.Fields, ", ")
+	if enforce != nil {
+		msg += enforcedBy(source, enforce.Fields)
 	}
 	return engine.Done(msg, nil), nil
 }

@@ -2,6 +2,7 @@ package phases
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -13,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
+	"github.com/nacflow/nacflow/dpa"
 	"github.com/nacflow/nacflow/engine"
 )
 
@@ -92,7 +94,12 @@ func (a *ValidateBSLSpecArgs) root(bucket string) (string, bool) {
 // condition Accepted is set. A refusal is terminal: Accepted=False, phase
 // BackingOff, and the Velero BSL and copied Secret an earlier run made are
 // removed, so a location that now overlaps stops writing at once.
-type ValidateBSLSpec struct{}
+//
+// Without args.enforce, the enforceBSLSpec of OADP's
+// DataProtectionApplication applies, when there is one (package dpa).
+type ValidateBSLSpec struct {
+	settings Settings
+}
 
 // Name implements engine.Func.
 func (*ValidateBSLSpec) Name() string { return "ValidateBSLSpec" }
@@ -121,9 +128,17 @@ func (f *ValidateBSLSpec) Run(ctx context.Context, op *engine.Operation, args an
 	if refusal == nil && nabsl.Namespace == op.OADPNamespace {
 		refusal = fmt.Errorf("metadata.namespace: NonAdminBackupStorageLocations are not served in the OADP namespace %s", op.OADPNamespace)
 	}
+	enforce, source, invalid, err := enforcement(ctx, f.settings, "enforceBSLSpec", a.Enforce,
+		func(n *dpa.NonAdmin) json.RawMessage { return n.EnforceBSLSpec }, decodeBSLEnforce)
+	switch {
+	case err != nil:
+		return engine.Result{}, err
+	case invalid != nil:
+		return engine.Wait(invalid.Error(), recheckSettings), nil
+	}
 	if refusal == nil {
 		effective = nabsl.Spec.BackupStorageLocationSpec.DeepCopy()
-		refusal = a.Enforce.Apply(effective)
+		refusal = enforce.Apply(effective)
 	}
 	if refusal == nil {
 		refusal = forcePrefix(a, nabsl.Namespace, effective)
@@ -154,8 +169,8 @@ func (f *ValidateBSLSpec) Run(ctx context.Context, op *engine.Operation, args an
 	}
 	nabsl.Status.VeleroBackupStorageLocation.Spec = effective
 	msg := fmt.Sprintf("backupStorageLocationSpec accepted; prefix in object storage: %s", effective.ObjectStorage.Prefix)
-	if a.Enforce != nil && len(a.Enforce.Fields)+len(a.Enforce.ObjectStorageFields) > 0 {
-		msg += "; enforced by the admin: " + strings.Join(append(append([]string{}, a.Enforce.Fields...), prefixed("objectStorage.", a.Enforce.ObjectStorageFields)...), ", ")
+	if enforce != nil {
+		msg += enforcedBy(source, append(append([]string{}, enforce.Fields...), prefixed("objectStorage.", enforce.ObjectStorageFields)...))
 	}
 	return engine.Done(msg, map[string]string{"prefix": effective.ObjectStorage.Prefix}), nil
 }

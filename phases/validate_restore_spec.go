@@ -2,6 +2,7 @@ package phases
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -12,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
+	"github.com/nacflow/nacflow/dpa"
 	"github.com/nacflow/nacflow/engine"
 )
 
@@ -38,7 +40,12 @@ type ValidateRestoreSpecArgs struct {
 // on refusal, and records the effective spec in status.veleroRestore.spec.
 //
 // Errors: refusals are terminal; API errors are retryable.
-type ValidateRestoreSpec struct{}
+//
+// Without args.enforce, the enforceRestoreSpec of OADP's
+// DataProtectionApplication applies, when there is one (package dpa).
+type ValidateRestoreSpec struct {
+	settings Settings
+}
 
 // Name implements engine.Func.
 func (*ValidateRestoreSpec) Name() string { return "ValidateRestoreSpec" }
@@ -57,10 +64,18 @@ func (f *ValidateRestoreSpec) Run(ctx context.Context, op *engine.Operation, arg
 	if refusal == nil && nar.Namespace == op.OADPNamespace {
 		refusal = fmt.Errorf("metadata.namespace: NonAdminRestores are not served in the OADP namespace %s", op.OADPNamespace)
 	}
+	enforce, source, invalid, err := enforcement(ctx, f.settings, "enforceRestoreSpec", a.Enforce,
+		func(n *dpa.NonAdmin) json.RawMessage { return n.EnforceRestoreSpec }, decodeRestoreEnforce)
+	switch {
+	case err != nil:
+		return engine.Result{}, err
+	case invalid != nil:
+		return engine.Wait(invalid.Error(), recheckSettings), nil
+	}
 	var effective *velerov1.RestoreSpec
 	if refusal == nil {
 		effective = nar.Spec.RestoreSpec.DeepCopy()
-		refusal = a.Enforce.Apply(effective)
+		refusal = enforce.Apply(effective)
 	}
 	if refusal == nil {
 		cluster, err := clusterScopedIn(op.Client.RESTMapper(), effective.IncludedResources)
@@ -89,8 +104,8 @@ func (f *ValidateRestoreSpec) Run(ctx context.Context, op *engine.Operation, arg
 	}
 	nar.Status.VeleroRestore.Spec = effective
 	msg := "restoreSpec accepted"
-	if a.Enforce != nil && len(a.Enforce.Fields) > 0 {
-		msg += "; enforced by the admin: " + strings.Join(a.Enforce.Fields, ", ")
+	if enforce != nil {
+		msg += enforcedBy(source, enforce.Fields)
 	}
 	return engine.Done(msg, map[string]string{"nonAdminBackup": effective.BackupName}), nil
 }

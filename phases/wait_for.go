@@ -37,6 +37,10 @@ type WaitForArgs struct {
 	Kind string `json:"kind" doc:"Backup, BackupStorageLocation, DeleteBackupRequest, Restore (Velero objects in the OADP namespace) or RestorableBackup (a NonAdminBackup of the operation's namespace)"`
 	// Name of the object, usually {{ .Phases.<create phase>.Output.name }}.
 	Name string `json:"name" doc:"name of the object, usually {{ .Phases.<create phase>.Output.name }}"`
+	// AcceptFailure, for a DeleteBackupRequest, completes the wait when
+	// Velero processed the request with errors instead of failing it (the
+	// forceDelete action: the NonAdminBackup goes whatever Velero managed).
+	AcceptFailure bool `json:"acceptFailure,omitempty" doc:"DeleteBackupRequest only: a request Velero processed with errors completes the wait, quoting them, instead of failing it (forceDeleteBackup)"`
 }
 
 // WaitFor waits until an object is ready, after Velero's "wait for additional
@@ -57,7 +61,8 @@ type WaitForArgs struct {
 //     message carries Velero's own message).
 //   - DeleteBackupRequest: the Backup it names is gone. An empty name means
 //     there was nothing to delete (done at once). A request Velero processed
-//     with errors is a terminal error quoting them.
+//     with errors is a terminal error quoting them; with args.acceptFailure
+//     it completes the wait, quoting them (output deleted: "false").
 //
 // The object named must be the operation's own (its origin NACUUID label; for
 // a NonAdminBackup also the Backup it is linked to in status.veleroBackup),
@@ -83,7 +88,7 @@ func (f *WaitFor) Run(ctx context.Context, op *engine.Operation, args any) (engi
 	case "Backup":
 		return f.backup(ctx, op, a.Name)
 	case "DeleteBackupRequest":
-		return f.deletion(ctx, op, a.Name)
+		return f.deletion(ctx, op, a.Name, a.AcceptFailure)
 	case "RestorableBackup":
 		return f.restorable(ctx, op, a.Name)
 	case "Restore":
@@ -240,7 +245,7 @@ func (f *WaitFor) backup(ctx context.Context, op *engine.Operation, name string)
 // deletion waits until the Backup named by op's DeleteBackupRequest name
 // (or, before the request is seen, the Backup name, which must be the
 // NonAdminBackup's own) is gone.
-func (f *WaitFor) deletion(ctx context.Context, op *engine.Operation, name string) (engine.Result, error) {
+func (f *WaitFor) deletion(ctx context.Context, op *engine.Operation, name string, acceptFailure bool) (engine.Result, error) {
 	if name == "" {
 		return engine.Done("no Velero Backup to wait for", nil), nil
 	}
@@ -271,6 +276,10 @@ func (f *WaitFor) deletion(ctx context.Context, op *engine.Operation, name strin
 		return engine.Result{}, err
 	}
 	if err == nil && dbr.Status.Phase == velerov1.DeleteBackupRequestPhaseProcessed && len(dbr.Status.Errors) > 0 {
+		if acceptFailure {
+			return engine.Done(fmt.Sprintf("Velero could not delete Backup %s (going on: forced deletion): %s", backupName, strings.Join(dbr.Status.Errors, "; ")),
+				map[string]string{"deleted": "false"}), nil
+		}
 		return engine.Result{}, engine.Terminalf("Velero could not delete Backup %s: %s", backupName, strings.Join(dbr.Status.Errors, "; "))
 	}
 	phase := "not found yet"

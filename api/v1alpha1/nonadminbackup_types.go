@@ -11,6 +11,7 @@ import (
 // The CEL rules refuse at kubectl apply what can never be valid; the
 // controller's ValidateBackupSpec still checks everything.
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.deleteBackup) || !oldSelf.deleteBackup || (has(self.deleteBackup) && self.deleteBackup)",message="deleteBackup can not be set back to false once true"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.forceDeleteBackup) || !oldSelf.forceDeleteBackup || (has(self.forceDeleteBackup) && self.forceDeleteBackup)",message="forceDeleteBackup can not be set back to false once true"
 type NonAdminBackupSpec struct {
 	// backupSpec is the Velero BackupSpec of the backup to make. nacflow
 	// enforces the tenant rules on it (own namespace only, no cluster-scoped
@@ -29,6 +30,21 @@ type NonAdminBackupSpec struct {
 	// object storage (a Velero DeleteBackupRequest), then the NonAdminBackup.
 	// +optional
 	DeleteBackup bool `json:"deleteBackup,omitempty"`
+	// forceDeleteBackup, when true, deletes like deleteBackup, but the Velero
+	// Backup and the NonAdminBackup go even when Velero's DeleteBackupRequest
+	// fails or does not finish within 5 minutes: data Velero could not delete
+	// stays in object storage (OADP NAC's forceDeleteBackup). It wins over
+	// deleteBackup.
+	// +optional
+	ForceDeleteBackup bool `json:"forceDeleteBackup,omitempty"`
+	// logLevel of the controller's log lines about this NonAdminBackup's
+	// operations: debug or trace adds a line per phase (started, waiting,
+	// ended) even when the controller logs at info; warning, error, fatal and
+	// panic keep only its errors; info or unset changes nothing (OADP NAC's
+	// enum).
+	// +optional
+	// +kubebuilder:validation:Enum=trace;debug;info;warning;error;fatal;panic
+	LogLevel string `json:"logLevel,omitempty"`
 }
 
 // NonAdminPhase is the phase of a NAC request (OADP NAC's NonAdminPhase).

@@ -59,7 +59,7 @@ spec:
 	for _, want := range []string{
 		"blueprint broken has 5 error(s):",
 		`spec.actions.backup.phases[0] (a): unknown func "Nope"`,
-		`spec.actions.backup.phases[1] (b): WaitFor takes no arg "colour" (it takes: kind, name)`,
+		`spec.actions.backup.phases[1] (b): WaitFor takes no arg "colour" (it takes: acceptFailure, kind, name)`,
 		`spec.actions.backup.phases[1] (b): args.name refers to phase "c", which does not come before it`,
 		`spec.actions.backup.phases[2] (c): LimitActiveOperations args: max: must be at least 1, got 0`,
 		`spec.actions.explode: NonAdminBackup has no action "explode"`,

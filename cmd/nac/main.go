@@ -20,6 +20,7 @@ import (
 
 	"github.com/nacflow/nacflow/blueprints"
 	"github.com/nacflow/nacflow/controllers"
+	"github.com/nacflow/nacflow/dpa"
 	"github.com/nacflow/nacflow/engine"
 	"github.com/nacflow/nacflow/phases"
 )
@@ -46,6 +47,25 @@ type options struct {
 	concurrency   int
 	eventQPS      float64
 	eventBurst    int
+	// given are the flags given on the command line: those yield nothing
+	// to a DataProtectionApplication's settings.
+	given map[string]bool
+}
+
+// nonAdminFlags returns the settings of o a DataProtectionApplication may
+// also set, nil where the flag was not given on the command line.
+func (o options) nonAdminFlags() dpa.Flags {
+	var f dpa.Flags
+	if o.given["require-approval-for-bsl"] {
+		f.RequireApprovalForBSL = &o.bslApproval
+	}
+	if o.given["backup-sync-period"] {
+		f.BackupSyncPeriod = &o.syncPeriod
+	}
+	if o.given["garbage-collection-period"] {
+		f.GarbageCollectionPeriod = &o.gcPeriod
+	}
+	return f
 }
 
 func main() {
@@ -78,6 +98,8 @@ Flags:
 		flag.PrintDefaults()
 	}
 	flag.Parse()
+	o.given = map[string]bool{}
+	flag.Visit(func(f *flag.Flag) { o.given[f.Name] = true })
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(zapOpts)))
 
 	if err := run(o); err != nil {
@@ -103,11 +125,11 @@ func registerFlags(fs *flag.FlagSet, o *options) *zap.Options {
 	fs.DurationVar(&o.queueWindow, "queue-refresh-window", controllers.DefaultQueueRefreshWindow,
 		"How long waiting NonAdminBackups' queue positions may lag a finished backup; all completions within it cost one status write per waiting NAB.")
 	fs.BoolVar(&o.bslApproval, "require-approval-for-bsl", false,
-		"Tenants' NonAdminBackupStorageLocations wait for a cluster admin to approve their NonAdminBackupStorageLocationRequest in the OADP namespace; without it requests are approved automatically.")
+		"Tenants' NonAdminBackupStorageLocations wait for a cluster admin to approve their NonAdminBackupStorageLocationRequest in the OADP namespace; without it requests are approved automatically. Given, it wins over a DataProtectionApplication's spec.nonAdmin.requireApprovalForBSL.")
 	fs.DurationVar(&o.syncPeriod, "backup-sync-period", controllers.DefaultBackupSyncPeriod,
-		"How often NonAdminBackups are recreated from finished Velero Backups whose NAB is missing (after a cluster rebuild); 0 disables.")
+		"How often NonAdminBackups are recreated from finished Velero Backups whose NAB is missing (after a cluster rebuild); 0 disables. Not given, a DataProtectionApplication's spec.nonAdmin.backupSyncPeriod applies.")
 	fs.DurationVar(&o.gcPeriod, "garbage-collection-period", controllers.DefaultGarbageCollectionPeriod,
-		"How often NAC-labelled objects in the OADP namespace whose NAC object is gone are deleted (Velero objects only, never backup data); 0 disables.")
+		"How often NAC-labelled objects in the OADP namespace whose NAC object is gone are deleted (Velero objects only, never backup data); 0 disables. Not given, a DataProtectionApplication's spec.nonAdmin.garbageCollectionPeriod applies.")
 	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "", "Address of the Go pprof endpoint (e.g. 127.0.0.1:6061); empty disables it.")
 	fs.Float64Var(&o.qps, "kube-api-qps", 500,
 		"Queries per second the controller may send to the API server. Each NonAdminBackup costs 3 writes, so client-go's default of 20 would cap nacflow near 7 NABs per second; the API server's priority and fairness still protects it from a flood.")
@@ -176,8 +198,11 @@ func run(o options) error {
 
 	queue := controllers.NewBackupQueue()
 	metrics.Registry.MustRegister(&controllers.StateCollector{Reader: mgr.GetClient(), Queue: queue})
+	// The admin's non-admin settings: flags given on the command line, else
+	// OADP's DataProtectionApplication in the OADP namespace, read live.
+	settings := &dpa.Source{Reader: mgr.GetAPIReader(), Namespace: o.oadpNamespace, Flags: o.nonAdminFlags()}
 	registry, err := phases.New(phases.Clients{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorderFor("nacflow-blueprint"), Queue: queue},
-		phases.Options{RequireApprovalForBSL: o.bslApproval})
+		phases.Options{RequireApprovalForBSL: o.bslApproval, Settings: settings})
 	if err != nil {
 		return err
 	}
@@ -205,7 +230,7 @@ func run(o options) error {
 	if err := nar.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the NonAdminRestore controller: %w", err)
 	}
-	nabsl := &controllers.NonAdminBackupStorageLocationReconciler{Deps: deps("nonadminbackupstoragelocation-controller", "NonAdminBackupStorageLocation"), RequireApproval: o.bslApproval, CredentialCheckPeriod: o.credCheck}
+	nabsl := &controllers.NonAdminBackupStorageLocationReconciler{Deps: deps("nonadminbackupstoragelocation-controller", "NonAdminBackupStorageLocation"), RequireApproval: o.bslApproval, Settings: settings, CredentialCheckPeriod: o.credCheck}
 	if err := nabsl.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the NonAdminBackupStorageLocation controller: %w", err)
 	}
@@ -217,9 +242,20 @@ func run(o options) error {
 	sync := &controllers.BackupSync{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), OADPNamespace: o.oadpNamespace,
 		TenantSpec: phases.SyncedBackupSpec}
 	gc := &controllers.GarbageCollector{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), OADPNamespace: o.oadpNamespace}
+	period := func(which dpa.Period, def time.Duration) func(context.Context) (time.Duration, string) {
+		return func(ctx context.Context) (time.Duration, string) {
+			d, source, err := settings.Period(ctx, which, def)
+			if err != nil {
+				ctrl.Log.Error(err, "reading the DataProtectionApplication's period; using the default")
+			}
+			return d, source
+		}
+	}
 	for _, p := range []*controllers.Periodic{
-		{Name: "backup-sync", Period: o.syncPeriod, Pass: func(ctx context.Context) error { _, err := sync.SyncOnce(ctx); return err }},
-		{Name: "garbage-collection", Period: o.gcPeriod, Pass: func(ctx context.Context) error { _, err := gc.CollectOnce(ctx); return err }},
+		{Name: "backup-sync", PeriodFunc: period(dpa.BackupSyncPeriod, o.syncPeriod),
+			Pass: func(ctx context.Context) error { _, err := sync.SyncOnce(ctx); return err }},
+		{Name: "garbage-collection", PeriodFunc: period(dpa.GarbageCollectionPeriod, o.gcPeriod),
+			Pass: func(ctx context.Context) error { _, err := gc.CollectOnce(ctx); return err }},
 	} {
 		if err := mgr.Add(p); err != nil {
 			return fmt.Errorf("adding the %s loop: %w", p.Name, err)

@@ -1,0 +1,97 @@
+package phases
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nacflow/nacflow/dpa"
+)
+
+// Settings resolves the admin's non-admin settings: *dpa.Source (flags
+// given on the command line, then OADP's DataProtectionApplication). It is
+// an interface so that phase functions hold no client (the safety rule):
+// what it reads is the DPA of the OADP namespace, chosen by the controller,
+// never by a blueprint or a tenant.
+type Settings interface {
+	Get(ctx context.Context) (*dpa.Settings, error)
+	RequireApprovalForBSL(ctx context.Context) (bool, string, error)
+	Report(ctx context.Context, setting, source string)
+}
+
+// noSettings is Settings without a DPA and without flags.
+type noSettings struct{}
+
+func (noSettings) Get(context.Context) (*dpa.Settings, error) { return nil, nil }
+func (noSettings) RequireApprovalForBSL(context.Context) (bool, string, error) {
+	return false, dpa.FromDefault, nil
+}
+func (noSettings) Report(context.Context, string, string) {}
+
+// recheckSettings is how often a phase waiting for the admin to fix the
+// DPA's settings looks again.
+const recheckSettings = 10 * time.Second
+
+// fromBlueprint names a blueprint's own args as the source of a setting.
+const fromBlueprint = "blueprint args.enforce"
+
+// enforcement returns the enforced values in force for a validate phase and
+// where they come from: the blueprint's own args.enforce when it sets one
+// (own non-nil), else the DPA's spec.nonAdmin.<field> (decoded strictly, as
+// args are), else nil. decode fills a fresh value from raw JSON.
+//
+// Errors: reading the DPA (retryable); invalidDPA is the DPA's field that
+// does not decode or enforces what cannot be enforced: the admin must fix
+// it, and the phase waits for that rather than running unenforced.
+func enforcement[T any](ctx context.Context, s Settings, field string, own *T,
+	raw func(*dpa.NonAdmin) json.RawMessage, decode func([]byte) (*T, error)) (e *T, source string, invalidDPA, err error) {
+	if s == nil {
+		s = noSettings{}
+	}
+	if own != nil {
+		s.Report(ctx, field, fromBlueprint)
+		return own, fromBlueprint, nil, nil
+	}
+	settings, err := s.Get(ctx)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	if settings == nil || len(raw(&settings.NonAdmin)) == 0 || string(raw(&settings.NonAdmin)) == "null" {
+		s.Report(ctx, field, "none")
+		return nil, "", nil, nil
+	}
+	source = settings.Field(field)
+	e, err = decode(raw(&settings.NonAdmin))
+	if err != nil {
+		return nil, "", fmt.Errorf("%s is invalid (the admin must fix it; nothing is enforced until then, so the operation waits): %w", source, err), nil
+	}
+	s.Report(ctx, field, source)
+	return e, source, nil, nil
+}
+
+func decodeBackupEnforce(data []byte) (*EnforcedBackupSpec, error) {
+	e := &EnforcedBackupSpec{}
+	return e, e.UnmarshalJSON(data)
+}
+
+func decodeRestoreEnforce(data []byte) (*EnforcedRestoreSpec, error) {
+	e := &EnforcedRestoreSpec{}
+	return e, e.UnmarshalJSON(data)
+}
+
+func decodeBSLEnforce(data []byte) (*EnforcedBSLSpec, error) {
+	e := &EnforcedBSLSpec{}
+	return e, e.UnmarshalJSON(data)
+}
+
+// enforcedBy returns the "; enforced by the admin (<source>): f1, f2"
+// suffix of a validate phase's message, "" when nothing is enforced: the
+// plan shows which source won.
+func enforcedBy(source string, fields []string) string {
+	if len(fields) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; enforced by the admin (%s): %s", source, strings.Join(fields, ", "))
+}
