@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 	"time"
+
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 
 	"github.com/nacflow/nacflow/dpa"
 )
@@ -71,17 +74,80 @@ func enforcement[T any](ctx context.Context, s Settings, field string, own *T,
 	return e, source, nil, nil
 }
 
+// withoutZeroFields returns data, a JSON object of typed's type (a pointer
+// to a Velero spec struct), without the fields whose value is the zero value
+// of their Go type (null, 0, "0s", "", {} for a struct, and empty lists
+// and maps); a pointer set to false or 0 (snapshotVolumes: false) is not
+// zero. A DPA's enforce specs follow OADP's rule, "a zero enforced value
+// enforces nothing" (reflect's IsZero on the typed field): OADP's operator
+// may write the typed spec back whole, zero fields included ("ttl": "0s",
+// "metadata": {}), and those must not enforce anything. Fields typed does
+// not know are kept, for the strict decoder to refuse.
+func withoutZeroFields(data []byte, typed any) ([]byte, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(data, &fields); err != nil {
+		return nil, err
+	}
+	v := reflect.ValueOf(typed).Elem()
+	for name, raw := range fields {
+		f, ok := jsonField(v, name)
+		if !ok {
+			continue
+		}
+		one := reflect.New(f.Type())
+		if err := json.Unmarshal(raw, one.Interface()); err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		if zero := one.Elem(); zero.IsZero() || (zero.Kind() == reflect.Slice || zero.Kind() == reflect.Map) && zero.Len() == 0 {
+			delete(fields, name)
+		}
+	}
+	return json.Marshal(fields)
+}
+
+// The decoders of a DPA's enforce specs: zero fields dropped
+// (withoutZeroFields), then decoded strictly as a blueprint's args.enforce.
+
 func decodeBackupEnforce(data []byte) (*EnforcedBackupSpec, error) {
+	data, err := withoutZeroFields(data, &velerov1.BackupSpec{})
+	if err != nil {
+		return nil, err
+	}
 	e := &EnforcedBackupSpec{}
 	return e, e.UnmarshalJSON(data)
 }
 
 func decodeRestoreEnforce(data []byte) (*EnforcedRestoreSpec, error) {
+	data, err := withoutZeroFields(data, &velerov1.RestoreSpec{})
+	if err != nil {
+		return nil, err
+	}
 	e := &EnforcedRestoreSpec{}
 	return e, e.UnmarshalJSON(data)
 }
 
 func decodeBSLEnforce(data []byte) (*EnforcedBSLSpec, error) {
+	data, err := withoutZeroFields(data, &velerov1.BackupStorageLocationSpec{})
+	if err != nil {
+		return nil, err
+	}
+	// objectStorage is inline in Velero's type: its fields are enforced one
+	// by one, so zero ones go too.
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(data, &fields); err != nil {
+		return nil, err
+	}
+	if os, ok := fields["objectStorage"]; ok {
+		if fields["objectStorage"], err = withoutZeroFields(os, &velerov1.ObjectStorageLocation{}); err != nil {
+			return nil, fmt.Errorf("objectStorage: %w", err)
+		}
+		if string(fields["objectStorage"]) == "{}" {
+			delete(fields, "objectStorage")
+		}
+		if data, err = json.Marshal(fields); err != nil {
+			return nil, err
+		}
+	}
 	e := &EnforcedBSLSpec{}
 	return e, e.UnmarshalJSON(data)
 }
