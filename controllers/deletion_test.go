@@ -8,6 +8,7 @@ import (
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	. "gopkg.in/check.v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -249,4 +250,35 @@ func (s *ControllerSuite) TestForceDeleteBackup(c *C) {
 	back := again.DeepCopy()
 	back.Spec.ForceDeleteBackup = false
 	c.Check(testClient.Patch(ctx, back, client.MergeFrom(again)), ErrorMatches, `.*forceDeleteBackup can not be set back to false once true.*`)
+}
+
+// A forceDelete plan that fails in nacflow itself (here: a per-tenant
+// blueprint whose phase cannot run) still lets the NAB go: its finalize
+// action then removes the Velero objects.
+func (s *ControllerSuite) TestForceDeleteWhenItsPlanFails(c *C) {
+	ctx := context.Background()
+	broken := &v1alpha1.Blueprint{
+		ObjectMeta: metav1.ObjectMeta{Name: "nonadminbackup-broken-force"},
+		Spec: v1alpha1.BlueprintSpec{Kind: "NonAdminBackup",
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"force": "broken"}},
+			Actions: map[string]v1alpha1.BlueprintAction{"forceDelete": {Phases: []v1alpha1.BlueprintPhase{{
+				Name: "wait", Func: "WaitFor",
+				Args: map[string]apiextensionsv1.JSON{"kind": {Raw: []byte(`"Nothing"`)}, "name": {Raw: []byte(`"x"`)}},
+			}}}}},
+	}
+	defer applyBlueprints(c, s.oadp, broken)()
+	ns := labelledNamespace(c, map[string]string{"force": "broken"})
+	nab, backup := s.backupOf(c, ns, "forced")
+	completeBackup(c, s.oadp, backup.Name, velerov1.BackupPhaseCompleted)
+	patched := getNAB(c, nab)
+	forced := patched.DeepCopy()
+	forced.Spec.ForceDeleteBackup = true
+	c.Assert(testClient.Patch(ctx, forced, client.MergeFrom(patched)), IsNil)
+	eventually(c, 20*time.Second, func() (bool, string) {
+		err := testClient.Get(ctx, client.ObjectKeyFromObject(nab), &v1alpha1.NonAdminBackup{})
+		return apierrors.IsNotFound(err), fmt.Sprintf("NAB still there: %v", err)
+	})
+	c.Check(veleroBackupsOf(c, s.oadp, controllers.NACUUID(nab.UID)), HasLen, 0, Commentf("finalize removed the Velero Backup"))
+	events := strings.Join(eventMessages(c, ns, "forced"), "\n")
+	c.Check(events, Matches, `(?s).*Action forceDelete failed.*Started action finalize.*`)
 }

@@ -108,8 +108,11 @@ func (r *NonAdminBackupReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 			}
 			return r.mirror(ctx, nab, finished)
 		},
-		deleteWhenComplete: []string{ActionDelete, ActionForceDelete},
-		logLevel:           func(nab *v1alpha1.NonAdminBackup) string { return nab.Spec.LogLevel },
+		deleteWhenComplete: []string{ActionDelete},
+		// A forced deletion deletes the NAB however its plan ended; a plan
+		// that failed leaves the Velero objects to the finalize action.
+		deleteWhenEnded: []string{ActionForceDelete},
+		logLevel:        func(nab *v1alpha1.NonAdminBackup) string { return nab.Spec.LogLevel },
 	}, req)
 }
 

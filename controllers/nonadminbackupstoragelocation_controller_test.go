@@ -115,7 +115,11 @@ func (s *ControllerSuite) TestBSLLifecycle(c *C) {
 		req, _, _ = bslObjects(c, s.oadp, nacuuid)
 		return req.Status.Phase == v1alpha1.NonAdminBSLRequestPhaseApproved, fmt.Sprintf("%+v", req.Status)
 	})
-	c.Check(*req.Status.SourceNonAdminBSL, DeepEquals, v1alpha1.SourceNonAdminBSL{NACUUID: nacuuid, Name: nabsl.Name, Namespace: ns, RequestedSpec: req.Status.ApprovedSpec})
+	src := req.Status.SourceNonAdminBSL
+	c.Check([]string{src.NACUUID, src.Namespace, src.Name}, DeepEquals, []string{nacuuid, ns, nabsl.Name})
+	c.Assert(src.RequestedSpec, NotNil)
+	c.Check(src.RequestedSpec.ObjectStorage.Prefix, Equals, ns+"/mybucket", Commentf("the effective spec: prefix forced"))
+	c.Check(src.RequestedSpec.ObjectStorage.Bucket, Equals, "shared-bucket")
 
 	// Velero reports it Available: mirrored, plan complete.
 	before := bsl.DeepCopy()

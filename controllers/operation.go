@@ -98,6 +98,10 @@ type nacKind[T engine.Object] struct {
 	// deleteWhenComplete names the actions after whose completion the
 	// object itself is deleted.
 	deleteWhenComplete []string
+	// deleteWhenEnded names the actions after whose end, complete or
+	// failed, the object itself is deleted (its finalize action then
+	// removes what is left).
+	deleteWhenEnded []string
 	// logLevel returns the object's own log level (NonAdminBackup
 	// spec.logLevel; nil or "": the controller's).
 	logLevel func(T) string
@@ -174,7 +178,7 @@ func reconcileNAC[T engine.Object](ctx context.Context, d *Deps, reads *readTrac
 	}
 	complete := obj.GetPlan() != nil && obj.GetPlan().State == v1alpha1.PlanComplete
 	switch {
-	case slices.Contains(k.deleteWhenComplete, action) && !deleting && complete:
+	case !deleting && (slices.Contains(k.deleteWhenComplete, action) && complete || slices.Contains(k.deleteWhenEnded, action)):
 		if err := d.Client.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
 			return ctrl.Result{}, fmt.Errorf("deleting %s after its %s action: %w", req.NamespacedName, action, err)
 		}
@@ -206,7 +210,12 @@ func loggersFor(base logr.Logger, level string) (logger, story logr.Logger) {
 	case verboseLevels[level]:
 		return base, base
 	case quietLevels[level]:
-		quiet := logr.New(errorsOnly{base.GetSink()})
+		sink := base.GetSink()
+		if cd, ok := sink.(logr.CallDepthLogSink); ok {
+			// errorsOnly's own frame sits between the caller and sink.
+			sink = cd.WithCallDepth(1)
+		}
+		quiet := logr.New(errorsOnly{sink})
 		return quiet, quiet
 	default:
 		return base, base.V(1)
@@ -216,6 +225,10 @@ func loggersFor(base logr.Logger, level string) (logger, story logr.Logger) {
 // errorsOnly is a logr.LogSink that passes errors on and drops every info
 // line, for an object whose log level is warning or above.
 type errorsOnly struct{ logr.LogSink }
+
+// Init implements logr.LogSink: the wrapped sink is initialized already
+// (and shared: it must not be changed).
+func (errorsOnly) Init(logr.RuntimeInfo) {}
 
 // Enabled implements logr.LogSink: no info line is enabled.
 func (errorsOnly) Enabled(int) bool { return false }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 	"time"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
@@ -265,6 +266,48 @@ func (s *ControllerSuite) TestPeriodicLoops(c *C) {
 	go func() { done <- on.Start(ctx) }()
 	<-ran
 	<-ran
+	cancel()
+	c.Check(<-done, IsNil)
+}
+
+// A loop whose period comes from a PeriodFunc (a DPA's backupSyncPeriod)
+// follows it while running: disabled, then enabled, then disabled again,
+// without a restart.
+func (s *ControllerSuite) TestPeriodicLoopFollowsItsSetting(c *C) {
+	var mu sync.Mutex
+	period := time.Duration(0)
+	setPeriod := func(d time.Duration) { mu.Lock(); period = d; mu.Unlock() }
+	ran := make(chan struct{}, 100)
+	p := &controllers.Periodic{Name: "dynamic", Recheck: 10 * time.Millisecond,
+		PeriodFunc: func(context.Context) (time.Duration, string) { mu.Lock(); defer mu.Unlock(); return period, "test" },
+		Pass:       func(context.Context) error { ran <- struct{}{}; return nil }}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- p.Start(ctx) }()
+
+	select {
+	case <-ran:
+		c.Fatal("a disabled loop ran a pass")
+	case <-time.After(100 * time.Millisecond):
+	}
+	setPeriod(20 * time.Millisecond)
+	for range 3 {
+		select {
+		case <-ran:
+		case <-time.After(5 * time.Second):
+			c.Fatal("the enabled loop runs no pass")
+		}
+	}
+	setPeriod(0)
+	time.Sleep(50 * time.Millisecond)
+	for len(ran) > 0 {
+		<-ran
+	}
+	select {
+	case <-ran:
+		c.Fatal("a loop disabled again still runs")
+	case <-time.After(100 * time.Millisecond):
+	}
 	cancel()
 	c.Check(<-done, IsNil)
 }

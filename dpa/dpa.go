@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"reflect"
 	"sort"
 	"strings"
 	"sync"
@@ -63,14 +64,27 @@ type Settings struct {
 	Namespace, Name string
 	// ResourceVersion of the DPA read.
 	ResourceVersion string
-	// NonAdmin is its spec.nonAdmin.
+	// NonAdmin is its spec.nonAdmin, each field decoded on its own: a field
+	// that does not decode is left unset here and reported in Invalid.
 	NonAdmin NonAdmin
+	// Invalid maps the JSON name of each field of spec.nonAdmin that does not
+	// decode to its error; the settings that depend on one fail rather than
+	// fall back (an admin's policy is never dropped silently).
+	Invalid map[string]error
 }
 
 // Field returns "DataProtectionApplication <ns>/<name> spec.nonAdmin.<field>",
 // how messages name the source of a setting.
 func (s *Settings) Field(field string) string {
 	return fmt.Sprintf("DataProtectionApplication %s/%s spec.nonAdmin.%s", s.Namespace, s.Name, field)
+}
+
+// invalid returns the error of field, nil when it decoded.
+func (s *Settings) invalid(field string) error {
+	if err := s.Invalid[field]; err != nil {
+		return fmt.Errorf("%s: %w", s.Field(field), err)
+	}
+	return nil
 }
 
 // set lists the JSON names of the fields s sets, sorted.
@@ -97,16 +111,20 @@ type Flags struct {
 	BackupSyncPeriod *time.Duration
 }
 
-// Default ages of what Source read (see Source.MaxAge).
+// Default ages of what Source read (see Source.MaxAge), and the shortest
+// period a DPA may give a periodic loop.
 const (
 	DefaultMaxAge       = time.Second
 	DefaultAbsentMaxAge = 30 * time.Second
+	MinPeriod           = 10 * time.Second
 )
 
 // Source reads the DPA settings of the OADP namespace from the API server
 // (DPAs are few and not cached by the manager), at most once per MaxAge, and
 // resolves each setting's precedence. A nil *Source has no DPA and no flags.
-// It is safe for concurrent use.
+// It is safe for concurrent use: one read at a time, and a failed read is
+// reused for MaxAge too, so that an unhealthy API server is not asked once
+// per reconcile.
 type Source struct {
 	// Reader lists DPAs: the manager's API reader.
 	Reader client.Reader
@@ -121,19 +139,24 @@ type Source struct {
 	// DefaultAbsentMaxAge): each check costs a discovery request.
 	AbsentMaxAge time.Duration
 
-	mu       sync.Mutex
-	readAt   time.Time
-	absent   bool
-	settings *Settings
-	logged   string
-	won      map[string]string
+	mu          sync.Mutex
+	readAt      time.Time
+	absent      bool
+	settings    *Settings
+	readErr     error
+	logged      string
+	won         map[string]string
+	lastPeriods map[Period]time.Duration
 }
+
+// logger is the Source's own: what it logs is the admin's, never subject to
+// one object's log level (NonAdminBackup spec.logLevel).
+var logger = log.Log.WithName("dpa")
 
 // Get returns the settings of the DPA in the OADP namespace that has
 // spec.nonAdmin (the first by name when several do, as OADP NAC picks the
 // first), or nil when there is none or the DPA CRD is not installed.
-// Errors: the API server's (retryable), or a spec.nonAdmin that does not
-// decode (its message names the DPA). A change of the DPA read is logged.
+// Errors: the API server's (retryable). A change of the DPA read is logged.
 func (s *Source) Get(ctx context.Context) (*Settings, error) {
 	if s == nil || s.Reader == nil {
 		return nil, nil
@@ -144,21 +167,22 @@ func (s *Source) Get(ctx context.Context) (*Settings, error) {
 	if maxAge <= 0 {
 		maxAge = DefaultMaxAge
 	}
-	if s.absent {
+	if s.absent && s.readErr == nil {
 		maxAge = s.AbsentMaxAge
 		if maxAge <= 0 {
 			maxAge = DefaultAbsentMaxAge
 		}
 	}
 	if !s.readAt.IsZero() && time.Since(s.readAt) < maxAge {
-		return s.settings, nil
+		return s.settings, s.readErr
 	}
 	settings, absent, err := s.read(ctx)
+	s.readAt, s.readErr = time.Now(), err
 	if err != nil {
 		return nil, err
 	}
-	s.readAt, s.absent, s.settings = time.Now(), absent, settings
-	s.logChange(ctx)
+	s.absent, s.settings = absent, settings
+	s.logChange()
 	return settings, nil
 }
 
@@ -178,21 +202,47 @@ func (s *Source) read(ctx context.Context) (settings *Settings, absent bool, err
 		if err != nil || !found || raw == nil {
 			continue
 		}
-		data, err := json.Marshal(raw)
-		if err != nil {
-			return nil, false, fmt.Errorf("DataProtectionApplication %s/%s spec.nonAdmin: %w", d.GetNamespace(), d.GetName(), err)
+		out := &Settings{Namespace: d.GetNamespace(), Name: d.GetName(), ResourceVersion: d.GetResourceVersion(), Invalid: map[string]error{}}
+		fields, ok := raw.(map[string]any)
+		if !ok {
+			out.Invalid["*"] = fmt.Errorf("spec.nonAdmin is not an object")
+			return out, false, nil
 		}
-		out := &Settings{Namespace: d.GetNamespace(), Name: d.GetName(), ResourceVersion: d.GetResourceVersion()}
-		if err := json.Unmarshal(data, &out.NonAdmin); err != nil {
-			return nil, false, fmt.Errorf("DataProtectionApplication %s/%s spec.nonAdmin: %w", d.GetNamespace(), d.GetName(), err)
+		// Field by field: one that does not decode spoils only itself.
+		target := reflect.ValueOf(&out.NonAdmin).Elem()
+		for name, value := range fields {
+			f, known := fieldByJSONName(target, name)
+			if !known {
+				continue // OADP's other fields (enable, ...) or newer ones
+			}
+			data, err := json.Marshal(value)
+			if err == nil {
+				err = json.Unmarshal(data, f.Addr().Interface())
+			}
+			if err != nil {
+				out.Invalid[name] = err
+				f.Set(reflect.Zero(f.Type()))
+			}
 		}
 		return out, false, nil
 	}
 	return nil, false, nil
 }
 
-// logChange logs the settings read when they differ from the last logged.
-func (s *Source) logChange(ctx context.Context) {
+// fieldByJSONName returns the field of struct v whose JSON name is name.
+func fieldByJSONName(v reflect.Value, name string) (reflect.Value, bool) {
+	for i := range v.NumField() {
+		tag, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("json"), ",")
+		if tag == name {
+			return v.Field(i), true
+		}
+	}
+	return reflect.Value{}, false
+}
+
+// logChange logs the settings read when they differ from the last logged,
+// and forgets which source won each setting (so each is logged again).
+func (s *Source) logChange() {
 	key := "none"
 	if s.settings != nil {
 		key = s.settings.Namespace + "/" + s.settings.Name + "@" + s.settings.ResourceVersion
@@ -200,8 +250,7 @@ func (s *Source) logChange(ctx context.Context) {
 	if key == s.logged {
 		return
 	}
-	s.logged = key
-	logger := log.FromContext(ctx).WithName("dpa")
+	s.logged, s.won = key, nil
 	if s.settings == nil {
 		logger.Info("no DataProtectionApplication with spec.nonAdmin in the OADP namespace: blueprints, flags and defaults apply", "namespace", s.Namespace)
 		return
@@ -209,23 +258,32 @@ func (s *Source) logChange(ctx context.Context) {
 	logger.Info("non-admin settings read from DataProtectionApplication (blueprint args and flags given on the command line take precedence)",
 		"dataProtectionApplication", s.settings.Namespace+"/"+s.settings.Name, "resourceVersion", s.settings.ResourceVersion,
 		"fields", strings.Join(s.settings.set(), ","))
+	for field, err := range s.settings.Invalid {
+		logger.Error(err, "DataProtectionApplication field does not decode: what depends on it fails until it is fixed", "field", s.settings.Field(field))
+	}
 }
 
-// Revision returns a string that changes whenever the DPA's spec.nonAdmin
-// changes ("none" without a DPA; other edits of the DPA, its status
-// included, leave it alone), for reconcilers that re-run when their inputs
-// change. Errors: Get's.
+// Revision returns a string that changes whenever the DPA settings a
+// storage location depends on change — enforceBSLSpec and
+// requireApprovalForBSL — ("none" without a DPA; other edits of the DPA
+// leave it alone), for reconcilers that re-run when their inputs change.
+// Errors: Get's.
 func (s *Source) Revision(ctx context.Context) (string, error) {
 	settings, err := s.Get(ctx)
 	if err != nil || settings == nil {
 		return "none", err
 	}
-	raw, err := json.Marshal(settings.NonAdmin)
+	raw, err := json.Marshal(NonAdmin{EnforceBSLSpec: settings.NonAdmin.EnforceBSLSpec, RequireApprovalForBSL: settings.NonAdmin.RequireApprovalForBSL})
 	if err != nil {
 		return "", err
 	}
 	h := fnv.New64a()
 	_, _ = h.Write(raw)
+	for _, field := range []string{"enforceBSLSpec", "requireApprovalForBSL"} {
+		if settings.Invalid[field] != nil {
+			_, _ = h.Write([]byte(field + " invalid"))
+		}
+	}
 	return fmt.Sprintf("%s/%x", settings.Name, h.Sum64()), nil
 }
 
@@ -238,8 +296,9 @@ const (
 // RequireApprovalForBSL resolves whether tenants' locations need an admin's
 // approval: --require-approval-for-bsl when given, else the DPA's
 // requireApprovalForBSL, else false. It returns the value and where it came
-// from ("flag --require-approval-for-bsl", the DPA field, or "default").
-// Errors: Get's; callers must not treat an error as "no approval needed".
+// from ("flag --require-approval-for-bsl", the DPA field, or FromDefault).
+// Errors: Get's, and a requireApprovalForBSL that does not decode; callers
+// must not treat an error as "no approval needed".
 func (s *Source) RequireApprovalForBSL(ctx context.Context) (bool, string, error) {
 	if s != nil && s.Flags.RequireApprovalForBSL != nil {
 		return *s.Flags.RequireApprovalForBSL, "flag --require-approval-for-bsl", nil
@@ -248,8 +307,13 @@ func (s *Source) RequireApprovalForBSL(ctx context.Context) (bool, string, error
 	if err != nil {
 		return false, "", err
 	}
-	if settings != nil && settings.NonAdmin.RequireApprovalForBSL != nil {
-		return *settings.NonAdmin.RequireApprovalForBSL, settings.Field("requireApprovalForBSL"), nil
+	if settings != nil {
+		if err := settings.invalid("requireApprovalForBSL"); err != nil {
+			return false, "", err
+		}
+		if settings.NonAdmin.RequireApprovalForBSL != nil {
+			return *settings.NonAdmin.RequireApprovalForBSL, settings.Field("requireApprovalForBSL"), nil
+		}
 	}
 	return false, FromDefault, nil
 }
@@ -264,9 +328,11 @@ const (
 )
 
 // Period resolves a loop's period: its flag when given, else the DPA's
-// field, else def. 0 disables the loop. It returns the period and where it
-// came from. On an error reading the DPA it returns def's resolution and
-// the error (a loop keeps running on what it knows).
+// field (at least MinPeriod unless 0), else def. 0 disables the loop. It
+// returns the period and where it came from. When the DPA cannot be read,
+// or its field does not decode, it returns the period it resolved last
+// (def before any) with the error: a loop keeps running on what it knows,
+// and a loop the DPA disabled stays disabled.
 func (s *Source) Period(ctx context.Context, which Period, def time.Duration) (time.Duration, string, error) {
 	flagName, field := "backup-sync-period", "backupSyncPeriod"
 	var flag *time.Duration
@@ -284,26 +350,55 @@ func (s *Source) Period(ctx context.Context, which Period, def time.Duration) (t
 		return *flag, "flag --" + flagName, nil
 	}
 	settings, err := s.Get(ctx)
+	if err == nil && settings != nil {
+		err = settings.invalid(field)
+	}
 	if err != nil {
-		return def, FromDefault, err
+		return s.lastPeriod(which, def), "the last period resolved", err
 	}
+	d, source := def, FromDefault
 	if settings != nil {
-		d := settings.NonAdmin.BackupSyncPeriod
+		p := settings.NonAdmin.BackupSyncPeriod
 		if which == GarbageCollectionPeriod {
-			d = settings.NonAdmin.GarbageCollectionPeriod
+			p = settings.NonAdmin.GarbageCollectionPeriod
 		}
-		if d != nil {
-			return d.Duration, settings.Field(field), nil
+		if p != nil {
+			d, source = p.Duration, settings.Field(field)
+			if d > 0 && d < MinPeriod {
+				d, source = MinPeriod, source+" (raised to the minimum, "+MinPeriod.String()+")"
+			}
 		}
 	}
-	return def, FromDefault, nil
+	if s != nil {
+		s.mu.Lock()
+		if s.lastPeriods == nil {
+			s.lastPeriods = map[Period]time.Duration{}
+		}
+		s.lastPeriods[which] = d
+		s.mu.Unlock()
+	}
+	return d, source, nil
+}
+
+// lastPeriod returns the period resolved last for which, def before any.
+func (s *Source) lastPeriod(which Period, def time.Duration) time.Duration {
+	if s == nil {
+		return def
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if d, ok := s.lastPeriods[which]; ok {
+		return d
+	}
+	return def
 }
 
 // Report logs which source won a setting ("enforceBackupSpec",
-// "requireApprovalForBSL", ...) when it differs from the last one reported
-// for that setting, so the log tells when a DPA starts or stops applying
-// without a line per operation.
-func (s *Source) Report(ctx context.Context, setting, source string) {
+// "requireApprovalForBSL", ...) the first time that source wins it since
+// the DPA read last changed, so the log tells when a DPA starts or stops
+// applying without a line per operation (per-tenant blueprints may make
+// several sources win the same setting: each is logged once).
+func (s *Source) Report(_ context.Context, setting, source string) {
 	if s == nil {
 		return
 	}
@@ -311,10 +406,11 @@ func (s *Source) Report(ctx context.Context, setting, source string) {
 	if s.won == nil {
 		s.won = map[string]string{}
 	}
-	changed := s.won[setting] != source
-	s.won[setting] = source
+	key := setting + "\x00" + source
+	_, seen := s.won[key]
+	s.won[key] = source
 	s.mu.Unlock()
-	if changed {
-		log.FromContext(ctx).WithName("dpa").Info("non-admin setting in force", "setting", setting, "source", source)
+	if !seen {
+		logger.Info("non-admin setting in force", "setting", setting, "source", source)
 	}
 }

@@ -148,9 +148,69 @@ func (s *SourceSuite) TestMaxAgeAndRevision(c *C) {
 	c.Check(rev3, Equals, rev2)
 }
 
-// A spec.nonAdmin that does not decode is an error naming the DPA.
-func (s *SourceSuite) TestUndecodable(c *C) {
-	src := &dpa.Source{Reader: fakeReader(true, dpaObject("dpa", map[string]any{"backupSyncPeriod": "soon"})), Namespace: "oadp"}
-	_, err := src.Get(context.Background())
-	c.Check(err, ErrorMatches, `DataProtectionApplication oadp/dpa spec.nonAdmin: .*`)
+// A field of spec.nonAdmin that does not decode spoils only what depends on
+// it: its setting is an error naming the DPA field (a period keeps the last
+// one resolved), the others apply.
+func (s *SourceSuite) TestUndecodableField(c *C) {
+	ctx := context.Background()
+	d := dpaObject("dpa", map[string]any{"backupSyncPeriod": "1h0m0s", "garbageCollectionPeriod": "1h0m0s", "requireApprovalForBSL": true})
+	reader := fakeReader(true, d)
+	src := &dpa.Source{Reader: reader, Namespace: "oadp", MaxAge: time.Millisecond}
+	period, _, err := src.Period(ctx, dpa.BackupSyncPeriod, 2*time.Minute)
+	c.Assert(err, IsNil)
+	c.Check(period, Equals, time.Hour)
+
+	c.Assert(reader.Get(ctx, client.ObjectKeyFromObject(d), d), IsNil)
+	c.Assert(unstructured.SetNestedField(d.Object, "soon", "spec", "nonAdmin", "backupSyncPeriod"), IsNil)
+	c.Assert(unstructured.SetNestedField(d.Object, "yes", "spec", "nonAdmin", "requireApprovalForBSL"), IsNil)
+	c.Assert(reader.Update(ctx, d), IsNil)
+	time.Sleep(5 * time.Millisecond)
+
+	settings, err := src.Get(ctx)
+	c.Assert(err, IsNil)
+	c.Check(settings.Invalid, HasLen, 2)
+	period, from, err := src.Period(ctx, dpa.BackupSyncPeriod, 2*time.Minute)
+	c.Check(err, ErrorMatches, `DataProtectionApplication oadp/dpa spec.nonAdmin.backupSyncPeriod: .*`)
+	c.Check(period, Equals, time.Hour, Commentf("the last period resolved, not the default: %s", from))
+	_, _, err = src.RequireApprovalForBSL(ctx)
+	c.Check(err, ErrorMatches, `DataProtectionApplication oadp/dpa spec.nonAdmin.requireApprovalForBSL: .*`, Commentf("never read as \"not required\""))
+	period, _, err = src.Period(ctx, dpa.GarbageCollectionPeriod, 24*time.Hour)
+	c.Assert(err, IsNil)
+	c.Check(period, Equals, time.Hour, Commentf("the other fields still apply"))
+}
+
+// A DPA period below the minimum is raised to it; 0 still disables.
+func (s *SourceSuite) TestMinimumPeriod(c *C) {
+	src := &dpa.Source{Reader: fakeReader(true, dpaObject("dpa", map[string]any{"backupSyncPeriod": "1ms", "garbageCollectionPeriod": "0s"})), Namespace: "oadp"}
+	period, from, err := src.Period(context.Background(), dpa.BackupSyncPeriod, 2*time.Minute)
+	c.Assert(err, IsNil)
+	c.Check(period, Equals, dpa.MinPeriod)
+	c.Check(from, Matches, `.*backupSyncPeriod \(raised to the minimum, 10s\)`)
+	period, _, err = src.Period(context.Background(), dpa.GarbageCollectionPeriod, 24*time.Hour)
+	c.Assert(err, IsNil)
+	c.Check(period, Equals, time.Duration(0))
+}
+
+// The revision follows only what storage locations depend on.
+func (s *SourceSuite) TestRevisionIgnoresOtherSettings(c *C) {
+	ctx := context.Background()
+	d := dpaObject("dpa", map[string]any{"requireApprovalForBSL": true, "enforceBackupSpec": map[string]any{"ttl": "1h"}})
+	reader := fakeReader(true, d)
+	src := &dpa.Source{Reader: reader, Namespace: "oadp", MaxAge: time.Millisecond}
+	rev1, err := src.Revision(ctx)
+	c.Assert(err, IsNil)
+	c.Assert(reader.Get(ctx, client.ObjectKeyFromObject(d), d), IsNil)
+	c.Assert(unstructured.SetNestedField(d.Object, "2h", "spec", "nonAdmin", "enforceBackupSpec", "ttl"), IsNil)
+	c.Assert(reader.Update(ctx, d), IsNil)
+	time.Sleep(5 * time.Millisecond)
+	rev2, err := src.Revision(ctx)
+	c.Assert(err, IsNil)
+	c.Check(rev2, Equals, rev1)
+	c.Assert(reader.Get(ctx, client.ObjectKeyFromObject(d), d), IsNil)
+	c.Assert(unstructured.SetNestedField(d.Object, map[string]any{"provider": "aws"}, "spec", "nonAdmin", "enforceBSLSpec"), IsNil)
+	c.Assert(reader.Update(ctx, d), IsNil)
+	time.Sleep(5 * time.Millisecond)
+	rev3, err := src.Revision(ctx)
+	c.Assert(err, IsNil)
+	c.Check(rev3, Not(Equals), rev1)
 }

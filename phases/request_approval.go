@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
+	"github.com/nacflow/nacflow/dpa"
 	"github.com/nacflow/nacflow/engine"
 )
 
@@ -75,8 +76,10 @@ func (a RequestApprovalArgs) Validate() error {
 // Whether approval is required is resolved on each run: the
 // --require-approval-for-bsl flag when given, else the requireApprovalForBSL
 // of OADP's DataProtectionApplication (package dpa), else not required. When
-// it stops being required, a pending request is approved (OADP NAC's
-// behaviour); a rejected one stays rejected.
+// it is explicitly turned off (requireApprovalForBSL: false in the DPA, or
+// the flag given as false), a pending request is approved (OADP NAC's
+// behaviour); a rejected one stays rejected, and a DPA that is deleted
+// approves nothing.
 type RequestApproval struct {
 	tools tools
 	// required is --require-approval-for-bsl, used when settings is
@@ -89,7 +92,10 @@ type RequestApproval struct {
 // isRequired resolves whether approval is required, and its source.
 func (f *RequestApproval) isRequired(ctx context.Context) (bool, string, error) {
 	if _, none := f.settings.(noSettings); none || f.settings == nil {
-		return f.required, "flag --require-approval-for-bsl", nil
+		if !f.required {
+			return false, dpa.FromDefault, nil
+		}
+		return true, "flag --require-approval-for-bsl", nil
 	}
 	required, source, err := f.settings.RequireApprovalForBSL(ctx)
 	if err == nil {
@@ -132,9 +138,10 @@ func (f *RequestApproval) Run(ctx context.Context, op *engine.Operation, args an
 		return engine.Result{}, err
 	}
 	req := obj.(*v1alpha1.NonAdminBackupStorageLocationRequest)
-	if !required && req.Spec.ApprovalDecision == v1alpha1.ApprovalPending {
-		// Approval stopped being required (a flag or DPA change): what
-		// waited is approved, as it would have been when created.
+	if !required && requiredBy != dpa.FromDefault && req.Spec.ApprovalDecision == v1alpha1.ApprovalPending {
+		// Approval was explicitly turned off (a DPA edit, a flag): what
+		// waited is approved, as it would have been when created. A DPA
+		// deleted, or its CRD briefly not found, approves nothing.
 		before := req.DeepCopy()
 		req.Spec.ApprovalDecision = v1alpha1.ApprovalApprove
 		if err := op.Client.Patch(ctx, req, client.MergeFrom(before)); err != nil {

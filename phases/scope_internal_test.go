@@ -69,13 +69,35 @@ func (s *ScopeSuite) TestForcePrefix(c *C) {
 	} {
 		spec := &velerov1.BackupStorageLocationSpec{
 			StorageType: velerov1.StorageType{ObjectStorage: &velerov1.ObjectStorageLocation{Bucket: tc.bucket, Prefix: tc.prefix}}}
-		err := forcePrefix(args, "team", spec)
+		err := forcePrefix(args, "team", "", spec)
 		if tc.err != "" {
 			c.Check(err, ErrorMatches, tc.err, Commentf("%s %q", tc.bucket, tc.prefix))
 			continue
 		}
 		c.Check(err, IsNil, Commentf("%s %q", tc.bucket, tc.prefix))
 		c.Check(spec.ObjectStorage.Prefix, Equals, tc.want)
+	}
+}
+
+// A location accepted under the mapping of earlier nacflow builds keeps its
+// folder on upgrade; a new one, or one whose prefix changed, gets OADP's.
+func (s *ScopeSuite) TestForcePrefixKeepsLegacyLocations(c *C) {
+	args := &ValidateBSLSpecArgs{SharedBuckets: []SharedBucket{{Bucket: "velero", Root: "tenants"}}}
+	for _, tc := range []struct {
+		bucket, prefix, recorded, want string
+	}{
+		{"own", "team", "team", "team"},       // accepted before: kept
+		{"own", "team/x", "team/x", "team/x"}, // accepted before: kept
+		{"velero", "team/x", "tenants/team/x", "tenants/team/x"},
+		{"own", "team", "", "team/team"},                // new location: OADP's
+		{"own", "team/x", "team/old", "team/team/x"},    // the prefix changed since
+		{"own", "team/x", "team/team/x", "team/team/x"}, // already OADP's
+		{"own", "x", "team/x", "team/x"},                // both mappings agree
+	} {
+		spec := &velerov1.BackupStorageLocationSpec{
+			StorageType: velerov1.StorageType{ObjectStorage: &velerov1.ObjectStorageLocation{Bucket: tc.bucket, Prefix: tc.prefix}}}
+		c.Assert(forcePrefix(args, "team", tc.recorded, spec), IsNil)
+		c.Check(spec.ObjectStorage.Prefix, Equals, tc.want, Commentf("%+v", tc))
 	}
 }
 

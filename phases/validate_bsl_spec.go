@@ -141,7 +141,11 @@ func (f *ValidateBSLSpec) Run(ctx context.Context, op *engine.Operation, args an
 		refusal = enforce.Apply(effective)
 	}
 	if refusal == nil {
-		refusal = forcePrefix(a, nabsl.Namespace, effective)
+		recorded := ""
+		if v := nabsl.Status.VeleroBackupStorageLocation; v != nil && v.Spec != nil && v.Spec.ObjectStorage != nil {
+			recorded = v.Spec.ObjectStorage.Prefix
+		}
+		refusal = forcePrefix(a, nabsl.Namespace, recorded, effective)
 	}
 	if refusal == nil {
 		if refusal, err = f.checkStorage(ctx, a, op, nabsl, effective); err != nil {
@@ -178,7 +182,13 @@ func (f *ValidateBSLSpec) Run(ctx context.Context, op *engine.Operation, args an
 // forcePrefix checks the bucket and the tenant's prefix of spec and forces
 // the prefix under namespace ns (and the shared root, for a shared bucket),
 // in place. It returns the rule the bucket or the forced prefix breaks.
-func forcePrefix(a *ValidateBSLSpecArgs, ns string, spec *velerov1.BackupStorageLocationSpec) error {
+//
+// recorded is the prefix the location was accepted with before ("" for a
+// new location): when it is what earlier nacflow builds made of the same
+// asked prefix (legacyTenantPrefix: "ns" and "ns/x" kept as they were), it
+// stays, so that an upgrade never moves an existing location's folder;
+// every other location gets OADP's mapping (tenantPrefix).
+func forcePrefix(a *ValidateBSLSpecArgs, ns, recorded string, spec *velerov1.BackupStorageLocationSpec) error {
 	const field = "spec.backupStorageLocationSpec.objectStorage."
 	if err := v1alpha1.CheckBucket(field+"bucket", spec.ObjectStorage.Bucket); err != nil {
 		return err
@@ -191,9 +201,12 @@ func forcePrefix(a *ValidateBSLSpecArgs, ns string, spec *velerov1.BackupStorage
 			return err
 		}
 	}
-	prefix := tenantPrefix(ns, asked)
+	prefix, legacy := tenantPrefix(ns, asked), legacyTenantPrefix(ns, asked)
 	if root, ok := a.root(spec.ObjectStorage.Bucket); ok {
-		prefix = root + "/" + prefix
+		prefix, legacy = root+"/"+prefix, root+"/"+legacy
+	}
+	if recorded != "" && recorded == legacy {
+		prefix = legacy
 	}
 	if err := v1alpha1.CheckPrefix(field+"prefix (forced under the namespace)", prefix); err != nil {
 		return err
@@ -250,6 +263,21 @@ func tenantPrefix(ns, prefix string) string {
 		return ns
 	}
 	return ns + "/" + prefix
+}
+
+// legacyTenantPrefix is the mapping of nacflow builds before OADP's was
+// adopted: a prefix that already was "ns" or started with "ns/" was kept as
+// it was. Only locations accepted with it keep it (see forcePrefix).
+func legacyTenantPrefix(ns, prefix string) string {
+	prefix = strings.Trim(prefix, "/")
+	switch {
+	case prefix == "" || prefix == ns:
+		return ns
+	case strings.HasPrefix(prefix, ns+"/"):
+		return prefix
+	default:
+		return ns + "/" + prefix
+	}
 }
 
 // validateBSLSpec returns the first rule nabsl's spec breaks.

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	. "gopkg.in/check.v1"
 )
@@ -32,4 +33,28 @@ func (s *FlagsSuite) TestEveryFlagIsDocumented(c *C) {
 			c.Check(names[name], Equals, true, Commentf("docs/configuration.md documents --%s, which nac does not have", name))
 		}
 	}
+}
+
+// Only the non-admin flags given on the command line yield nothing to a
+// DataProtectionApplication; their defaults do.
+func (s *FlagsSuite) TestGivenFlagsWinOverTheDPA(c *C) {
+	parse := func(args ...string) options {
+		fs := flag.NewFlagSet("nac", flag.ContinueOnError)
+		var o options
+		registerFlags(fs, &o)
+		c.Assert(fs.Parse(args), IsNil)
+		o.given = givenFlags(fs)
+		return o
+	}
+	none := parse().nonAdminFlags()
+	c.Check(none.RequireApprovalForBSL, IsNil)
+	c.Check(none.BackupSyncPeriod, IsNil)
+	c.Check(none.GarbageCollectionPeriod, IsNil)
+
+	given := parse("--require-approval-for-bsl=false", "--backup-sync-period=0", "--wait-timeout=1m").nonAdminFlags()
+	c.Assert(given.RequireApprovalForBSL, NotNil)
+	c.Check(*given.RequireApprovalForBSL, Equals, false)
+	c.Assert(given.BackupSyncPeriod, NotNil)
+	c.Check(*given.BackupSyncPeriod, Equals, time.Duration(0))
+	c.Check(given.GarbageCollectionPeriod, IsNil)
 }

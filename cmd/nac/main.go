@@ -52,6 +52,14 @@ type options struct {
 	given map[string]bool
 }
 
+// givenFlags returns the names of the flags of fs given on the command line
+// (fs parsed).
+func givenFlags(fs *flag.FlagSet) map[string]bool {
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	return given
+}
+
 // nonAdminFlags returns the settings of o a DataProtectionApplication may
 // also set, nil where the flag was not given on the command line.
 func (o options) nonAdminFlags() dpa.Flags {
@@ -98,8 +106,7 @@ Flags:
 		flag.PrintDefaults()
 	}
 	flag.Parse()
-	o.given = map[string]bool{}
-	flag.Visit(func(f *flag.Flag) { o.given[f.Name] = true })
+	o.given = givenFlags(flag.CommandLine)
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(zapOpts)))
 
 	if err := run(o); err != nil {
