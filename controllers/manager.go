@@ -2,6 +2,7 @@ package controllers
 
 import (
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	velerov2alpha1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v2alpha1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -20,6 +21,7 @@ import (
 // (package dpa; the OADP namespace only).
 // +kubebuilder:rbac:groups=coordination.k8s.io,namespace=openshift-adp,resources=leases,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=oadp.openshift.io,namespace=openshift-adp,resources=dataprotectionapplications,verbs=get;list
+// +kubebuilder:rbac:groups=velero.io,namespace=openshift-adp,resources=datauploads;datadownloads;podvolumebackups;podvolumerestores,verbs=get;list;watch
 
 // Event rate defaults (--event-qps, --event-burst), kubelet's own: events
 // are written to the API server at most this fast. Under a burst of
@@ -88,7 +90,7 @@ func (s *throttledSink) Patch(e *corev1.Event, data []byte) (*corev1.Event, erro
 // nacflow's. It returns an error only if a kind is registered twice.
 func NewScheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, velerov1.AddToScheme, v1alpha1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, velerov1.AddToScheme, velerov2alpha1.AddToScheme, v1alpha1.AddToScheme} {
 		if err := add(s); err != nil {
 			return nil, err
 		}
@@ -116,6 +118,12 @@ func CacheOptions(oadpNamespace string) cache.Options {
 			&velerov1.BackupStorageLocation{}:                {Namespaces: oadpOnly, Label: nacSelector},
 			&v1alpha1.NonAdminBackupStorageLocationRequest{}: {Namespaces: oadpOnly},
 			&v1alpha1.Blueprint{}:                            {Namespaces: oadpOnly},
+			// The volume work of Velero's node agent, counted in NAB and NAR
+			// status (OADP NAC's progress counters).
+			&velerov2alpha1.DataUpload{}:   {Namespaces: oadpOnly},
+			&velerov2alpha1.DataDownload{}: {Namespaces: oadpOnly},
+			&velerov1.PodVolumeBackup{}:    {Namespaces: oadpOnly},
+			&velerov1.PodVolumeRestore{}:   {Namespaces: oadpOnly},
 		},
 	}
 }

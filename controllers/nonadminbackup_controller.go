@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	velerov2alpha1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v2alpha1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -223,7 +224,27 @@ func (r *NonAdminBackupReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			builder.WithPredicates(predicate.NewPredicateFuncs(r.inOADPNamespace))).
 		Watches(&velerov1.DeleteBackupRequest{}, handler.EnqueueRequestsFromMapFunc(r.backupToNAB),
 			builder.WithPredicates(predicate.NewPredicateFuncs(r.isNACObject))).
+		// The node agent's volume work: the NAB's progress counters.
+		Watches(&velerov2alpha1.DataUpload{}, handler.EnqueueRequestsFromMapFunc(r.volumeToNAB),
+			builder.WithPredicates(predicate.NewPredicateFuncs(r.inOADPNamespace))).
+		Watches(&velerov1.PodVolumeBackup{}, handler.EnqueueRequestsFromMapFunc(r.volumeToNAB),
+			builder.WithPredicates(predicate.NewPredicateFuncs(r.inOADPNamespace))).
 		Complete(r)
+}
+
+// volumeToNAB maps a DataUpload or PodVolumeBackup to the NonAdminBackup of
+// the Velero Backup its velero.io/backup-name label names (none for an
+// admin's backup).
+func (r *NonAdminBackupReconciler) volumeToNAB(ctx context.Context, obj client.Object) []reconcile.Request {
+	name := obj.GetLabels()[velerov1.BackupNameLabel]
+	if name == "" {
+		return nil
+	}
+	b := &velerov1.Backup{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.OADPNamespace, Name: name}, b); err != nil || !r.isNACObject(b) {
+		return nil
+	}
+	return r.backupToNAB(ctx, b)
 }
 
 // inOADPNamespace reports whether obj lives in the OADP namespace.

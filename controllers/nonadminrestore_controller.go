@@ -4,6 +4,7 @@ import (
 	"context"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	velerov2alpha1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v2alpha1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -85,6 +86,7 @@ func (r *NonAdminRestoreReconciler) mirror(ctx context.Context, nar *v1alpha1.No
 // NonAdminBackups, mapped to the unfinished NonAdminRestores that wait for
 // them.
 func (r *NonAdminRestoreReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	inOADP := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == r.OADPNamespace })
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("nonadminrestore").
 		WithOptions(r.controllerOptions()).
@@ -97,7 +99,26 @@ func (r *NonAdminRestoreReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 				return o.GetNamespace() == r.OADPNamespace && o.GetLabels()[v1alpha1.NabOriginNACUUIDLabel] != ""
 			}))).
+		// The node agent's volume work: the NAR's progress counters.
+		Watches(&velerov2alpha1.DataDownload{}, handler.EnqueueRequestsFromMapFunc(r.volumeToNAR), builder.WithPredicates(inOADP)).
+		Watches(&velerov1.PodVolumeRestore{}, handler.EnqueueRequestsFromMapFunc(r.volumeToNAR), builder.WithPredicates(inOADP)).
 		Complete(r)
+}
+
+// volumeToNAR maps a DataDownload or PodVolumeRestore to the
+// NonAdminRestore of the Velero Restore its velero.io/restore-name label
+// names (none for an admin's restore).
+func (r *NonAdminRestoreReconciler) volumeToNAR(ctx context.Context, obj client.Object) []reconcile.Request {
+	name := obj.GetLabels()[velerov1.RestoreNameLabel]
+	if name == "" {
+		return nil
+	}
+	restore := &velerov1.Restore{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.OADPNamespace, Name: name}, restore); err != nil ||
+		restore.Labels[v1alpha1.NarOriginNACUUIDLabel] == "" {
+		return nil
+	}
+	return restoreToNAR(ctx, restore)
 }
 
 // backupToWaitingNARs maps a Velero Backup to the unfinished NonAdminRestores

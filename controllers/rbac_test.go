@@ -73,7 +73,8 @@ func (s *RBACSuite) TestLeastPrivilege(c *C) {
 		"secrets": true, "leases": true, "blueprints": true, "blueprints/status": true,
 		"nonadminbackupstoragelocationrequests": true, "nonadminbackupstoragelocationrequests/status": true,
 		"backups": true, "restores": true, "deletebackuprequests": true, "backupstoragelocations": true,
-		"dataprotectionapplications": true, // read only: OADP's DPA settings (package dpa)
+		"dataprotectionapplications": true,                                                                             // read only: OADP's DPA settings (package dpa)
+		"datauploads":                true, "datadownloads": true, "podvolumebackups": true, "podvolumerestores": true, // read only: volume progress
 	}
 	writeVerbs := map[string]bool{"create": true, "update": true, "patch": true, "delete": true, "deletecollection": true}
 	for _, rule := range cluster.Rules {

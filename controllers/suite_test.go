@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/vmware-tanzu/velero/config/crd/v1/crds"
+	v2alpha1crds "github.com/vmware-tanzu/velero/config/crd/v2alpha1/crds"
 	. "gopkg.in/check.v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -56,7 +57,7 @@ func Test(t *testing.T) {
 		BinaryAssetsDirectory: assets,
 		// nacflow's CRDs, and a stand-in for OADP's DataProtectionApplication.
 		CRDDirectoryPaths:     []string{filepath.Join("..", "config", "crd", "bases"), filepath.Join("..", "test", "crds")},
-		CRDs:                  crds.CRDs,
+		CRDs:                  append(append(crds.CRDs[:0:0], crds.CRDs...), v2alpha1crds.CRDs...),
 		ErrorIfCRDPathMissing: true,
 	}
 	var err error

@@ -50,13 +50,19 @@ type WaitForArgs struct {
 //
 // Readiness:
 //   - Backup: its phase is terminal (Completed, PartiallyFailed, Failed,
-//     FailedValidation). Output: phase. A Backup that is gone from the API
+//     FailedValidation). Output: phase. Meanwhile the NonAdminBackup's
+//     status counts the backup's DataUploads and PodVolumeBackups by phase
+//     (OADP NAC's dataMoverDataUploads, fileSystemPodVolumeBackups) and the
+//     message says "3 of 5 volumes uploaded". A Backup that is gone from the API
 //     server (not only from the cache) is a terminal error: it was deleted
 //     before it finished.
 //   - RestorableBackup (name: a NonAdminBackup in the operation's own
 //     namespace): its Velero Backup is Completed or PartiallyFailed (output
 //     name); Failed or gone is terminal.
-//   - Restore: its phase is terminal. Output: phase.
+//   - Restore: its phase is terminal. Output: phase. Meanwhile the
+//     NonAdminRestore's status counts DataDownloads and PodVolumeRestores
+//     (dataMoverDataDownloads, fileSystemPodVolumeRestores): "2 of 2 volumes
+//     restored".
 //   - BackupStorageLocation: Velero reports it Available (else the wait
 //     message carries Velero's own message).
 //   - DeleteBackupRequest: the Backup it names is gone. An empty name means
@@ -201,10 +207,14 @@ func (f *WaitFor) restore(ctx context.Context, op *engine.Operation, name string
 	if err != nil {
 		return engine.Result{}, err
 	}
-	if !v1alpha1.RestoreFinished(r.Status.Phase) {
-		return engine.Wait(fmt.Sprintf("Velero Restore %s is %s", name, phaseOr(string(r.Status.Phase))), recheckRunning), nil
+	progress, err := volumeProgress(ctx, op, name)
+	if err != nil {
+		return engine.Result{}, err
 	}
-	return engine.Done(fmt.Sprintf("Velero Restore %s is %s", name, r.Status.Phase), map[string]string{"phase": string(r.Status.Phase)}), nil
+	if !v1alpha1.RestoreFinished(r.Status.Phase) {
+		return engine.Wait(withProgress(fmt.Sprintf("Velero Restore %s is %s", name, phaseOr(string(r.Status.Phase))), progress), recheckRunning), nil
+	}
+	return engine.Done(withProgress(fmt.Sprintf("Velero Restore %s is %s", name, r.Status.Phase), progress), map[string]string{"phase": string(r.Status.Phase)}), nil
 }
 
 // backup waits until the Velero Backup name, one of op's own (or the one
@@ -235,10 +245,14 @@ func (f *WaitFor) backup(ctx context.Context, op *engine.Operation, name string)
 	if err != nil {
 		return engine.Result{}, err
 	}
-	if !v1alpha1.BackupFinished(b.Status.Phase) {
-		return engine.Wait(fmt.Sprintf("Velero Backup %s is %s", name, phaseOr(string(b.Status.Phase))), recheckRunning), nil
+	progress, err := volumeProgress(ctx, op, name)
+	if err != nil {
+		return engine.Result{}, err
 	}
-	return engine.Done(fmt.Sprintf("Velero Backup %s is %s", name, b.Status.Phase),
+	if !v1alpha1.BackupFinished(b.Status.Phase) {
+		return engine.Wait(withProgress(fmt.Sprintf("Velero Backup %s is %s", name, phaseOr(string(b.Status.Phase))), progress), recheckRunning), nil
+	}
+	return engine.Done(withProgress(fmt.Sprintf("Velero Backup %s is %s", name, b.Status.Phase), progress),
 		map[string]string{"phase": string(b.Status.Phase)}), nil
 }
 

@@ -141,6 +141,46 @@ type QueueInfo struct {
 	EstimatedQueuePosition int `json:"estimatedQueuePosition"`
 }
 
+// DataMoverDataUploads counts, by phase, the Velero DataUploads of a
+// NonAdminBackup's Velero Backup (CSI snapshot data movement; OADP NAC's
+// field).
+type DataMoverDataUploads struct {
+	// +optional
+	Total int `json:"total,omitempty"`
+	// +optional
+	New int `json:"new,omitempty"`
+	// +optional
+	Accepted int `json:"accepted,omitempty"`
+	// +optional
+	Prepared int `json:"prepared,omitempty"`
+	// +optional
+	InProgress int `json:"inProgress,omitempty"`
+	// +optional
+	Canceling int `json:"canceling,omitempty"`
+	// +optional
+	Canceled int `json:"canceled,omitempty"`
+	// +optional
+	Failed int `json:"failed,omitempty"`
+	// +optional
+	Completed int `json:"completed,omitempty"`
+}
+
+// FileSystemPodVolumeBackups counts, by phase, the Velero PodVolumeBackups
+// of a NonAdminBackup's Velero Backup (file-system backup; OADP NAC's
+// field). Phases OADP does not list count in total only.
+type FileSystemPodVolumeBackups struct {
+	// +optional
+	Total int `json:"total,omitempty"`
+	// +optional
+	New int `json:"new,omitempty"`
+	// +optional
+	InProgress int `json:"inProgress,omitempty"`
+	// +optional
+	Failed int `json:"failed,omitempty"`
+	// +optional
+	Completed int `json:"completed,omitempty"`
+}
+
 // NonAdminBackupStatus is the observed state of a NonAdminBackup.
 type NonAdminBackupStatus struct {
 	// phase is the request's phase: New, BackingOff, Created or Deleting.
@@ -170,6 +210,13 @@ type NonAdminBackupStatus struct {
 	// queueInfo is the estimated queue position.
 	// +optional
 	QueueInfo *QueueInfo `json:"queueInfo,omitempty"`
+	// dataMoverDataUploads counts the backup's DataUploads by phase.
+	// +optional
+	DataMoverDataUploads *DataMoverDataUploads `json:"dataMoverDataUploads,omitempty"`
+	// fileSystemPodVolumeBackups counts the backup's PodVolumeBackups by
+	// phase.
+	// +optional
+	FileSystemPodVolumeBackups *FileSystemPodVolumeBackups `json:"fileSystemPodVolumeBackups,omitempty"`
 
 	// plan is the blueprint action the controller runs for this request, with
 	// per-phase progress.

@@ -51,6 +51,15 @@ type VeleroRestore struct {
 	Status *velerov1.RestoreStatus `json:"status,omitempty"`
 }
 
+// DataMoverDataDownloads counts, by phase, the Velero DataDownloads of a
+// NonAdminRestore's Velero Restore (OADP NAC's field).
+type DataMoverDataDownloads DataMoverDataUploads
+
+// FileSystemPodVolumeRestores counts, by phase, the Velero
+// PodVolumeRestores of a NonAdminRestore's Velero Restore (OADP NAC's
+// field). Phases OADP does not list count in total only.
+type FileSystemPodVolumeRestores FileSystemPodVolumeBackups
+
 // NonAdminRestoreStatus is the observed state of a NonAdminRestore.
 type NonAdminRestoreStatus struct {
 	// phase is the request's phase: New, BackingOff, Created or Deleting.
@@ -75,6 +84,15 @@ type NonAdminRestoreStatus struct {
 	// queueInfo is the estimated queue position.
 	// +optional
 	QueueInfo *QueueInfo `json:"queueInfo,omitempty"`
+
+	// dataMoverDataDownloads counts the restore's DataDownloads by phase.
+	// +optional
+	DataMoverDataDownloads *DataMoverDataDownloads `json:"dataMoverDataDownloads,omitempty"`
+
+	// fileSystemPodVolumeRestores counts the restore's PodVolumeRestores by
+	// phase.
+	// +optional
+	FileSystemPodVolumeRestores *FileSystemPodVolumeRestores `json:"fileSystemPodVolumeRestores,omitempty"`
 
 	// plan is the blueprint action the controller runs for this request, with
 	// per-phase progress.

@@ -35,15 +35,10 @@ var oadpCompatPlurals = []string{
 // matches the field itself and every field nested under it, so name the path the
 // failure reports (or one above it): the fields nested under a reported difference are
 // only counted. Every entry must still match a difference: remove it when nacflow
-// catches up.
+// catches up. Empty: nacflow has every field OADP defines, with its type.
 var oadpDeliberate = []struct {
 	plural, path, reason string
-}{
-	{"nonadminbackups", "status.dataMoverDataUploads", "volume progress counts by phase come with issue 18 (they mirror DataUploads, which nacflow does not watch yet)"},
-	{"nonadminbackups", "status.fileSystemPodVolumeBackups", "volume progress counts by phase come with issue 18 (they mirror PodVolumeBackups)"},
-	{"nonadminrestores", "status.dataMoverDataDownloads", "volume progress counts by phase come with issue 18 (they mirror DataDownloads)"},
-	{"nonadminrestores", "status.fileSystemPodVolumeRestores", "volume progress counts by phase come with issue 18 (they mirror PodVolumeRestores)"},
-}
+}{}
 
 // schemaField is one field of a CRD schema: its type as "type", "type/format" or
 // "int-or-string", with "+preserve-unknown-fields" when the schema keeps unknown fields.

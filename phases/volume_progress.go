@@ -1,0 +1,156 @@
+package phases
+
+import (
+	"context"
+	"fmt"
+
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	velerov2alpha1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v2alpha1"
+	"github.com/vmware-tanzu/velero/pkg/label"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nacflow/nacflow/api/v1alpha1"
+	"github.com/nacflow/nacflow/engine"
+)
+
+// byPhase counts phases into OADP NAC's DataUpload/DataDownload counters.
+func byPhase(phases []string) *v1alpha1.DataMoverDataUploads {
+	if len(phases) == 0 {
+		return nil
+	}
+	out := &v1alpha1.DataMoverDataUploads{Total: len(phases)}
+	for _, p := range phases {
+		switch p {
+		case "", "New":
+			out.New++
+		case "Accepted":
+			out.Accepted++
+		case "Prepared":
+			out.Prepared++
+		case "InProgress":
+			out.InProgress++
+		case "Canceling":
+			out.Canceling++
+		case "Canceled":
+			out.Canceled++
+		case "Failed":
+			out.Failed++
+		case "Completed":
+			out.Completed++
+		}
+	}
+	return out
+}
+
+// fsByPhase counts phases into OADP NAC's PodVolumeBackup/Restore
+// counters; phases OADP does not list (Accepted, Prepared, Canceling,
+// Canceled of newer Velero) count in total only.
+func fsByPhase(phases []string) *v1alpha1.FileSystemPodVolumeBackups {
+	if len(phases) == 0 {
+		return nil
+	}
+	out := &v1alpha1.FileSystemPodVolumeBackups{Total: len(phases)}
+	for _, p := range phases {
+		switch p {
+		case "", "New":
+			out.New++
+		case "InProgress":
+			out.InProgress++
+		case "Failed":
+			out.Failed++
+		case "Completed":
+			out.Completed++
+		}
+	}
+	return out
+}
+
+// progressSummary returns "<done> of <total> volumes <verb>" over both
+// counters, "" when there are no volumes.
+func progressSummary(dm *v1alpha1.DataMoverDataUploads, fs *v1alpha1.FileSystemPodVolumeBackups, verb string) string {
+	total, done := 0, 0
+	if dm != nil {
+		total, done = total+dm.Total, done+dm.Completed
+	}
+	if fs != nil {
+		total, done = total+fs.Total, done+fs.Completed
+	}
+	if total == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d of %d volumes %s", done, total, verb)
+}
+
+// phasesOf lists the objects of list (a DataUpload, DataDownload,
+// PodVolumeBackup or PodVolumeRestore list) in the OADP namespace labelled
+// key=<Velero object name> (velero.io/backup-name or restore-name, as
+// Velero's node agent labels them) and returns their phases.
+func phasesOf(ctx context.Context, op *engine.Operation, list client.ObjectList, key, name string) ([]string, error) {
+	if err := op.Client.List(ctx, list, client.InNamespace(op.OADPNamespace), client.MatchingLabels{key: label.GetValidName(name)}); err != nil {
+		return nil, fmt.Errorf("listing %T of %s: %w", list, name, err)
+	}
+	var out []string
+	switch l := list.(type) {
+	case *velerov2alpha1.DataUploadList:
+		for _, o := range l.Items {
+			out = append(out, string(o.Status.Phase))
+		}
+	case *velerov2alpha1.DataDownloadList:
+		for _, o := range l.Items {
+			out = append(out, string(o.Status.Phase))
+		}
+	case *velerov1.PodVolumeBackupList:
+		for _, o := range l.Items {
+			out = append(out, string(o.Status.Phase))
+		}
+	case *velerov1.PodVolumeRestoreList:
+		for _, o := range l.Items {
+			out = append(out, string(o.Status.Phase))
+		}
+	}
+	return out, nil
+}
+
+// volumeProgress records in op's NonAdminBackup (or NonAdminRestore) status
+// the counts by phase of the volume objects of its Velero Backup (Restore)
+// name — DataUploads and PodVolumeBackups (DataDownloads and
+// PodVolumeRestores) — with OADP NAC's field names, and returns the summary
+// for a wait message ("3 of 5 volumes uploaded"; "" without volumes or for
+// another kind). Errors: the cache's (retryable).
+func volumeProgress(ctx context.Context, op *engine.Operation, name string) (string, error) {
+	switch obj := op.Object.(type) {
+	case *v1alpha1.NonAdminBackup:
+		du, err := phasesOf(ctx, op, &velerov2alpha1.DataUploadList{}, velerov1.BackupNameLabel, name)
+		if err != nil {
+			return "", err
+		}
+		pvb, err := phasesOf(ctx, op, &velerov1.PodVolumeBackupList{}, velerov1.BackupNameLabel, name)
+		if err != nil {
+			return "", err
+		}
+		obj.Status.DataMoverDataUploads, obj.Status.FileSystemPodVolumeBackups = byPhase(du), fsByPhase(pvb)
+		return progressSummary(obj.Status.DataMoverDataUploads, obj.Status.FileSystemPodVolumeBackups, "uploaded"), nil
+	case *v1alpha1.NonAdminRestore:
+		dd, err := phasesOf(ctx, op, &velerov2alpha1.DataDownloadList{}, velerov1.RestoreNameLabel, name)
+		if err != nil {
+			return "", err
+		}
+		pvr, err := phasesOf(ctx, op, &velerov1.PodVolumeRestoreList{}, velerov1.RestoreNameLabel, name)
+		if err != nil {
+			return "", err
+		}
+		dm, fs := byPhase(dd), fsByPhase(pvr)
+		obj.Status.DataMoverDataDownloads = (*v1alpha1.DataMoverDataDownloads)(dm)
+		obj.Status.FileSystemPodVolumeRestores = (*v1alpha1.FileSystemPodVolumeRestores)(fs)
+		return progressSummary(dm, fs, "restored"), nil
+	}
+	return "", nil
+}
+
+// withProgress appends summary to msg ("msg; 3 of 5 volumes uploaded").
+func withProgress(msg, summary string) string {
+	if summary == "" {
+		return msg
+	}
+	return msg + "; " + summary
+}
