@@ -55,6 +55,21 @@ func veleroDeletes(c *C, dbr *velerov1.DeleteBackupRequest, backup *velerov1.Bac
 	})
 }
 
+// veleroCannotDelete plays Velero failing the DeleteBackupRequest of
+// backup: once nacflow made it, it is marked processed with the error
+// "bucket unreachable" and the Backup stays.
+func veleroCannotDelete(c *C, oadp string, backup *velerov1.Backup) {
+	ctx := context.Background()
+	dbr := &velerov1.DeleteBackupRequest{}
+	eventually(c, 10*time.Second, func() (bool, string) {
+		err := testClient.Get(ctx, client.ObjectKey{Namespace: oadp, Name: backup.Name}, dbr)
+		return err == nil, fmt.Sprintf("%v", err)
+	})
+	before := dbr.DeepCopy()
+	dbr.Status = velerov1.DeleteBackupRequestStatus{Phase: velerov1.DeleteBackupRequestPhaseProcessed, Errors: []string{"bucket unreachable"}}
+	c.Assert(testClient.Patch(ctx, dbr, client.MergeFrom(before)), IsNil)
+}
+
 func setDeleteBackup(c *C, nab *v1alpha1.NonAdminBackup) {
 	before := nab.DeepCopy()
 	nab.Spec.DeleteBackup = true
@@ -125,14 +140,7 @@ func (s *ControllerSuite) TestDeleteBackupVeleroErrors(c *C) {
 	ctx := context.Background()
 	nab, backup := s.createdBackup(c, "stuck")
 	setDeleteBackup(c, nab)
-	dbr := &velerov1.DeleteBackupRequest{}
-	eventually(c, 10*time.Second, func() (bool, string) {
-		err := testClient.Get(ctx, client.ObjectKey{Namespace: s.oadp, Name: backup.Name}, dbr)
-		return err == nil, fmt.Sprintf("%v", err)
-	})
-	before := dbr.DeepCopy()
-	dbr.Status = velerov1.DeleteBackupRequestStatus{Phase: velerov1.DeleteBackupRequestPhaseProcessed, Errors: []string{"bucket unreachable"}}
-	c.Assert(testClient.Patch(ctx, dbr, client.MergeFrom(before)), IsNil)
+	veleroCannotDelete(c, s.oadp, backup)
 
 	var got *v1alpha1.NonAdminBackup
 	eventually(c, 10*time.Second, func() (bool, string) {
@@ -199,14 +207,7 @@ func (s *ControllerSuite) TestForceDeleteBackup(c *C) {
 	restore := newNAR(nab.Namespace, "from-forced", velerov1.RestoreSpec{BackupName: "forced"})
 	c.Assert(testClient.Create(ctx, restore), IsNil)
 	setDeleteBackup(c, nab)
-	dbr := &velerov1.DeleteBackupRequest{}
-	eventually(c, 10*time.Second, func() (bool, string) {
-		err := testClient.Get(ctx, client.ObjectKey{Namespace: s.oadp, Name: backup.Name}, dbr)
-		return err == nil, fmt.Sprintf("%v", err)
-	})
-	before := dbr.DeepCopy()
-	dbr.Status = velerov1.DeleteBackupRequestStatus{Phase: velerov1.DeleteBackupRequestPhaseProcessed, Errors: []string{"bucket unreachable"}}
-	c.Assert(testClient.Patch(ctx, dbr, client.MergeFrom(before)), IsNil)
+	veleroCannotDelete(c, s.oadp, backup)
 	eventually(c, 10*time.Second, func() (bool, string) {
 		got := getNAB(c, nab)
 		return got.Status.Plan.Action == controllers.ActionDelete && got.Status.Plan.State == v1alpha1.PlanFailed, string(got.Status.Plan.State)

@@ -335,16 +335,12 @@ const (
 // and a loop the DPA disabled stays disabled.
 func (s *Source) Period(ctx context.Context, which Period, def time.Duration) (time.Duration, string, error) {
 	flagName, field := "backup-sync-period", "backupSyncPeriod"
-	var flag *time.Duration
-	if s != nil {
-		flag = s.Flags.BackupSyncPeriod
-	}
 	if which == GarbageCollectionPeriod {
 		flagName, field = "garbage-collection-period", "garbageCollectionPeriod"
-		flag = nil
-		if s != nil {
-			flag = s.Flags.GarbageCollectionPeriod
-		}
+	}
+	var flag *time.Duration
+	if s != nil {
+		flag = map[Period]*time.Duration{BackupSyncPeriod: s.Flags.BackupSyncPeriod, GarbageCollectionPeriod: s.Flags.GarbageCollectionPeriod}[which]
 	}
 	if flag != nil {
 		return *flag, "flag --" + flagName, nil
@@ -358,10 +354,8 @@ func (s *Source) Period(ctx context.Context, which Period, def time.Duration) (t
 	}
 	d, source := def, FromDefault
 	if settings != nil {
-		p := settings.NonAdmin.BackupSyncPeriod
-		if which == GarbageCollectionPeriod {
-			p = settings.NonAdmin.GarbageCollectionPeriod
-		}
+		p := map[Period]*metav1.Duration{BackupSyncPeriod: settings.NonAdmin.BackupSyncPeriod,
+			GarbageCollectionPeriod: settings.NonAdmin.GarbageCollectionPeriod}[which]
 		if p != nil {
 			d, source = p.Duration, settings.Field(field)
 			if d > 0 && d < MinPeriod {
