@@ -26,6 +26,9 @@ const (
 	// NonAdminBackupStorageLocation is the built-in blueprint of
 	// NonAdminBackupStorageLocation: actions create and finalize.
 	NonAdminBackupStorageLocation = "nonadminbackupstoragelocation"
+	// NonAdminDownloadRequest is the built-in blueprint of
+	// NonAdminDownloadRequest: actions download and finalize.
+	NonAdminDownloadRequest = "nonadmindownloadrequest"
 )
 
 // BuiltIn returns a fresh copy of the embedded blueprint called name. It

@@ -143,6 +143,8 @@ func KnownActions(kind string) []string {
 		return []string{"finalize", "restore"}
 	case "NonAdminBackupStorageLocation":
 		return []string{"create", "finalize"}
+	case "NonAdminDownloadRequest":
+		return []string{"download", "finalize"}
 	}
 	return nil
 }
@@ -157,6 +159,8 @@ func BuiltInFor(kind string) string {
 		return NonAdminRestore
 	case "NonAdminBackupStorageLocation":
 		return NonAdminBackupStorageLocation
+	case "NonAdminDownloadRequest":
+		return NonAdminDownloadRequest
 	}
 	return ""
 }

@@ -96,6 +96,8 @@ func startController(c *C, o controllerOptions) (stop func()) {
 	c.Assert(r.SetupWithManager(mgr), IsNil)
 	nar := &controllers.NonAdminRestoreReconciler{Deps: deps("nonadminrestore-controller", "NonAdminRestore")}
 	c.Assert(nar.SetupWithManager(mgr), IsNil)
+	nadr := &controllers.NonAdminDownloadRequestReconciler{Deps: deps("nonadmindownloadrequest-controller", "NonAdminDownloadRequest")}
+	c.Assert(nadr.SetupWithManager(mgr), IsNil)
 	nabsl := &controllers.NonAdminBackupStorageLocationReconciler{Deps: deps("nonadminbackupstoragelocation-controller", "NonAdminBackupStorageLocation"),
 		RequireApproval: o.requireApproval, Settings: settings, CredentialCheckPeriod: time.Second}
 	c.Assert(nabsl.SetupWithManager(mgr), IsNil)

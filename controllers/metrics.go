@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -88,6 +89,7 @@ func (m MetricsObserver) PhaseEnded(_ engine.Object, fn string, failed bool, d t
 //
 //	nacflow_active_operations{kind}       NAC objects whose plan is running
 //	nacflow_velero_backup_queue_depth     unfinished Velero Backups of the OADP namespace
+//	nacflow_backups_unverified{namespace} NonAdminBackups whose contents check found items that are not the tenant's (Verified=False)
 //
 // A scrape lists the cached NAC objects: O(objects), no API call.
 type StateCollector struct {
@@ -102,12 +104,15 @@ var (
 		"NAC objects whose operation (plan) is running, by kind.", []string{"kind"}, nil)
 	queueDepthDesc = prometheus.NewDesc("nacflow_velero_backup_queue_depth",
 		"Unfinished Velero Backups in the OADP namespace: Velero's queue, tenants' and the admin's.", nil, nil)
+	unverifiedDesc = prometheus.NewDesc("nacflow_backups_unverified",
+		"NonAdminBackups whose backup holds items that are not the tenant's (condition Verified=False), by namespace.", []string{"namespace"}, nil)
 )
 
 // Describe implements prometheus.Collector.
 func (s *StateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- activeDesc
 	ch <- queueDepthDesc
+	ch <- unverifiedDesc
 }
 
 // Collect implements prometheus.Collector. A list that fails (the cache not
@@ -119,16 +124,34 @@ func (s *StateCollector) Collect(ch chan<- prometheus.Metric) {
 		"NonAdminBackup":                &v1alpha1.NonAdminBackupList{},
 		"NonAdminRestore":               &v1alpha1.NonAdminRestoreList{},
 		"NonAdminBackupStorageLocation": &v1alpha1.NonAdminBackupStorageLocationList{},
+		"NonAdminDownloadRequest":       &v1alpha1.NonAdminDownloadRequestList{},
 	} {
 		if err := s.Reader.List(ctx, list); err != nil {
 			log.FromContext(ctx).Error(err, "listing for nacflow_active_operations", "kind", kind)
 			continue
 		}
 		ch <- prometheus.MustNewConstMetric(activeDesc, prometheus.GaugeValue, float64(running(list)), kind)
+		if nabs, ok := list.(*v1alpha1.NonAdminBackupList); ok {
+			for ns, n := range unverified(nabs) {
+				ch <- prometheus.MustNewConstMetric(unverifiedDesc, prometheus.GaugeValue, float64(n), ns)
+			}
+		}
 	}
 	if s.Queue != nil {
 		ch <- prometheus.MustNewConstMetric(queueDepthDesc, prometheus.GaugeValue, float64(s.Queue.Len()))
 	}
+}
+
+// unverified counts, by namespace, the NonAdminBackups of list whose
+// condition Verified is False.
+func unverified(list *v1alpha1.NonAdminBackupList) map[string]int {
+	counts := map[string]int{}
+	for i := range list.Items {
+		if meta.IsStatusConditionFalse(list.Items[i].Status.Conditions, v1alpha1.ConditionVerified) {
+			counts[list.Items[i].Namespace]++
+		}
+	}
+	return counts
 }
 
 // running counts the objects of list whose plan is running.
@@ -149,6 +172,10 @@ func running(list client.ObjectList) int {
 			count(l.Items[i].Status.Plan)
 		}
 	case *v1alpha1.NonAdminBackupStorageLocationList:
+		for i := range l.Items {
+			count(l.Items[i].Status.Plan)
+		}
+	case *v1alpha1.NonAdminDownloadRequestList:
 		for i := range l.Items {
 			count(l.Items[i].Status.Plan)
 		}

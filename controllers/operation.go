@@ -105,6 +105,11 @@ type nacKind[T engine.Object] struct {
 	// logLevel returns the object's own log level (NonAdminBackup
 	// spec.logLevel; nil or "": the controller's).
 	logLevel func(T) string
+	// expiresAt returns when the object itself is deleted once its action
+	// has completed (zero: never; NonAdminDownloadRequest: its URL's
+	// expiry, OADP NAC's behaviour). Until then it is requeued for that
+	// moment.
+	expiresAt func(T) time.Time
 }
 
 // reconcileNAC is the one reconcile loop of every NAC kind: get the object;
@@ -177,6 +182,18 @@ func reconcileNAC[T engine.Object](ctx context.Context, d *Deps, reads *readTrac
 		return result, err
 	}
 	complete := obj.GetPlan() != nil && obj.GetPlan().State == v1alpha1.PlanComplete
+	if k.expiresAt != nil && !deleting && complete {
+		if at := k.expiresAt(obj); !at.IsZero() {
+			if wait := time.Until(at); wait > 0 {
+				return ctrl.Result{RequeueAfter: wait}, nil
+			}
+			if err := d.Client.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+				return ctrl.Result{}, fmt.Errorf("deleting %s, expired: %w", req.NamespacedName, err)
+			}
+			log.FromContext(ctx).Info("deleted: expired", "kind", k.kind, "expiredAt", at)
+			return ctrl.Result{}, nil
+		}
+	}
 	switch {
 	case !deleting && (slices.Contains(k.deleteWhenComplete, action) && complete || slices.Contains(k.deleteWhenEnded, action)):
 		if err := d.Client.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {

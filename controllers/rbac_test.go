@@ -67,12 +67,13 @@ func (s *RBACSuite) TestLeastPrivilege(c *C) {
 		"nonadminbackups": true, "nonadminbackups/status": true, "nonadminbackups/finalizers": true,
 		"nonadminrestores": true, "nonadminrestores/status": true, "nonadminrestores/finalizers": true,
 		"nonadminbackupstoragelocations": true, "nonadminbackupstoragelocations/status": true, "nonadminbackupstoragelocations/finalizers": true,
+		"nonadmindownloadrequests": true, "nonadmindownloadrequests/status": true, "nonadmindownloadrequests/finalizers": true,
 		"events": true,
 	}
 	oadpOnly := map[string]bool{
 		"secrets": true, "leases": true, "blueprints": true, "blueprints/status": true,
 		"nonadminbackupstoragelocationrequests": true, "nonadminbackupstoragelocationrequests/status": true,
-		"backups": true, "restores": true, "deletebackuprequests": true, "backupstoragelocations": true,
+		"backups": true, "restores": true, "deletebackuprequests": true, "backupstoragelocations": true, "downloadrequests": true,
 		"dataprotectionapplications": true,                                                                             // read only: OADP's DPA settings (package dpa)
 		"datauploads":                true, "datadownloads": true, "podvolumebackups": true, "podvolumerestores": true, // read only: volume progress
 	}

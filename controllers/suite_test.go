@@ -75,6 +75,9 @@ func Test(t *testing.T) {
 	if testClient, err = client.NewWithWatch(testCfg, client.Options{Scheme: testScheme}); err != nil {
 		t.Fatal(err)
 	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	veleroDownloads.start(ctx)
 	TestingT(t)
 }
 

@@ -44,6 +44,7 @@ const (
 	// RuleReferences: an object a phase creates or changes references only
 	// objects of its own operation (a BSL's credential is the operation's own
 	// Secret copy; a Restore or DeleteBackupRequest names a Backup of the
+	// tenant's namespace; a DownloadRequest a Backup or Restore of the
 	// tenant's namespace; a Backup uses no other tenant's location).
 	RuleReferences = "references only this operation's objects"
 )
@@ -220,6 +221,8 @@ func originOf(obj Object) (o origin, ok bool) {
 		return origin{nacv1alpha1.NarOriginNACUUIDLabel, nacv1alpha1.NarOriginNameAnnotation, nacv1alpha1.NarOriginNamespaceAnnotation}, true
 	case *nacv1alpha1.NonAdminBackupStorageLocation:
 		return origin{nacv1alpha1.NabslOriginNACUUIDLabel, nacv1alpha1.NabslOriginNameAnnotation, nacv1alpha1.NabslOriginNamespaceAnnotation}, true
+	case *nacv1alpha1.NonAdminDownloadRequest:
+		return origin{nacv1alpha1.NadrOriginNACUUIDLabel, nacv1alpha1.NadrOriginNameAnnotation, nacv1alpha1.NadrOriginNamespaceAnnotation}, true
 	}
 	return origin{}, false
 }
@@ -447,6 +450,41 @@ func (g *guard) references(ctx context.Context, verb, kind string, obj client.Ob
 		return g.tenantBackup(ctx, "spec.backupName", o.Spec.BackupName, refuse)
 	case *velerov1.DeleteBackupRequest:
 		return g.tenantBackup(ctx, "spec.backupName", o.Spec.BackupName, refuse)
+	case *velerov1.DownloadRequest:
+		switch nacv1alpha1.DownloadTargetOf(o.Spec.Target.Kind) {
+		case "NonAdminBackup":
+			return g.tenantBackup(ctx, "spec.target.name", o.Spec.Target.Name, refuse)
+		case "NonAdminRestore":
+			return g.tenantRestore(ctx, "spec.target.name", o.Spec.Target.Name, refuse)
+		default:
+			return refuse(fmt.Sprintf("spec.target.kind %q is not a kind of file of a Velero Backup or Restore", o.Spec.Target.Kind))
+		}
+	}
+	return nil
+}
+
+// tenantRestore checks that the Velero Restore name in the OADP namespace
+// was made for the operation's namespace (its origin-namespace annotation).
+func (g *guard) tenantRestore(ctx context.Context, field, name string, refuse func(string) error) error {
+	if name == "" {
+		return refuse(field + " is empty: it must name a Velero Restore of namespace " + g.op.Object.GetNamespace())
+	}
+	r := &velerov1.Restore{}
+	key := client.ObjectKey{Namespace: g.op.OADPNamespace, Name: name}
+	err := g.base.Get(ctx, key, r)
+	if apierrors.IsNotFound(err) {
+		err = g.live.Get(ctx, key, r) // the cache may be behind
+	}
+	if apierrors.IsNotFound(err) {
+		return refuse(fmt.Sprintf("%s names Velero Restore %s/%s, which does not exist", field, g.op.OADPNamespace, name))
+	}
+	if err != nil {
+		return fmt.Errorf("reading Velero Restore %s/%s: %w", g.op.OADPNamespace, name, err)
+	}
+	own := g.op.Object.GetNamespace()
+	if got := r.Annotations[nacv1alpha1.NarOriginNamespaceAnnotation]; got != own {
+		return refuse(fmt.Sprintf("%s names Velero Restore %s/%s, which was not made for namespace %s (annotation %s is %q)",
+			field, g.op.OADPNamespace, name, own, nacv1alpha1.NarOriginNamespaceAnnotation, got))
 	}
 	return nil
 }

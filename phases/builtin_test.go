@@ -20,7 +20,7 @@ var _ = Suite(&BuiltInSuite{})
 func (s *BuiltInSuite) TestBuiltInsCompile(c *C) {
 	reg, err := phases.New(phases.Clients{}, phases.Options{})
 	c.Assert(err, IsNil)
-	for _, name := range []string{blueprints.NonAdminBackup, blueprints.NonAdminRestore, blueprints.NonAdminBackupStorageLocation} {
+	for _, name := range []string{blueprints.NonAdminBackup, blueprints.NonAdminRestore, blueprints.NonAdminBackupStorageLocation, blueprints.NonAdminDownloadRequest} {
 		bp, err := blueprints.BuiltIn(name)
 		c.Assert(err, IsNil)
 		c.Check(bp.Name, Equals, name)
@@ -40,7 +40,7 @@ func (s *BuiltInSuite) TestBuiltInsCompile(c *C) {
 	for _, p := range backup.Phases {
 		funcs = append(funcs, p.Func)
 	}
-	c.Check(funcs, DeepEquals, []string{"ValidateBackupSpec", "CreateVeleroBackup", "WaitFor", "SyncStatus"})
+	c.Check(funcs, DeepEquals, []string{"ValidateBackupSpec", "CreateVeleroBackup", "WaitFor", "SyncStatus", "VerifyBackupContents"})
 	c.Check(backup.Phases[2].Timeout.Duration, Equals, 4*time.Hour, Commentf("at least Velero's itemOperationTimeout"))
 	c.Check(backup.DeferPhase, NotNil)
 

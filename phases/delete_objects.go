@@ -17,8 +17,9 @@ import (
 // DeleteObjectsArgs are the args of DeleteObjects.
 type DeleteObjectsArgs struct {
 	// Kinds to delete: Backup, BackupStorageLocation, DeleteBackupRequest,
-	// Restore (Velero kinds), Secret, NonAdminBackupStorageLocationRequest.
-	Kinds []string `json:"kinds" doc:"Backup, BackupStorageLocation, DeleteBackupRequest, NonAdminBackupStorageLocationRequest, Restore, Secret"`
+	// DownloadRequest, Restore (Velero kinds), Secret,
+	// NonAdminBackupStorageLocationRequest.
+	Kinds []string `json:"kinds" doc:"Backup, BackupStorageLocation, DeleteBackupRequest, DownloadRequest, NonAdminBackupStorageLocationRequest, Restore, Secret"`
 }
 
 // deletableKinds maps the kinds DeleteObjects accepts to their Go types.
@@ -26,6 +27,7 @@ var deletableKinds = map[string]func() client.Object{
 	"Backup":                func() client.Object { return &velerov1.Backup{} },
 	"DeleteBackupRequest":   func() client.Object { return &velerov1.DeleteBackupRequest{} },
 	"Restore":               func() client.Object { return &velerov1.Restore{} },
+	"DownloadRequest":       func() client.Object { return &velerov1.DownloadRequest{} },
 	"BackupStorageLocation": func() client.Object { return &velerov1.BackupStorageLocation{} },
 	"Secret":                func() client.Object { return &corev1.Secret{} },
 	"NonAdminBackupStorageLocationRequest": func() client.Object {
@@ -55,7 +57,7 @@ func (f *DeleteObjects) Run(ctx context.Context, op *engine.Operation, args any)
 	}
 	for _, k := range a.Kinds {
 		if deletableKinds[k] == nil {
-			return engine.Result{}, engine.Terminalf("DeleteObjects: args.kinds: %q is not supported (supported: Backup, BackupStorageLocation, DeleteBackupRequest, NonAdminBackupStorageLocationRequest, Restore, Secret)", k)
+			return engine.Result{}, engine.Terminalf("DeleteObjects: args.kinds: %q is not supported (supported: Backup, BackupStorageLocation, DeleteBackupRequest, DownloadRequest, NonAdminBackupStorageLocationRequest, Restore, Secret)", k)
 		}
 	}
 	for _, k := range a.Kinds {

@@ -152,3 +152,32 @@ func (*LimitActiveOperations) Doc() engine.FuncDoc {
 		Errors:  "over the limit is terminal; " + apiRetried,
 	}
 }
+
+// Doc implements engine.Documented.
+func (*ValidateDownloadRequest) Doc() engine.FuncDoc {
+	return engine.FuncDoc{
+		Summary: "Checks a NonAdminDownloadRequest: spec.target.kind one of Velero's DownloadTarget kinds, spec.target.name a NonAdminBackup (Backup*/CSI* kinds) or NonAdminRestore (Restore* kinds) of the same namespace whose Velero object was made for it; waits while that object runs; with args.requireTenantLocation refuses backups on the admin's location (OADP NAC's rule). Sets Accepted.",
+		Outputs: []string{"kind: the Velero DownloadTarget kind", "name: the Velero Backup or Restore"},
+		Errors:  "a refusal is terminal (Accepted=False/InvalidDownloadRequest, phase BackingOff); " + apiRetried,
+		Waits:   true,
+	}
+}
+
+// Doc implements engine.Documented.
+func (*CreateDownloadRequest) Doc() engine.FuncDoc {
+	return engine.FuncDoc{
+		Summary: "Creates (or adopts) the Velero DownloadRequest <ns>-<name>-<nacuuid> in the OADP namespace for file args.kind of the Velero Backup or Restore args.name (which must be of the tenant's namespace); status.velero links it, phase Created.",
+		Outputs: []string{"name: the Velero DownloadRequest"},
+		Errors:  "an unknown kind, an empty name, a target of another namespace and a name held by another operation's object are terminal; " + apiRetried,
+	}
+}
+
+// Doc implements engine.Documented.
+func (*VerifyBackupContents) Doc() engine.FuncDoc {
+	return engine.FuncDoc{
+		Summary: "After a Completed or PartiallyFailed backup, fetches its resource list through a Velero DownloadRequest and checks every item is the tenant's: in its namespace, or that Namespace, a PersistentVolume of its claims, a CRD of its custom resources. Sets Verified (True with the count; False naming the items, with a Warning event; Unknown when the list could not be read).",
+		Outputs: []string{"items: items checked", "unexpected: items that are not the tenant's"},
+		Errors:  "unexpected items with args.failOnUnexpectedItems are terminal; " + apiRetried,
+		Waits:   true,
+	}
+}

@@ -48,7 +48,8 @@ func (s *GuardedSuite) TestFunctionsHoldNoClient(c *C) {
 		&phases.MarkDeleting{}, &phases.CreateDeleteBackupRequest{}, &phases.DeleteObjects{}, &phases.ValidateRestoreSpec{},
 		&phases.CreateVeleroRestore{}, &phases.DeleteRestoresOfBackup{}, &phases.ValidateBSLSpec{}, &phases.RequestApproval{},
 		&phases.CopySecret{}, &phases.CreateVeleroBSL{}, &phases.DeleteBackupsUsingBSL{}, &phases.AdoptVeleroBackup{},
-		&phases.Notify{}, &phases.LimitActiveOperations{},
+		&phases.Notify{}, &phases.LimitActiveOperations{}, &phases.ValidateDownloadRequest{}, &phases.CreateDownloadRequest{},
+		&phases.VerifyBackupContents{},
 	}
 	reg, err := phases.New(phases.Clients{}, phases.Options{})
 	c.Assert(err, IsNil)

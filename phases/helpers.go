@@ -55,6 +55,16 @@ func asRestore(fn string, op *engine.Operation) (*v1alpha1.NonAdminRestore, erro
 	return nar, nil
 }
 
+// asDownloadRequest returns the operation's NonAdminDownloadRequest, or a
+// terminal error naming fn when a blueprint gave the function another kind.
+func asDownloadRequest(fn string, op *engine.Operation) (*v1alpha1.NonAdminDownloadRequest, error) {
+	nadr, ok := op.Object.(*v1alpha1.NonAdminDownloadRequest)
+	if !ok {
+		return nil, engine.Terminalf("%s serves NonAdminDownloadRequest, not %T", fn, op.Object)
+	}
+	return nadr, nil
+}
+
 // asBSL returns the operation's NonAdminBackupStorageLocation, or a terminal
 // error naming fn when a blueprint gave the function another kind.
 func asBSL(fn string, op *engine.Operation) (*v1alpha1.NonAdminBackupStorageLocation, error) {
@@ -66,8 +76,9 @@ func asBSL(fn string, op *engine.Operation) (*v1alpha1.NonAdminBackupStorageLoca
 }
 
 // nacStatus returns pointers to the phase and conditions of obj's status
-// when obj is a NonAdminBackup, NonAdminRestore or
-// NonAdminBackupStorageLocation (OADP NAC's common status shape), and
+// when obj is a NonAdminBackup, NonAdminRestore,
+// NonAdminBackupStorageLocation or NonAdminDownloadRequest (OADP NAC's common
+// status shape), and
 // ok=false for any other object.
 func nacStatus(obj engine.Object) (phase *v1alpha1.NonAdminPhase, conditions *[]metav1.Condition, ok bool) {
 	switch o := obj.(type) {
@@ -76,6 +87,8 @@ func nacStatus(obj engine.Object) (phase *v1alpha1.NonAdminPhase, conditions *[]
 	case *v1alpha1.NonAdminRestore:
 		return &o.Status.Phase, &o.Status.Conditions, true
 	case *v1alpha1.NonAdminBackupStorageLocation:
+		return &o.Status.Phase, &o.Status.Conditions, true
+	case *v1alpha1.NonAdminDownloadRequest:
 		return &o.Status.Phase, &o.Status.Conditions, true
 	}
 	return nil, nil, false

@@ -79,5 +79,8 @@ func New(c Clients, o Options) (*engine.Registry, error) {
 		&AdoptVeleroBackup{},
 		&Notify{tools: t},
 		&LimitActiveOperations{ledger: newAdmissions()},
+		&ValidateDownloadRequest{},
+		&CreateDownloadRequest{tools: t},
+		&VerifyBackupContents{tools: t},
 	)
 }

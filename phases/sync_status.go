@@ -14,9 +14,9 @@ import (
 
 // SyncStatusArgs are the args of SyncStatus.
 type SyncStatusArgs struct {
-	// Kind of the Velero object to mirror: Backup, DeleteBackupRequest or
-	// Restore.
-	Kind string `json:"kind" doc:"Backup, BackupStorageLocation, DeleteBackupRequest or Restore"`
+	// Kind of the Velero object to mirror: Backup, BackupStorageLocation,
+	// DeleteBackupRequest, DownloadRequest or Restore.
+	Kind string `json:"kind" doc:"Backup, BackupStorageLocation, DeleteBackupRequest, DownloadRequest or Restore"`
 	// Name of the Velero object in the OADP namespace. Empty: nothing to
 	// mirror (e.g. a deferPhase after validation refused the request).
 	Name string `json:"name" doc:"the Velero object in the OADP namespace; empty: nothing to mirror"`
@@ -25,7 +25,9 @@ type SyncStatusArgs struct {
 // SyncStatus mirrors a Velero object's spec and status into the NAC object's
 // status (for a Backup: status.veleroBackup and status.queueInfo; for a
 // DeleteBackupRequest: status.veleroDeleteBackupRequest; for a Restore, of a
-// NonAdminRestore: status.veleroRestore and status.queueInfo). A missing
+// NonAdminRestore: status.veleroRestore and status.queueInfo; for a
+// DownloadRequest, of a NonAdminDownloadRequest: status.velero.status and,
+// once the URL is there, condition Processed=True, OADP NAC's). A missing
 // or unnamed object is not an error: there is nothing to mirror.
 //
 // Output: phase (the Velero object's phase, when there is one). Errors: an
@@ -84,8 +86,17 @@ func (f *SyncStatus) Run(ctx context.Context, op *engine.Operation, args any) (e
 			nabsl.MirrorBSL(b)
 			return string(b.Status.Phase), phaseOr(string(b.Status.Phase))
 		})
+	case "DownloadRequest":
+		nadr, err := asDownloadRequest(f.Name(), op)
+		if err != nil {
+			return engine.Result{}, err
+		}
+		return mirrorOwned(ctx, op, "DownloadRequest", a.Name, &velerov1.DownloadRequest{}, nil, func(dr *velerov1.DownloadRequest) (string, string) {
+			nadr.MirrorDownloadRequest(dr)
+			return string(dr.Status.Phase), phaseOr(string(dr.Status.Phase))
+		})
 	default:
-		return engine.Result{}, engine.Terminalf("SyncStatus: args.kind %q is not supported (supported: Backup, BackupStorageLocation, DeleteBackupRequest, Restore)", a.Kind)
+		return engine.Result{}, engine.Terminalf("SyncStatus: args.kind %q is not supported (supported: Backup, BackupStorageLocation, DeleteBackupRequest, DownloadRequest, Restore)", a.Kind)
 	}
 }
 

@@ -31,10 +31,11 @@ const (
 
 // WaitForArgs are the args of WaitFor.
 type WaitForArgs struct {
-	// Kind of the object to wait for: Backup, DeleteBackupRequest, Restore
-	// (Velero objects in the OADP namespace) or RestorableBackup (a
-	// NonAdminBackup in the operation's namespace).
-	Kind string `json:"kind" doc:"Backup, BackupStorageLocation, DeleteBackupRequest, Restore (Velero objects in the OADP namespace) or RestorableBackup (a NonAdminBackup of the operation's namespace)"`
+	// Kind of the object to wait for: Backup, BackupStorageLocation,
+	// DeleteBackupRequest, DownloadRequest, Restore (Velero objects in the
+	// OADP namespace) or RestorableBackup (a NonAdminBackup in the
+	// operation's namespace).
+	Kind string `json:"kind" doc:"Backup, BackupStorageLocation, DeleteBackupRequest, DownloadRequest, Restore (Velero objects in the OADP namespace) or RestorableBackup (a NonAdminBackup of the operation's namespace)"`
 	// Name of the object, usually {{ .Phases.<create phase>.Output.name }}.
 	Name string `json:"name" doc:"name of the object, usually {{ .Phases.<create phase>.Output.name }}"`
 	// AcceptFailure, for a DeleteBackupRequest, completes the wait when
@@ -65,6 +66,9 @@ type WaitForArgs struct {
 //     restored".
 //   - BackupStorageLocation: Velero reports it Available (else the wait
 //     message carries Velero's own message).
+//   - DownloadRequest: Velero processed it: its status holds the pre-signed
+//     URL. Output: expiration (RFC 3339). One gone before that is a
+//     terminal error.
 //   - DeleteBackupRequest: the Backup it names is gone. An empty name means
 //     there was nothing to delete (done at once). A request Velero processed
 //     with errors is a terminal error quoting them; with args.acceptFailure
@@ -101,8 +105,10 @@ func (f *WaitFor) Run(ctx context.Context, op *engine.Operation, args any) (engi
 		return f.restore(ctx, op, a.Name)
 	case "BackupStorageLocation":
 		return f.bsl(ctx, op, a.Name)
+	case "DownloadRequest":
+		return f.download(ctx, op, a.Name)
 	default:
-		return engine.Result{}, engine.Terminalf("WaitFor: args.kind %q is not supported (supported: Backup, BackupStorageLocation, DeleteBackupRequest, RestorableBackup, Restore)", a.Kind)
+		return engine.Result{}, engine.Terminalf("WaitFor: args.kind %q is not supported (supported: Backup, BackupStorageLocation, DeleteBackupRequest, DownloadRequest, RestorableBackup, Restore)", a.Kind)
 	}
 }
 
@@ -301,6 +307,37 @@ func (f *WaitFor) deletion(ctx context.Context, op *engine.Operation, name strin
 		phase = phaseOr(string(dbr.Status.Phase))
 	}
 	return engine.Wait(fmt.Sprintf("Velero DeleteBackupRequest %s is %s", name, phase), recheckRunning), nil
+}
+
+// recheckDownload is the fallback recheck while Velero processes a
+// DownloadRequest (about a second when its location is Available).
+const recheckDownload = 5 * time.Second
+
+// download waits until Velero has processed the DownloadRequest name, one
+// of op's own: its status carries the download URL.
+func (f *WaitFor) download(ctx context.Context, op *engine.Operation, name string) (engine.Result, error) {
+	if name == "" {
+		return engine.Result{}, engine.Terminalf("WaitFor: args.name is empty")
+	}
+	dr := &velerov1.DownloadRequest{}
+	found, err := getOwned(ctx, op.Client, op, waitVerb, "DownloadRequest", name, dr)
+	if err == nil && !found && !f.tools.recent.has("Velero DownloadRequest", op.OADPNamespace, name) {
+		found, err = getOwned(ctx, op.APIReader, op, waitVerb, "DownloadRequest", name, dr)
+		if err == nil && !found {
+			return engine.Result{}, engine.Terminalf("Velero DownloadRequest %s was deleted from %s before Velero processed it", name, op.OADPNamespace)
+		}
+	}
+	if err != nil {
+		return engine.Result{}, err
+	}
+	if dr.Status.Phase == velerov1.DownloadRequestPhaseProcessed && dr.Status.DownloadURL != "" {
+		out := map[string]string{}
+		if dr.Status.Expiration != nil {
+			out["expiration"] = dr.Status.Expiration.UTC().Format(time.RFC3339)
+		}
+		return engine.Done(fmt.Sprintf("Velero processed DownloadRequest %s: the URL expires at %s", name, out["expiration"]), out), nil
+	}
+	return engine.Wait(fmt.Sprintf("Velero DownloadRequest %s is %s", name, phaseOr(string(dr.Status.Phase))), recheckDownload), nil
 }
 
 // phaseOr returns phase, or "not started" when Velero has set none.

@@ -63,3 +63,19 @@ const NonAdminRestoreFinalizer = "nonadminrestore.oadp.openshift.io/finalizer"
 // NonAdminBackupStorageLocationFinalizer is the NonAdminBackupStorageLocation's
 // finalizer (OADP NAC's).
 const NonAdminBackupStorageLocationFinalizer = "nonadminbackupstoragelocation.oadp.openshift.io/finalizer"
+
+// NadrOriginNACUUIDLabel holds the NACUUID of the NonAdminDownloadRequest
+// a Velero DownloadRequest was made for (OADP NAC).
+const NadrOriginNACUUIDLabel = "openshift.io/oadp-nadr-origin-nacuuid"
+
+// NadrOriginNameAnnotation and NadrOriginNamespaceAnnotation hold that
+// NonAdminDownloadRequest's name and namespace (OADP NAC).
+const (
+	NadrOriginNameAnnotation      = "openshift.io/oadp-nadr-origin-name"
+	NadrOriginNamespaceAnnotation = "openshift.io/oadp-nadr-origin-namespace"
+)
+
+// NonAdminDownloadRequestFinalizer is the NonAdminDownloadRequest's
+// finalizer: its Velero DownloadRequest is removed before it goes (OADP NAC
+// has none and leaves that to Velero's expiry).
+const NonAdminDownloadRequestFinalizer = "nonadmindownloadrequest.oadp.openshift.io/finalizer"

@@ -1,8 +1,12 @@
 package v1alpha1
 
 import (
+	"time"
+
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // BackupFinished reports whether a Velero Backup phase is terminal: Completed,
@@ -87,5 +91,32 @@ func (n *NonAdminBackupStorageLocation) MirrorBSL(b *velerov1.BackupStorageLocat
 		v.NACUUID = id
 	}
 	v.Status = b.Status.DeepCopy()
+	return !equality.Semantic.DeepEqual(before, &n.Status)
+}
+
+// MirrorDownloadRequest copies the Velero DownloadRequest's name and status
+// into status.velero and, once Velero processed it with a URL, sets
+// condition Processed=True/Success and phase Created (OADP NAC). It reports
+// whether anything changed.
+func (n *NonAdminDownloadRequest) MirrorDownloadRequest(dr *velerov1.DownloadRequest) bool {
+	before := n.Status.DeepCopy()
+	v := &n.Status.VeleroDownloadRequest
+	v.Name = dr.Name
+	if id := dr.Labels[NadrOriginNACUUIDLabel]; id != "" {
+		v.NACUUID = id
+	}
+	v.Status = dr.Status.DeepCopy()
+	if dr.Status.Phase == velerov1.DownloadRequestPhaseProcessed && dr.Status.DownloadURL != "" {
+		n.Status.Phase = NonAdminPhaseCreated
+		expires := "when Velero's URL expiry passes"
+		if dr.Status.Expiration != nil {
+			expires = "at " + dr.Status.Expiration.UTC().Format(time.RFC3339)
+		}
+		meta.SetStatusCondition(&n.Status.Conditions, metav1.Condition{
+			Type: ConditionProcessed, Status: metav1.ConditionTrue, Reason: ReasonProcessed,
+			Message:            "the download URL is in status.velero.status.downloadURL; it and this request expire " + expires,
+			ObservedGeneration: n.Generation,
+		})
+	}
 	return !equality.Semantic.DeepEqual(before, &n.Status)
 }

@@ -72,6 +72,22 @@ const (
 	ConditionQueued = "Queued"
 	// ConditionDeleting: the object is being deleted.
 	ConditionDeleting = "Deleting"
+	// ConditionVerified: nacflow checked the finished backup's resource
+	// list: True when every item is the tenant's (the message counts them),
+	// False naming the items that are not, Unknown when the list could not
+	// be read. OADP NAC has no such check.
+	ConditionVerified = "Verified"
+)
+
+// Reasons of the Verified condition of NonAdminBackups.
+const (
+	// ReasonContentsVerified: Verified=True.
+	ReasonContentsVerified = "ContentsVerified"
+	// ReasonUnexpectedItems: Verified=False; the message names the items.
+	ReasonUnexpectedItems = "UnexpectedItems"
+	// ReasonVerificationUnavailable: Verified=Unknown; the message says why
+	// (Velero did not serve the resource list in time, the download failed).
+	ReasonVerificationUnavailable = "VerificationUnavailable"
 )
 
 // Condition reasons (OADP NAC).

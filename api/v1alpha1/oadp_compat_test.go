@@ -29,6 +29,7 @@ var oadpCompatPlurals = []string{
 	"nonadminrestores",
 	"nonadminbackupstoragelocations",
 	"nonadminbackupstoragelocationrequests",
+	"nonadmindownloadrequests",
 }
 
 // oadpDeliberate lists differences from OADP that nacflow makes on purpose. path

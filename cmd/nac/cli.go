@@ -136,11 +136,11 @@ func blueprintCmd(args []string, stdin io.Reader, stdout io.Writer) error {
 		return nil
 	case "dump":
 		if len(args) != 2 {
-			return fmt.Errorf("usage: nac blueprint dump KIND (NonAdminBackup, NonAdminRestore, NonAdminBackupStorageLocation)")
+			return fmt.Errorf("usage: nac blueprint dump KIND (NonAdminBackup, NonAdminRestore, NonAdminBackupStorageLocation, NonAdminDownloadRequest)")
 		}
 		name := builtinName(args[1])
 		if name == "" {
-			return fmt.Errorf("blueprint dump: unknown kind %q (NonAdminBackup, NonAdminRestore, NonAdminBackupStorageLocation)", args[1])
+			return fmt.Errorf("blueprint dump: unknown kind %q (NonAdminBackup, NonAdminRestore, NonAdminBackupStorageLocation, NonAdminDownloadRequest)", args[1])
 		}
 		data, err := blueprints.BuiltInYAML(name)
 		if err != nil {
@@ -162,6 +162,8 @@ func builtinName(kind string) string {
 		return blueprints.NonAdminRestore
 	case "nonadminbackupstoragelocation", "nabsl":
 		return blueprints.NonAdminBackupStorageLocation
+	case "nonadmindownloadrequest", "nadr":
+		return blueprints.NonAdminDownloadRequest
 	}
 	return ""
 }
@@ -169,7 +171,7 @@ func builtinName(kind string) string {
 // planCmd: nac plan -f FILE [--blueprint FILE | --builtin].
 func planCmd(args []string, stdin io.Reader, stdout io.Writer) error {
 	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
-	file := fs.String("f", "", "The NAC object (NonAdminBackup, NonAdminRestore, NonAdminBackupStorageLocation) as YAML; - reads standard input.")
+	file := fs.String("f", "", "The NAC object (NonAdminBackup, NonAdminRestore, NonAdminBackupStorageLocation, NonAdminDownloadRequest) as YAML; - reads standard input.")
 	bpFile := fs.String("blueprint", "", "Use this Blueprint file instead of the cluster's blueprints.")
 	builtin := fs.Bool("builtin", false, "Use the built-in blueprint, without reading the cluster.")
 	oadpNS := fs.String("oadp-namespace", envOr(namespaceEnvVar, "openshift-adp"), "The OADP namespace (for rendering and for reading the cluster's blueprints).")
@@ -242,8 +244,10 @@ func decodeNAC(data []byte) (engine.Object, string, string, error) {
 		obj, action = &v1alpha1.NonAdminRestore{}, controllers.ActionRestore
 	case "NonAdminBackupStorageLocation":
 		obj, action = &v1alpha1.NonAdminBackupStorageLocation{}, controllers.ActionCreate
+	case "NonAdminDownloadRequest":
+		obj, action = &v1alpha1.NonAdminDownloadRequest{}, controllers.ActionDownload
 	default:
-		return nil, "", "", fmt.Errorf("plan: kind %q is not a NAC kind (NonAdminBackup, NonAdminRestore, NonAdminBackupStorageLocation)", meta.Kind)
+		return nil, "", "", fmt.Errorf("plan: kind %q is not a NAC kind (NonAdminBackup, NonAdminRestore, NonAdminBackupStorageLocation, NonAdminDownloadRequest)", meta.Kind)
 	}
 	if err := yaml.UnmarshalStrict(data, obj); err != nil {
 		return nil, "", "", fmt.Errorf("plan: %w", err)

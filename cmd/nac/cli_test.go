@@ -90,7 +90,7 @@ func (s *CLISuite) TestPlanPreview(c *C) {
 	c.Check(preview["object"], Equals, "NonAdminBackup demo/sample")
 	c.Check(preview["action"], Equals, "backup")
 	phases := preview["phases"].([]any)
-	c.Assert(phases, HasLen, 4)
+	c.Assert(phases, HasLen, 5)
 	wait := phases[2].(map[string]any)
 	c.Check(wait["func"], Equals, "WaitFor")
 	c.Check(wait["timeout"], Equals, "4h0m0s")

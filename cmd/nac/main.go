@@ -237,6 +237,10 @@ func run(o options) error {
 	if err := nar.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the NonAdminRestore controller: %w", err)
 	}
+	nadr := &controllers.NonAdminDownloadRequestReconciler{Deps: deps("nonadmindownloadrequest-controller", "NonAdminDownloadRequest")}
+	if err := nadr.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the NonAdminDownloadRequest controller: %w", err)
+	}
 	nabsl := &controllers.NonAdminBackupStorageLocationReconciler{Deps: deps("nonadminbackupstoragelocation-controller", "NonAdminBackupStorageLocation"), RequireApproval: o.bslApproval, Settings: settings, CredentialCheckPeriod: o.credCheck}
 	if err := nabsl.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the NonAdminBackupStorageLocation controller: %w", err)

@@ -1,0 +1,317 @@
+package phases
+
+import (
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nacflow/nacflow/api/v1alpha1"
+	"github.com/nacflow/nacflow/engine"
+)
+
+// Limits of VerifyBackupContents.
+const (
+	// defaultVerifyTimeout is how long Velero may take to serve the resource
+	// list (args.timeout unset): about a second when the location is
+	// Available.
+	defaultVerifyTimeout = 2 * time.Minute
+	// maxResourceList bounds the resource list read, uncompressed (bytes):
+	// about a million items.
+	maxResourceList = 128 << 20
+	// downloadTimeout bounds one download of the resource list.
+	downloadTimeout = 30 * time.Second
+	// maxListedItems is how many unexpected items a condition names.
+	maxListedItems = 10
+)
+
+// VerifyBackupContentsArgs are the args of VerifyBackupContents.
+type VerifyBackupContentsArgs struct {
+	// Name is the Velero Backup, usually
+	// {{ .Phases.createBackup.Output.name }}.
+	Name string `json:"name" doc:"the Velero Backup, usually {{ .Phases.createBackup.Output.name }}"`
+	// FailOnUnexpectedItems fails the phase, and so the plan, when the
+	// backup holds an item that is not the tenant's (default: only
+	// Verified=False, a Warning event and the metric).
+	FailOnUnexpectedItems bool `json:"failOnUnexpectedItems,omitempty" doc:"fail the plan when the backup holds an item that is not the tenant's (default false: Verified=False, a Warning event and nacflow_backups_unverified only)"`
+	// Timeout is how long Velero may take to serve the resource list before
+	// Verified=Unknown (default 2m).
+	Timeout *metav1.Duration `json:"timeout,omitempty" doc:"how long Velero may take to serve the resource list before Verified=Unknown (default 2m)"`
+}
+
+// VerifyBackupContents checks, after the fact, that a finished (Completed or
+// PartiallyFailed) Velero Backup of a NonAdminBackup holds only the tenant's
+// items — defence in depth against a Velero or plugin bug or a rule nacflow
+// missed; neither OADP NAC nor Velero has such a check. It asks Velero for the
+// backup's resource list with a DownloadRequest of its own in the OADP
+// namespace (the NonAdminDownloadRequest machinery), downloads it through the
+// pre-signed URL, and checks every item: namespaced items must be in the
+// NonAdminBackup's namespace; cluster-scoped ones must be that Namespace, a
+// PersistentVolume bound to one of its claims, or a CustomResourceDefinition
+// of a custom resource backed up from it (the cluster-scoped items Velero
+// adds for a namespace). The DownloadRequest is deleted after use.
+//
+// Sets condition Verified: True naming the number of items checked; False
+// naming the unexpected items (the first 10), with a Warning event
+// UnexpectedItems (counted by the nacflow_backups_unverified gauge); Unknown
+// when Velero did not serve the list within args.timeout or the download
+// failed. A backup that did not finish Completed or PartiallyFailed is not
+// checked.
+//
+// Outputs: items, unexpected (counts). Errors: unexpected items with
+// args.failOnUnexpectedItems are terminal, as is a Backup that is not the
+// operation's own; API errors are retryable.
+type VerifyBackupContents struct {
+	tools tools
+}
+
+// Name implements engine.Func.
+func (*VerifyBackupContents) Name() string { return "VerifyBackupContents" }
+
+// NewArgs implements engine.Func.
+func (*VerifyBackupContents) NewArgs() any { return &VerifyBackupContentsArgs{} }
+
+// Run implements engine.Func.
+func (f *VerifyBackupContents) Run(ctx context.Context, op *engine.Operation, args any) (engine.Result, error) {
+	a := args.(*VerifyBackupContentsArgs)
+	nab, err := asBackup(f.Name(), op)
+	if err != nil {
+		return engine.Result{}, err
+	}
+	if a.Name == "" {
+		return engine.Done("no Velero Backup to verify", nil), nil
+	}
+	b := &velerov1.Backup{}
+	found, err := getOwned(ctx, op.Client, op, "verify", "Backup", a.Name, b, linkedUUIDs(op)...)
+	if err != nil {
+		return engine.Result{}, err
+	}
+	if !found {
+		return engine.Done(fmt.Sprintf("Velero Backup %s not found: nothing to verify", a.Name), nil), nil
+	}
+	if p := b.Status.Phase; p != velerov1.BackupPhaseCompleted && p != velerov1.BackupPhasePartiallyFailed {
+		return engine.Done(fmt.Sprintf("Velero Backup %s is %s: only Completed and PartiallyFailed backups are verified", a.Name, phaseOr(string(p))), nil), nil
+	}
+	dr, _, err := createDownloadRequest(ctx, op, f.tools.recent, v1alpha1.NACObjectName(nab.Namespace, nab.Name, op.UUID),
+		velerov1.DownloadTargetKindBackupResourceList, b.Name)
+	if err != nil {
+		return engine.Result{}, err
+	}
+	timeout := defaultVerifyTimeout
+	if a.Timeout != nil && a.Timeout.Duration > 0 {
+		timeout = a.Timeout.Duration
+	}
+	unknown := func(why string) (engine.Result, error) {
+		setVerified(nab, metav1.ConditionUnknown, v1alpha1.ReasonVerificationUnavailable, why)
+		if err := deleteOwn(ctx, op, dr); err != nil {
+			return engine.Result{}, err
+		}
+		return engine.Done("not verified: "+why, nil), nil
+	}
+	if dr.Status.Phase != velerov1.DownloadRequestPhaseProcessed || dr.Status.DownloadURL == "" {
+		// Velero updates the request within a second or so: read it again
+		// from the API server (a create just now is not in the cache).
+		if err := op.APIReader.Get(ctx, client.ObjectKeyFromObject(dr), dr); err != nil {
+			return engine.Result{}, fmt.Errorf("reading Velero DownloadRequest %s/%s: %w", dr.Namespace, dr.Name, err)
+		}
+	}
+	if dr.Status.Phase != velerov1.DownloadRequestPhaseProcessed || dr.Status.DownloadURL == "" {
+		if age := time.Since(dr.CreationTimestamp.Time); age > timeout {
+			return unknown(fmt.Sprintf("Velero did not serve the resource list of Backup %s within %s (DownloadRequest %s is %s)",
+				b.Name, timeout, dr.Name, phaseOr(string(dr.Status.Phase))))
+		}
+		return engine.Wait(fmt.Sprintf("waiting for Velero to serve the resource list of Backup %s (DownloadRequest %s is %s)",
+			b.Name, dr.Name, phaseOr(string(dr.Status.Phase))), time.Second), nil
+	}
+	list, err := downloadResourceList(ctx, dr.Status.DownloadURL)
+	if err != nil {
+		return unknown(fmt.Sprintf("downloading the resource list of Backup %s: %v", b.Name, err))
+	}
+	allowed, err := allowedClusterItems(ctx, op, list)
+	if err != nil {
+		return engine.Result{}, err
+	}
+	total, unexpected := checkResourceList(list, nab.Namespace, allowed)
+	if err := deleteOwn(ctx, op, dr); err != nil {
+		return engine.Result{}, err
+	}
+	out := map[string]string{"items": fmt.Sprint(total), "unexpected": fmt.Sprint(len(unexpected))}
+	if len(unexpected) == 0 {
+		msg := fmt.Sprintf("%d items of Velero Backup %s checked: all belong to namespace %s", total, b.Name, nab.Namespace)
+		setVerified(nab, metav1.ConditionTrue, v1alpha1.ReasonContentsVerified, msg)
+		return engine.Done(msg, out), nil
+	}
+	shown := unexpected
+	if len(shown) > maxListedItems {
+		shown = shown[:maxListedItems]
+	}
+	msg := fmt.Sprintf("%d of %d items of Velero Backup %s do not belong to namespace %s: %s", len(unexpected), total, b.Name, nab.Namespace, strings.Join(shown, ", "))
+	if len(unexpected) > len(shown) {
+		msg += fmt.Sprintf(", and %d more", len(unexpected)-len(shown))
+	}
+	setVerified(nab, metav1.ConditionFalse, v1alpha1.ReasonUnexpectedItems, msg)
+	if f.tools.recorder != nil {
+		f.tools.recorder.Event(op.Object, corev1.EventTypeWarning, v1alpha1.ReasonUnexpectedItems, msg)
+	}
+	if a.FailOnUnexpectedItems {
+		return engine.Result{}, engine.Terminalf("%s", msg)
+	}
+	return engine.Done(msg, out), nil
+}
+
+// setVerified sets nab's Verified condition.
+func setVerified(nab *v1alpha1.NonAdminBackup, status metav1.ConditionStatus, reason, msg string) {
+	meta.SetStatusCondition(&nab.Status.Conditions, metav1.Condition{
+		Type: v1alpha1.ConditionVerified, Status: status, Reason: reason, Message: msg, ObservedGeneration: nab.Generation,
+	})
+}
+
+// deleteOwn deletes obj, one of op's own objects; one already gone is fine.
+func deleteOwn(ctx context.Context, op *engine.Operation, obj client.Object) error {
+	if err := op.Client.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
+	}
+	return nil
+}
+
+// downloadResourceList reads Velero's gzipped resource list (JSON: key
+// "<group>/<version>/<Kind>", or "<version>/<Kind>" for the core group, to
+// the items, "<namespace>/<name>" or "<name>" for cluster-scoped ones) from
+// url. Errors: the HTTP status when not 200, a list over maxResourceList
+// bytes, and gzip and JSON errors.
+func downloadResourceList(ctx context.Context, url string) (map[string][]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, downloadTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("the object store answered %s", resp.Status)
+	}
+	gz, err := gzip.NewReader(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := io.ReadAll(io.LimitReader(gz, maxResourceList+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(raw) > maxResourceList {
+		return nil, fmt.Errorf("the resource list is larger than %d bytes", maxResourceList)
+	}
+	list := map[string][]string{}
+	if err := json.Unmarshal(raw, &list); err != nil {
+		return nil, fmt.Errorf("decoding the resource list: %w", err)
+	}
+	return list, nil
+}
+
+// Resource list keys of the cluster-scoped kinds Velero adds for a
+// namespace.
+const (
+	namespaceKey = "v1/Namespace"
+	pvKey        = "v1/PersistentVolume"
+	crdGroup     = "apiextensions.k8s.io"
+)
+
+// allowedClusterItems returns the names of the PersistentVolumes and
+// CustomResourceDefinitions a backup of op's namespace may hold: the volumes
+// its claims are bound to now, and the definitions of the custom resources
+// list holds from that namespace ("<plural>.<group>", from the API server's
+// RESTMapper; a kind it no longer knows allows every definition of its
+// group).
+func allowedClusterItems(ctx context.Context, op *engine.Operation, list map[string][]string) (map[string]bool, error) {
+	ns := op.Object.GetNamespace()
+	allowed := map[string]bool{}
+	if len(list[pvKey]) > 0 {
+		pvcs := &corev1.PersistentVolumeClaimList{}
+		if err := op.APIReader.List(ctx, pvcs, client.InNamespace(ns)); err != nil {
+			return nil, fmt.Errorf("listing the PersistentVolumeClaims of %s: %w", ns, err)
+		}
+		for _, pvc := range pvcs.Items {
+			if pvc.Spec.VolumeName != "" {
+				allowed[pvKey+" "+pvc.Spec.VolumeName] = true
+			}
+		}
+	}
+	for key, items := range list {
+		gv, kind := splitKey(key)
+		if gv.Group == "" || !slices.ContainsFunc(items, func(i string) bool { return strings.HasPrefix(i, ns+"/") }) {
+			continue
+		}
+		mapping, err := op.Client.RESTMapper().RESTMapping(schema.GroupKind{Group: gv.Group, Kind: kind}, gv.Version)
+		if err != nil {
+			allowed["group "+gv.Group] = true
+			continue
+		}
+		allowed["crd "+mapping.Resource.Resource+"."+gv.Group] = true
+	}
+	return allowed, nil
+}
+
+// splitKey splits a resource list key into its group/version and kind.
+func splitKey(key string) (schema.GroupVersion, string) {
+	i := strings.LastIndex(key, "/")
+	if i < 0 {
+		return schema.GroupVersion{}, key
+	}
+	gv, err := schema.ParseGroupVersion(key[:i])
+	if err != nil {
+		return schema.GroupVersion{}, key[i+1:]
+	}
+	return gv, key[i+1:]
+}
+
+// checkResourceList counts list's items and returns, sorted, those that do
+// not belong to namespace ns ("<key> <item>"): namespaced items elsewhere,
+// and cluster-scoped items other than ns itself and the volumes and
+// definitions allowed (allowedClusterItems).
+func checkResourceList(list map[string][]string, ns string, allowed map[string]bool) (total int, unexpected []string) {
+	for key, items := range list {
+		gv, _ := splitKey(key)
+		for _, item := range items {
+			total++
+			if itemNS, _, namespaced := strings.Cut(item, "/"); namespaced {
+				if itemNS != ns {
+					unexpected = append(unexpected, key+" "+item)
+				}
+				continue
+			}
+			switch {
+			case key == namespaceKey && item == ns,
+				key == pvKey && allowed[pvKey+" "+item],
+				gv.Group == crdGroup && strings.HasSuffix(key, "/CustomResourceDefinition") && crdAllowed(allowed, item):
+				continue
+			}
+			unexpected = append(unexpected, key+" "+item)
+		}
+	}
+	slices.Sort(unexpected)
+	return total, unexpected
+}
+
+// crdAllowed reports whether the CustomResourceDefinition name
+// ("<plural>.<group>") is allowed.
+func crdAllowed(allowed map[string]bool, name string) bool {
+	_, group, _ := strings.Cut(name, ".")
+	return allowed["crd "+name] || allowed["group "+group]
+}
