@@ -163,10 +163,11 @@ func (s *DPASuite) TestDataProtectionApplicationSettings(c *C) {
 	c.Assert(testClient.Update(ctx, d), IsNil)
 	eventually(c, 20*time.Second, func() (bool, string) {
 		req, bsl, _ = bslObjects(c, s.oadp, nacuuid)
-		return req != nil && req.Spec.ApprovalDecision == v1alpha1.ApprovalApprove && bsl != nil,
+		// status.phase follows the decision in the request's next write.
+		return req != nil && req.Spec.ApprovalDecision == v1alpha1.ApprovalApprove && bsl != nil &&
+			req.Status.Phase == v1alpha1.NonAdminBSLRequestPhaseApproved,
 			fmt.Sprintf("request %+v, BSL %v", req, bsl != nil)
 	})
-	c.Check(req.Status.Phase, Equals, v1alpha1.NonAdminBSLRequestPhaseApproved)
 
 	// Without the DPA, nothing is enforced any more.
 	c.Assert(testClient.Delete(ctx, d), IsNil)

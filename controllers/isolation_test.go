@@ -23,8 +23,8 @@ import (
 // nothingCreatedFor checks that the OADP namespace holds no object labelled
 // with nacuuid under any NAC origin label.
 func nothingCreatedFor(c *C, oadp, nacuuid, about string) {
-	for _, label := range []string{v1alpha1.NabOriginNACUUIDLabel, v1alpha1.NarOriginNACUUIDLabel, v1alpha1.NabslOriginNACUUIDLabel} {
-		for _, l := range []client.ObjectList{&velerov1.BackupList{}, &velerov1.RestoreList{}, &velerov1.BackupStorageLocationList{}, &corev1.SecretList{}} {
+	for _, label := range []string{v1alpha1.NabOriginNACUUIDLabel, v1alpha1.NarOriginNACUUIDLabel, v1alpha1.NabslOriginNACUUIDLabel, v1alpha1.NadrOriginNACUUIDLabel} {
+		for _, l := range []client.ObjectList{&velerov1.BackupList{}, &velerov1.RestoreList{}, &velerov1.BackupStorageLocationList{}, &corev1.SecretList{}, &velerov1.DownloadRequestList{}} {
 			c.Assert(testClient.List(context.Background(), l, client.InNamespace(oadp), client.MatchingLabels{label: nacuuid}), IsNil)
 			items, err := meta.ExtractList(l)
 			c.Assert(err, IsNil)
@@ -180,6 +180,8 @@ func refusedWithStatus(c *C, obj client.Object, about string) string {
 		case *v1alpha1.NonAdminRestore:
 			phase, conds = o.Status.Phase, o.Status.Conditions
 		case *v1alpha1.NonAdminBackupStorageLocation:
+			phase, conds = o.Status.Phase, o.Status.Conditions
+		case *v1alpha1.NonAdminDownloadRequest:
 			phase, conds = o.Status.Phase, o.Status.Conditions
 		}
 		cond := meta.FindStatusCondition(conds, v1alpha1.ConditionAccepted)

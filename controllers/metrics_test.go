@@ -78,7 +78,7 @@ func (s *ControllerSuite) TestMetrics(c *C) {
 	expected := fmt.Sprintf("# HELP nacflow_velero_backup_queue_depth Unfinished Velero Backups in the OADP namespace: Velero's queue, tenants' and the admin's.\n"+
 		"# TYPE nacflow_velero_backup_queue_depth gauge\nnacflow_velero_backup_queue_depth %d\n", 1)
 	c.Check(testutil.CollectAndCompare(collector, strings.NewReader(expected), "nacflow_velero_backup_queue_depth"), IsNil)
-	c.Check(testutil.CollectAndCount(collector, "nacflow_active_operations"), Equals, 3) // one sample per kind
+	c.Check(testutil.CollectAndCount(collector, "nacflow_active_operations"), Equals, 4) // one sample per kind
 	active := activeOperations(c, collector, "NonAdminBackup")
 	c.Check(active >= 1, Equals, true, Commentf("%v active", active))
 
@@ -90,22 +90,27 @@ func (s *ControllerSuite) TestMetrics(c *C) {
 
 // activeOperations is the nacflow_active_operations sample of kind.
 func activeOperations(c *C, collector *controllers.StateCollector, kind string) float64 {
+	return gaugeSample(c, collector, "nacflow_active_operations", "kind", kind)
+}
+
+// gaugeSample is the value of collector's gauge name whose label is value.
+func gaugeSample(c *C, collector *controllers.StateCollector, name, label, value string) float64 {
 	reg := prometheus.NewPedanticRegistry()
 	c.Assert(reg.Register(collector), IsNil)
 	families, err := reg.Gather()
 	c.Assert(err, IsNil)
 	for _, f := range families {
-		if f.GetName() != "nacflow_active_operations" {
+		if f.GetName() != name {
 			continue
 		}
 		for _, m := range f.GetMetric() {
 			for _, l := range m.GetLabel() {
-				if l.GetName() == "kind" && l.GetValue() == kind {
+				if l.GetName() == label && l.GetValue() == value {
 					return m.GetGauge().GetValue()
 				}
 			}
 		}
 	}
-	c.Fatalf("no nacflow_active_operations sample for %s", kind)
+	c.Fatalf("no %s sample for %s=%s", name, label, value)
 	return 0
 }

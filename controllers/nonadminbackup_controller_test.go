@@ -126,7 +126,7 @@ func (s *ControllerSuite) TestValidBackupLifecycle(c *C) {
 	c.Check(got.Status.Plan.State, Equals, v1alpha1.PlanRunning)
 	c.Check(got.Status.Plan.Blueprint, Equals, "nonadminbackup")
 	c.Check(got.Status.Plan.BlueprintGeneration, Equals, v1alpha1.BuiltInGeneration)
-	c.Check(got.Status.Plan.Spec.Phases, HasLen, 4)
+	c.Check(got.Status.Plan.Spec.Phases, HasLen, 5)
 	c.Check(got.Status.Plan.Current, Equals, "waitForBackup: waiting")
 	c.Check(got.Status.Plan.Phase("waitForBackup").Message, Equals, fmt.Sprintf("Velero Backup %s is not started", wantName))
 	eventually(c, 5*time.Second, func() (bool, string) {
@@ -164,7 +164,7 @@ func (s *ControllerSuite) TestValidBackupLifecycle(c *C) {
 	// status write.
 	evs := eventReasons(c, ns, "nightly")
 	c.Check(count(evs, "Normal StartedAction"), Equals, 1, Commentf(joined(evs)))
-	c.Check(count(evs, "Normal StartedPhase"), Equals, 4, Commentf(joined(evs)))
+	c.Check(count(evs, "Normal StartedPhase"), Equals, 5, Commentf(joined(evs)))
 
 	// After the plan: the mirror stays current (Velero later marks it failed
 	// in this made-up story).
@@ -364,9 +364,14 @@ func (s *CrashSuite) TestCrashAfterCreateBeforeStatusWrite(c *C) {
 	c.Assert(backups, HasLen, 1)
 
 	completeBackup(c, oadp, backups[0].Name, velerov1.BackupPhaseCompleted)
-	_, err = r.Reconcile(ctx, req)
-	c.Assert(err, IsNil)
-	got = getNAB(c, nab)
+	// The verify phase waits for the resource list (veleroDownloads serves
+	// it within about 100ms).
+	eventually(c, 10*time.Second, func() (bool, string) {
+		_, err = r.Reconcile(ctx, req)
+		c.Assert(err, IsNil)
+		got = getNAB(c, nab)
+		return got.Status.Plan.State != v1alpha1.PlanRunning, got.Status.Plan.Current
+	})
 	c.Check(got.Status.Plan.State, Equals, v1alpha1.PlanComplete)
 	c.Check(got.Status.Plan.DeferPhase.State, Equals, v1alpha1.PhaseComplete)
 	c.Check(got.Status.VeleroBackup.Status.Phase, Equals, velerov1.BackupPhaseCompleted)

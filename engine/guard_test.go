@@ -75,6 +75,10 @@ func (s *GuardSuite) SetUpTest(c *C) {
 		&velerov1.BackupStorageLocation{ObjectMeta: metav1.ObjectMeta{Namespace: oadp, Name: "own-bsl", Labels: labelled(nabsl, uuid),
 			Annotations: map[string]string{v1alpha1.NabslOriginNamespaceAnnotation: tenant}},
 			Spec: velerov1.BackupStorageLocationSpec{Credential: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "own-copy"}}}},
+		&velerov1.Restore{ObjectMeta: metav1.ObjectMeta{Namespace: oadp, Name: "my-restore", Labels: labelled(v1alpha1.NarOriginNACUUIDLabel, uuid),
+			Annotations: map[string]string{v1alpha1.NarOriginNamespaceAnnotation: tenant}}},
+		&velerov1.Restore{ObjectMeta: metav1.ObjectMeta{Namespace: oadp, Name: "their-restore", Labels: labelled(v1alpha1.NarOriginNACUUIDLabel, theirs),
+			Annotations: map[string]string{v1alpha1.NarOriginNamespaceAnnotation: other}}},
 		&v1alpha1.NonAdminRestore{ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: "r1"}},
 		&v1alpha1.NonAdminRestore{ObjectMeta: metav1.ObjectMeta{Namespace: other, Name: "r2"}},
 		&v1alpha1.NonAdminBackupStorageLocation{ObjectMeta: metav1.ObjectMeta{Namespace: other, Name: "loc"}},
@@ -97,6 +101,9 @@ func nabslOp() engine.Object {
 }
 func nabOp() engine.Object {
 	return &v1alpha1.NonAdminBackup{ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: "nab"}}
+}
+func nadrOp() engine.Object {
+	return &v1alpha1.NonAdminDownloadRequest{ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: "nadr"}}
 }
 func narOp() engine.Object {
 	return &v1alpha1.NonAdminRestore{ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: "nar"}}
@@ -353,6 +360,11 @@ func (s *GuardSuite) TestReferences(c *C) {
 		return &velerov1.DeleteBackupRequest{ObjectMeta: metav1.ObjectMeta{Namespace: oadp, Name: "new-dbr", Labels: labelled(v1alpha1.NabOriginNACUUIDLabel, uuid)},
 			Spec: velerov1.DeleteBackupRequestSpec{BackupName: backup}}
 	}
+	download := func(label string, kind velerov1.DownloadTargetKind, target string) *velerov1.DownloadRequest {
+		return &velerov1.DownloadRequest{ObjectMeta: metav1.ObjectMeta{Namespace: oadp, Name: "new-dr", Labels: labelled(label, uuid)},
+			Spec: velerov1.DownloadRequestSpec{Target: velerov1.DownloadTarget{Kind: kind, Name: target}}}
+	}
+	nadr := v1alpha1.NadrOriginNACUUIDLabel
 	const refs = `safety rule "references only this operation's objects": phase hostile \(Probe\) may not `
 	for _, tc := range []struct {
 		about string
@@ -382,6 +394,17 @@ func (s *GuardSuite) TestReferences(c *C) {
 			refs + `create Backup .*: spec.includedNamespaces is \[tenant other-tenant\]: .*`},
 		{"DeleteBackupRequest of the tenant's backup", nabOp(), dbr("mine"), ""},
 		{"DeleteBackupRequest of another tenant's backup", nabOp(), dbr("theirs"), refs + `create DeleteBackupRequest oadp/new-dbr: spec.backupName names Velero Backup oadp/theirs, which was not made for namespace tenant .*`},
+		{"DownloadRequest of the tenant's backup log", nadrOp(), download(nadr, velerov1.DownloadTargetKindBackupLog, "mine"), ""},
+		{"DownloadRequest of the tenant's restore log", nadrOp(), download(nadr, velerov1.DownloadTargetKindRestoreLog, "my-restore"), ""},
+		{"DownloadRequest of a backup's resource list, for its verification", nabOp(), download(v1alpha1.NabOriginNACUUIDLabel, velerov1.DownloadTargetKindBackupResourceList, "mine"), ""},
+		{"DownloadRequest of another tenant's backup", nadrOp(), download(nadr, velerov1.DownloadTargetKindBackupContents, "theirs"),
+			refs + `create DownloadRequest oadp/new-dr: spec.target.name names Velero Backup oadp/theirs, which was not made for namespace tenant .*`},
+		{"DownloadRequest of another tenant's restore", nadrOp(), download(nadr, velerov1.DownloadTargetKindRestoreResults, "their-restore"),
+			refs + `create DownloadRequest oadp/new-dr: spec.target.name names Velero Restore oadp/their-restore, which was not made for namespace tenant .*`},
+		{"DownloadRequest of a Restore kind naming a backup", nadrOp(), download(nadr, velerov1.DownloadTargetKindRestoreLog, "mine"),
+			refs + `create DownloadRequest oadp/new-dr: spec.target.name names Velero Restore oadp/mine, which does not exist`},
+		{"DownloadRequest of a kind Velero does not serve", nadrOp(), download(nadr, "BackupSecrets", "mine"),
+			refs + `create DownloadRequest oadp/new-dr: spec.target.kind "BackupSecrets" is not a kind of file of a Velero Backup or Restore`},
 	} {
 		s.SetUpTest(c)
 		err := s.run(c, tc.op, &probe{do: func(ctx context.Context, op *engine.Operation) error { return op.Client.Create(ctx, tc.obj) }})

@@ -164,6 +164,22 @@ func (s *E2ESuite) TestReadmeWalkthrough(c *C) {
 			"StartedDeferPhase", "finalStatus", "EndedDeferPhase", "EndedAction"), d
 	})
 	c.Check(s.bucketKeys(c, "backups/"+name+"/"), Not(HasLen), 0)
+	c.Check(s.kubectl(c, "get", "nab", "-n", "demo", "sample", "-o", `jsonpath={.status.conditions[?(@.type=="Verified")].message}`),
+		Matches, `[0-9]+ items of Velero Backup `+name+` checked: all belong to namespace demo`)
+
+	// The README's NonAdminDownloadRequest: the log through Velero's URL.
+	c.Check(s.kubectl(c, "apply", "-f", "examples/nonadmindownloadrequest.yaml"), Matches, "nonadmindownloadrequest.oadp.openshift.io/sample-log created\n")
+	log := downloadURL(c, s.servedURL(c, "demo", "sample-log"))
+	c.Check(strings.Contains(log, "backup=openshift-adp/"+name), Equals, true, Commentf("%.300s", log))
+	// The same request in another namespace is refused.
+	s.kubectl(c, "create", "namespace", "other")
+	example, err := os.ReadFile(filepath.Join(s.root, "examples", "nonadmindownloadrequest.yaml"))
+	c.Assert(err, IsNil)
+	s.kubectlIn(c, strings.ReplaceAll(string(example), "namespace: demo", "namespace: other"), "apply", "-f", "-")
+	eventually(c, 30*time.Second, func() (bool, string) {
+		out := s.kubectl(c, "get", "nadr", "-n", "other", "sample-log", "-o", `jsonpath={.status.conditions[?(@.type=="Accepted")].message}`)
+		return out == "spec.target.name: NonAdminBackup other/sample does not exist", out
+	})
 }
 
 // TestInstallManifest: dist/install.yaml (make install-manifest) applies
