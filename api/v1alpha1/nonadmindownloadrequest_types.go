@@ -99,7 +99,7 @@ type NonAdminDownloadRequestStatus struct {
 // +kubebuilder:printcolumn:name="Target-Kind",type=string,JSONPath=`.spec.target.kind`
 // +kubebuilder:printcolumn:name="Target",type=string,JSONPath=`.spec.target.name`
 // +kubebuilder:printcolumn:name="Velero-Phase",type=string,JSONPath=`.status.velero.status.phase`
-// +kubebuilder:printcolumn:name="Expires",type=date,JSONPath=`.status.velero.status.expiration`
+// +kubebuilder:printcolumn:name="Expires",type=string,JSONPath=`.status.velero.status.expiration`
 // +kubebuilder:printcolumn:name="Plan",type=string,JSONPath=`.status.plan.state`,priority=1
 // +kubebuilder:printcolumn:name="Plan-Phase",type=string,JSONPath=`.status.plan.current`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
