@@ -165,7 +165,7 @@ func (s *DPASuite) TestDataProtectionApplicationSettings(c *C) {
 		req, bsl, _ = bslObjects(c, s.oadp, nacuuid)
 		// status.phase follows the decision in the request's next write.
 		return req != nil && req.Spec.ApprovalDecision == v1alpha1.ApprovalApprove && bsl != nil &&
-			req.Status.Phase == v1alpha1.NonAdminBSLRequestPhaseApproved,
+				req.Status.Phase == v1alpha1.NonAdminBSLRequestPhaseApproved,
 			fmt.Sprintf("request %+v, BSL %v", req, bsl != nil)
 	})
 

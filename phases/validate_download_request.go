@@ -99,7 +99,7 @@ func (f *ValidateDownloadRequest) Run(ctx context.Context, op *engine.Operation,
 		if !tenant {
 			meta.SetStatusCondition(&nadr.Status.Conditions, metav1.Condition{
 				Type: v1alpha1.ConditionNonAdminBackupStorageLocationNotUsed, Status: metav1.ConditionTrue, Reason: "Error",
-				Message: "backup does not use a NonAdminBackupStorageLocation: files are served only for backups kept on the namespace's own location",
+				Message:            "backup does not use a NonAdminBackupStorageLocation: files are served only for backups kept on the namespace's own location",
 				ObservedGeneration: nadr.Generation,
 			})
 			return engine.Result{}, invalid("spec.target.name: %s %s is kept on the admin's storage location %q: the admin serves files only of backups on the namespace's own NonAdminBackupStorageLocation", v1alpha1.DownloadTargetOf(t.Kind), t.Name, location)
