@@ -1,8 +1,9 @@
 # nacflow — developer entry points. `make help` lists them.
 #
 # Everything this Makefile needs is built here from the Go module proxy and
-# cached under bin/: the local control plane (kube-apiserver, etcd; no Docker
-# and no envtest download site are needed) and controller-gen.
+# cached under bin/: the local control plane (kube-apiserver,
+# kube-controller-manager, etcd; no Docker and no envtest download site are
+# needed) and controller-gen.
 
 SHELL := /usr/bin/env bash -o pipefail
 .SHELLFLAGS := -ec
@@ -25,6 +26,7 @@ WITH_VELERO       ?= true
 TEST_TIMEOUT      ?= 15m
 
 KUBE_APISERVER  := $(BIN)/kube-apiserver
+KUBE_CONTROLLER_MANAGER := $(BIN)/kube-controller-manager
 ETCD            := $(BIN)/etcd
 CONTROLLER_GEN  := $(BIN)/controller-gen
 VELERO          := $(BIN)/velero
@@ -51,6 +53,10 @@ $(KUBE_APISERVER):
 	@echo ">> building kube-apiserver $(KUBE_VERSION) from the Go module proxy (first time: several minutes on 2 cores; cached in bin/)"
 	cd hack/tools && $(GO) build -o $@ -ldflags "$(KUBE_LDFLAGS)" k8s.io/kubernetes/cmd/kube-apiserver
 
+$(KUBE_CONTROLLER_MANAGER):
+	@echo ">> building kube-controller-manager $(KUBE_VERSION) from the Go module proxy (first time: a minute or two after kube-apiserver; cached in bin/)"
+	cd hack/tools && $(GO) build -o $@ -ldflags "$(KUBE_LDFLAGS)" k8s.io/kubernetes/cmd/kube-controller-manager
+
 $(ETCD):
 	@echo ">> building etcd from the Go module proxy (first time: a minute or two; cached in bin/)"
 	cd hack/tools && $(GO) build -o $@ ./etcd
@@ -72,11 +78,11 @@ $(GOFAKES3):
 	@echo ">> installing the S3-compatible object store gofakes3 $(GOFAKES3_VERSION)"
 	GOBIN=$(BIN) $(GO) install github.com/johannesboyne/gofakes3/cmd/gofakes3@$(GOFAKES3_VERSION)
 
-CONTROL_PLANE := $(KUBE_APISERVER) $(ETCD)
+CONTROL_PLANE := $(KUBE_APISERVER) $(KUBE_CONTROLLER_MANAGER) $(ETCD)
 VELERO_STACK  := $(VELERO) $(AWS_PLUGIN) $(GOFAKES3)
 
 .PHONY: tools
-tools: $(CONTROL_PLANE) $(VELERO_STACK) $(CONTROLLER_GEN) ## Build every tool that is missing: control plane, Velero stack, controller-gen.
+tools: $(CONTROL_PLANE) $(VELERO_STACK) $(CONTROLLER_GEN) ## Build every tool that is missing: control plane (kube-apiserver, kube-controller-manager, etcd), Velero stack, controller-gen.
 
 ##@ Development
 

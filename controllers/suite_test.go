@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/nacflow/nacflow/controllers"
+	"github.com/nacflow/nacflow/internal/kcm"
 )
 
 // The control plane shared by every suite of this package: a real
@@ -48,7 +49,7 @@ func Test(t *testing.T) {
 	if assets == "" {
 		assets = filepath.Join("..", "bin")
 	}
-	for _, bin := range []string{"kube-apiserver", "etcd"} {
+	for _, bin := range []string{"kube-apiserver", "etcd", kcm.Binary} {
 		if _, err := os.Stat(filepath.Join(assets, bin)); err != nil {
 			t.Fatalf("%s not found in %s: run the tests with `make test`, which builds it", bin, assets)
 		}
@@ -61,6 +62,7 @@ func Test(t *testing.T) {
 		ErrorIfCRDPathMissing: true,
 	}
 	var err error
+	started := time.Now()
 	if testCfg, err = env.Start(); err != nil {
 		t.Fatalf("starting the control plane: %v", err)
 	}
@@ -69,6 +71,16 @@ func Test(t *testing.T) {
 			t.Errorf("stopping the control plane: %v", err)
 		}
 	}()
+	apiserverUp := time.Since(started)
+	// kube-controller-manager, as a real cluster runs it: namespaces finish
+	// deleting, admin/edit/view aggregate, garbage collection runs.
+	controllerManager, err := kcm.Start(context.Background(), env, assets, t.TempDir())
+	if err != nil {
+		t.Fatalf("starting kube-controller-manager: %v", err)
+	}
+	defer controllerManager.Stop(5 * time.Second)
+	t.Logf("control plane up in %s: kube-apiserver and etcd %s, kube-controller-manager %s",
+		time.Since(started).Round(time.Millisecond), apiserverUp.Round(time.Millisecond), (time.Since(started) - apiserverUp).Round(time.Millisecond))
 	if testScheme, err = controllers.NewScheme(); err != nil {
 		t.Fatal(err)
 	}

@@ -2,9 +2,12 @@ package controllers_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"time"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	. "gopkg.in/check.v1"
@@ -12,7 +15,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -20,30 +23,23 @@ import (
 	"github.com/nacflow/nacflow/api/v1alpha1"
 )
 
-// aggregate fills the built-in ClusterRole name (admin, edit, view) from the
-// ClusterRoles its aggregationRule selects, as kube-controller-manager's
-// clusterrole-aggregation controller does (the test control plane runs no
-// controller manager; the API server itself created the roles and their
-// aggregation rules at start-up).
-func aggregate(c *C, name string) {
+// aggregated waits until kube-controller-manager's clusterrole-aggregation
+// controller has put the rules of the ClusterRole from into the built-in
+// role name (admin, edit, view): the cluster's work, not the test's.
+func aggregated(c *C, name, from string) {
 	ctx := context.Background()
-	role := &rbacv1.ClusterRole{}
-	c.Assert(testClient.Get(ctx, client.ObjectKey{Name: name}, role), IsNil)
-	c.Assert(role.AggregationRule, NotNil, Commentf("built-in role %s has no aggregation rule", name))
-	all := &rbacv1.ClusterRoleList{}
-	c.Assert(testClient.List(ctx, all), IsNil)
-	var rules []rbacv1.PolicyRule
-	for _, sel := range role.AggregationRule.ClusterRoleSelectors {
-		s, err := metav1.LabelSelectorAsSelector(&sel)
-		c.Assert(err, IsNil)
-		for _, cr := range all.Items {
-			if cr.Name != name && s.Matches(labels.Set(cr.Labels)) {
-				rules = append(rules, cr.Rules...)
+	want := &rbacv1.ClusterRole{}
+	c.Assert(testClient.Get(ctx, client.ObjectKey{Name: from}, want), IsNil)
+	eventually(c, 30*time.Second, func() (bool, string) {
+		role := &rbacv1.ClusterRole{}
+		c.Assert(testClient.Get(ctx, client.ObjectKey{Name: name}, role), IsNil)
+		for _, w := range want.Rules {
+			if !slices.ContainsFunc(role.Rules, func(r rbacv1.PolicyRule) bool { return equality.Semantic.DeepEqual(r, w) }) {
+				return false, fmt.Sprintf("%s lacks %v of %s", name, w, from)
 			}
 		}
-	}
-	role.Rules = rules
-	c.Assert(testClient.Update(ctx, role), IsNil)
+		return true, ""
+	})
 }
 
 // as returns a client acting as user (impersonation, the API server's RBAC).
@@ -74,8 +70,8 @@ func (s *RBACSuite) TestTenantRolesAggregate(c *C) {
 		}
 		c.Assert(err, IsNil)
 	}
-	for _, builtin := range []string{"admin", "edit", "view"} {
-		aggregate(c, builtin)
+	for builtin, from := range map[string]string{"admin": "nacflow-tenant-edit", "edit": "nacflow-tenant-edit", "view": "nacflow-tenant-view"} {
+		aggregated(c, builtin, from)
 	}
 	oadp, mine, theirs := createNamespace(c, "rbac-oadp"), createNamespace(c, "rbac-team"), createNamespace(c, "rbac-other")
 	for user, role := range map[string]string{"alice": "admin", "eddie": "edit", "vera": "view"} {
@@ -92,6 +88,8 @@ func (s *RBACSuite) TestTenantRolesAggregate(c *C) {
 		c.Check(cl.Create(ctx, newNAB(mine, user+"-backup", velerov1.BackupSpec{})), IsNil, Commentf("%s: NAB in own namespace", user))
 		c.Check(cl.Create(ctx, newNAR(mine, user+"-restore", velerov1.RestoreSpec{BackupName: user + "-backup"})), IsNil, Commentf("%s: NAR", user))
 		c.Check(cl.Create(ctx, newNABSL(mine, user+"-bucket", "creds")), IsNil, Commentf("%s: NABSL", user))
+		c.Check(cl.Create(ctx, newNADR(mine, user+"-log", velerov1.DownloadTargetKindBackupLog, user+"-backup")), IsNil, Commentf("%s: NADR", user))
+		forbidden(cl.List(ctx, &velerov1.DownloadRequestList{}, client.InNamespace(oadp)), user+": Velero DownloadRequests")
 		c.Check(cl.List(ctx, &v1alpha1.NonAdminBackupList{}, client.InNamespace(mine)), IsNil)
 		nab := &v1alpha1.NonAdminBackup{}
 		c.Assert(cl.Get(ctx, client.ObjectKey{Namespace: mine, Name: user + "-backup"}, nab), IsNil)
@@ -112,5 +110,7 @@ func (s *RBACSuite) TestTenantRolesAggregate(c *C) {
 	c.Check(viewer.List(ctx, &v1alpha1.NonAdminBackupList{}, client.InNamespace(mine)), IsNil)
 	c.Check(viewer.List(ctx, &v1alpha1.NonAdminBackupStorageLocationList{}, client.InNamespace(mine)), IsNil)
 	forbidden(viewer.Create(ctx, newNAB(mine, "viewer-backup", velerov1.BackupSpec{})), "vera: NAB with view only")
+	c.Check(viewer.List(ctx, &v1alpha1.NonAdminDownloadRequestList{}, client.InNamespace(mine)), IsNil)
+	forbidden(viewer.Create(ctx, newNADR(mine, "viewer-log", velerov1.DownloadTargetKindBackupLog, "x")), "vera: NADR with view only")
 	forbidden(viewer.List(ctx, &v1alpha1.NonAdminBackupList{}, client.InNamespace(theirs)), "vera: another namespace")
 }

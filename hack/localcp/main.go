@@ -1,6 +1,8 @@
 // Command localcp runs nacflow's local stack for `make run` and the
 // end-to-end tests: a real kube-apiserver and etcd (built into bin/ from the
-// Go module proxy) started through controller-runtime's envtest package, with
+// Go module proxy) started through controller-runtime's envtest package, and
+// kube-controller-manager next to them (package kcm: namespace deletion,
+// RBAC aggregation, garbage collection, service accounts), with
 // nacflow's and Velero's CRDs, the OADP namespace and a demo tenant
 // namespace; then an S3-compatible object store with the buckets "velero"
 // (the default location's) and "tenants" (--tenant-bucket, for tenants' own
@@ -8,7 +10,8 @@
 // BackupStorageLocation. It writes an admin kubeconfig, runs the command
 // after "--" (the controller) in the foreground with KUBECONFIG set, and
 // stops everything, in reverse order, when that command exits or on Ctrl-C.
-// Logs of the store and Velero go to DIR/s3.log and DIR/velero.log, the
+// Logs of kube-controller-manager, the store and Velero go to
+// DIR/kube-controller-manager.log, DIR/s3.log and DIR/velero.log, the
 // controller's to the terminal and DIR/nac.log; the store keeps its data in
 // DIR/s3.db across runs.
 //
@@ -39,16 +42,22 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/vmware-tanzu/velero/config/crd/v1/crds"
 	v2alpha1crds "github.com/vmware-tanzu/velero/config/crd/v2alpha1/crds"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
+
+	"github.com/nacflow/nacflow/internal/kcm"
 )
 
 // Stop graces: how long each process may take to exit after SIGTERM before
@@ -57,8 +66,9 @@ import (
 // within 15 s.
 const (
 	controllerGrace   = 4 * time.Second
-	veleroGrace       = 3 * time.Second
+	veleroGrace       = 2 * time.Second
 	storeGrace        = 1 * time.Second
+	kcmGrace          = 1 * time.Second // kube-controller-manager keeps nothing: it exits at once on SIGTERM
 	controlPlaneGrace = 3 * time.Second // envtest's StopTimeout, each of kube-apiserver and etcd
 )
 
@@ -70,6 +80,7 @@ const startAbandon = 10 * time.Second
 // options are localcp's flags and the controller command.
 type options struct {
 	assets, dir, crdDir string
+	tenantRoles         string
 	oadpNS, tenantNS    string
 	withVelero          bool
 	tenantBucket        string
@@ -84,6 +95,7 @@ func main() {
 	flag.StringVar(&o.assets, "assets", "bin", "Directory holding kube-apiserver, etcd, gofakes3, velero and plugins/.")
 	flag.StringVar(&o.dir, "dir", ".local", "Directory of the stack's state: kubeconfig, logs, the object store's s3.db.")
 	flag.StringVar(&o.crdDir, "crds", "config/crd/bases", "Directory of nacflow's CRD YAML.")
+	flag.StringVar(&o.tenantRoles, "tenant-roles", "config/rbac/tenant_roles.yaml", "nacflow's ClusterRoles aggregated into admin, edit and view (installed as make deploy does; empty: none).")
 	flag.StringVar(&o.oadpNS, "oadp-namespace", "openshift-adp", "OADP namespace to create.")
 	flag.StringVar(&o.tenantNS, "tenant-namespace", "demo", "Demo tenant namespace to create.")
 	flag.BoolVar(&o.withVelero, "velero", true, "Start the object store and the Velero server (assets gofakes3, velero, plugins/).")
@@ -242,9 +254,34 @@ func run(o options) (err error) {
 		return fmt.Errorf("writing %s: %w", kcPath, err)
 	}
 
+	step = "starting kube-controller-manager"
+	fmt.Println(">> starting kube-controller-manager (namespace deletion, RBAC aggregation, garbage collection, service accounts)")
+	kcmArgs, kcmAddr, err := kcm.Args(env, o.dir)
+	if err != nil {
+		return err
+	}
+	controllerManager, err := startProc("kube-controller-manager", filepath.Join(o.dir, "kube-controller-manager.log"), nil,
+		filepath.Join(binDir, kcm.Binary), kcmArgs...)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		fmt.Println(">> stopping kube-controller-manager")
+		controllerManager.stop(kcmGrace)
+	}()
+	if err := kcm.Healthy(ctx, kcmAddr, time.Minute, controllerManager.exited); err != nil {
+		return fmt.Errorf("%w (log: %s)", err, displayPath(filepath.Join(o.dir, "kube-controller-manager.log")))
+	}
+
 	step = "creating the namespaces"
 	if err := createNamespaces(ctx, cfg, o.oadpNS, o.tenantNS); err != nil {
 		return err
+	}
+	if o.tenantRoles != "" {
+		step = "installing the tenant roles"
+		if err := installClusterRoles(ctx, cfg, o.tenantRoles); err != nil {
+			return err
+		}
 	}
 
 	velero := "not started (--velero=false)"
@@ -326,6 +363,35 @@ func startControlPlane(ctx context.Context, env *envtest.Environment) (*rest.Con
 		fmt.Printf("   envtest did not give up within %s; leaving its temporary directories\n", startAbandon)
 	}
 	return nil, context.Cause(ctx)
+}
+
+// installClusterRoles creates the ClusterRoles of the YAML file path
+// (documents separated by "---"), or updates them when they exist: nacflow's
+// tenant roles, which kube-controller-manager aggregates into the built-in
+// admin, edit and view roles.
+func installClusterRoles(ctx context.Context, cfg *rest.Config, path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	for _, doc := range strings.Split(string(data), "\n---\n") {
+		role := &rbacv1.ClusterRole{}
+		if err := yaml.UnmarshalStrict([]byte(doc), role); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		_, err := cs.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			_, err = cs.RbacV1().ClusterRoles().Update(ctx, role, metav1.UpdateOptions{})
+		}
+		if err != nil {
+			return fmt.Errorf("installing ClusterRole %s from %s: %w", role.Name, path, err)
+		}
+	}
+	return nil
 }
 
 // createNamespaces creates the namespaces, giving up after 30s or when ctx

@@ -120,7 +120,7 @@ func setUpWrappers(dir, assets string) (binDir, pluginDir string, err error) {
 	if err := os.RemoveAll(wrapDir); err != nil {
 		return "", "", err
 	}
-	names := []string{"kube-apiserver", "etcd", "velero"}
+	names := []string{"kube-apiserver", "kube-controller-manager", "etcd", "velero"}
 	plugins, err := os.ReadDir(filepath.Join(assets, "plugins"))
 	if err != nil && !os.IsNotExist(err) {
 		return "", "", err
