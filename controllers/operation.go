@@ -201,7 +201,11 @@ func reconcileNAC[T engine.Object](ctx context.Context, d *Deps, reads *readTrac
 		}
 	case deleting:
 		controllerutil.RemoveFinalizer(obj, k.finalizer)
-		if err := patchFinalizers(ctx, d.Client, obj); client.IgnoreNotFound(err) != nil {
+		err := patchFinalizers(ctx, d.Client, obj)
+		if apierrors.IsNotFound(err) {
+			return result, nil // an earlier reconcile removed it: it logged
+		}
+		if err != nil {
 			return ctrl.Result{}, fmt.Errorf("removing finalizer of %s: %w", req.NamespacedName, err)
 		}
 		log.FromContext(ctx).Info("finalized", "kind", k.kind, "action", action)

@@ -144,7 +144,8 @@ func (s *E2ESuite) TestReadmeWalkthrough(c *C) {
 		out := s.kubectl(c, "get", "nab", "-n", "demo")
 		header := inOrder(out, "NAME", "REQUEST-PHASE", "VELERO-PHASE", "PLAN", "PLAN-PHASE", "AGE")
 		return header && (inOrder(out, "sample", "Created", "running", "waitForBackup: waiting") ||
-			inOrder(out, "sample", "Created", "Completed", "complete", "finalStatus: complete")), out
+			inOrder(out, "sample", "Created", "Completed", "complete", "finalStatus: complete")),
+			out + "\nVelero's validation errors: " + s.kubectlAllowFail("get", "nab", "-n", "demo", "sample", "-o", "jsonpath={.status.veleroBackup.status.validationErrors}")
 	})
 	describe := s.kubectl(c, "describe", "nab", "-n", "demo", "sample")
 	c.Check(inOrder(describe, "Events:",
@@ -217,6 +218,52 @@ func (s *E2ESuite) TestDeployUndeploy(c *C) {
 	c.Check(out, Matches, `(?s).*deployment.apps/nacflow-controller serverside-applied.*`)
 	c.Check(s.kubectl(c, "get", "deployment", "-n", "openshift-adp", "nacflow-controller", "-o", "jsonpath={.spec.template.spec.serviceAccountName}"), Equals, "nacflow")
 	c.Check(s.kubectl(c, "get", "clusterrole", "nacflow-tenant-edit", "-o", "jsonpath={.metadata.labels}"), Matches, `.*aggregate-to-admin.*`)
+
+	// The controller's ServiceAccount is a real one: the API server issues
+	// it tokens, and kube-controller-manager's token controller fills a
+	// legacy token Secret with the key it shares with kube-apiserver.
+	c.Check(s.kubectl(c, "create", "token", "nacflow", "-n", "openshift-adp"), Matches, `eyJ[A-Za-z0-9_.-]+\n?`)
+	s.kubectlIn(c, `apiVersion: v1
+kind: Secret
+metadata:
+  name: nacflow-token
+  namespace: openshift-adp
+  annotations: {kubernetes.io/service-account.name: nacflow}
+type: kubernetes.io/service-account-token
+`, "apply", "-f", "-")
+	eventually(c, 30*time.Second, func() (bool, string) {
+		out := s.kubectl(c, "get", "secret", "-n", "openshift-adp", "nacflow-token", "-o", "jsonpath={.data.token}")
+		return out != "", "the token controller has not filled nacflow-token"
+	})
+	s.kubectl(c, "delete", "secret", "-n", "openshift-adp", "nacflow-token")
+	// Its rights are the documented least privilege (docs/security.md).
+	sa := "system:serviceaccount:openshift-adp:nacflow"
+	for _, tc := range []struct{ verb, resource, ns, want string }{
+		{"list", "nonadminbackups.oadp.openshift.io", "", "yes"},
+		{"patch", "nonadminbackups.oadp.openshift.io/status", "demo", "yes"},
+		{"create", "nonadminbackups.oadp.openshift.io", "demo", "yes"}, // backup sync
+		{"create", "nonadminrestores.oadp.openshift.io", "demo", "no"},
+		{"list", "nonadmindownloadrequests.oadp.openshift.io", "", "yes"},
+		{"create", "backups.velero.io", "openshift-adp", "yes"},
+		{"create", "downloadrequests.velero.io", "openshift-adp", "yes"},
+		{"create", "backups.velero.io", "demo", "no"},
+		{"list", "backups.velero.io", "", "no"},
+		{"get", "secrets", "demo", "yes"},
+		{"list", "secrets", "demo", "no"},
+		{"create", "secrets", "demo", "no"},
+		{"create", "secrets", "openshift-adp", "yes"},
+		{"create", "leases.coordination.k8s.io", "openshift-adp", "yes"},
+		{"create", "leases.coordination.k8s.io", "demo", "no"},
+		{"create", "events", "demo", "yes"},
+		{"delete", "namespaces", "", "no"},
+		{"create", "clusterrolebindings.rbac.authorization.k8s.io", "", "no"},
+	} {
+		c.Check(s.canI(tc.verb, tc.resource, tc.ns, sa), Equals, tc.want, Commentf("%s %s -n %q", tc.verb, tc.resource, tc.ns))
+	}
+	// The leader election Lease lives in the OADP namespace (--leader-elect)
+	// and the metrics Service is there.
+	c.Check(s.kubectl(c, "get", "deployment", "-n", "openshift-adp", "nacflow-controller", "-o", "jsonpath={.spec.template.spec.containers[0].args}"), Matches, `.*"--leader-elect".*`)
+	c.Check(s.kubectl(c, "get", "service", "-n", "openshift-adp", "nacflow-metrics", "-o", "jsonpath={.spec.ports[0].port}"), Equals, "8090")
 	out = make("undeploy")
 	c.Check(out, Matches, `(?s).*deployment.apps "nacflow-controller" deleted.*`)
 	c.Check(s.kubectlAllowFail("get", "deployment", "-n", "openshift-adp", "nacflow-controller"), Matches, `(?s).*NotFound.*`)
