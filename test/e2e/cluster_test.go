@@ -143,10 +143,10 @@ spec:
 			`jsonpath={range .items[*]}{.metadata.annotations.`+strings.ReplaceAll(annotation, ".", `\.`)+`}{" "}{end}`)
 	}
 	for kind, annotation := range map[string]string{
-		"restores.velero.io":                                    "openshift.io/oadp-nar-origin-namespace",
-		"backupstoragelocations.velero.io":                      "openshift.io/oadp-nabsl-origin-namespace",
-		"downloadrequests.velero.io":                            "openshift.io/oadp-nadr-origin-namespace",
-		"secrets":                                               "openshift.io/oadp-nabsl-origin-namespace",
+		"restores.velero.io":               "openshift.io/oadp-nar-origin-namespace",
+		"backupstoragelocations.velero.io": "openshift.io/oadp-nabsl-origin-namespace",
+		"downloadrequests.velero.io":       "openshift.io/oadp-nadr-origin-namespace",
+		"secrets":                          "openshift.io/oadp-nabsl-origin-namespace",
 		"nonadminbackupstoragelocationrequests.oadp.openshift.io": "openshift.io/oadp-nabsl-origin-namespace",
 	} {
 		c.Check(strings.Fields(originOf(kind, annotation)), Not(Contains), ns, Commentf("%s of %s left in openshift-adp", kind, ns))

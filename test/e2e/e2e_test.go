@@ -144,7 +144,7 @@ func (s *E2ESuite) TestReadmeWalkthrough(c *C) {
 		out := s.kubectl(c, "get", "nab", "-n", "demo")
 		header := inOrder(out, "NAME", "REQUEST-PHASE", "VELERO-PHASE", "PLAN", "PLAN-PHASE", "AGE")
 		return header && (inOrder(out, "sample", "Created", "running", "waitForBackup: waiting") ||
-			inOrder(out, "sample", "Created", "Completed", "complete", "finalStatus: complete")),
+				inOrder(out, "sample", "Created", "Completed", "complete", "finalStatus: complete")),
 			out + "\nVelero's validation errors: " + s.kubectlAllowFail("get", "nab", "-n", "demo", "sample", "-o", "jsonpath={.status.veleroBackup.status.validationErrors}")
 	})
 	describe := s.kubectl(c, "describe", "nab", "-n", "demo", "sample")
