@@ -33,6 +33,7 @@ VELERO          := $(BIN)/velero
 AWS_PLUGIN      := $(BIN)/plugins/velero-plugin-for-aws
 GOFAKES3        := $(BIN)/gofakes3
 NAC             := $(BIN)/nac
+KUBECTL_NAC     := $(BIN)/kubectl-nac
 LOCALCP         := $(BIN)/localcp
 
 VERSION_PKG := k8s.io/component-base/version
@@ -104,11 +105,12 @@ vet: ## go vet the module.
 	$(GO) vet ./...
 
 .PHONY: build
-build: ## Build bin/nac and bin/localcp.
+build: ## Build bin/nac (the manager), bin/kubectl-nac (the kubectl plugin: put bin/ on PATH for `kubectl nac`) and bin/localcp.
 	$(GO) build -o $(NAC) ./cmd/nac
+	$(GO) build -o $(KUBECTL_NAC) ./cmd/kubectl-nac
 	$(GO) build -o $(LOCALCP) ./hack/localcp
 
-UNIT_PKGS        := ./api/... ./engine/... ./phases/... ./blueprints/... ./cmd/...
+UNIT_PKGS        := ./api/... ./engine/... ./phases/... ./blueprints/... ./cmd/... ./internal/cli/...
 INTEGRATION_PKGS := ./controllers/...
 E2E_PKGS         := ./test/e2e/...
 
@@ -155,9 +157,10 @@ undeploy: ## Remove the controller, its RBAC and the tenant roles; keeps the CRD
 	$(KUBECTL) kustomize config/controller | $(KUBECTL) delete --ignore-not-found -f -
 
 .PHONY: docs
-docs: ## Generate docs/functions.md from the phase function registry.
+docs: ## Generate docs/functions.md (the phase function registry) and docs/cli.md (the kubectl nac command tree).
 	@mkdir -p docs
-	$(GO) run ./cmd/nac funcs > docs/functions.md
+	$(GO) run ./cmd/kubectl-nac funcs > docs/functions.md
+	$(GO) run ./hack/clidocs > docs/cli.md
 
 .PHONY: verify-generated
 verify-generated: generate manifests docs ## Fail when generated files are out of date.
@@ -182,7 +185,7 @@ bench: $(CONTROL_PLANE) build ## Benchmarks: the engine's Go benchmarks, then na
 
 .PHONY: clean
 clean: ## Remove build output and the local control plane's state (keeps the cached tools).
-	rm -rf $(NAC) $(LOCALCP) $(LOCAL)
+	rm -rf $(NAC) $(KUBECTL_NAC) $(LOCALCP) $(LOCAL)
 
 .PHONY: clean-local
 clean-local: ## Remove .local, the local stack's state: object store (s3.db), logs, kubeconfig; keeps bin/ and build output.

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"testing"
 	"time"
 
 	. "gopkg.in/check.v1"
@@ -58,3 +59,5 @@ func (s *FlagsSuite) TestGivenFlagsWinOverTheDPA(c *C) {
 	c.Check(*given.BackupSyncPeriod, Equals, time.Duration(0))
 	c.Check(given.GarbageCollectionPeriod, IsNil)
 }
+
+func Test(t *testing.T) { TestingT(t) }

@@ -11,6 +11,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -22,8 +23,13 @@ import (
 	"github.com/nacflow/nacflow/controllers"
 	"github.com/nacflow/nacflow/dpa"
 	"github.com/nacflow/nacflow/engine"
+	"github.com/nacflow/nacflow/internal/cli"
 	"github.com/nacflow/nacflow/phases"
 )
+
+// offlineTools are the subcommands of nac, aliases of kubectl nac's; any
+// other first argument runs the manager.
+var offlineTools = map[string]bool{"blueprint": true, "plan": true, "funcs": true}
 
 // namespaceEnvVar is OADP NAC's fallback for the OADP namespace.
 const namespaceEnvVar = "WATCH_NAMESPACE"
@@ -77,8 +83,10 @@ func (o options) nonAdminFlags() dpa.Flags {
 }
 
 func main() {
-	if len(os.Args) > 1 && subcommands[os.Args[1]] != nil {
-		os.Exit(runSubcommand(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	if len(os.Args) > 1 && offlineTools[os.Args[1]] {
+		// nac blueprint|plan|funcs: aliases of kubectl nac's commands.
+		o := cli.NewOptions(genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr})
+		os.Exit(cli.ExitCode(context.Background(), o, os.Args[1:]))
 	}
 	// A controller's heap is mostly short-lived reconcile garbage around a
 	// small live set (the caches): collecting at 50% growth instead of 100%

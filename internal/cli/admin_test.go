@@ -1,13 +1,15 @@
-package main
+package cli
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	. "gopkg.in/check.v1"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/yaml"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
@@ -20,10 +22,12 @@ type CLISuite struct{}
 
 var _ = Suite(&CLISuite{})
 
-// nac runs nac with args and stdin, returning exit status and output.
+// nac runs kubectl nac with args and stdin, without a cluster, returning
+// exit status and output.
 func nac(stdin string, args ...string) (int, string, string) {
 	var out, errOut bytes.Buffer
-	code := runSubcommand(args, strings.NewReader(stdin), &out, &errOut)
+	o := NewOptions(genericiooptions.IOStreams{In: strings.NewReader(stdin), Out: &out, ErrOut: &errOut})
+	code := ExitCode(context.Background(), o, args)
 	return code, out.String(), errOut.String()
 }
 
@@ -77,7 +81,7 @@ func (s *CLISuite) TestDumpIsAValidStartingPoint(c *C) {
 	}
 	code, _, errOut := nac("", "blueprint", "dump", "Pod")
 	c.Check(code, Equals, 2)
-	c.Check(errOut, Matches, `nac: blueprint dump: unknown kind "Pod".*\n`)
+	c.Check(errOut, Matches, `Error: blueprint dump: unknown kind "Pod".*\n`)
 }
 
 func (s *CLISuite) TestPlanPreview(c *C) {

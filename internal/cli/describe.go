@@ -1,0 +1,472 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nacflow/nacflow/api/v1alpha1"
+)
+
+// Details is what describe --details adds from Velero's files, fetched
+// through a NonAdminDownloadRequest: the resource list (group/version/kind
+// → "namespace/name" items), or why it is missing.
+type Details struct {
+	// Resources is Velero's BackupResourceList / RestoreResourceList.
+	Resources map[string][]string
+	// Unavailable says why Resources could not be read ("" when read).
+	Unavailable string
+}
+
+// describer writes "Key:  value" lines with nesting, kubectl describe's
+// layout.
+type describer struct {
+	w   io.Writer
+	now time.Time
+}
+
+func (d describer) line(indent int, key string, value any) {
+	pad := strings.Repeat("  ", indent)
+	if key == "" {
+		fmt.Fprintf(d.w, "%s%v\n", pad, value)
+		return
+	}
+	if value == "" {
+		fmt.Fprintf(d.w, "%s%s:\n", pad, key)
+		return
+	}
+	fmt.Fprintf(d.w, "%s%-*s %v\n", pad, 22-2*indent, key+":", value)
+}
+
+// DescribeBackup writes nab as `kubectl nac backup describe` prints it:
+// metadata, the spec that matters, the phase timeline of status.plan, the
+// live progress of the wait (queue position, items, volumes), Velero's
+// result, conditions, and with details the resource list. now times running
+// phases (durations of ended ones come from the recorded times only).
+func DescribeBackup(w io.Writer, nab *v1alpha1.NonAdminBackup, details *Details, now time.Time) {
+	d := describer{w: w, now: now}
+	d.header(&nab.ObjectMeta, string(nab.Status.Phase))
+	if spec := nab.Spec.BackupSpec; spec != nil {
+		d.line(0, "Storage Location", or(spec.StorageLocation, "<default>"))
+		d.line(0, "TTL", ttlString(spec.TTL))
+		d.line(0, "Included Resources", listOr(spec.IncludedResources, "*"))
+		d.line(0, "Excluded Resources", listOr(spec.ExcludedResources, "<none>"))
+		if spec.LabelSelector != nil {
+			d.line(0, "Label Selector", metav1.FormatLabelSelector(spec.LabelSelector))
+		}
+	}
+	if nab.Spec.DeleteBackup {
+		d.line(0, "Delete Backup", "requested (the Velero Backup and its data are being deleted)")
+	}
+	d.plan(nab.Status.Plan)
+	var vs *velerov1.BackupStatus
+	if vb := nab.Status.VeleroBackup; vb != nil {
+		vs = vb.Status
+	}
+	d.backupProgress(nab.Status.QueueInfo, vs, nab.Status.DataMoverDataUploads, nab.Status.FileSystemPodVolumeBackups)
+	fmt.Fprintln(w)
+	if vb := nab.Status.VeleroBackup; vb != nil && vb.Name != "" {
+		d.line(0, "Velero Backup", vb.Namespace+"/"+vb.Name)
+		if vs != nil {
+			d.line(1, "Phase", or(string(vs.Phase), "<unknown>"))
+			d.line(1, "Warnings", vs.Warnings)
+			d.line(1, "Errors", vs.Errors)
+			if vs.FailureReason != "" {
+				d.line(1, "Failure Reason", vs.FailureReason)
+			}
+			for _, e := range vs.ValidationErrors {
+				d.line(1, "Validation Error", e)
+			}
+			d.times(1, vs.StartTimestamp, vs.CompletionTimestamp)
+			if vs.Expiration != nil {
+				d.line(1, "Expiration", stamp(vs.Expiration))
+			}
+		}
+	} else {
+		d.line(0, "Velero Backup", "<none yet>")
+	}
+	if dbr := nab.Status.VeleroDeleteBackupRequest; dbr != nil && dbr.Name != "" {
+		phase := "<unknown>"
+		if dbr.Status != nil && dbr.Status.Phase != "" {
+			phase = string(dbr.Status.Phase)
+		}
+		d.line(0, "Delete Request", fmt.Sprintf("%s/%s (%s)", dbr.Namespace, dbr.Name, phase))
+	}
+	d.conditions(nab.Status.Conditions)
+	d.details(details)
+}
+
+// DescribeRestore writes nar as `kubectl nac restore describe` prints it
+// (the layout of DescribeBackup).
+func DescribeRestore(w io.Writer, nar *v1alpha1.NonAdminRestore, details *Details, now time.Time) {
+	d := describer{w: w, now: now}
+	d.header(&nar.ObjectMeta, string(nar.Status.Phase))
+	if spec := nar.Spec.RestoreSpec; spec != nil {
+		d.line(0, "Backup", spec.BackupName)
+		d.line(0, "Included Resources", listOr(spec.IncludedResources, "*"))
+		d.line(0, "Excluded Resources", listOr(spec.ExcludedResources, "<none>"))
+	}
+	d.plan(nar.Status.Plan)
+	var vs *velerov1.RestoreStatus
+	if vr := nar.Status.VeleroRestore; vr != nil {
+		vs = vr.Status
+	}
+	d.restoreProgress(nar.Status.QueueInfo, vs, nar.Status.DataMoverDataDownloads, nar.Status.FileSystemPodVolumeRestores)
+	fmt.Fprintln(w)
+	if vr := nar.Status.VeleroRestore; vr != nil && vr.Name != "" {
+		d.line(0, "Velero Restore", vr.Namespace+"/"+vr.Name)
+		if vs != nil {
+			d.line(1, "Phase", or(string(vs.Phase), "<unknown>"))
+			d.line(1, "Warnings", vs.Warnings)
+			d.line(1, "Errors", vs.Errors)
+			if vs.FailureReason != "" {
+				d.line(1, "Failure Reason", vs.FailureReason)
+			}
+			for _, e := range vs.ValidationErrors {
+				d.line(1, "Validation Error", e)
+			}
+			d.times(1, vs.StartTimestamp, vs.CompletionTimestamp)
+		}
+	} else {
+		d.line(0, "Velero Restore", "<none yet>")
+	}
+	d.conditions(nar.Status.Conditions)
+	d.details(details)
+}
+
+// DescribeBSL writes a NonAdminBackupStorageLocation: its location, the
+// phase timeline, Velero's view of the location and the conditions
+// (approval among them).
+func DescribeBSL(w io.Writer, nabsl *v1alpha1.NonAdminBackupStorageLocation, now time.Time) {
+	d := describer{w: w, now: now}
+	d.header(&nabsl.ObjectMeta, string(nabsl.Status.Phase))
+	d.bslSpec(0, nabsl.Spec.BackupStorageLocationSpec)
+	d.plan(nabsl.Status.Plan)
+	fmt.Fprintln(w)
+	if v := nabsl.Status.VeleroBackupStorageLocation; v != nil && v.Name != "" {
+		d.line(0, "Velero Location", v.Namespace+"/"+v.Name)
+		if v.Status != nil {
+			d.line(1, "Phase", or(string(v.Status.Phase), "<unknown>"))
+			if v.Status.LastValidationTime != nil {
+				d.line(1, "Last Validated", stamp(v.Status.LastValidationTime))
+			}
+			if v.Status.Message != "" {
+				d.line(1, "Message", v.Status.Message)
+			}
+		}
+	} else {
+		d.line(0, "Velero Location", "<none yet>")
+	}
+	d.conditions(nabsl.Status.Conditions)
+}
+
+// DescribeBSLRequest writes a NonAdminBackupStorageLocationRequest: whose
+// location it is, the decision, and the location asked for (and the one
+// approved, when they differ).
+func DescribeBSLRequest(w io.Writer, req *v1alpha1.NonAdminBackupStorageLocationRequest) {
+	d := describer{w: w}
+	d.line(0, "Name", req.Name)
+	d.line(0, "Namespace", req.Namespace)
+	d.line(0, "Created", stamp(&req.CreationTimestamp))
+	d.line(0, "Phase", or(string(req.Status.Phase), "<pending>"))
+	d.line(0, "Decision", or(string(req.Spec.ApprovalDecision), "<none>"))
+	if src := req.Status.SourceNonAdminBSL; src != nil {
+		d.line(0, "Requested By", fmt.Sprintf("NonAdminBackupStorageLocation %s/%s (NACUUID %s)", src.Namespace, src.Name, or(src.NACUUID, "<none>")))
+		fmt.Fprintln(w)
+		d.line(0, "Requested Location", "")
+		d.bslSpec(1, src.RequestedSpec)
+	}
+	if req.Status.ApprovedSpec != nil {
+		fmt.Fprintln(w)
+		d.line(0, "Approved Location", "")
+		d.bslSpec(1, req.Status.ApprovedSpec)
+	}
+}
+
+func (d describer) header(m *metav1.ObjectMeta, phase string) {
+	d.line(0, "Name", m.Name)
+	d.line(0, "Namespace", m.Namespace)
+	if len(m.Labels) > 0 {
+		d.line(0, "Labels", mapString(m.Labels))
+	}
+	d.line(0, "Created", stamp(&m.CreationTimestamp))
+	d.line(0, "Phase", or(phase, "<new>"))
+}
+
+func (d describer) bslSpec(indent int, spec *velerov1.BackupStorageLocationSpec) {
+	if spec == nil {
+		d.line(indent, "Location", "<none>")
+		return
+	}
+	d.line(indent, "Provider", spec.Provider)
+	if os := spec.ObjectStorage; os != nil {
+		d.line(indent, "Bucket", os.Bucket)
+		d.line(indent, "Prefix", or(os.Prefix, "<none>"))
+	}
+	if spec.Credential != nil {
+		d.line(indent, "Credential", spec.Credential.Name+"/"+spec.Credential.Key)
+	}
+	if len(spec.Config) > 0 {
+		d.line(indent, "Config", mapString(spec.Config))
+	}
+	if spec.AccessMode != "" {
+		d.line(indent, "Access Mode", spec.AccessMode)
+	}
+}
+
+// plan writes the timeline of p: one row per phase and the deferPhase.
+func (d describer) plan(p *v1alpha1.PlanStatus) {
+	fmt.Fprintln(d.w)
+	if p == nil {
+		d.line(0, "Plan", "<not started>")
+		return
+	}
+	summary := fmt.Sprintf("%s (blueprint %s, %s): %s", p.Action, p.Blueprint, or(p.BlueprintGeneration, "?"), p.State)
+	if p.StartTime != nil {
+		end := d.now
+		if p.CompletionTime != nil {
+			end = p.CompletionTime.Time
+		}
+		summary += ", " + durationString(end.Sub(p.StartTime.Time))
+		if p.CompletionTime == nil {
+			summary += " so far"
+		}
+	}
+	d.line(0, "Plan", summary)
+	if p.StartTime != nil {
+		d.line(1, "Started", stamp(p.StartTime))
+	}
+	if p.CompletionTime != nil {
+		d.line(1, "Completed", stamp(p.CompletionTime))
+	}
+	if p.BlueprintMessage != "" {
+		d.line(1, "Blueprint Note", p.BlueprintMessage)
+	}
+	if p.Message != "" {
+		d.line(1, "Message", p.Message)
+	}
+	if s := p.Superseded; s != nil {
+		d.line(1, "Superseded", fmt.Sprintf("%s at %s: %s", s.Action, or(s.Current, "?"), s.Reason))
+	}
+	tw := tabwriter.NewWriter(d.w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  PHASE\tFUNCTION\tSTATE\tSTART\tDURATION\tATTEMPTS\tMESSAGE")
+	row := func(name string, ph v1alpha1.PhaseStatus) {
+		start, dur := "-", "-"
+		if ph.StartTime != nil {
+			if p.StartTime != nil {
+				start = "+" + durationString(ph.StartTime.Sub(p.StartTime.Time))
+			} else {
+				start = stamp(ph.StartTime)
+			}
+			switch {
+			case ph.CompletionTime != nil:
+				dur = durationString(ph.CompletionTime.Sub(ph.StartTime.Time))
+			case ph.State == v1alpha1.PhaseRunning || ph.State == v1alpha1.PhaseWaiting:
+				dur = durationString(d.now.Sub(ph.StartTime.Time)) + "…"
+			}
+		}
+		attempts := "-"
+		if ph.Attempts > 0 {
+			attempts = fmt.Sprint(ph.Attempts)
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\n", name, ph.Func, ph.State, start, dur, attempts, oneLine(ph.Message))
+	}
+	for _, ph := range p.Phases {
+		row(ph.Name, ph)
+	}
+	if p.DeferPhase != nil {
+		row(p.DeferPhase.Name+" (defer)", *p.DeferPhase)
+	}
+	tw.Flush()
+}
+
+func (d describer) backupProgress(q *v1alpha1.QueueInfo, vs *velerov1.BackupStatus, dm *v1alpha1.DataMoverDataUploads, fs *v1alpha1.FileSystemPodVolumeBackups) {
+	var parts []string
+	if q != nil && q.EstimatedQueuePosition > 0 {
+		parts = append(parts, fmt.Sprintf("queue position %d", q.EstimatedQueuePosition))
+	}
+	if vs != nil && vs.Progress != nil && vs.Progress.TotalItems > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %d items backed up", vs.Progress.ItemsBackedUp, vs.Progress.TotalItems))
+	}
+	if vs != nil && vs.BackupItemOperationsAttempted > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %d async item operations completed", vs.BackupItemOperationsCompleted, vs.BackupItemOperationsAttempted))
+	}
+	if dm != nil && dm.Total > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %d volumes uploaded by the data mover", dm.Completed, dm.Total))
+	}
+	if fs != nil && fs.Total > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %d pod volumes backed up", fs.Completed, fs.Total))
+	}
+	if len(parts) > 0 {
+		d.line(0, "Progress", strings.Join(parts, "; "))
+	}
+}
+
+func (d describer) restoreProgress(q *v1alpha1.QueueInfo, vs *velerov1.RestoreStatus, dm *v1alpha1.DataMoverDataDownloads, fs *v1alpha1.FileSystemPodVolumeRestores) {
+	var parts []string
+	if q != nil && q.EstimatedQueuePosition > 0 {
+		parts = append(parts, fmt.Sprintf("queue position %d", q.EstimatedQueuePosition))
+	}
+	if vs != nil && vs.Progress != nil && vs.Progress.TotalItems > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %d items restored", vs.Progress.ItemsRestored, vs.Progress.TotalItems))
+	}
+	if dm != nil && dm.Total > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %d volumes downloaded by the data mover", dm.Completed, dm.Total))
+	}
+	if fs != nil && fs.Total > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %d pod volumes restored", fs.Completed, fs.Total))
+	}
+	if len(parts) > 0 {
+		d.line(0, "Progress", strings.Join(parts, "; "))
+	}
+}
+
+func (d describer) times(indent int, start, end *metav1.Time) {
+	if start != nil {
+		d.line(indent, "Started", stamp(start))
+	}
+	if end != nil {
+		d.line(indent, "Completed", stamp(end))
+		if start != nil {
+			d.line(indent, "Duration", durationString(end.Sub(start.Time)))
+		}
+	}
+}
+
+func (d describer) conditions(cs []metav1.Condition) {
+	if len(cs) == 0 {
+		return
+	}
+	fmt.Fprintln(d.w)
+	d.line(0, "Conditions", "")
+	tw := tabwriter.NewWriter(d.w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  TYPE\tSTATUS\tREASON\tMESSAGE")
+	for _, c := range cs {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", c.Type, c.Status, c.Reason, oneLine(c.Message))
+	}
+	tw.Flush()
+}
+
+func (d describer) details(det *Details) {
+	if det == nil {
+		return
+	}
+	fmt.Fprintln(d.w)
+	if det.Unavailable != "" {
+		d.line(0, "Resource List", "<unavailable: "+det.Unavailable+">")
+		return
+	}
+	if len(det.Resources) == 0 {
+		d.line(0, "Resource List", "<none>")
+		return
+	}
+	d.line(0, "Resource List", "")
+	kinds := make([]string, 0, len(det.Resources))
+	for k := range det.Resources {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	for _, k := range kinds {
+		d.line(1, "", k+":")
+		items := append([]string(nil), det.Resources[k]...)
+		sort.Strings(items)
+		for _, it := range items {
+			d.line(2, "", "- "+it)
+		}
+	}
+}
+
+// durationString is d rounded to the second (recorded times have second
+// precision), as Go prints it: 0s, 4s, 2m5s, 1h0m3s.
+func durationString(d time.Duration) string {
+	if d < 0 {
+		d = 0
+	}
+	return d.Round(time.Second).String()
+}
+
+// stamp formats t as RFC 3339 in UTC, "<none>" for nil or zero.
+func stamp(t *metav1.Time) string {
+	if t == nil || t.IsZero() {
+		return "<none>"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+func ttlString(ttl metav1.Duration) string {
+	if ttl.Duration == 0 {
+		return "<default>"
+	}
+	return ttl.Duration.String()
+}
+
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func listOr(l []string, def string) string {
+	if len(l) == 0 {
+		return def
+	}
+	return strings.Join(l, ", ")
+}
+
+func mapString(m map[string]string) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + m[k]
+	}
+	return strings.Join(parts, ",")
+}
+
+// oneLine keeps a message on one table row.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// DescribeEvents writes kubectl describe's Events section: type, reason,
+// age (of the last occurrence), count and message, oldest first.
+func DescribeEvents(w io.Writer, events []corev1.Event, now time.Time) {
+	fmt.Fprintln(w)
+	if len(events) == 0 {
+		fmt.Fprintln(w, "Events:                <none>")
+		return
+	}
+	sort.SliceStable(events, func(i, j int) bool { return eventTime(events[i]).Before(eventTime(events[j])) })
+	fmt.Fprintln(w, "Events:")
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  TYPE\tREASON\tAGE\tCOUNT\tMESSAGE")
+	for _, e := range events {
+		count := e.Count
+		if count == 0 {
+			count = 1
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%s\n", e.Type, e.Reason, age(metav1.NewTime(eventTime(e)), now), count, oneLine(e.Message))
+	}
+	tw.Flush()
+}
+
+func eventTime(e corev1.Event) time.Time {
+	switch {
+	case !e.LastTimestamp.IsZero():
+		return e.LastTimestamp.Time
+	case !e.EventTime.IsZero():
+		return e.EventTime.Time
+	}
+	return e.CreationTimestamp.Time
+}

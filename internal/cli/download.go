@@ -1,0 +1,181 @@
+package cli
+
+import (
+	"bufio"
+	"compress/gzip"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nacflow/nacflow/api/v1alpha1"
+)
+
+// timeoutEnvVar is OADP's CLI variable for the download wait
+// (migtools/oadp-cli's OADP_CLI_REQUEST_TIMEOUT).
+const timeoutEnvVar = "OADP_CLI_REQUEST_TIMEOUT"
+
+// defaultDownloadTimeout bounds the wait for a download URL and the download.
+const defaultDownloadTimeout = 5 * time.Minute
+
+// downloadOptions are the flags of commands that read a Velero file.
+type downloadOptions struct {
+	timeout time.Duration
+	caCert  string
+}
+
+func addDownloadFlags(cmd *cobra.Command) *downloadOptions {
+	d := &downloadOptions{timeout: defaultDownloadTimeout}
+	if v, err := time.ParseDuration(os.Getenv(timeoutEnvVar)); err == nil && v > 0 {
+		d.timeout = v
+	}
+	cmd.Flags().DurationVar(&d.timeout, "timeout", d.timeout, "How long to wait for Velero to serve the file and to download it ($"+timeoutEnvVar+" sets the default).")
+	cmd.Flags().StringVar(&d.caCert, "cacert", "", "CA bundle to trust for the object store's download URL (Velero's --cacert).")
+	return d
+}
+
+// Download fetches a Velero file of a NonAdminBackup or NonAdminRestore the
+// way a tenant may: it creates a NonAdminDownloadRequest for kind
+// (BackupLog, BackupResourceList, RestoreLog, …) and target (the NAC
+// object's name) in ns, waits for its download URL, downloads it and
+// gunzips it when gzipped (Velero stores its files gzipped). The request is
+// deleted on the way out, whatever happens. Errors: the request refused
+// (Accepted=False: its message), no URL within the timeout, an HTTP status
+// other than 200.
+func (o *Options) Download(ctx context.Context, c client.Client, ns string, kind velerov1.DownloadTargetKind, target string, d *downloadOptions) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, d.timeout)
+	defer cancel()
+	req := &v1alpha1.NonAdminDownloadRequest{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: downloadName(target, kind)},
+		Spec:       v1alpha1.NonAdminDownloadRequestSpec{Target: velerov1.DownloadTarget{Kind: kind, Name: target}},
+	}
+	if err := c.Create(ctx, req); err != nil {
+		return nil, fmt.Errorf("creating a NonAdminDownloadRequest for %s of %s: %w", kind, target, err)
+	}
+	defer func() {
+		cleanup, done := context.WithTimeout(context.Background(), 10*time.Second)
+		defer done()
+		_ = client.IgnoreNotFound(c.Delete(cleanup, req))
+	}()
+	url, err := o.waitForURL(ctx, c, req)
+	if err != nil {
+		return nil, err
+	}
+	return fetch(ctx, url, d.caCert)
+}
+
+// downloadName is the request's generateName: "<target>-<kind>-", cut to
+// leave room for the generated suffix.
+func downloadName(target string, kind velerov1.DownloadTargetKind) string {
+	name := strings.ToLower(target + "-" + string(kind))
+	if len(name) > 57 {
+		name = name[:57]
+	}
+	return strings.TrimRight(name, "-.") + "-"
+}
+
+func (o *Options) waitForURL(ctx context.Context, c client.Client, req *v1alpha1.NonAdminDownloadRequest) (string, error) {
+	tick := time.NewTicker(o.PollInterval)
+	defer tick.Stop()
+	for {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(req), req); err != nil {
+			if ctx.Err() != nil {
+				return "", o.downloadTimeout(req)
+			}
+			return "", fmt.Errorf("reading NonAdminDownloadRequest %s: %w", req.Name, err)
+		}
+		if s := req.Status.VeleroDownloadRequest.Status; s != nil && s.DownloadURL != "" {
+			return s.DownloadURL, nil
+		}
+		if a := apimeta.FindStatusCondition(req.Status.Conditions, v1alpha1.ConditionAccepted); a != nil && a.Status == metav1.ConditionFalse {
+			return "", fmt.Errorf("NonAdminDownloadRequest %s was refused (%s): %s", req.Name, a.Reason, a.Message)
+		}
+		if p := req.Status.Plan; p != nil && p.State == v1alpha1.PlanFailed {
+			return "", fmt.Errorf("NonAdminDownloadRequest %s: %s", req.Name, failedPhase(p))
+		}
+		select {
+		case <-ctx.Done():
+			return "", o.downloadTimeout(req)
+		case <-tick.C:
+		}
+	}
+}
+
+func (o *Options) downloadTimeout(req *v1alpha1.NonAdminDownloadRequest) error {
+	where := "no plan yet: is the nacflow controller running?"
+	if p := req.Status.Plan; p != nil {
+		where = or(p.Current, string(p.State))
+		if ph := p.Phase(strings.SplitN(p.Current, ":", 2)[0]); ph != nil && ph.Message != "" {
+			where += " (" + ph.Message + ")"
+		}
+	}
+	return fmt.Errorf("timed out waiting for the download URL of NonAdminDownloadRequest %s: %s", req.Name, where)
+}
+
+// fetch GETs url and returns its body, gunzipped when the body is gzip
+// (by header or magic bytes, as Velero's and OADP's CLIs do).
+func fetch(ctx context.Context, url, caCert string) ([]byte, error) {
+	hc := &http.Client{}
+	if caCert != "" {
+		pem, err := os.ReadFile(caCert)
+		if err != nil {
+			return nil, err
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--cacert %s: no PEM certificate found", caCert)
+		}
+		hc.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("downloading: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return nil, fmt.Errorf("downloading: the object store answered %s: %s", resp.Status, strings.TrimSpace(string(body)))
+	}
+	br := bufio.NewReader(resp.Body)
+	var r io.Reader = br
+	if magic, err := br.Peek(2); err == nil && magic[0] == 0x1f && magic[1] == 0x8b {
+		gz, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, fmt.Errorf("gunzipping: %w", err)
+		}
+		defer gz.Close()
+		r = gz
+	}
+	return io.ReadAll(r)
+}
+
+// resourceDetails reads Velero's resource list of a backup or restore
+// through a download request; a failure is kept as the reason it is
+// missing (describe still prints the rest).
+func (o *Options) resourceDetails(ctx context.Context, c client.Client, ns string, kind velerov1.DownloadTargetKind, target string, d *downloadOptions) *Details {
+	data, err := o.Download(ctx, c, ns, kind, target, d)
+	if err != nil {
+		return &Details{Unavailable: err.Error()}
+	}
+	res := map[string][]string{}
+	if err := json.Unmarshal(data, &res); err != nil {
+		return &Details{Unavailable: fmt.Sprintf("Velero's %s is not a resource list: %v", kind, err)}
+	}
+	return &Details{Resources: res}
+}

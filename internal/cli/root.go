@@ -1,0 +1,193 @@
+// Package cli is the command tree of kubectl-nac, nacflow's kubectl plugin:
+// the tenant's verbs on NonAdminBackups, NonAdminRestores and
+// NonAdminBackupStorageLocations (the names and flags of OADP's `kubectl oadp
+// nonadmin`, migtools/oadp-cli), the admin's storage-location requests, and
+// the blueprint tools (validate, dump, diff, plan, funcs). It is built on
+// spf13/cobra and k8s.io/cli-runtime, as kubectl, velero, flux and kanctl are:
+// --kubeconfig, --context, -n and -o behave as in kubectl.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nacflow/nacflow/controllers"
+)
+
+// namespaceEnvVar is OADP NAC's variable for the OADP namespace.
+const namespaceEnvVar = "WATCH_NAMESPACE"
+
+// DefaultOADPNamespace is the OADP namespace when neither --oadp-namespace
+// nor $WATCH_NAMESPACE names one (OADP's default).
+const DefaultOADPNamespace = "openshift-adp"
+
+// Options is what every command shares: the kubeconfig flags of cli-runtime,
+// the streams, the OADP namespace and a clock.
+type Options struct {
+	// ConfigFlags are kubectl's --kubeconfig, --context, -n, --server, … .
+	ConfigFlags *genericclioptions.ConfigFlags
+	genericiooptions.IOStreams
+	// OADPNamespace is where Velero and the admin's objects live
+	// (--oadp-namespace).
+	OADPNamespace string
+	// Now is the clock (time.Now unless a test sets it).
+	Now func() time.Time
+	// PollInterval is how often --wait and logs re-read an object (1 s
+	// unless a test sets it).
+	PollInterval time.Duration
+	// Terminal reports whether Out is a terminal (progress bar) or not
+	// (plain lines).
+	Terminal bool
+
+	client client.Client
+}
+
+// NewOptions returns Options over streams with kubectl's default kubeconfig
+// flags.
+func NewOptions(streams genericiooptions.IOStreams) *Options {
+	ns := os.Getenv(namespaceEnvVar)
+	if ns == "" {
+		ns = DefaultOADPNamespace
+	}
+	return &Options{
+		ConfigFlags:   genericclioptions.NewConfigFlags(true),
+		IOStreams:     streams,
+		OADPNamespace: ns,
+		Now:           time.Now,
+		PollInterval:  time.Second,
+	}
+}
+
+func (o *Options) now() time.Time { return o.Now() }
+
+// Client returns a client of the cluster the kubeconfig flags name, with the
+// NAC, Velero and core types; it is made once.
+func (o *Options) Client() (client.Client, error) {
+	if o.client != nil {
+		return o.client, nil
+	}
+	cfg, err := o.ConfigFlags.ToRESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	return o.newClient(cfg)
+}
+
+func (o *Options) newClient(cfg *rest.Config) (client.Client, error) {
+	scheme, err := controllers.NewScheme()
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, err
+	}
+	o.client = c
+	return c, nil
+}
+
+// SetClient makes every command use c (tests).
+func (o *Options) SetClient(c client.Client) { o.client = c }
+
+// Namespace returns the namespace of -n, else the kubeconfig context's, else
+// "default" (kubectl's rule).
+func (o *Options) Namespace() (string, error) {
+	ns, _, err := o.ConfigFlags.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return "", fmt.Errorf("resolving the namespace: %w", err)
+	}
+	return ns, nil
+}
+
+func (o *Options) adminNamespace() string { return o.OADPNamespace }
+
+// NewRootCommand returns the kubectl-nac command tree over o.
+func NewRootCommand(o *Options) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "kubectl-nac",
+		Short: "Back up and restore your own namespace with Velero, through nacflow",
+		Long: "kubectl nac is nacflow's command line. Namespace owners create, follow, inspect and delete backups and\n" +
+			"restores of their own namespace and their own storage locations; cluster admins approve storage-location\n" +
+			"requests and check blueprints. The verbs and flags are those of OADP's `kubectl oadp nonadmin`; describe\n" +
+			"adds the phase timeline nacflow records on every object, and --wait follows it live.",
+		Example: "  kubectl nac backup create b1 -n demo --wait\n" +
+			"  kubectl nac backup describe b1 -n demo --details\n" +
+			"  kubectl nac backup logs b1 -n demo\n" +
+			"  kubectl nac restore create r1 -n demo --from-backup b1 --wait",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl nac"},
+	}
+	flags := root.PersistentFlags()
+	o.ConfigFlags.AddFlags(flags)
+	flags.StringVar(&o.OADPNamespace, "oadp-namespace", o.OADPNamespace, "The OADP namespace, where Velero and the admin's objects live ($"+namespaceEnvVar+" when set).")
+	root.AddCommand(
+		newBackupCommand(o),
+		newRestoreCommand(o),
+		newBSLCommand(o),
+		newBlueprintCommand(o),
+		newPlanCommand(o),
+		newFuncsCommand(o),
+	)
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() != "completion" {
+			continue
+		}
+		c.Example = "  source <(kubectl nac completion bash)\n" +
+			"  kubectl nac completion zsh > \"${fpath[1]}/_kubectl-nac\"\n" +
+			"  kubectl nac completion fish > ~/.config/fish/completions/kubectl-nac.fish"
+		for _, shell := range c.Commands() {
+			shell.Example = "  kubectl nac completion " + shell.Name() + " > kubectl-nac-completion." + shell.Name()
+		}
+	}
+	return root
+}
+
+// ExitCode runs root with args and returns the process exit status: 0, 1
+// for a failed check or a failed operation (its message on stderr, except
+// for validate/diff whose findings are on stdout), 2 for a usage or API
+// error.
+func ExitCode(ctx context.Context, o *Options, args []string) int {
+	root := NewRootCommand(o)
+	root.SetArgs(args)
+	root.SetIn(o.In)
+	root.SetOut(o.Out)
+	root.SetErr(o.ErrOut)
+	err := root.ExecuteContext(ctx)
+	var failed *OperationFailed
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, errInvalid):
+		return 1
+	case errors.As(err, &failed):
+		fmt.Fprintln(o.ErrOut, "Error:", err)
+		return 1
+	default:
+		fmt.Fprintln(o.ErrOut, "Error:", err)
+		return 2
+	}
+}
+
+// OperationFailed is what --wait returns when the operation it followed
+// ended without success: exit status 1 with the failing phase's message.
+type OperationFailed struct {
+	// Kind and Name of the NAC object.
+	Kind, Name string
+	// Message says which phase failed and why, or Velero's final phase.
+	Message string
+}
+
+func (e *OperationFailed) Error() string {
+	return fmt.Sprintf("%s %s failed: %s", e.Kind, e.Name, e.Message)
+}
