@@ -108,6 +108,7 @@ vet: ## go vet the module.
 build: ## Build bin/nac (the manager), bin/kubectl-nac (the kubectl plugin: put bin/ on PATH for `kubectl nac`) and bin/localcp.
 	$(GO) build -o $(NAC) ./cmd/nac
 	$(GO) build -o $(KUBECTL_NAC) ./cmd/kubectl-nac
+	install -m 0755 hack/kubectl_complete-nac $(BIN)/kubectl_complete-nac
 	$(GO) build -o $(LOCALCP) ./hack/localcp
 
 UNIT_PKGS        := ./api/... ./engine/... ./phases/... ./blueprints/... ./cmd/... ./internal/cli/...
@@ -185,7 +186,7 @@ bench: $(CONTROL_PLANE) build ## Benchmarks: the engine's Go benchmarks, then na
 
 .PHONY: clean
 clean: ## Remove build output and the local control plane's state (keeps the cached tools).
-	rm -rf $(NAC) $(KUBECTL_NAC) $(LOCALCP) $(LOCAL)
+	rm -rf $(NAC) $(KUBECTL_NAC) $(BIN)/kubectl_complete-nac $(LOCALCP) $(LOCAL)
 
 .PHONY: clean-local
 clean-local: ## Remove .local, the local stack's state: object store (s3.db), logs, kubeconfig; keeps bin/ and build output.

@@ -138,6 +138,10 @@ func NewRootCommand(o *Options) *cobra.Command {
 		newPlanCommand(o),
 		newFuncsCommand(o),
 	)
+	// The completion commands bind their output when they are made.
+	root.SetIn(o.In)
+	root.SetOut(o.Out)
+	root.SetErr(o.ErrOut)
 	root.InitDefaultCompletionCmd()
 	for _, c := range root.Commands() {
 		if c.Name() != "completion" {
@@ -160,9 +164,6 @@ func NewRootCommand(o *Options) *cobra.Command {
 func ExitCode(ctx context.Context, o *Options, args []string) int {
 	root := NewRootCommand(o)
 	root.SetArgs(args)
-	root.SetIn(o.In)
-	root.SetOut(o.Out)
-	root.SetErr(o.ErrOut)
 	err := root.ExecuteContext(ctx)
 	var failed *OperationFailed
 	switch {

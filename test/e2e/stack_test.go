@@ -72,10 +72,11 @@ func startStack(c *C, root, bin, dir string, localcpArgs, nacArgs []string) *sta
 	return st
 }
 
-// buildBinaries builds nac and localcp into a new directory and returns it.
+// buildBinaries builds nac, kubectl-nac and localcp into a new directory
+// and returns it.
 func buildBinaries(c *C, root string) string {
 	bin := c.MkDir()
-	for _, b := range []struct{ out, pkg string }{{"nac", "./cmd/nac"}, {"localcp", "./hack/localcp"}} {
+	for _, b := range []struct{ out, pkg string }{{"nac", "./cmd/nac"}, {"kubectl-nac", "./cmd/kubectl-nac"}, {"localcp", "./hack/localcp"}} {
 		build := exec.Command("go", "build", "-o", filepath.Join(bin, b.out), b.pkg)
 		build.Dir = root
 		out, err := build.CombinedOutput()

@@ -1,0 +1,136 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	. "gopkg.in/check.v1"
+)
+
+// nac runs `kubectl nac ARGS` the way a user with the plugin on PATH does
+// (kubectl finds bin/kubectl-nac), as user (impersonated with --as; "" is
+// the cluster admin of the kubeconfig), and returns its combined output and
+// exit status.
+func (s *E2ESuite) nac(user string, args ...string) (string, int) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	if user != "" {
+		args = append(args, "--as", user)
+	}
+	cmd := exec.CommandContext(ctx, "kubectl", append([]string{"nac"}, args...)...)
+	cmd.Dir = s.root
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+s.kubeconfig, "PATH="+s.bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	out, err := cmd.CombinedOutput()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		code = -1
+	}
+	return string(out), code
+}
+
+// TestPluginAsATenant: a user bound only to the built-in admin role in
+// their namespace backs up with --wait, describes, reads Velero's log,
+// restores a deleted ConfigMap with --wait and deletes, all with the built
+// plugin against the real stack; in another namespace they can do nothing.
+func (s *E2ESuite) TestPluginAsATenant(c *C) {
+	s.kubectl(c, "apply", "-f", "config/rbac/tenant_roles.yaml")
+	for _, ns := range []string{"cli-a", "cli-b"} {
+		s.kubectl(c, "create", "namespace", ns)
+	}
+	s.kubectl(c, "create", "rolebinding", "carol", "-n", "cli-a", "--clusterrole=admin", "--user=carol")
+	eventually(c, 30*time.Second, func() (bool, string) {
+		got := s.canI("create", "nonadmindownloadrequests.oadp.openshift.io", "cli-a", "carol")
+		return got == "yes", "carol may create NADRs in cli-a: " + got
+	})
+	s.kubectl(c, "create", "configmap", "-n", "cli-a", "app-config", "--from-literal=greeting=hello")
+
+	// backup create --wait: progress lines (not a terminal), then success.
+	out, code := s.nac("carol", "backup", "create", "b1", "-n", "cli-a", "--wait")
+	c.Assert(code, Equals, 0, Commentf("%s\n%s", out, s.drain()))
+	// Off a terminal, a line per change: how many depends on Velero's speed.
+	c.Check(out, Matches, `NonAdminBackup request "b1" submitted successfully.\n.*\n(\s+[0-9]+s  (pending|\[[0-9]/[0-9]\] \S+ \(\S+\) \S+) · .*\n)+`+
+		`NonAdminBackup b1 completed in [0-9]+s. Velero Backup openshift-adp/\S+ Completed: [0-9]+ of [0-9]+ items, 0 warnings, 0 errors\n`)
+	backup := strings.TrimSpace(s.kubectl(c, "get", "nab", "-n", "cli-a", "b1", "-o", "jsonpath={.status.veleroBackup.name}"))
+	c.Assert(backup, Not(Equals), "")
+
+	// get and describe: the table, then the phase timeline with durations.
+	out, code = s.nac("carol", "backup", "get", "-n", "cli-a")
+	c.Check(code, Equals, 0)
+	c.Check(out, Matches, `NAME\s+REQUEST-PHASE\s+VELERO-PHASE\s+PLAN-PHASE\s+CREATED\s+AGE\nb1\s+Created\s+Completed\s+.*\n`)
+	out, code = s.nac("carol", "backup", "describe", "b1", "-n", "cli-a", "--details")
+	c.Check(code, Equals, 0, Commentf(out))
+	c.Check(out, Matches, `(?s).*Plan:\s+backup \(blueprint nonadminbackup, built-in\): complete, [0-9]+s\n.*`+
+		`PHASE\s+FUNCTION\s+STATE\s+START\s+DURATION\s+ATTEMPTS\s+MESSAGE\n.*`+
+		`waitForBackup\s+WaitFor\s+complete\s+\+[0-9]+s\s+[0-9]+s\s+[0-9]+\s+.*`+
+		`Velero Backup:\s+openshift-adp/`+backup+`\n\s+Phase:\s+Completed\n.*`+
+		`Resource List:\n.*v1/ConfigMap:\n.*- cli-a/app-config\n.*Events:.*StartedPhase.*`)
+
+	// logs: Velero's log of this backup; the request is removed afterwards.
+	out, code = s.nac("carol", "backup", "logs", "b1", "-n", "cli-a")
+	c.Assert(code, Equals, 0, Commentf("%.2000s", out))
+	c.Check(strings.Contains(out, "backup=openshift-adp/"+backup), Equals, true, Commentf("the log names the backup: %.1000s", out))
+	eventually(c, 30*time.Second, func() (bool, string) {
+		left := s.kubectl(c, "get", "nadr", "-n", "cli-a", "-o", "name")
+		return strings.TrimSpace(left) == "", "NonAdminDownloadRequests left: " + left
+	})
+
+	// restore create --wait brings back a deleted ConfigMap.
+	s.kubectl(c, "delete", "configmap", "-n", "cli-a", "app-config")
+	out, code = s.nac("carol", "restore", "create", "r1", "-n", "cli-a", "--from-backup", "b1", "--wait")
+	c.Assert(code, Equals, 0, Commentf("%s\n%s", out, s.drain()))
+	c.Check(out, Matches, `(?s).*NonAdminRestore r1 completed in .*Velero Restore openshift-adp/\S+ Completed.*`)
+	c.Check(s.kubectl(c, "get", "configmap", "-n", "cli-a", "app-config", "-o", "jsonpath={.data.greeting}"), Equals, "hello")
+	out, code = s.nac("carol", "restore", "logs", "r1", "-n", "cli-a")
+	c.Check(code, Equals, 0, Commentf("%.2000s", out))
+	c.Check(out, Matches, `(?s).*restore=openshift-adp/.*`)
+	out, code = s.nac("carol", "restore", "describe", "r1", "-n", "cli-a")
+	c.Check(code, Equals, 0)
+	c.Check(out, Matches, `(?s).*Backup:\s+b1\n.*waitForRestore\s+WaitFor\s+complete.*`)
+
+	// Nothing in another namespace: every verb is refused by the API server.
+	for _, args := range [][]string{
+		{"backup", "get", "-n", "cli-b"},
+		{"backup", "create", "x", "-n", "cli-b"},
+		{"restore", "create", "x", "-n", "cli-b", "--from-backup", "b1"},
+		{"backup", "logs", "b1", "-n", "cli-b"},
+		{"bsl", "request", "get"},
+	} {
+		out, code = s.nac("carol", args...)
+		c.Check(code, Equals, 2, Commentf("%v: %s", args, out))
+		c.Check(out, Matches, `(?s)Error: .*forbidden.*`, Commentf("%v", args))
+	}
+	c.Check(strings.TrimSpace(s.kubectl(c, "get", "nab,nar,nadr", "-n", "cli-b", "-o", "name")), Equals, "")
+
+	// A failing operation: --wait exits 1 with the failing phase's message.
+	out, code = s.nac("carol", "restore", "create", "r2", "-n", "cli-a", "--from-backup", "missing", "--wait")
+	c.Check(code, Equals, 1, Commentf(out))
+	c.Check(out, Matches, `(?s).*Error: NonAdminRestore r2 failed: phase \S+ \(\S+\) failed: .*missing.*`)
+
+	// delete: the restores, then the backup and its data.
+	out, code = s.nac("carol", "restore", "delete", "--all", "-n", "cli-a", "--confirm")
+	c.Check(code, Equals, 0, Commentf(out))
+	out, code = s.nac("carol", "backup", "delete", "b1", "-n", "cli-a", "--confirm")
+	c.Check(code, Equals, 0, Commentf(out))
+	c.Check(out, Matches, `(?s)NonAdminBackup b1 marked for deletion.\n.*`)
+	eventually(c, 2*time.Minute, func() (bool, string) {
+		left := s.kubectlAllowFail("get", "nab", "-n", "cli-a", "-o", "name")
+		return strings.TrimSpace(left) == "", "NonAdminBackups left: " + left
+	})
+	eventually(c, 30*time.Second, func() (bool, string) {
+		left := s.kubectlAllowFail("get", "backups.velero.io", "-n", "openshift-adp", backup, "-o", "name")
+		return strings.Contains(left, "NotFound"), "Velero Backup: " + left
+	})
+
+	// Completion lists the tenant's own objects.
+	s.kubectl(c, "create", "configmap", "-n", "cli-a", "keep", "--from-literal=a=b")
+	out, code = s.nac("carol", "backup", "create", "b2", "-n", "cli-a")
+	c.Assert(code, Equals, 0, Commentf(out))
+	out, code = s.nac("", "__complete", "backup", "describe", "-n", "cli-a", "--as", "carol", "")
+	c.Check(code, Equals, 0)
+	c.Check(out, Matches, "b2\n:4\n(?s).*")
+}
