@@ -19,6 +19,11 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	o := cli.NewOptions(genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr})
-	o.Terminal = term.IsTerminal(int(os.Stdout.Fd()))
+	if fd := int(os.Stdout.Fd()); term.IsTerminal(fd) {
+		o.Terminal = true
+		if w, _, err := term.GetSize(fd); err == nil {
+			o.Width = w
+		}
+	}
 	os.Exit(cli.ExitCode(ctx, o, os.Args[1:]))
 }

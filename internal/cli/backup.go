@@ -97,7 +97,7 @@ func newBackupCreateCommand(o *Options) *cobra.Command {
 				return nil
 			}
 			fmt.Fprintln(o.Out, "Waiting for the backup to complete. You may safely press ctrl-c to stop waiting: the backup goes on.")
-			return o.follow(cmd.Context(), c, nab, "NonAdminBackup", func() Progress { return BackupProgress(nab) })
+			return o.follow(cmd.Context(), c, nab, &v1alpha1.NonAdminBackupList{}, "NonAdminBackup", func() Progress { return BackupProgress(nab) })
 		},
 	}
 	fl := cmd.Flags()

@@ -212,6 +212,7 @@ func newBSLRequestGetCommand(o *Options) *cobra.Command {
 		},
 	}
 	g = addGetFlags(cmd, false)
+	g.namespace = o.adminNamespace
 	return cmd
 }
 

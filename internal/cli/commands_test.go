@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
@@ -242,4 +243,45 @@ func (s *CommandsSuite) TestNameCompletion(c *C) {
 	c.Assert(code, Equals, 0)
 	c.Check(out.String(), Matches, "mine\n:4\n(?s).*")
 	c.Check(strings.Contains(out.String(), "theirs"), Equals, false)
+}
+
+// TestWaitFollowsToTheEnd: --wait shows each change the controller writes
+// and exits 0 on a Completed backup, 1 with the failing phase's message.
+func (s *CommandsSuite) TestWaitFollowsToTheEnd(c *C) {
+	for _, tc := range []struct {
+		final *v1alpha1.NonAdminBackup
+		code  int
+		last  string
+	}{
+		{completedBackup(), 0, `NonAdminBackup b1 completed in 0s. Velero Backup openshift-adp/demo-b1-1a2b3c Completed: 3 of 3 items, 1 warnings, 0 errors`},
+		{failedBackup(), 1, `Error: NonAdminBackup b1 failed: phase validate \(ValidateBackupSpec\) failed: spec.backupSpec.includedNamespaces: \[other\] names another namespace; .*`},
+	} {
+		o, out, errOut := testOptions(c)
+		o.ConfigFlags.Namespace = ptr.To("demo")
+		done := make(chan int)
+		go func() {
+			done <- ExitCode(context.Background(), o, []string{"backup", "create", "b1", "--wait"})
+		}()
+		// Play the controller: a waiting plan, then the final status.
+		nab := &v1alpha1.NonAdminBackup{}
+		key := client.ObjectKey{Namespace: "demo", Name: "b1"}
+		for o.client.Get(context.Background(), key, nab) != nil {
+			time.Sleep(time.Millisecond)
+		}
+		time.Sleep(20 * time.Millisecond)
+		waiting := waitingBackup()
+		nab.Status = waiting.Status
+		c.Assert(o.client.Status().Update(context.Background(), nab), IsNil)
+		time.Sleep(20 * time.Millisecond)
+		nab.Status = tc.final.Status
+		c.Assert(o.client.Status().Update(context.Background(), nab), IsNil)
+		select {
+		case code := <-done:
+			c.Check(code, Equals, tc.code, Commentf("%s%s", out, errOut))
+		case <-time.After(10 * time.Second):
+			c.Fatalf("--wait did not end: %s", out)
+		}
+		c.Check(out.String(), Matches, `(?s).*\[3/4\] waitForBackup \(WaitFor\) waiting · 20 of 40 items.*`)
+		c.Check(out.String()+errOut.String(), Matches, `(?s).*`+tc.last+`\n`)
+	}
 }

@@ -24,6 +24,9 @@ type getOptions struct {
 	print         *genericclioptions.PrintFlags
 	noHeaders     bool
 	allNamespaces bool
+	// namespace is where the objects are when not the tenant's (requests:
+	// the OADP namespace), for "No resources found in … namespace".
+	namespace func() string
 }
 
 func addGetFlags(cmd *cobra.Command, allNamespaces bool) *getOptions {
@@ -79,7 +82,10 @@ func (g *getOptions) printList(o *Options, scheme *runtime.Scheme, list client.O
 	if format == "" || format == "wide" {
 		t := table(list, o.now())
 		if len(t.Rows) == 0 {
-			ns, _ := o.Namespace()
+			ns := o.tenantNamespace()
+			if g.namespace != nil {
+				ns = g.namespace()
+			}
 			if g.allNamespaces {
 				fmt.Fprintln(o.ErrOut, "No resources found")
 			} else {

@@ -273,7 +273,13 @@ func (s *PrintersSuite) TestPlainProgressPrintsChangesOnly(c *C) {
 	t := &progressRenderer{w: &b, terminal: true}
 	t.show(pr, time.Second)
 	t.end()
-	c.Check(b.String(), Matches, "\r\033\\[K\\[#+-*\\] \\[3/4\\] waitForBackup.* 1s\n")
+	c.Check(b.String(), Matches, "\r\033\\[K\\[#+-*\\] 1s \\[3/4\\] waitForBackup.*\n")
+
+	// Cut to the terminal's width: a wrapped line cannot be redrawn.
+	b.Reset()
+	t = &progressRenderer{w: &b, terminal: true, width: 40}
+	t.show(pr, time.Second)
+	c.Check(b.String(), Equals, "\r\033[K[##################------] 1s [3/4] wa…")
 }
 
 func testScheme(c *C) *runtime.Scheme {
@@ -292,7 +298,9 @@ func testOptions(c *C, objs ...client.Object) (*Options, *bytes.Buffer, *bytes.B
 	o.PollInterval = time.Millisecond
 	o.OADPNamespace = "openshift-adp"
 	if c != nil {
-		o.SetClient(fake.NewClientBuilder().WithScheme(testScheme(c)).WithObjects(objs...).WithStatusSubresource(objs...).Build())
+		o.SetClient(fake.NewClientBuilder().WithScheme(testScheme(c)).WithObjects(objs...).
+			WithStatusSubresource(&v1alpha1.NonAdminBackup{}, &v1alpha1.NonAdminRestore{}, &v1alpha1.NonAdminBackupStorageLocation{},
+				&v1alpha1.NonAdminBackupStorageLocationRequest{}, &v1alpha1.NonAdminDownloadRequest{}).Build())
 	}
 	return o, &out, &errOut
 }

@@ -86,7 +86,7 @@ func newRestoreCreateCommand(o *Options) *cobra.Command {
 				return nil
 			}
 			fmt.Fprintln(o.Out, "Waiting for the restore to complete. You may safely press ctrl-c to stop waiting: the restore goes on.")
-			return o.follow(cmd.Context(), c, nar, "NonAdminRestore", func() Progress { return RestoreProgress(nar) })
+			return o.follow(cmd.Context(), c, nar, &v1alpha1.NonAdminRestoreList{}, "NonAdminRestore", func() Progress { return RestoreProgress(nar) })
 		},
 	}
 	fl := cmd.Flags()

@@ -45,8 +45,9 @@ type Options struct {
 	// unless a test sets it).
 	PollInterval time.Duration
 	// Terminal reports whether Out is a terminal (progress bar) or not
-	// (plain lines).
+	// (plain lines); Width is its width in columns (0: unknown).
 	Terminal bool
+	Width    int
 
 	client client.Client
 }
@@ -70,7 +71,8 @@ func NewOptions(streams genericiooptions.IOStreams) *Options {
 func (o *Options) now() time.Time { return o.Now() }
 
 // Client returns a client of the cluster the kubeconfig flags name, with the
-// NAC, Velero and core types; it is made once.
+// NAC, Velero and core types (a client.WithWatch, so that --wait follows
+// every status write); it is made once.
 func (o *Options) Client() (client.Client, error) {
 	if o.client != nil {
 		return o.client, nil
@@ -87,7 +89,7 @@ func (o *Options) newClient(cfg *rest.Config) (client.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		return nil, err
 	}

@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
@@ -142,26 +145,39 @@ func RestoreProgress(nar *v1alpha1.NonAdminRestore) Progress {
 	return pr
 }
 
-// follow re-reads obj every PollInterval and shows its Progress (a bar on
-// a terminal, a line per change otherwise) until the plan ends. It returns
-// nil on success and *OperationFailed otherwise; ctx ends it early.
-func (o *Options) follow(ctx context.Context, c client.Client, obj client.Object, kind string, progress func() Progress) error {
+// follow shows obj's Progress (a bar on a terminal, a line per change
+// otherwise) until the plan ends: it watches obj, so that every status
+// write is seen, and re-reads it every PollInterval when the watch is not
+// available or ends. list is an empty list of obj's kind (for the watch).
+// It returns nil on success and *OperationFailed otherwise; ctx ends it
+// early with ctx's error.
+func (o *Options) follow(ctx context.Context, c client.Client, obj client.Object, list client.ObjectList, kind string, progress func() Progress) error {
 	start := o.now()
-	r := &progressRenderer{w: o.Out, terminal: o.Terminal}
+	r := &progressRenderer{w: o.Out, terminal: o.Terminal, width: o.Width}
+	defer r.end()
+	var events <-chan watch.Event
+	if wc, ok := c.(client.WithWatch); ok {
+		w, err := wc.Watch(ctx, list, client.InNamespace(obj.GetNamespace()), client.MatchingFields{"metadata.name": obj.GetName()})
+		if err == nil {
+			defer w.Stop()
+			events = w.ResultChan()
+		}
+	}
 	tick := time.NewTicker(o.PollInterval)
 	defer tick.Stop()
+	fresh := true // obj must be read before it is shown
 	for {
-		err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj)
-		if apierrors.IsNotFound(err) {
-			r.end()
-			return &OperationFailed{Kind: kind, Name: obj.GetName(), Message: "it was deleted while waiting"}
-		}
-		if err != nil && ctx.Err() == nil {
-			return err
-		}
-		if ctx.Err() != nil {
-			r.end()
-			return ctx.Err()
+		if fresh {
+			err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj)
+			if apierrors.IsNotFound(err) {
+				return &OperationFailed{Kind: kind, Name: obj.GetName(), Message: "it was deleted while waiting"}
+			}
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if err != nil {
+				return err
+			}
 		}
 		pr := progress()
 		r.show(pr, o.now().Sub(start))
@@ -175,11 +191,38 @@ func (o *Options) follow(ctx context.Context, c client.Client, obj client.Object
 		}
 		select {
 		case <-ctx.Done():
-			r.end()
 			return ctx.Err()
+		case ev, ok := <-events:
+			fresh = false
+			switch {
+			case !ok:
+				events, fresh = nil, true // the watch ended: poll
+			case ev.Type == watch.Deleted:
+				return &OperationFailed{Kind: kind, Name: obj.GetName(), Message: "it was deleted while waiting"}
+			case ev.Type == watch.Added || ev.Type == watch.Modified:
+				if !copyInto(obj, ev.Object) {
+					fresh = true
+				}
+			default:
+				fresh = true
+			}
 		case <-tick.C:
+			// With a watch, only the elapsed time moves (a bar on a
+			// terminal); without one, re-read.
+			fresh = events == nil
 		}
 	}
+}
+
+// copyInto copies the object of a watch event into obj when they are of
+// the same type.
+func copyInto(obj client.Object, from runtime.Object) bool {
+	dst, src := reflect.ValueOf(obj), reflect.ValueOf(from)
+	if dst.Type() != src.Type() || dst.Kind() != reflect.Pointer {
+		return false
+	}
+	dst.Elem().Set(src.Elem())
+	return true
 }
 
 // progressRenderer draws Progress: on a terminal one line redrawn in place
@@ -188,14 +231,21 @@ func (o *Options) follow(ctx context.Context, c client.Client, obj client.Object
 type progressRenderer struct {
 	w        io.Writer
 	terminal bool
-	last     string
-	drawn    bool
+	// width is the terminal's width in columns (0: unknown); the redrawn
+	// line is cut to it, since a wrapped line cannot be redrawn in place.
+	width int
+	last  string
+	drawn bool
 }
 
 func (r *progressRenderer) show(pr Progress, elapsed time.Duration) {
 	text := ProgressLine(pr)
 	if r.terminal {
-		fmt.Fprintf(r.w, "\r\033[K%s %s %s", ProgressBar(pr, 24), text, durationString(elapsed))
+		line := []rune(fmt.Sprintf("%s %s %s", ProgressBar(pr, 24), durationString(elapsed), text))
+		if r.width > 1 && len(line) > r.width-1 {
+			line = append(line[:r.width-2], '…')
+		}
+		fmt.Fprintf(r.w, "\r\033[K%s", string(line))
 		r.drawn = true
 		return
 	}
