@@ -11,18 +11,18 @@ import (
 )
 
 // nac runs `kubectl nac ARGS` the way a user with the plugin on PATH does
-// (kubectl finds bin/kubectl-nac), as user (impersonated with --as; "" is
-// the cluster admin of the kubeconfig), and returns its combined output and
-// exit status.
-func (s *E2ESuite) nac(user string, args ...string) (string, int) {
+// (kubectl finds kubectl-nac in bin), against st, as user (impersonated with
+// --as; "" is the cluster admin of the kubeconfig), and returns its combined
+// output and exit status.
+func (st *stack) nac(bin, user string, args ...string) (string, int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	if user != "" {
 		args = append(args, "--as", user)
 	}
 	cmd := exec.CommandContext(ctx, "kubectl", append([]string{"nac"}, args...)...)
-	cmd.Dir = s.root
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+s.kubeconfig, "PATH="+s.bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	cmd.Dir = st.root
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+st.kubeconfig, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
 	out, err := cmd.CombinedOutput()
 	code := 0
 	if ee, ok := err.(*exec.ExitError); ok {
@@ -32,6 +32,9 @@ func (s *E2ESuite) nac(user string, args ...string) (string, int) {
 	}
 	return string(out), code
 }
+
+// nac is st.nac on the suite's stack.
+func (s *E2ESuite) nac(user string, args ...string) (string, int) { return s.st.nac(s.bin, user, args...) }
 
 // TestPluginAsATenant: a user bound only to the built-in admin role in
 // their namespace backs up with --wait, describes, reads Velero's log,

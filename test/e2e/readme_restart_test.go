@@ -11,7 +11,8 @@ import (
 
 // ReadmeRestartSuite follows README.md's walk-through in order on one
 // directory, as a newcomer would — backup, invalid request, restore, the
-// tenant's own location with a backup into it (the one-file example) — then
+// same with kubectl nac, the tenant's own location with a backup into it
+// (the one-file example) — then
 // Ctrl-C and a second `make run` on the same state: the stack comes up, the
 // admin's default location is Available after Velero revalidated it, and a
 // new backup completes (issue 15: a tenant location once made Velero mark the
@@ -87,6 +88,24 @@ func (s *ReadmeRestartSuite) TestReadmeTwice(c *C) {
 		out, _ := st.run("", "get", "configmap", "app-config", "-n", "demo", "-o", "jsonpath={.data.greeting}")
 		return out == "hello", out
 	})
+	// The command line: kubectl nac, as the README runs it.
+	out, code := st.nac(s.bin, "", "backup", "create", "b1", "-n", "demo", "--wait")
+	c.Assert(code, Equals, 0, Commentf("%s\n%s", out, st.drain()))
+	c.Check(out, Matches, `(?s).*NonAdminBackup b1 completed in [0-9]+s\. Velero Backup openshift-adp/\S+ Completed: .*`)
+	out, code = st.nac(s.bin, "", "backup", "describe", "b1", "-n", "demo")
+	c.Check(code, Equals, 0)
+	c.Check(out, Matches, `(?s).*PHASE\s+FUNCTION\s+STATE\s+START\s+DURATION\s+ATTEMPTS\s+MESSAGE\n\s+validate\s+ValidateBackupSpec\s+complete\s+\+[0-9]+s\s+[0-9]+s\s+1\s+.*`)
+	out, code = st.nac(s.bin, "", "backup", "logs", "b1", "-n", "demo")
+	c.Check(code, Equals, 0)
+	c.Check(out, Matches, `(?s)time=.*backup=openshift-adp/demo-b1-.*`)
+	st.kubectl(c, "delete", "configmap", "app-config", "-n", "demo")
+	out, code = st.nac(s.bin, "", "restore", "create", "r1", "-n", "demo", "--from-backup", "b1", "--wait")
+	c.Assert(code, Equals, 0, Commentf("%s\n%s", out, st.drain()))
+	c.Check(st.kubectl(c, "get", "configmap", "app-config", "-n", "demo", "-o", "jsonpath={.data.greeting}"), Equals, "hello")
+	out, code = st.nac(s.bin, "", "completion", "bash")
+	c.Check(code, Equals, 0)
+	c.Check(out, Matches, `# bash completion V2 for kubectl-nac(?s).*`)
+
 	// The tenant's own location and a backup into it, in one file.
 	s3 := st.kubectl(c, "get", "bsl", "-n", "openshift-adp", "default", "-o", "jsonpath={.spec.config.s3Url}")
 	example, err := os.ReadFile(filepath.Join(s.root, "examples", "nonadminbackupstoragelocation.yaml"))
@@ -111,4 +130,9 @@ func (s *ReadmeRestartSuite) TestReadmeTwice(c *C) {
 	st.kubectlIn(c, "apiVersion: oadp.openshift.io/v1alpha1\nkind: NonAdminBackup\nmetadata: {name: after-restart, namespace: demo}\nspec:\n  backupSpec: {}\n",
 		"apply", "-f", "-")
 	completed(c, st, "demo", "after-restart", 2*time.Minute)
+	// The plugin's backup came back through Velero's sync and nacflow's.
+	eventually(c, 2*time.Minute, func() (bool, string) {
+		out, _ := st.nac(s.bin, "", "backup", "get", "b1", "-n", "demo")
+		return strings.Contains(out, "Completed"), out
+	})
 }
