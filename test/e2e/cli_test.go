@@ -34,7 +34,9 @@ func (st *stack) nac(bin, user string, args ...string) (string, int) {
 }
 
 // nac is st.nac on the suite's stack.
-func (s *E2ESuite) nac(user string, args ...string) (string, int) { return s.st.nac(s.bin, user, args...) }
+func (s *E2ESuite) nac(user string, args ...string) (string, int) {
+	return s.st.nac(s.bin, user, args...)
+}
 
 // TestPluginAsATenant: a user bound only to the built-in admin role in
 // their namespace backs up with --wait, describes, reads Velero's log,
