@@ -29,6 +29,9 @@ const (
 	// NonAdminDownloadRequest is the built-in blueprint of
 	// NonAdminDownloadRequest: actions download and finalize.
 	NonAdminDownloadRequest = "nonadmindownloadrequest"
+	// NonAdminSchedule is the built-in blueprint of NonAdminSchedule:
+	// actions create (re-run on every spec change) and finalize.
+	NonAdminSchedule = "nonadminschedule"
 )
 
 // BuiltIn returns a fresh copy of the embedded blueprint called name. It

@@ -145,6 +145,8 @@ func KnownActions(kind string) []string {
 		return []string{"create", "finalize"}
 	case "NonAdminDownloadRequest":
 		return []string{"download", "finalize"}
+	case "NonAdminSchedule":
+		return []string{"create", "finalize"}
 	}
 	return nil
 }
@@ -161,6 +163,8 @@ func BuiltInFor(kind string) string {
 		return NonAdminBackupStorageLocation
 	case "NonAdminDownloadRequest":
 		return NonAdminDownloadRequest
+	case "NonAdminSchedule":
+		return NonAdminSchedule
 	}
 	return ""
 }

@@ -167,20 +167,29 @@ func (s *BackupSync) syncOne(ctx context.Context, b *velerov1.Backup, locations 
 		}
 		nab.Annotations = map[string]string{v1alpha1.NabSyncedDroppedFieldsAnnotation: string(raw)}
 	}
-	if err := s.Client.Create(ctx, nab); err != nil {
+	if created, err := createLinkedNAB(ctx, s.Client, nab, b, nacuuid); err != nil || !created {
+		return false, err
+	}
+	log.FromContext(ctx).Info("synced NonAdminBackup from Velero Backup", "namespace", ns, "name", name, "veleroBackup", b.Name, "droppedFields", dropped)
+	return true, nil
+}
+
+// createLinkedNAB creates nab for the existing Velero Backup b and records
+// b (NACUUID nacuuid) in nab's status.veleroBackup, the link the adopt
+// action honours: it goes where only the controller writes (the status
+// subresource: tenant roles cannot), so the sync label alone never adopts a
+// backup. created is false, with no error, when a NAB of that name exists.
+func createLinkedNAB(ctx context.Context, c client.Client, nab *v1alpha1.NonAdminBackup, b *velerov1.Backup, nacuuid string) (created bool, err error) {
+	if err := c.Create(ctx, nab); err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			return false, nil
 		}
-		return false, fmt.Errorf("creating NonAdminBackup %s/%s from Velero Backup %s: %w", ns, name, b.Name, err)
+		return false, fmt.Errorf("creating NonAdminBackup %s/%s from Velero Backup %s: %w", nab.Namespace, nab.Name, b.Name, err)
 	}
-	// The link goes where only the controller writes (the status
-	// subresource: tenant roles cannot): the adopt action honours the sync
-	// label only when status.veleroBackup.nacuuid records the same backup.
 	before := nab.DeepCopy()
 	nab.Status.VeleroBackup = &v1alpha1.VeleroBackup{NACUUID: nacuuid, Name: b.Name, Namespace: b.Namespace}
-	if err := s.Client.Status().Patch(ctx, nab, client.MergeFrom(before)); err != nil {
-		return false, fmt.Errorf("recording the synced Velero Backup %s in NonAdminBackup %s/%s: %w", b.Name, ns, name, err)
+	if err := c.Status().Patch(ctx, nab, client.MergeFrom(before)); err != nil {
+		return false, fmt.Errorf("recording Velero Backup %s in NonAdminBackup %s/%s: %w", b.Name, nab.Namespace, nab.Name, err)
 	}
-	log.FromContext(ctx).Info("synced NonAdminBackup from Velero Backup", "namespace", ns, "name", name, "veleroBackup", b.Name, "droppedFields", dropped)
 	return true, nil
 }

@@ -64,6 +64,8 @@ func (g *GarbageCollector) kinds() []gcKind {
 		{"BackupStorageLocation", &velerov1.BackupStorageLocationList{}, v1alpha1.NabslOriginNACUUIDLabel, v1alpha1.NabslOriginNamespaceAnnotation, v1alpha1.NabslOriginNameAnnotation, nabsl, false},
 		{"Secret", &corev1.SecretList{}, v1alpha1.NabslOriginNACUUIDLabel, v1alpha1.NabslOriginNamespaceAnnotation, v1alpha1.NabslOriginNameAnnotation, nabsl, true},
 		{"NonAdminBackupStorageLocationRequest", &v1alpha1.NonAdminBackupStorageLocationRequestList{}, v1alpha1.NabslOriginNACUUIDLabel, v1alpha1.NabslOriginNamespaceAnnotation, v1alpha1.NabslOriginNameAnnotation, nabsl, false},
+		{"Schedule", &velerov1.ScheduleList{}, v1alpha1.NasOriginNACUUIDLabel, v1alpha1.NasOriginNamespaceAnnotation, v1alpha1.NasOriginNameAnnotation,
+			func() client.Object { return &v1alpha1.NonAdminSchedule{} }, false},
 	}
 }
 

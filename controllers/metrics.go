@@ -90,6 +90,8 @@ func (m MetricsObserver) PhaseEnded(_ engine.Object, fn string, failed bool, d t
 //	nacflow_active_operations{kind}       NAC objects whose plan is running
 //	nacflow_velero_backup_queue_depth     unfinished Velero Backups of the OADP namespace
 //	nacflow_backups_unverified{namespace} NonAdminBackups whose contents check found items that are not the tenant's (Verified=False)
+//	nacflow_schedule_last_success_timestamp_seconds{namespace,name} the newest successful run of a NonAdminSchedule
+//	nacflow_schedule_rpo_seconds{namespace,name} its recovery-point objective
 //
 // A scrape lists the cached NAC objects: O(objects), no API call.
 type StateCollector struct {
@@ -104,6 +106,10 @@ var (
 		"NAC objects whose operation (plan) is running, by kind.", []string{"kind"}, nil)
 	queueDepthDesc = prometheus.NewDesc("nacflow_velero_backup_queue_depth",
 		"Unfinished Velero Backups in the OADP namespace: Velero's queue, tenants' and the admin's.", nil, nil)
+	lastSuccessDesc = prometheus.NewDesc("nacflow_schedule_last_success_timestamp_seconds",
+		"Completion time (Unix seconds) of the newest successful run of a NonAdminSchedule; absent before the first.", []string{"namespace", "name"}, nil)
+	rpoDesc = prometheus.NewDesc("nacflow_schedule_rpo_seconds",
+		"The recovery-point objective in force of a NonAdminSchedule (status.rpo), in seconds; absent without one.", []string{"namespace", "name"}, nil)
 	unverifiedDesc = prometheus.NewDesc("nacflow_backups_unverified",
 		"NonAdminBackups whose backup holds items that are not the tenant's (condition Verified=False), by namespace.", []string{"namespace"}, nil)
 )
@@ -113,6 +119,8 @@ func (s *StateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- activeDesc
 	ch <- queueDepthDesc
 	ch <- unverifiedDesc
+	ch <- lastSuccessDesc
+	ch <- rpoDesc
 }
 
 // Collect implements prometheus.Collector. A list that fails (the cache not
@@ -125,12 +133,24 @@ func (s *StateCollector) Collect(ch chan<- prometheus.Metric) {
 		"NonAdminRestore":               &v1alpha1.NonAdminRestoreList{},
 		"NonAdminBackupStorageLocation": &v1alpha1.NonAdminBackupStorageLocationList{},
 		"NonAdminDownloadRequest":       &v1alpha1.NonAdminDownloadRequestList{},
+		"NonAdminSchedule":              &v1alpha1.NonAdminScheduleList{},
 	} {
 		if err := s.Reader.List(ctx, list); err != nil {
 			log.FromContext(ctx).Error(err, "listing for nacflow_active_operations", "kind", kind)
 			continue
 		}
 		ch <- prometheus.MustNewConstMetric(activeDesc, prometheus.GaugeValue, float64(running(list)), kind)
+		if schedules, ok := list.(*v1alpha1.NonAdminScheduleList); ok {
+			for i := range schedules.Items {
+				n := &schedules.Items[i]
+				if n.Status.LastSuccessfulBackup != nil {
+					ch <- prometheus.MustNewConstMetric(lastSuccessDesc, prometheus.GaugeValue, float64(n.Status.LastSuccessfulBackup.Unix()), n.Namespace, n.Name)
+				}
+				if n.Status.RPO != nil {
+					ch <- prometheus.MustNewConstMetric(rpoDesc, prometheus.GaugeValue, n.Status.RPO.Duration.Seconds(), n.Namespace, n.Name)
+				}
+			}
+		}
 		if nabs, ok := list.(*v1alpha1.NonAdminBackupList); ok {
 			for ns, n := range unverified(nabs) {
 				ch <- prometheus.MustNewConstMetric(unverifiedDesc, prometheus.GaugeValue, float64(n), ns)

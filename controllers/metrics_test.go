@@ -78,7 +78,7 @@ func (s *ControllerSuite) TestMetrics(c *C) {
 	expected := fmt.Sprintf("# HELP nacflow_velero_backup_queue_depth Unfinished Velero Backups in the OADP namespace: Velero's queue, tenants' and the admin's.\n"+
 		"# TYPE nacflow_velero_backup_queue_depth gauge\nnacflow_velero_backup_queue_depth %d\n", 1)
 	c.Check(testutil.CollectAndCompare(collector, strings.NewReader(expected), "nacflow_velero_backup_queue_depth"), IsNil)
-	c.Check(testutil.CollectAndCount(collector, "nacflow_active_operations"), Equals, 4) // one sample per kind
+	c.Check(testutil.CollectAndCount(collector, "nacflow_active_operations"), Equals, 5) // one sample per kind
 	active := activeOperations(c, collector, "NonAdminBackup")
 	c.Check(active >= 1, Equals, true, Commentf("%v active", active))
 

@@ -68,12 +68,13 @@ func (s *RBACSuite) TestLeastPrivilege(c *C) {
 		"nonadminrestores": true, "nonadminrestores/status": true, "nonadminrestores/finalizers": true,
 		"nonadminbackupstoragelocations": true, "nonadminbackupstoragelocations/status": true, "nonadminbackupstoragelocations/finalizers": true,
 		"nonadmindownloadrequests": true, "nonadmindownloadrequests/status": true, "nonadmindownloadrequests/finalizers": true,
+		"nonadminschedules": true, "nonadminschedules/status": true, "nonadminschedules/finalizers": true,
 		"events": true,
 	}
 	oadpOnly := map[string]bool{
 		"secrets": true, "leases": true, "blueprints": true, "blueprints/status": true,
 		"nonadminbackupstoragelocationrequests": true, "nonadminbackupstoragelocationrequests/status": true,
-		"backups": true, "restores": true, "deletebackuprequests": true, "backupstoragelocations": true, "downloadrequests": true,
+		"backups": true, "restores": true, "deletebackuprequests": true, "backupstoragelocations": true, "downloadrequests": true, "schedules": true,
 		"dataprotectionapplications": true,                                                                             // read only: OADP's DPA settings (package dpa)
 		"datauploads":                true, "datadownloads": true, "podvolumebackups": true, "podvolumerestores": true, // read only: volume progress
 	}

@@ -223,6 +223,8 @@ func originOf(obj Object) (o origin, ok bool) {
 		return origin{nacv1alpha1.NabslOriginNACUUIDLabel, nacv1alpha1.NabslOriginNameAnnotation, nacv1alpha1.NabslOriginNamespaceAnnotation}, true
 	case *nacv1alpha1.NonAdminDownloadRequest:
 		return origin{nacv1alpha1.NadrOriginNACUUIDLabel, nacv1alpha1.NadrOriginNameAnnotation, nacv1alpha1.NadrOriginNamespaceAnnotation}, true
+	case *nacv1alpha1.NonAdminSchedule:
+		return origin{nacv1alpha1.NasOriginNACUUIDLabel, nacv1alpha1.NasOriginNameAnnotation, nacv1alpha1.NasOriginNamespaceAnnotation}, true
 	}
 	return origin{}, false
 }

@@ -19,7 +19,7 @@ type DeleteObjectsArgs struct {
 	// Kinds to delete: Backup, BackupStorageLocation, DeleteBackupRequest,
 	// DownloadRequest, Restore (Velero kinds), Secret,
 	// NonAdminBackupStorageLocationRequest.
-	Kinds []string `json:"kinds" doc:"Backup, BackupStorageLocation, DeleteBackupRequest, DownloadRequest, NonAdminBackupStorageLocationRequest, Restore, Secret"`
+	Kinds []string `json:"kinds" doc:"Backup, BackupStorageLocation, DeleteBackupRequest, DownloadRequest, NonAdminBackupStorageLocationRequest, Restore, Schedule, Secret"`
 }
 
 // deletableKinds maps the kinds DeleteObjects accepts to their Go types.
@@ -27,6 +27,7 @@ var deletableKinds = map[string]func() client.Object{
 	"Backup":                func() client.Object { return &velerov1.Backup{} },
 	"DeleteBackupRequest":   func() client.Object { return &velerov1.DeleteBackupRequest{} },
 	"Restore":               func() client.Object { return &velerov1.Restore{} },
+	"Schedule":              func() client.Object { return &velerov1.Schedule{} },
 	"DownloadRequest":       func() client.Object { return &velerov1.DownloadRequest{} },
 	"BackupStorageLocation": func() client.Object { return &velerov1.BackupStorageLocation{} },
 	"Secret":                func() client.Object { return &corev1.Secret{} },
@@ -57,7 +58,7 @@ func (f *DeleteObjects) Run(ctx context.Context, op *engine.Operation, args any)
 	}
 	for _, k := range a.Kinds {
 		if deletableKinds[k] == nil {
-			return engine.Result{}, engine.Terminalf("DeleteObjects: args.kinds: %q is not supported (supported: Backup, BackupStorageLocation, DeleteBackupRequest, DownloadRequest, NonAdminBackupStorageLocationRequest, Restore, Secret)", k)
+			return engine.Result{}, engine.Terminalf("DeleteObjects: args.kinds: %q is not supported (supported: Backup, BackupStorageLocation, DeleteBackupRequest, DownloadRequest, NonAdminBackupStorageLocationRequest, Restore, Schedule, Secret)", k)
 		}
 	}
 	for _, k := range a.Kinds {

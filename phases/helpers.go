@@ -90,6 +90,8 @@ func nacStatus(obj engine.Object) (phase *v1alpha1.NonAdminPhase, conditions *[]
 		return &o.Status.Phase, &o.Status.Conditions, true
 	case *v1alpha1.NonAdminDownloadRequest:
 		return &o.Status.Phase, &o.Status.Conditions, true
+	case *v1alpha1.NonAdminSchedule:
+		return &o.Status.Phase, &o.Status.Conditions, true
 	}
 	return nil, nil, false
 }

@@ -29,7 +29,8 @@ func (a LimitActiveOperationsArgs) Validate() error {
 // operation (terminal; Accepted=False/ActiveOperationsLimit, BackingOff, like
 // every refusal) when the namespace already has max other
 // NonAdminBackups (or NonAdminRestores, for a restore) whose plan is pending
-// or running. Operations checked at the same moment on parallel workers do
+// or running — a scheduled run's NonAdminBackup counts while its Velero
+// Backup has not finished. Operations checked at the same moment on parallel workers do
 // not all pass: the count also holds the operations it admitted within the
 // last minute that the cache does not show yet, checked and recorded under
 // one lock (an in-memory ledger of the controller, injected). It reads only
@@ -59,7 +60,13 @@ func (f *LimitActiveOperations) Run(ctx context.Context, op *engine.Operation, a
 			return engine.Result{}, fmt.Errorf("listing NonAdminBackups in %s: %w", ns, err)
 		}
 		for i := range list.Items {
-			plans, names = append(plans, list.Items[i].Status.Plan), append(names, list.Items[i].Name)
+			p := list.Items[i].Status.Plan
+			if scheduledRunActive(&list.Items[i]) {
+				// A scheduled run's plan (adopt) ends at once; Velero's
+				// backup is what runs.
+				p = &v1alpha1.PlanStatus{State: v1alpha1.PlanRunning}
+			}
+			plans, names = append(plans, p), append(names, list.Items[i].Name)
 		}
 	case *v1alpha1.NonAdminRestore:
 		kind = "NonAdminRestores"
@@ -93,4 +100,14 @@ func (f *LimitActiveOperations) Run(ctx context.Context, op *engine.Operation, a
 			fmt.Errorf("namespace %s already has %d active %s (the admin's limit is %d): try again when one has finished", ns, active, kind, a.Max))
 	}
 	return engine.Done(fmt.Sprintf("%d other active %s in %s (limit %d)", active, kind, ns, a.Max), map[string]string{"active": fmt.Sprint(active)}), nil
+}
+
+// scheduledRunActive reports whether nab is the NonAdminBackup of a
+// NonAdminSchedule's run whose Velero Backup has not finished.
+func scheduledRunActive(nab *v1alpha1.NonAdminBackup) bool {
+	if _, scheduled := nab.Labels[v1alpha1.NasOriginNACUUIDLabel]; !scheduled {
+		return false
+	}
+	vb := nab.Status.VeleroBackup
+	return vb != nil && (vb.Status == nil || !v1alpha1.BackupFinished(vb.Status.Phase))
 }

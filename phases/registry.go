@@ -82,5 +82,7 @@ func New(c Clients, o Options) (*engine.Registry, error) {
 		&ValidateDownloadRequest{},
 		&CreateDownloadRequest{tools: t},
 		&VerifyBackupContents{tools: t},
+		&ValidateScheduleSpec{settings: settings},
+		&CreateVeleroSchedule{tools: t},
 	)
 }

@@ -16,7 +16,7 @@ import (
 type SyncStatusArgs struct {
 	// Kind of the Velero object to mirror: Backup, BackupStorageLocation,
 	// DeleteBackupRequest, DownloadRequest or Restore.
-	Kind string `json:"kind" doc:"Backup, BackupStorageLocation, DeleteBackupRequest, DownloadRequest or Restore"`
+	Kind string `json:"kind" doc:"Backup, BackupStorageLocation, DeleteBackupRequest, DownloadRequest, Restore or Schedule"`
 	// Name of the Velero object in the OADP namespace. Empty: nothing to
 	// mirror (e.g. a deferPhase after validation refused the request).
 	Name string `json:"name" doc:"the Velero object in the OADP namespace; empty: nothing to mirror"`
@@ -95,8 +95,22 @@ func (f *SyncStatus) Run(ctx context.Context, op *engine.Operation, args any) (e
 			nadr.MirrorDownloadRequest(dr)
 			return string(dr.Status.Phase), phaseOr(string(dr.Status.Phase))
 		})
+	case "Schedule":
+		nas, ok := op.Object.(*v1alpha1.NonAdminSchedule)
+		if !ok {
+			return engine.Result{}, engine.Terminalf("SyncStatus: kind Schedule serves NonAdminSchedule, not %T", op.Object)
+		}
+		return mirrorOwned(ctx, op, "Schedule", a.Name, &velerov1.Schedule{}, nil, func(s *velerov1.Schedule) (string, string) {
+			if nas.Status.VeleroSchedule == nil {
+				nas.Status.VeleroSchedule = &v1alpha1.VeleroSchedule{}
+			}
+			vs := nas.Status.VeleroSchedule
+			vs.NACUUID, vs.Name, vs.Namespace = op.UUID, s.Name, s.Namespace
+			vs.Status = s.Status.DeepCopy()
+			return string(s.Status.Phase), phaseOr(string(s.Status.Phase))
+		})
 	default:
-		return engine.Result{}, engine.Terminalf("SyncStatus: args.kind %q is not supported (supported: Backup, BackupStorageLocation, DeleteBackupRequest, DownloadRequest, Restore)", a.Kind)
+		return engine.Result{}, engine.Terminalf("SyncStatus: args.kind %q is not supported (supported: Backup, BackupStorageLocation, DeleteBackupRequest, DownloadRequest, Restore, Schedule)", a.Kind)
 	}
 }
 

@@ -101,7 +101,7 @@ func (f *ValidateBackupSpec) Run(ctx context.Context, op *engine.Operation, args
 		refusal = enforce.Apply(effective)
 	}
 	if refusal == nil && effective.StorageLocation != "" {
-		veleroBSL, notReady, err := f.storageLocation(ctx, op, nab.Namespace, effective.StorageLocation)
+		veleroBSL, notReady, err := storageLocation(ctx, op, nab.Namespace, effective.StorageLocation)
 		switch {
 		case err != nil && !engine.IsTerminal(err):
 			return engine.Result{}, err
@@ -192,7 +192,7 @@ func validateBackupSpec(nab *v1alpha1.NonAdminBackup) error {
 // error) a name that is no location of ns — another namespace's location or
 // a Velero BSL named directly — and a location that is refused or being
 // deleted. Other errors are the API server's (retryable).
-func (f *ValidateBackupSpec) storageLocation(ctx context.Context, op *engine.Operation, ns, name string) (veleroBSL, notReady string, err error) {
+func storageLocation(ctx context.Context, op *engine.Operation, ns, name string) (veleroBSL, notReady string, err error) {
 	nabsl := &v1alpha1.NonAdminBackupStorageLocation{}
 	err = op.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, nabsl)
 	if apierrors.IsNotFound(err) {

@@ -107,9 +107,37 @@ func (f *WaitFor) Run(ctx context.Context, op *engine.Operation, args any) (engi
 		return f.bsl(ctx, op, a.Name)
 	case "DownloadRequest":
 		return f.download(ctx, op, a.Name)
+	case "Schedule":
+		return f.schedule(ctx, op, a.Name)
 	default:
-		return engine.Result{}, engine.Terminalf("WaitFor: args.kind %q is not supported (supported: Backup, BackupStorageLocation, DeleteBackupRequest, DownloadRequest, RestorableBackup, Restore)", a.Kind)
+		return engine.Result{}, engine.Terminalf("WaitFor: args.kind %q is not supported (supported: Backup, BackupStorageLocation, DeleteBackupRequest, DownloadRequest, RestorableBackup, Restore, Schedule)", a.Kind)
 	}
+}
+
+// schedule waits until Velero validated the Schedule name, one of op's own:
+// Enabled is done; FailedValidation refuses the NonAdminSchedule
+// (Accepted=False/InvalidScheduleSpec with Velero's validation errors,
+// terminal).
+func (f *WaitFor) schedule(ctx context.Context, op *engine.Operation, name string) (engine.Result, error) {
+	if name == "" {
+		return engine.Result{}, engine.Terminalf("WaitFor: args.name is empty")
+	}
+	s := &velerov1.Schedule{}
+	found, err := getOwned(ctx, op.Client, op, waitVerb, "Schedule", name, s)
+	if err != nil {
+		return engine.Result{}, err
+	}
+	if !found {
+		return engine.Wait(fmt.Sprintf("Velero Schedule %s not found yet", name), recheckMissing), nil
+	}
+	switch s.Status.Phase {
+	case velerov1.SchedulePhaseEnabled:
+		return engine.Done(fmt.Sprintf("Velero Schedule %s is Enabled", name), map[string]string{"phase": string(s.Status.Phase)}), nil
+	case velerov1.SchedulePhaseFailedValidation:
+		return engine.Result{}, refuse(op.Object, v1alpha1.ReasonInvalidScheduleSpec,
+			fmt.Errorf("Velero refused Schedule %s: %s", name, strings.Join(s.Status.ValidationErrors, "; ")))
+	}
+	return engine.Wait(fmt.Sprintf("Velero Schedule %s is %s", name, phaseOr(string(s.Status.Phase))), recheckBSL), nil
 }
 
 // recheckBSL is the fallback recheck while Velero validates a location.

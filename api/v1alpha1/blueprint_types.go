@@ -9,7 +9,7 @@ import (
 type BlueprintSpec struct {
 	// kind is the NAC kind the blueprint serves, e.g. NonAdminBackup.
 	// +required
-	// +kubebuilder:validation:Enum=NonAdminBackup;NonAdminRestore;NonAdminBackupStorageLocation;NonAdminDownloadRequest
+	// +kubebuilder:validation:Enum=NonAdminBackup;NonAdminRestore;NonAdminBackupStorageLocation;NonAdminDownloadRequest;NonAdminSchedule
 	Kind string `json:"kind"`
 
 	// namespaceSelector makes this a per-tenant blueprint: it serves the

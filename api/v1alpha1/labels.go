@@ -79,3 +79,32 @@ const (
 // finalizer: its Velero DownloadRequest is removed before it goes (OADP NAC
 // has none and leaves that to Velero's expiry).
 const NonAdminDownloadRequestFinalizer = "nonadmindownloadrequest.oadp.openshift.io/finalizer"
+
+// NasOriginNACUUIDLabel holds the NACUUID of the NonAdminSchedule a Velero
+// Schedule was made for; Velero copies it onto every Backup the schedule
+// takes, and nacflow puts it on the NonAdminBackup of each run (OADP NAC's
+// NasOriginNACUUIDLabel).
+const NasOriginNACUUIDLabel = "openshift.io/oadp-nas-origin-nacuuid"
+
+// NasOriginNameAnnotation and NasOriginNamespaceAnnotation hold that
+// NonAdminSchedule's name and namespace, on the Velero Schedule and (copied
+// by Velero) on each of its Backups (OADP NAC).
+const (
+	NasOriginNameAnnotation      = "openshift.io/oadp-nas-origin-name"
+	NasOriginNamespaceAnnotation = "openshift.io/oadp-nas-origin-namespace"
+)
+
+// NasOriginStorageLocationAnnotation holds, on the Velero Schedule and each
+// of its Backups, the name of the tenant's NonAdminBackupStorageLocation the
+// template names ("" for the admin's default): the NonAdminBackup of a run
+// asks for it (OADP NAC's).
+const NasOriginStorageLocationAnnotation = "openshift.io/oadp-nas-origin-storage-location"
+
+// NonAdminScheduleLabel names, on the NonAdminBackup of a scheduled run, the
+// NonAdminSchedule that took it (kubectl get nab -l
+// oadp.openshift.io/nonadminschedule=NAME).
+const NonAdminScheduleLabel = "oadp.openshift.io/nonadminschedule"
+
+// NonAdminScheduleFinalizer is the NonAdminSchedule's finalizer: its Velero
+// Schedule is removed before it goes (OADP NAC's).
+const NonAdminScheduleFinalizer = "nonadminschedule.oadp.openshift.io/finalizer"

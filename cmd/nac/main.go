@@ -249,6 +249,10 @@ func run(o options) error {
 	if err := nadr.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the NonAdminDownloadRequest controller: %w", err)
 	}
+	nas := &controllers.NonAdminScheduleReconciler{Deps: deps("nonadminschedule-controller", "NonAdminSchedule"), TenantSpec: phases.SyncedBackupSpec}
+	if err := nas.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the NonAdminSchedule controller: %w", err)
+	}
 	nabsl := &controllers.NonAdminBackupStorageLocationReconciler{Deps: deps("nonadminbackupstoragelocation-controller", "NonAdminBackupStorageLocation"), RequireApproval: o.bslApproval, Settings: settings, CredentialCheckPeriod: o.credCheck}
 	if err := nabsl.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the NonAdminBackupStorageLocation controller: %w", err)

@@ -70,7 +70,7 @@ func stripComments(d []byte) []byte {
 }
 
 // nacKinds lists the kinds blueprints serve, for messages.
-const nacKinds = "NonAdminBackup, NonAdminRestore, NonAdminBackupStorageLocation, NonAdminDownloadRequest"
+const nacKinds = "NonAdminBackup, NonAdminRestore, NonAdminBackupStorageLocation, NonAdminDownloadRequest, NonAdminSchedule"
 
 // newBlueprintCommand: kubectl nac blueprint validate|dump|diff.
 func newBlueprintCommand(o *Options) *cobra.Command {
@@ -139,10 +139,10 @@ func newBlueprintDumpCommand(o *Options) *cobra.Command {
 		Use:   "dump KIND",
 		Short: "Print the built-in blueprint of a kind",
 		Long: "Prints the embedded built-in blueprint of KIND (" + nacKinds + ", or the short names nab,\n" +
-			"nar, nabsl, nadr) as YAML: the starting point for a custom blueprint.",
+			"nar, nabsl, nadr, nas) as YAML: the starting point for a custom blueprint.",
 		Example:   "  kubectl nac blueprint dump nab > nonadminbackup-blueprint.yaml",
 		Args:      cobra.ExactArgs(1),
-		ValidArgs: []string{"nab", "nar", "nabsl", "nadr", "NonAdminBackup", "NonAdminRestore", "NonAdminBackupStorageLocation", "NonAdminDownloadRequest"},
+		ValidArgs: []string{"nab", "nar", "nabsl", "nadr", "nas", "NonAdminBackup", "NonAdminRestore", "NonAdminBackupStorageLocation", "NonAdminDownloadRequest", "NonAdminSchedule"},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := builtinName(args[0])
 			if name == "" {
@@ -264,6 +264,8 @@ func builtinName(kind string) string {
 		return blueprints.NonAdminBackupStorageLocation
 	case "nonadmindownloadrequest", "nadr":
 		return blueprints.NonAdminDownloadRequest
+	case "nonadminschedule", "nas":
+		return blueprints.NonAdminSchedule
 	}
 	return ""
 }
@@ -351,6 +353,8 @@ func decodeNAC(data []byte) (engine.Object, string, string, error) {
 		obj, action = &v1alpha1.NonAdminBackupStorageLocation{}, controllers.ActionCreate
 	case "NonAdminDownloadRequest":
 		obj, action = &v1alpha1.NonAdminDownloadRequest{}, controllers.ActionDownload
+	case "NonAdminSchedule":
+		obj, action = &v1alpha1.NonAdminSchedule{}, controllers.ActionCreate
 	default:
 		return nil, "", "", fmt.Errorf("plan: kind %q is not a NAC kind (%s)", meta.Kind, nacKinds)
 	}
