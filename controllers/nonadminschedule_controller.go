@@ -380,13 +380,12 @@ func (r *NonAdminScheduleReconciler) judgeRPO(nas *v1alpha1.NonAdminSchedule, ru
 	}
 	old := meta.FindStatusCondition(nas.Status.Conditions, v1alpha1.ConditionRPOMet)
 	changed := old == nil || old.Status != status || old.Reason != v.Reason
-	// The message holds an age: it is rewritten only when the verdict
-	// changes, so that a scrape of status is not a write per reconcile.
-	if changed {
+	if changed || old.Message != v.Message {
 		meta.SetStatusCondition(&nas.Status.Conditions, metav1.Condition{
 			Type: v1alpha1.ConditionRPOMet, Status: status, Reason: v.Reason, Message: v.Message, ObservedGeneration: nas.Generation,
 		})
 		switch {
+		case !changed:
 		case !v.Met:
 			r.Recorder.Event(nas, corev1.EventTypeWarning, EventRPOMissed, v.Message)
 		case old != nil:

@@ -331,7 +331,7 @@ func (s *ControllerSuite) TestScheduleRPO(c *C) {
 	})
 	cond := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionRPOMet)
 	c.Check(cond.Reason, Equals, v1alpha1.ReasonSchedulePaused)
-	c.Check(cond.Message, Matches, `the last successful backup completed [0-9]+s ago, beyond the objective of 6s: the schedule is paused \(spec.paused\), no new run is taken`)
+	c.Check(cond.Message, Matches, `the last successful backup completed at 20\S+Z, more than the objective of 6s ago: the schedule is paused \(spec.paused\), no new run is taken`)
 	eventually(c, 10*time.Second, func() (bool, string) {
 		events := &corev1.EventList{}
 		c.Assert(testClient.List(ctx, events, client.InNamespace(ns)), IsNil)

@@ -29,6 +29,7 @@ type NonAdminScheduleSpec struct {
 	// paused stops new runs until it is set to false; backups already taken
 	// stay.
 	// +optional
+	// +kubebuilder:default=false
 	Paused bool `json:"paused,omitempty"`
 
 	// skipImmediately skips the next run that is due (an edge trigger:

@@ -32,21 +32,19 @@ type RPOVerdict struct {
 // Velero phase ("" when there is none), queue its queue position (0 when
 // not queued). Time is passed in: nothing here reads a clock.
 func EvaluateRPO(rpo time.Duration, created time.Time, lastSuccess *metav1.Time, paused bool, newest velerov1.BackupPhase, queue int, now time.Time) RPOVerdict {
-	point, what := created, "no run has succeeded since the schedule was created"
+	point, what := created, "no run has succeeded since the schedule was created at "
 	if lastSuccess != nil && !lastSuccess.IsZero() {
-		point, what = lastSuccess.Time, "the last successful backup completed"
+		point, what = lastSuccess.Time, "the last successful backup completed at "
 	}
-	age := now.Sub(point).Round(time.Second)
-	if age < 0 {
-		age = 0
-	}
+	// Times, not ages: the message stays true after it was written.
+	at := what + point.UTC().Format(time.RFC3339)
 	v := RPOVerdict{Deadline: point.Add(rpo)}
-	if age <= rpo {
+	if !now.After(v.Deadline) {
 		v.Met, v.Reason = true, ReasonWithinObjective
-		v.Message = fmt.Sprintf("%s %s ago, within the objective of %s", what, age, rpo)
+		v.Message = fmt.Sprintf("%s; the objective of %s holds until %s", at, rpo, v.Deadline.UTC().Format(time.RFC3339))
 		return v
 	}
-	missed := fmt.Sprintf("%s %s ago, beyond the objective of %s", what, age, rpo)
+	missed := fmt.Sprintf("%s, more than the objective of %s ago", at, rpo)
 	switch {
 	case paused:
 		v.Reason, v.Message = ReasonSchedulePaused, missed+": the schedule is paused (spec.paused), no new run is taken"
