@@ -72,9 +72,10 @@ func (s *BackupSync) SyncOnce(ctx context.Context) (int, error) {
 	}
 	created := 0
 	var errs []error
+	known := nabIndex{}
 	for i := range backups.Items {
 		b := &backups.Items[i]
-		ok, err := s.syncOne(ctx, b, locations)
+		ok, err := s.syncOne(ctx, b, locations, known)
 		if err != nil {
 			// One backup that cannot be synced (a spec the NAB CRD refuses,
 			// a conflict) never stops the others.
@@ -129,7 +130,37 @@ func (s *BackupSync) locations(ctx context.Context) (map[string]location, error)
 	return out, nil
 }
 
-func (s *BackupSync) syncOne(ctx context.Context, b *velerov1.Backup, locations map[string]location) (bool, error) {
+// nabIndex holds, per namespace, what a pass needs to know of its
+// NonAdminBackups — their names and the NACUUIDs they link or were synced
+// from — built once per namespace per pass (one cached list), not once per
+// Velero Backup.
+type nabIndex map[string]map[string]bool
+
+// of returns the index of namespace ns, listing its NABs the first time.
+func (x nabIndex) of(ctx context.Context, c client.Reader, ns string) (map[string]bool, error) {
+	if known, ok := x[ns]; ok {
+		return known, nil
+	}
+	nabs := &v1alpha1.NonAdminBackupList{}
+	if err := c.List(ctx, nabs, client.InNamespace(ns), client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("listing NonAdminBackups in %s: %w", ns, err)
+	}
+	known := make(map[string]bool, 3*len(nabs.Items))
+	for _, n := range nabs.Items {
+		known["name/"+n.Name] = true
+		known["uuid/"+NACUUID(n.UID)] = true
+		if n.Status.VeleroBackup != nil && n.Status.VeleroBackup.NACUUID != "" {
+			known["uuid/"+n.Status.VeleroBackup.NACUUID] = true
+		}
+		if l := n.Labels[v1alpha1.NabSyncedFromNACUUIDLabel]; l != "" {
+			known["uuid/"+l] = true
+		}
+	}
+	x[ns] = known
+	return known, nil
+}
+
+func (s *BackupSync) syncOne(ctx context.Context, b *velerov1.Backup, locations map[string]location, index nabIndex) (bool, error) {
 	nacuuid := b.Labels[v1alpha1.NabOriginNACUUIDLabel]
 	ns, name := b.Annotations[v1alpha1.NabOriginNamespaceAnnotation], b.Annotations[v1alpha1.NabOriginNameAnnotation]
 	loc, eligible := locations[b.Spec.StorageLocation]
@@ -139,15 +170,12 @@ func (s *BackupSync) syncOne(ctx context.Context, b *velerov1.Backup, locations 
 	if err := s.Client.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{}); err != nil {
 		return false, client.IgnoreNotFound(err)
 	}
-	nabs := &v1alpha1.NonAdminBackupList{}
-	if err := s.Client.List(ctx, nabs, client.InNamespace(ns)); err != nil {
-		return false, fmt.Errorf("listing NonAdminBackups in %s: %w", ns, err)
+	known, err := index.of(ctx, s.Client, ns)
+	if err != nil {
+		return false, err
 	}
-	for _, n := range nabs.Items {
-		linked := n.Status.VeleroBackup != nil && n.Status.VeleroBackup.NACUUID == nacuuid
-		if n.Name == name || linked || n.Labels[v1alpha1.NabSyncedFromNACUUIDLabel] == nacuuid || NACUUID(n.UID) == nacuuid {
-			return false, nil
-		}
+	if known["name/"+name] || known["uuid/"+nacuuid] {
+		return false, nil
 	}
 	labels := map[string]string{}
 	if raw := b.Annotations[v1alpha1.NabOriginLabelsAnnotation]; raw != "" {
@@ -170,6 +198,7 @@ func (s *BackupSync) syncOne(ctx context.Context, b *velerov1.Backup, locations 
 	if created, err := createLinkedNAB(ctx, s.Client, nab, b, nacuuid); err != nil || !created {
 		return false, err
 	}
+	known["name/"+name], known["uuid/"+nacuuid] = true, true
 	log.FromContext(ctx).Info("synced NonAdminBackup from Velero Backup", "namespace", ns, "name", name, "veleroBackup", b.Name, "droppedFields", dropped)
 	return true, nil
 }

@@ -135,7 +135,8 @@ func (s *StateCollector) Collect(ch chan<- prometheus.Metric) {
 		"NonAdminDownloadRequest":       &v1alpha1.NonAdminDownloadRequestList{},
 		"NonAdminSchedule":              &v1alpha1.NonAdminScheduleList{},
 	} {
-		if err := s.Reader.List(ctx, list); err != nil {
+		// Read only: the cache's objects, not copies of them.
+		if err := s.Reader.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
 			log.FromContext(ctx).Error(err, "listing for nacflow_active_operations", "kind", kind)
 			continue
 		}

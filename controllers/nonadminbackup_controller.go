@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	velerov2alpha1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v2alpha1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -70,10 +71,6 @@ type NonAdminBackupReconciler struct {
 	Queue *BackupQueue
 
 	reads readTracker
-	// refresh marks the NABs whose queue position must be recomputed (a
-	// Backup ahead of them finished); others keep theirs, so no reconcile
-	// writes a position that only drifted.
-	refresh sync.Map
 	// refreshAt is when the scheduled queue refresh runs; until then further
 	// completions need no new one.
 	refreshMu sync.Mutex
@@ -199,12 +196,22 @@ func (r *NonAdminBackupReconciler) mirror(ctx context.Context, nab *v1alpha1.Non
 	if err != nil {
 		return fmt.Errorf("reading Velero Backup %s: %w", key, err)
 	}
+	mirrored := nab.Status.VeleroBackup.DeepCopy()
 	nab.MirrorBackup(b)
-	_, marked := r.refresh.LoadAndDelete(client.ObjectKeyFromObject(nab))
-	if r.Queue != nil && !v1alpha1.BackupFinished(b.Status.Phase) && b.Status.QueuePosition == 0 &&
-		(marked || nab.Status.QueueInfo == nil) {
+	if r.Queue != nil && !v1alpha1.BackupFinished(b.Status.Phase) && b.Status.QueuePosition == 0 {
 		r.Queue.Observe(b)
-		nab.Status.QueueInfo = &v1alpha1.QueueInfo{EstimatedQueuePosition: r.Queue.Position(b.Name, b.CreationTimestamp.Time)}
+		pos, recorded := r.Queue.Position(b.Name, b.CreationTimestamp.Time), 0
+		if q := nab.Status.QueueInfo; q != nil {
+			recorded = q.EstimatedQueuePosition
+		}
+		// The figure is an estimate: rewritten when it drifted (the rule),
+		// or for free when the status is written anyway.
+		writing := !equality.Semantic.DeepEqual(mirrored, nab.Status.VeleroBackup)
+		if QueuePositionStale(recorded, pos) || writing && recorded != pos {
+			nab.Status.QueueInfo = &v1alpha1.QueueInfo{EstimatedQueuePosition: pos}
+			recorded = pos
+		}
+		r.Queue.Shown(b.Name, recorded)
 	}
 	return nil
 }

@@ -2,12 +2,14 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -43,6 +45,9 @@ type BackupQueue struct {
 type queued struct {
 	created time.Time
 	nab     types.NamespacedName
+	// shown is the estimatedQueuePosition its NonAdminBackup shows (0:
+	// unknown), so a refresh wakes only the NABs whose figure went stale.
+	shown int
 }
 
 // queueKey orders pending Backups: by creation time, then name.
@@ -72,6 +77,7 @@ func (q *BackupQueue) Observe(b *velerov1.Backup) {
 	e := queued{created: b.CreationTimestamp.Time, nab: types.NamespacedName{
 		Namespace: b.Annotations[v1alpha1.NabOriginNamespaceAnnotation], Name: b.Annotations[v1alpha1.NabOriginNameAnnotation]}}
 	if old, ok := q.pending[b.Name]; ok && old.created.Equal(e.created) {
+		e.shown = old.shown
 		q.pending[b.Name] = e
 		return
 	}
@@ -94,17 +100,62 @@ func (q *BackupQueue) remove(name string) {
 	}
 }
 
-// waiting returns the NonAdminBackups whose Backups are pending.
-func (q *BackupQueue) waiting() []types.NamespacedName {
+// StaleWaiting returns the NonAdminBackups whose pending Backups' shown
+// queue position is stale by QueuePositionStale: after one completion in a
+// queue of n, O(1) of them (the first QueueExactPositions and those whose
+// figure drifted by a tenth), not n. O(pending), no allocation per entry
+// beyond the result.
+func (q *BackupQueue) StaleWaiting() []types.NamespacedName {
 	q.mu.RLock()
 	defer q.mu.RUnlock()
-	out := make([]types.NamespacedName, 0, len(q.pending))
-	for _, e := range q.pending {
-		if e.nab.Namespace != "" && e.nab.Name != "" {
+	var out []types.NamespacedName
+	for i, k := range q.order {
+		e := q.pending[k.name]
+		if e.nab.Namespace != "" && e.nab.Name != "" && QueuePositionStale(e.shown, i+1) {
 			out = append(out, e.nab)
 		}
 	}
 	return out
+}
+
+// Shown records that the NonAdminBackup of the pending Backup name shows
+// position pos (nothing when the Backup is not pending).
+func (q *BackupQueue) Shown(name string, pos int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if e, ok := q.pending[name]; ok {
+		e.shown = pos
+		q.pending[name] = e
+	}
+}
+
+// QueueExactPositions is how many positions at the head of Velero's queue
+// are always shown exactly.
+const QueueExactPositions = 10
+
+// QueuePositionStale reports whether a waiting object's recorded
+// estimatedQueuePosition (recorded; 0 when none) must be rewritten now that
+// its position is now. estimatedQueuePosition is an estimate (OADP's design
+// says so): it is rewritten when it changed by at least a tenth of the
+// recorded value (at least 1), or the object is within the first
+// QueueExactPositions (shown exactly), or none is recorded. Over a serial
+// drain of a queue of n, each object is then written O(log n) times instead
+// of O(n) — about 40 writes per object for n = 1,000 instead of 500 — and one
+// completion rewrites about QueueExactPositions objects, not n. A figure may
+// show up to ~11% more than the true position (never fewer: the queue only
+// moves forward, except when an earlier Backup appears).
+func QueuePositionStale(recorded, now int) bool {
+	switch {
+	case recorded == now:
+		return false
+	case recorded <= 0 || now <= QueueExactPositions:
+		return true
+	}
+	diff := recorded - now
+	if diff < 0 {
+		diff = -diff
+	}
+	return diff >= max(1, (recorded+9)/10) // a tenth, rounded up
 }
 
 // Len returns how many Backups are pending (Velero's queue depth).
@@ -180,11 +231,11 @@ func (r *NonAdminBackupReconciler) backupEvents() handler.TypedEventHandler[clie
 	}
 }
 
-// refreshWaiting schedules, after the refresh window, the NonAdminBackups
-// whose Velero Backups have not finished, from the in-memory queue (no
-// list). While a refresh is already scheduled it does nothing: that refresh
-// runs after this completion too, and the workqueue keeps the earliest
-// schedule of a key anyway.
+// refreshWaiting wakes, once the refresh window has passed, the
+// NonAdminBackups whose shown queue position went stale (QueuePositionStale,
+// judged from the in-memory queue when the window ends, so that every
+// completion within it counts). While a refresh is already scheduled it does
+// nothing: that refresh runs after this completion too.
 func (r *NonAdminBackupReconciler) refreshWaiting(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 	if r.Queue == nil {
 		return
@@ -195,14 +246,51 @@ func (r *NonAdminBackupReconciler) refreshWaiting(_ context.Context, q workqueue
 	}
 	now := time.Now()
 	r.refreshMu.Lock()
+	defer r.refreshMu.Unlock()
 	if now.Before(r.refreshAt) {
-		r.refreshMu.Unlock()
 		return
 	}
 	r.refreshAt = now.Add(window)
-	r.refreshMu.Unlock()
-	for _, key := range r.Queue.waiting() {
-		r.refresh.Store(key, true)
-		q.AddAfter(reconcile.Request{NamespacedName: key}, window)
+	time.AfterFunc(window, func() {
+		for _, key := range r.Queue.StaleWaiting() {
+			q.Add(reconcile.Request{NamespacedName: key})
+		}
+	})
+}
+
+// SimulateSerialDrain plays Velero serving a queue of n Backups one at a
+// time, oldest first, each completion followed by a refresh under
+// QueuePositionStale, every NonAdminBackup starting with its exact position.
+// It returns the position writes of the first completion (n-1 waiting) and
+// of the whole drain: the figures make bench reports and the unit tests
+// bound (issue 22). Pure computation on a BackupQueue; no API server.
+func SimulateSerialDrain(n int) (first, total int) {
+	q := NewBackupQueue()
+	base := time.Unix(1_000_000, 0)
+	backups := make([]*velerov1.Backup, n)
+	byName := make(map[string]*velerov1.Backup, n)
+	for i := range backups {
+		name := fmt.Sprintf("b%07d", i)
+		b := &velerov1.Backup{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(base.Add(time.Duration(i) * time.Second)),
+			Annotations: map[string]string{v1alpha1.NabOriginNamespaceAnnotation: "tenant", v1alpha1.NabOriginNameAnnotation: name}}}
+		b.Status.Phase = velerov1.BackupPhaseNew
+		q.Observe(b)
+		q.Shown(name, i+1)
+		backups[i], byName[name] = b, b
 	}
+	for i, b := range backups {
+		b.Status.Phase = velerov1.BackupPhaseCompleted
+		q.Observe(b)
+		writes := 0
+		for _, key := range q.StaleWaiting() {
+			w := byName[key.Name]
+			q.Shown(w.Name, q.Position(w.Name, w.CreationTimestamp.Time))
+			writes++
+		}
+		if i == 0 {
+			first = writes
+		}
+		total += writes
+	}
+	return first, total
 }
