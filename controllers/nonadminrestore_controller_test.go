@@ -110,12 +110,12 @@ func (s *ControllerSuite) TestRestoreHappyPath(c *C) {
 	eventually(c, 5*time.Second, func() (bool, string) {
 		evs := eventReasons(c, ns, "bring-back")
 		return containsInOrder(evs, []string{"Normal StartedAction",
-			"Normal StartedPhase", "Normal EndedPhase", // validate
-			"Normal StartedPhase", "Normal EndedPhase", // waitForBackup
-			"Normal StartedPhase", "Normal EndedPhase", // createRestore
-			"Normal StartedPhase", "Normal PhaseWaiting", "Normal EndedPhase", // waitForRestore
-			"Normal StartedPhase", "Normal EndedPhase", // syncStatus
-			"Normal StartedDeferPhase", "Normal EndedDeferPhase", "Normal EndedAction"}), joined(evs)
+			"Normal EndedPhase",                        // validate
+			"Normal EndedPhase",                        // waitForBackup
+			"Normal EndedPhase",                        // createRestore
+			"Normal PhaseWaiting", "Normal EndedPhase", // waitForRestore
+			"Normal EndedPhase", // syncStatus
+			"Normal EndedDeferPhase", "Normal EndedAction"}), joined(evs)
 	})
 
 	// Deleting the NAR removes the Velero Restore object.

@@ -78,6 +78,7 @@ type NonAdminScheduleReconciler struct {
 // whichever comes first.
 func (r *NonAdminScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var wake time.Time
+	found := false
 	res, err := reconcileNAC(ctx, &r.Deps, &r.reads, nacKind[*v1alpha1.NonAdminSchedule]{
 		newObject: func() *v1alpha1.NonAdminSchedule { return &v1alpha1.NonAdminSchedule{} },
 		finalizer: v1alpha1.NonAdminScheduleFinalizer,
@@ -101,6 +102,7 @@ func (r *NonAdminScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Req
 			return fmt.Sprintf("generation %d", n.Generation), nil
 		},
 		begin: func(n *v1alpha1.NonAdminSchedule) {
+			found = true
 			if n.Status.Phase == "" {
 				n.Status.Phase = v1alpha1.NonAdminPhaseNew
 			}
@@ -115,7 +117,8 @@ func (r *NonAdminScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Req
 			return err
 		},
 	}, req)
-	if err != nil {
+	if err != nil || !found {
+		// Gone (or not read): nothing to look at again.
 		return res, err
 	}
 	period := r.CheckPeriod

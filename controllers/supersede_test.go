@@ -74,7 +74,7 @@ func (s *ControllerSuite) TestSupersededBackupEndsProperly(c *C) {
 	c.Check(sup.DeferPhaseState, Equals, v1alpha1.PhaseComplete)
 	eventually(c, 5*time.Second, func() (bool, string) {
 		evs := eventReasons(c, ns, "changed-mind")
-		return containsInOrder(evs, []string{"Normal StartedAction", "Normal PhaseWaiting", "Normal StartedDeferPhase", "Normal EndedDeferPhase",
+		return containsInOrder(evs, []string{"Normal StartedAction", "Normal PhaseWaiting", "Normal EndedDeferPhase",
 			"Normal EndedAction", "Normal StartedAction"}), joined(evs)
 	})
 }

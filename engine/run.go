@@ -15,19 +15,22 @@ import (
 )
 
 // Event reasons the runner emits on the NAC object, on transitions only
-// (DESIGN.md §3). kubectl describe reads them as a phase-by-phase story.
+// (DESIGN.md §3). kubectl describe reads them as a phase-by-phase story:
+// one event per phase — how it ended (with its function and duration),
+// or that it started waiting (the start of a wait), or why it failed — plus
+// the action's start and end. A phase's start has no event of its own
+// (issue 22: the event that ends it, or starts its wait, says it ran), so
+// a NAB reaches "waiting" with 4 events, not 7.
 const (
-	EventStartedAction     = "StartedAction"
-	EventStartedPhase      = "StartedPhase"
-	EventPhaseWaiting      = "PhaseWaiting"
-	EventPhaseTimedOut     = "PhaseTimedOut"
-	EventEndedPhase        = "EndedPhase"
-	EventPhaseFailed       = "PhaseFailed"
-	EventPhaseRetrying     = "PhaseRetrying"
-	EventStartedDeferPhase = "StartedDeferPhase"
-	EventEndedDeferPhase   = "EndedDeferPhase"
-	EventEndedAction       = "EndedAction"
-	EventActionFailed      = "ActionFailed"
+	EventStartedAction   = "StartedAction"
+	EventPhaseWaiting    = "PhaseWaiting"
+	EventPhaseTimedOut   = "PhaseTimedOut"
+	EventEndedPhase      = "EndedPhase"
+	EventPhaseFailed     = "PhaseFailed"
+	EventPhaseRetrying   = "PhaseRetrying"
+	EventEndedDeferPhase = "EndedDeferPhase"
+	EventEndedAction     = "EndedAction"
+	EventActionFailed    = "ActionFailed"
 )
 
 const (
@@ -358,11 +361,6 @@ func (r *Runner) step(ctx context.Context, op *Operation, plan *nacv1alpha1.Plan
 		start := metav1.NewTime(now)
 		ps.StartTime = &start
 		ps.State = nacv1alpha1.PhaseRunning
-		if isDefer {
-			r.event(obj, corev1.EventTypeNormal, EventStartedDeferPhase, "Started deferPhase %s (%s)", ps.Name, ps.Func)
-		} else {
-			r.event(obj, corev1.EventTypeNormal, EventStartedPhase, "Started phase %s (%s)", ps.Name, ps.Func)
-		}
 	}
 
 	op.Phase = ps.Name
@@ -438,7 +436,7 @@ func (r *Runner) onWait(obj Object, ps *nacv1alpha1.PhaseStatus, spec nacv1alpha
 		return Outcome{}, nil
 	}
 	if ps.State != nacv1alpha1.PhaseWaiting {
-		r.event(obj, corev1.EventTypeNormal, EventPhaseWaiting, "Phase %s is waiting: %s", ps.Name, res.Message)
+		r.event(obj, corev1.EventTypeNormal, EventPhaseWaiting, "Phase %s (%s) is waiting: %s", ps.Name, ps.Func, res.Message)
 	}
 	ps.State = nacv1alpha1.PhaseWaiting
 	ps.Message = bounded(res.Message)
@@ -500,10 +498,11 @@ func (r *Runner) complete(obj Object, ps *nacv1alpha1.PhaseStatus, msg string, o
 	if isDefer {
 		reason, what = EventEndedDeferPhase, "deferPhase"
 	}
+	took := since(ps.StartTime, end).Round(time.Second)
 	if msg != "" {
-		r.event(obj, corev1.EventTypeNormal, reason, "Ended %s %s: %s", what, ps.Name, msg)
+		r.event(obj, corev1.EventTypeNormal, reason, "Ended %s %s (%s) in %s: %s", what, ps.Name, ps.Func, took, msg)
 	} else {
-		r.event(obj, corev1.EventTypeNormal, reason, "Ended %s %s", what, ps.Name)
+		r.event(obj, corev1.EventTypeNormal, reason, "Ended %s %s (%s) in %s", what, ps.Name, ps.Func, took)
 	}
 	if r.Observer != nil {
 		r.Observer.PhaseEnded(obj, ps.Func, false, since(ps.StartTime, end))

@@ -119,10 +119,10 @@ func (s *RunSuite) TestRunsToCompletionPassingOutputs(c *C) {
 	c.Check(plan.Current, Equals, "d: complete")
 	c.Check(s.events(), DeepEquals, []string{
 		"Normal StartedAction",
-		"Normal StartedPhase", "Normal EndedPhase",
-		"Normal StartedPhase", "Normal EndedPhase",
-		"Normal StartedPhase", "Normal EndedPhase",
-		"Normal StartedDeferPhase", "Normal EndedDeferPhase",
+		"Normal EndedPhase",
+		"Normal EndedPhase",
+		"Normal EndedPhase",
+		"Normal EndedDeferPhase",
 		"Normal EndedAction",
 	})
 
@@ -163,11 +163,11 @@ func (s *RunSuite) TestResumeAfterRestart(c *C) {
 	c.Check(out.Finished, Equals, true)
 	c.Check(s.fn.calls, DeepEquals, map[string]int{"b": 1, "c": 1, "d": 1}, Commentf("a must not run again"))
 	c.Check(s.nab.Status.Plan.State, Equals, v1alpha1.PlanComplete)
-	// No second StartedAction/StartedPhase for the resumed phase.
+	// No second StartedAction for the resumed plan; one event per phase.
 	c.Check(s.events(), DeepEquals, []string{
 		"Normal EndedPhase",
-		"Normal StartedPhase", "Normal EndedPhase",
-		"Normal StartedDeferPhase", "Normal EndedDeferPhase",
+		"Normal EndedPhase",
+		"Normal EndedDeferPhase",
 		"Normal EndedAction",
 	})
 }
@@ -182,7 +182,7 @@ func (s *RunSuite) TestPhaseWaitingOncePerWait(c *C) {
 		s.now = s.now.Add(time.Second)
 	}
 	c.Check(s.fn.calls["a"], Equals, 3)
-	c.Check(s.events(), DeepEquals, []string{"Normal StartedAction", "Normal StartedPhase", "Normal PhaseWaiting"})
+	c.Check(s.events(), DeepEquals, []string{"Normal StartedAction", "Normal PhaseWaiting"})
 }
 
 func (s *RunSuite) TestDeferPhaseRunsAfterFailure(c *C) {
@@ -199,8 +199,8 @@ func (s *RunSuite) TestDeferPhaseRunsAfterFailure(c *C) {
 	c.Check(plan.Phase("a").Attempts, Equals, int32(1))
 	c.Check(s.fn.calls, DeepEquals, map[string]int{"a": 1, "d": 1})
 	c.Check(s.events(), DeepEquals, []string{
-		"Normal StartedAction", "Normal StartedPhase", "Warning PhaseFailed",
-		"Normal StartedDeferPhase", "Normal EndedDeferPhase", "Warning ActionFailed",
+		"Normal StartedAction", "Warning PhaseFailed",
+		"Normal EndedDeferPhase", "Warning ActionFailed",
 	})
 }
 
@@ -279,10 +279,10 @@ func (s *RunSuite) TestWaitTimeoutContinues(c *C) {
 	c.Check(s.nab.Status.Plan.Phase("b").Message, Equals, "timed out after 5m0s: velero busy; continued (onTimeout: continue)")
 	c.Check(s.nab.Status.Plan.State, Equals, v1alpha1.PlanComplete)
 	c.Check(s.events(), DeepEquals, []string{
-		"Normal StartedAction", "Normal StartedPhase", "Normal EndedPhase",
-		"Normal StartedPhase", "Normal PhaseWaiting", "Warning PhaseTimedOut", "Normal EndedPhase",
-		"Normal StartedPhase", "Normal EndedPhase",
-		"Normal StartedDeferPhase", "Normal EndedDeferPhase", "Normal EndedAction",
+		"Normal StartedAction", "Normal EndedPhase",
+		"Normal PhaseWaiting", "Warning PhaseTimedOut", "Normal EndedPhase",
+		"Normal EndedPhase",
+		"Normal EndedDeferPhase", "Normal EndedAction",
 	})
 }
 
@@ -480,8 +480,8 @@ func (s *RunSuite) TestSupersededPlanEndsProperly(c *C) {
 	c.Check(p.Superseded.Reason, Equals, "superseded by a new run of action backup (revision changed)")
 	c.Check(p.Superseded.DeferPhaseState, Equals, v1alpha1.PhaseComplete)
 	c.Check(p.Superseded.CompletionTime, NotNil)
-	c.Check(s.events()[:6], DeepEquals, []string{"Normal StartedDeferPhase", "Normal PhaseWaiting", "Normal EndedDeferPhase",
-		"Normal EndedAction", "Normal StartedAction", "Normal StartedPhase"})
+	c.Check(s.events()[:4], DeepEquals, []string{"Normal PhaseWaiting", "Normal EndedDeferPhase",
+		"Normal EndedAction", "Normal StartedAction"})
 	c.Check(obs.ended, DeepEquals, []string{"backup failed=true", "backup failed=false"})
 }
 

@@ -119,8 +119,8 @@ func (s *PrintersSuite) TestDescribeBackupCompleted(c *C) {
 	DescribeBackup(&b, completedBackup(), &Details{Resources: map[string][]string{
 		"v1/ConfigMap": {"demo/settings", "demo/kube-root-ca.crt"}, "v1/Namespace": {"demo"}}}, t0.Add(time.Minute))
 	DescribeEvents(&b, []corev1.Event{
-		{Type: "Normal", Reason: "EndedPhase", Message: "waitForBackup (WaitFor) complete in 11s", Count: 1, LastTimestamp: *at(12)},
-		{Type: "Normal", Reason: "StartedPhase", Message: "validate (ValidateBackupSpec)", Count: 1, LastTimestamp: *at(0)},
+		{Type: "Normal", Reason: "EndedPhase", Message: "Ended phase waitForBackup (WaitFor) in 11s: Velero Backup demo-b1-1a2b3c is Completed", Count: 1, LastTimestamp: *at(12)},
+		{Type: "Normal", Reason: "StartedAction", Message: "Started action backup of blueprint nonadminbackup", Count: 1, LastTimestamp: *at(0)},
 	}, t0.Add(time.Minute))
 	golden(c, "describe-backup-completed", b.String())
 	// What the issue asks of the timeline: each phase with its function,
