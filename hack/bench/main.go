@@ -526,6 +526,7 @@ func printTable(w io.Writer, r *Result) {
 		fmt.Fprintf(w, "  %-42s %.2f\n", k, r.WritesPerNABByResource[k])
 	}
 	fmt.Fprintf(w, "%-44s %.2f\n", "event writes per NAB", r.EventWritesPerNAB)
+	fmt.Fprintf(w, "%-44s %.2f\n", "writes per NAB including events", r.WritesPerNAB+r.EventWritesPerNAB)
 	fmt.Fprintf(w, "%-44s %d\n", "409 conflicts", r.Conflicts)
 	fmt.Fprintf(w, "%-44s %d\n", "controller writes for one completion", r.WritesForOneCompletion)
 	fmt.Fprintf(w, "%-44s %d (burst of %d, %d NABs waiting)\n", "controller writes for a completion burst", r.WritesForBurst, r.BurstSize, r.WaitingNABsAtBurst)
