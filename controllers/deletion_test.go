@@ -3,6 +3,7 @@ package controllers_test
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
@@ -117,10 +118,14 @@ func (s *ControllerSuite) TestDeleteBackupEndToEnd(c *C) {
 	c.Check(cond.Reason, Equals, v1alpha1.ReasonDeletionPending)
 	c.Check(got.Status.VeleroDeleteBackupRequest.Name, Equals, backup.Name)
 	eventually(c, 5*time.Second, func() (bool, string) {
-		evs := eventReasons(c, nab.Namespace, "doomed")
-		return containsInOrder(evs, []string{"Normal EndedAction", // backup
-			"Normal StartedAction", "Normal EndedPhase", "Normal EndedPhase",
-			"Normal PhaseWaiting"}), joined(evs)
+		story := eventStory(c, nab.Namespace, "doomed")
+		last := ""
+		if len(story) > 0 {
+			last = story[len(story)-1]
+		}
+		return containsInOrder(eventReasons(c, nab.Namespace, "doomed"), []string{"Normal EndedAction", "Normal PhaseWaiting"}) &&
+				regexp.MustCompile(`^Normal PhaseWaiting: Started action delete of blueprint nonadminbackup; Ended phase [^;]*; Ended phase [^;]*; Phase waitForDeletion \(WaitFor\) is waiting`).MatchString(last),
+			strings.Join(story, "\n")
 	})
 
 	veleroDeletes(c, dbr, backup, nab)

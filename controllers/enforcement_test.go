@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
@@ -113,11 +114,11 @@ func (s *ControllerSuite) TestInvalidOverrideIsNotUsed(c *C) {
 		c.Assert(testClient.Create(ctx, nab), IsNil)
 		var evs []string
 		eventually(c, 5*time.Second, func() (bool, string) {
-			evs = eventReasons(c, ns, nab.Name)
-			return containsInOrder(evs, []string{"Normal StartedAction"}), joined(evs)
+			evs = eventStory(c, ns, nab.Name)
+			return strings.Contains(joined(evs), "Started action"), joined(evs)
 		})
 		got := getNAB(c, nab)
 		c.Check(got.Status.Plan.BlueprintGeneration, Equals, v1alpha1.BuiltInGeneration)
-		return containsInOrder(evs, []string{"Warning BlueprintInvalid"}), joined(evs)
+		return containsInOrder(eventReasons(c, ns, nab.Name), []string{"Warning BlueprintInvalid"}), joined(evs)
 	})
 }

@@ -1,22 +1,33 @@
 package controllers
 
 import (
-	"k8s.io/client-go/tools/record"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"k8s.io/client-go/util/flowcontrol"
 )
 
-// ThrottledSink is the sink NewEventBroadcaster(qps, burst) puts in front of
-// sink, with its rate limiter on clk, so that a test can pace it on a fake
-// clock.
-func ThrottledSink(sink record.EventSink, qps float32, burst int, clk flowcontrol.Clock) record.EventSink {
-	return &throttledSink{EventSink: sink, limiter: flowcontrol.NewTokenBucketRateLimiterWithClock(qps, burst, clk)}
+// NewEventBroadcasterWith returns an EventBroadcaster pacing its writes
+// with lim (nil: none), holding queueSize events, and sleeping between
+// retries with sleep (false: stop retrying).
+func NewEventBroadcasterWith(lim flowcontrol.RateLimiter, queueSize int, sleep func(time.Duration) bool) *EventBroadcaster {
+	b := newEventBroadcaster(lim, queueSize)
+	if sleep != nil {
+		b.sleep = func(d time.Duration, _ <-chan struct{}) bool { return sleep(d) }
+	}
+	return b
 }
 
-// EventLimiter returns the rate limiter NewEventBroadcaster put in front of
-// the sinks of b, or nil when it put none (qps ≤ 0).
-func EventLimiter(b record.EventBroadcaster) flowcontrol.RateLimiter {
-	if t, ok := b.(*throttledBroadcaster); ok {
-		return t.limiter
-	}
-	return nil
+// EventsQueued returns the value of nacflow_events_queued.
+func EventsQueued() float64 { return testutil.ToFloat64(eventsQueued) }
+
+// EventsWritten returns the value of nacflow_events_written_total.
+func EventsWritten() float64 { return testutil.ToFloat64(eventsWritten) }
+
+// EventsDropped returns nacflow_events_dropped_total{reason}.
+func EventsDropped(reason string) float64 {
+	return testutil.ToFloat64(eventsDropped.WithLabelValues(reason))
 }
+
+// EventQueueWaitSeconds returns nacflow_event_queue_wait_seconds_total.
+func EventQueueWaitSeconds() float64 { return testutil.ToFloat64(eventsBlocked) }

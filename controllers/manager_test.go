@@ -53,7 +53,7 @@ func startController(c *C, o controllerOptions) (stop func()) {
 			cacheOpts.ByObject[obj] = cache.ByObject{Label: o.selector}
 		}
 	}
-	broadcaster := controllers.NewEventBroadcaster(0, 0) // unlimited: tests read events at once
+	broadcaster := controllers.NewEventBroadcaster(0, 0, 0) // unlimited: tests read events at once
 	opts := ctrl.Options{
 		Scheme:           testScheme,
 		Metrics:          metricsserver.Options{BindAddress: "0"},

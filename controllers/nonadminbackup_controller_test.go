@@ -129,15 +129,17 @@ func (s *ControllerSuite) TestValidBackupLifecycle(c *C) {
 	c.Check(got.Status.Plan.Spec.Phases, HasLen, 5)
 	c.Check(got.Status.Plan.Current, Equals, "waitForBackup: waiting")
 	c.Check(got.Status.Plan.Phase("waitForBackup").Message, Equals, fmt.Sprintf("Velero Backup %s is not started", wantName))
+	// One event for the reconcile that created the Velero Backup and started
+	// waiting: it tells each transition, in order.
+	var story []string
 	eventually(c, 5*time.Second, func() (bool, string) {
-		evs := eventReasons(c, ns, "nightly")
-		return containsInOrder(evs, []string{
-			"Normal StartedAction",
-			"Normal EndedPhase",   // validate
-			"Normal EndedPhase",   // createBackup
-			"Normal PhaseWaiting", // waitForBackup
-		}), joined(evs)
+		story = eventStory(c, ns, "nightly")
+		return len(story) == 1, strings.Join(story, "\n")
 	})
+	c.Check(story[0], Matches, `Normal PhaseWaiting: Started action backup of blueprint nonadminbackup; `+
+		`Ended phase validate \(ValidateBackupSpec\) in 0s: backupSpec accepted; `+
+		`Ended phase createBackup \(CreateVeleroBackup\) in 0s: [^;]*; `+
+		`Phase waitForBackup \(WaitFor\) is waiting: Velero Backup [^ ]+ is not started`)
 
 	// Velero finishes: the NAB mirrors it and the plan completes.
 	completeBackup(c, s.oadp, wantName, velerov1.BackupPhaseCompleted)
@@ -150,21 +152,23 @@ func (s *ControllerSuite) TestValidBackupLifecycle(c *C) {
 	c.Check(got.Status.Plan.DeferPhase.State, Equals, v1alpha1.PhaseComplete)
 	c.Check(got.Status.Plan.Phase("syncStatus").Output, DeepEquals, map[string]string{"phase": "Completed"})
 	c.Check(got.Status.QueueInfo.EstimatedQueuePosition, Equals, 0)
+	// Then one event per step: the wait ended and the contents check waits
+	// for Velero's resource list; the check ended and so did the action.
 	eventually(c, 5*time.Second, func() (bool, string) {
-		evs := eventReasons(c, ns, "nightly")
-		return containsInOrder(evs, []string{
-			"Normal PhaseWaiting", "Normal EndedPhase", // waitForBackup
-			"Normal EndedPhase", // syncStatus
-			"Normal EndedDeferPhase",
-			"Normal EndedAction",
-		}), joined(evs)
+		story = eventStory(c, ns, "nightly")
+		return len(story) == 3, strings.Join(story, "\n")
 	})
+	c.Check(story[1], Matches, `Normal PhaseWaiting: Ended phase waitForBackup \(WaitFor\) in \d+s: Velero Backup [^ ]+ is Completed; `+
+		`Ended phase syncStatus \(SyncStatus\) in 0s: Mirrored Velero Backup [^ ]+ \(Completed\); `+
+		`Phase verify \(VerifyBackupContents\) is waiting: .*`)
+	c.Check(story[2], Matches, `Normal EndedAction: Ended phase verify \(VerifyBackupContents\) in \d+s[^;]*; `+
+		`Ended deferPhase finalStatus \([A-Za-z]+\) in 0s[^;]*; Ended action backup.*`)
 
 	// The plan ran once: no reconcile acted on a cache older than its own
-	// status write.
-	evs := eventReasons(c, ns, "nightly")
-	c.Check(count(evs, "Normal StartedAction"), Equals, 1, Commentf(joined(evs)))
-	c.Check(count(evs, "Normal EndedPhase"), Equals, 5, Commentf(joined(evs))) // one event per phase
+	// status write; every phase is told once.
+	all := strings.Join(story, "\n")
+	c.Check(strings.Count(all, "Started action"), Equals, 1, Commentf(all))
+	c.Check(strings.Count(all, "Ended phase "), Equals, 5, Commentf(all))
 
 	// After the plan: the mirror stays current (Velero later marks it failed
 	// in this made-up story).

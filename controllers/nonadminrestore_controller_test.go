@@ -3,6 +3,7 @@ package controllers_test
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -108,14 +109,11 @@ func (s *ControllerSuite) TestRestoreHappyPath(c *C) {
 	c.Check(got.Status.VeleroRestore.Status.Progress.ItemsRestored, Equals, 5)
 	c.Check(got.Status.QueueInfo.EstimatedQueuePosition, Equals, 0)
 	eventually(c, 5*time.Second, func() (bool, string) {
-		evs := eventReasons(c, ns, "bring-back")
-		return containsInOrder(evs, []string{"Normal StartedAction",
-			"Normal EndedPhase",                        // validate
-			"Normal EndedPhase",                        // waitForBackup
-			"Normal EndedPhase",                        // createRestore
-			"Normal PhaseWaiting", "Normal EndedPhase", // waitForRestore
-			"Normal EndedPhase", // syncStatus
-			"Normal EndedDeferPhase", "Normal EndedAction"}), joined(evs)
+		story := strings.Join(eventStory(c, ns, "bring-back"), "\n")
+		return regexp.MustCompile(`(?s)Normal PhaseWaiting: Started action restore of blueprint nonadminrestore; ` +
+			`Ended phase validate \(ValidateRestoreSpec\)[^;]*; Ended phase waitForBackup \(WaitFor\)[^;]*; Ended phase createRestore \(CreateVeleroRestore\)[^;]*; ` +
+			`Phase waitForRestore \(WaitFor\) is waiting[^\n]*\n` +
+			`Normal EndedAction: Ended phase waitForRestore \(WaitFor\)[^;]*; Ended phase syncStatus \(SyncStatus\)[^;]*; .*Ended deferPhase [^;]*; Ended action restore`).MatchString(story), story
 	})
 
 	// Deleting the NAR removes the Velero Restore object.

@@ -135,6 +135,18 @@ func eventMessages(c *C, namespace, name string) []string {
 // eventReasons returns "Type Reason" of the events on the object named name
 // in namespace, oldest first.
 func eventReasons(c *C, namespace, name string) []string {
+	var out []string
+	for _, e := range eventStory(c, namespace, name) {
+		reason, _, _ := strings.Cut(e, ":")
+		out = append(out, reason)
+	}
+	return out
+}
+
+// eventStory returns the events of the object name in namespace, oldest
+// first, as "Type Reason: message". A reconcile's Normal transitions are one
+// event (engine.EventBuffer.Flush): the message tells each of them.
+func eventStory(c *C, namespace, name string) []string {
 	list := &corev1.EventList{}
 	c.Assert(testClient.List(context.Background(), list, client.InNamespace(namespace)), IsNil)
 	var evs []corev1.Event
@@ -148,7 +160,7 @@ func eventReasons(c *C, namespace, name string) []string {
 	sort.Slice(evs, func(i, j int) bool { return evs[i].Name < evs[j].Name })
 	var out []string
 	for _, e := range evs {
-		out = append(out, fmt.Sprintf("%s %s", e.Type, e.Reason))
+		out = append(out, fmt.Sprintf("%s %s: %s", e.Type, e.Reason, e.Message))
 	}
 	return out
 }

@@ -3,7 +3,9 @@ package engine
 import (
 	"context"
 	"fmt"
+	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -84,16 +86,65 @@ func (b *EventBuffer) Each(f func(eventType, reason, message string)) {
 	}
 }
 
+// MaxEventMessageBytes bounds a coalesced event's message (events.k8s.io's
+// note limit): a run of transitions longer than this is sent as several
+// events.
+const MaxEventMessageBytes = 1024
+
 // Flush sends the buffered events to to, in order, and empties the buffer.
+// Each run of consecutive Normal events on one object (without annotations)
+// is sent as one event: its reason is the run's last (PhaseWaiting when the
+// reconcile stopped at a wait, EndedAction when the action ended), its
+// message the run's messages in order, joined by "; ". A reconcile that
+// validates, creates a Velero Backup and starts waiting thus writes one
+// event, not four, and kubectl describe still names every phase, its
+// function and how long it took. Warnings are always events of their own.
 func (b *EventBuffer) Flush(to record.EventRecorder) {
+	var run []bufferedEvent
+	send := func() {
+		if len(run) == 0 {
+			return
+		}
+		last := run[len(run)-1]
+		msg := last.message
+		if len(run) > 1 {
+			msgs := make([]string, len(run))
+			for i, e := range run {
+				msgs[i] = e.message
+			}
+			msg = strings.Join(msgs, "; ")
+		}
+		to.Event(last.obj, last.eventType, last.reason, msg)
+		run = run[:0]
+	}
 	for _, e := range b.events {
-		if e.annotations != nil {
+		joinable := e.eventType == corev1.EventTypeNormal && e.annotations == nil
+		if len(run) > 0 && (!joinable || run[0].obj != e.obj || runBytes(run)+2+len(e.message) > MaxEventMessageBytes) {
+			send()
+		}
+		switch {
+		case joinable:
+			run = append(run, e)
+		case e.annotations != nil:
 			to.AnnotatedEventf(e.obj, e.annotations, e.eventType, e.reason, "%s", e.message)
-		} else {
+		default:
 			to.Event(e.obj, e.eventType, e.reason, e.message)
 		}
 	}
+	send()
 	b.events = nil
+}
+
+// runBytes is the length of run's messages joined by "; ".
+func runBytes(run []bufferedEvent) int {
+	n := 0
+	for i, e := range run {
+		if i > 0 {
+			n += 2
+		}
+		n += len(e.message)
+	}
+	return n
 }
 
 // PatchMetadataOnly sends patch for obj through c (to the status subresource

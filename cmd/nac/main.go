@@ -53,6 +53,7 @@ type options struct {
 	concurrency   int
 	eventQPS      float64
 	eventBurst    int
+	eventQueue    int
 	// given are the flags given on the command line: those yield nothing
 	// to a DataProtectionApplication's settings.
 	given map[string]bool
@@ -156,8 +157,10 @@ func registerFlags(fs *flag.FlagSet, o *options) *zap.Options {
 	fs.DurationVar(&o.maxRetry, "max-retry-delay", controllers.DefaultMaxRetryDelay,
 		"Longest backoff between failed reconciles of one NAC object: after an API server outage, operations resume within this.")
 	fs.Float64Var(&o.eventQPS, "event-qps", controllers.DefaultEventQPS,
-		"Events written per second at most (as kubelet's --event-qps); under a burst of operations the rest queue, then are dropped: status is the record. 0: no limit.")
+		"Events written per second at most (as kubelet's --event-qps); under a burst of operations the rest wait in the event queue. 0: no limit.")
 	fs.IntVar(&o.eventBurst, "event-burst", controllers.DefaultEventBurst, "Burst above --event-qps.")
+	fs.IntVar(&o.eventQueue, "event-queue-size", controllers.DefaultEventQueueSize,
+		"Events held while --event-qps paces them (about 1 KiB each). When it is full, reconciles wait for room: events are delayed, never dropped (nacflow_events_dropped_total counts the API server's refusals and what is queued at exit).")
 	fs.DurationVar(&o.credCheck, "credential-check-period", controllers.DefaultCredentialCheckPeriod,
 		"How often each NonAdminBackupStorageLocation rechecks its credential Secret, so that a rotation reaches the copy (Secrets are not watched).")
 	zapOpts := &zap.Options{}
@@ -195,6 +198,13 @@ func run(o options) error {
 		return fmt.Errorf("--min-retry-delay must be positive and --max-retry-delay at least as long (got %s and %s)", o.minRetry, o.maxRetry)
 	}
 	cfg.QPS, cfg.Burst = float32(o.qps), o.burst
+	if o.eventQueue <= 0 {
+		return fmt.Errorf("--event-queue-size must be positive, got %d", o.eventQueue)
+	}
+	// The manager does not stop a broadcaster it was given: run does, after
+	// the manager, so that what is still queued is written (for up to 5 s).
+	events := controllers.NewEventBroadcaster(float32(o.eventQPS), o.eventBurst, o.eventQueue)
+	defer events.Shutdown()
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
@@ -205,7 +215,7 @@ func run(o options) error {
 		Cache:                   controllers.CacheOptions(o.oadpNamespace),
 		Controller:              config.Controller{MaxConcurrentReconciles: o.concurrency},
 		PprofBindAddress:        o.pprofAddr,
-		EventBroadcaster:        controllers.NewEventBroadcaster(float32(o.eventQPS), o.eventBurst), //nolint:staticcheck // lives as long as the process
+		EventBroadcaster:        events, //nolint:staticcheck // lives as long as the process
 	})
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)

@@ -16,6 +16,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -46,6 +48,8 @@ type config struct {
 	assets, nac, jsonOut    string
 	pprof, nacGOGC          string
 	nacArgs, apiserverProf  string
+	heapProfile             string
+	scrapeEvery             time.Duration
 	timeout                 time.Duration
 	window                  time.Duration
 }
@@ -59,6 +63,9 @@ type Result struct {
 	WritesPerNAB                                float64
 	WritesPerNABByResource                      map[string]float64
 	EventWritesPerNAB                           float64
+	EventsDropped                               float64
+	EventDrainSeconds                           float64
+	ControllerMetricsScrapes                    int
 	Conflicts                                   int
 	WritesForOneCompletion                      int
 	BurstSize                                   int
@@ -86,6 +93,8 @@ func main() {
 	flag.StringVar(&cfg.apiserverProf, "apiserver-cpu-profile", "", "Write an 8 s CPU profile of the kube-apiserver, taken as the NAB wave starts, to this file.")
 	flag.StringVar(&cfg.pprof, "pprof", "", "nac's --pprof-bind-address during the run (to profile it).")
 	flag.StringVar(&cfg.nacGOGC, "nac-gogc", "", "GOGC for the nac process only (empty: nac's default).")
+	flag.StringVar(&cfg.heapProfile, "heap-profile", "", "Write the controller's heap profile, taken after the wave settled, to this file (needs -pprof).")
+	flag.DurationVar(&cfg.scrapeEvery, "metrics-scrape-interval", 15*time.Second, "Scrape the controller's /metrics this often during the run, as Prometheus would (0: never).")
 	flag.Parse()
 	res, err := run(cfg)
 	if err != nil {
@@ -161,9 +170,14 @@ func run(cfg config) (*Result, error) {
 	}
 
 	// The controller, as a separate process.
+	// Backup sync and garbage collection run at their defaults, and the
+	// metrics endpoint is scraped: the periodic loops are part of the cost.
+	metricsAddr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
 	args := []string{"--kubeconfig", kcPath, "--oadp-namespace", oadpNS,
-		"--metrics-bind-address", "0", "--health-probe-bind-address", "127.0.0.1:0",
-		"--backup-sync-period", "0", "--garbage-collection-period", "0",
+		"--metrics-bind-address", metricsAddr, "--health-probe-bind-address", "127.0.0.1:0",
 		"--queue-refresh-window", cfg.window.String(), "--zap-log-level", "error", "--pprof-bind-address", cfg.pprof}
 	nac := exec.CommandContext(ctx, cfg.nac, append(args, strings.Fields(cfg.nacArgs)...)...)
 	if cfg.nacGOGC != "" {
@@ -182,6 +196,26 @@ func run(cfg config) (*Result, error) {
 
 	// Wait until the controller serves: a probe NAB gets its Velero Backup.
 	if err := probe(ctx, c); err != nil {
+		return nil, err
+	}
+	nacMetrics := func() (map[string]float64, error) { return scrapeController(ctx, metricsAddr) }
+	var scrapes atomic.Int64
+	if cfg.scrapeEvery > 0 {
+		go func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(cfg.scrapeEvery):
+					if _, err := nacMetrics(); err == nil {
+						scrapes.Add(1)
+					}
+				}
+			}
+		}()
+	}
+	events0, err := nacMetrics()
+	if err != nil {
 		return nil, err
 	}
 
@@ -256,9 +290,30 @@ func run(cfg config) (*Result, error) {
 		}
 	}
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	// Let the controller finish the status writes of this wave.
+	// Let the controller finish the status writes of this wave, then its
+	// events: --event-qps paces them, none may be dropped.
 	if err := settle(ctx, cs, 3*time.Second); err != nil {
 		return nil, err
+	}
+	var events1 map[string]float64
+	for {
+		if events1, err = nacMetrics(); err != nil {
+			return nil, err
+		}
+		if events1["nacflow_events_queued"] == 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("events still queued: %v", events1["nacflow_events_queued"])
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	eventsDrained := time.Since(last)
+	if cfg.heapProfile != "" && cfg.pprof != "" {
+		if err := saveHeapProfile(ctx, cfg.pprof, cfg.heapProfile); err != nil {
+			fmt.Fprintln(os.Stderr, "bench: heap profile:", err)
+		}
 	}
 	after, err := scrape(ctx, cs)
 	if err != nil {
@@ -291,6 +346,12 @@ func run(cfg config) (*Result, error) {
 	}
 	res.WritesPerNAB = total / float64(cfg.n)
 	res.Conflicts = int(conflicts(before, after))
+	for k, v := range events1 {
+		if strings.HasPrefix(k, "nacflow_events_dropped_total") {
+			res.EventsDropped += v - events0[k]
+		}
+	}
+	res.EventDrainSeconds = eventsDrained.Seconds()
 
 	// One completion, then a burst, as Velero would.
 	backups := &velerov1.BackupList{}
@@ -337,6 +398,7 @@ func run(cfg config) (*Result, error) {
 	cpu1, _ := procCPU(nac.Process.Pid)
 	res.ControllerCPUSeconds = cpu1 - cpu0
 	res.ControllerPeakRSSMiB = procPeakRSS(nac.Process.Pid)
+	res.ControllerMetricsScrapes = int(scrapes.Load())
 	return res, nil
 }
 
@@ -391,6 +453,56 @@ func parallel(ctx context.Context, n, k int, f func(int) error) error {
 	}
 	wg.Wait()
 	return firstErr
+}
+
+// freeAddr returns a loopback address with a port free right now.
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+var sampleLine = regexp.MustCompile(`^(nacflow_[a-z_]+(\{[^}]*\})?) ([0-9.e+-]+)$`)
+
+// scrapeController returns the controller's nacflow_* samples, as
+// "name{labels}" → value.
+func scrapeController(ctx context.Context, addr string) (map[string]float64, error) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("scraping the controller's metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]float64{}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if m := sampleLine.FindStringSubmatch(line); m != nil {
+			out[m[1]], _ = strconv.ParseFloat(m[3], 64)
+		}
+	}
+	return out, nil
+}
+
+// saveHeapProfile writes the heap profile served on the controller's pprof
+// address to file.
+func saveHeapProfile(ctx context.Context, addr, file string) error {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/debug/pprof/heap", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(file, data, 0o644)
 }
 
 var requestLine = regexp.MustCompile(`^apiserver_request_total\{(.*)\} ([0-9.e+]+)$`)
@@ -525,7 +637,8 @@ func printTable(w io.Writer, r *Result) {
 	for _, k := range keys {
 		fmt.Fprintf(w, "  %-42s %.2f\n", k, r.WritesPerNABByResource[k])
 	}
-	fmt.Fprintf(w, "%-44s %.2f\n", "event writes per NAB", r.EventWritesPerNAB)
+	fmt.Fprintf(w, "%-44s %.2f (all delivered %.1f s after the last Velero Backup)\n", "event writes per NAB", r.EventWritesPerNAB, r.EventDrainSeconds)
+	fmt.Fprintf(w, "%-44s %.0f\n", "events dropped", r.EventsDropped)
 	fmt.Fprintf(w, "%-44s %.2f\n", "writes per NAB including events", r.WritesPerNAB+r.EventWritesPerNAB)
 	fmt.Fprintf(w, "%-44s %d\n", "409 conflicts", r.Conflicts)
 	fmt.Fprintf(w, "%-44s %d\n", "controller writes for one completion", r.WritesForOneCompletion)
@@ -534,4 +647,5 @@ func printTable(w io.Writer, r *Result) {
 	fmt.Fprintf(w, "%-44s %d (n = %d; n²/2 = %d without the rule)\n", "position writes to drain the queue serially", r.PositionWritesSerialDrain, r.NABs, r.NABs*r.NABs/2)
 	fmt.Fprintf(w, "%-44s %.1f s\n", "controller CPU", r.ControllerCPUSeconds)
 	fmt.Fprintf(w, "%-44s %.1f MiB\n", "controller peak RSS", r.ControllerPeakRSSMiB)
+	fmt.Fprintf(w, "%-44s %d\n", "controller /metrics scrapes during the run", r.ControllerMetricsScrapes)
 }

@@ -73,7 +73,7 @@ func (s *E2ESuite) TestPluginAsATenant(c *C) {
 		`PHASE\s+FUNCTION\s+STATE\s+START\s+DURATION\s+ATTEMPTS\s+MESSAGE\n.*`+
 		`waitForBackup\s+WaitFor\s+complete\s+\+[0-9]+s\s+[0-9]+s\s+[0-9]+\s+.*`+
 		`Velero Backup:\s+openshift-adp/`+backup+`\n\s+Phase:\s+Completed\n.*`+
-		`Resource List:\n.*v1/ConfigMap:\n.*- cli-a/app-config\n.*Events:.*EndedPhase.*`)
+		`Resource List:\n.*v1/ConfigMap:\n.*- cli-a/app-config\n.*Events:.*Ended phase.*`)
 
 	// logs: Velero's log of this backup; the request is removed afterwards.
 	out, code = s.nac("carol", "backup", "logs", "b1", "-n", "cli-a")

@@ -148,10 +148,13 @@ func (s *E2ESuite) TestReadmeWalkthrough(c *C) {
 			out + "\nVelero's validation errors: " + s.kubectlAllowFail("get", "nab", "-n", "demo", "sample", "-o", "jsonpath={.status.veleroBackup.status.validationErrors}")
 	})
 	describe := s.kubectl(c, "describe", "nab", "-n", "demo", "sample")
+	// One event for the reconcile that created the Velero Backup: it tells
+	// each phase, its function and how long it took.
 	c.Check(inOrder(describe, "Events:",
-		"StartedAction", "EndedPhase", "validate (ValidateBackupSpec) in",
-		"EndedPhase", "createBackup (CreateVeleroBackup) in",
-		"PhaseWaiting", "waitForBackup (WaitFor) is waiting"), Equals, true, Commentf(describe))
+		"PhaseWaiting", "Started action backup of blueprint nonadminbackup",
+		"Ended phase validate (ValidateBackupSpec) in",
+		"Ended phase createBackup (CreateVeleroBackup) in",
+		"Phase waitForBackup (WaitFor) is waiting"), Equals, true, Commentf(describe))
 	c.Check(strings.Contains(describe, "StartedPhase"), Equals, false, Commentf("a phase's start has no event of its own: %s", describe))
 
 	// The real Velero server finishes the backup.
@@ -162,8 +165,8 @@ func (s *E2ESuite) TestReadmeWalkthrough(c *C) {
 	})
 	eventually(c, 10*time.Second, func() (bool, string) {
 		d := s.kubectl(c, "describe", "nab", "-n", "demo", "sample")
-		return inOrder(d, "PhaseWaiting", "EndedPhase", "waitForBackup", "EndedPhase", "syncStatus",
-			"EndedDeferPhase", "finalStatus", "EndedAction"), d
+		return inOrder(d, "PhaseWaiting", "Ended phase waitForBackup (WaitFor)", "Ended phase syncStatus (SyncStatus)",
+			"EndedAction", "Ended deferPhase finalStatus", "Ended action backup"), d
 	})
 	c.Check(s.bucketKeys(c, "backups/"+name+"/"), Not(HasLen), 0)
 	c.Check(s.kubectl(c, "get", "nab", "-n", "demo", "sample", "-o", `jsonpath={.status.conditions[?(@.type=="Verified")].message}`),
