@@ -105,10 +105,18 @@ func (f *VerifyBackupContents) Run(ctx context.Context, op *engine.Operation, ar
 	if p := b.Status.Phase; p != velerov1.BackupPhaseCompleted && p != velerov1.BackupPhasePartiallyFailed {
 		return engine.Done(fmt.Sprintf("Velero Backup %s is %s: only Completed and PartiallyFailed backups are verified", a.Name, phaseOr(string(p))), nil), nil
 	}
-	dr, _, err := createDownloadRequest(ctx, op, f.tools.recent, v1alpha1.NACObjectName(nab.Namespace, nab.Name, op.UUID),
-		velerov1.DownloadTargetKindBackupResourceList, b.Name)
+	// The request of an earlier reconcile is read from the cache: while
+	// Velero has not served it, a recheck costs no API call.
+	drName := v1alpha1.NACObjectName(nab.Namespace, nab.Name, op.UUID)
+	dr := &velerov1.DownloadRequest{}
+	found, err = getOwned(ctx, op.Client, op, "verify", "DownloadRequest", drName, dr)
 	if err != nil {
 		return engine.Result{}, err
+	}
+	if !found {
+		if dr, _, err = createDownloadRequest(ctx, op, f.tools.recent, drName, velerov1.DownloadTargetKindBackupResourceList, b.Name); err != nil {
+			return engine.Result{}, err
+		}
 	}
 	timeout := defaultVerifyTimeout
 	if a.Timeout != nil && a.Timeout.Duration > 0 {
@@ -120,13 +128,6 @@ func (f *VerifyBackupContents) Run(ctx context.Context, op *engine.Operation, ar
 			return engine.Result{}, err
 		}
 		return engine.Done("not verified: "+why, nil), nil
-	}
-	if dr.Status.Phase != velerov1.DownloadRequestPhaseProcessed || dr.Status.DownloadURL == "" {
-		// Velero updates the request within a second or so: read it again
-		// from the API server (a create just now is not in the cache).
-		if err := op.APIReader.Get(ctx, client.ObjectKeyFromObject(dr), dr); err != nil {
-			return engine.Result{}, fmt.Errorf("reading Velero DownloadRequest %s/%s: %w", dr.Namespace, dr.Name, err)
-		}
 	}
 	if dr.Status.Phase != velerov1.DownloadRequestPhaseProcessed || dr.Status.DownloadURL == "" {
 		if age := time.Since(dr.CreationTimestamp.Time); age > timeout {
