@@ -40,8 +40,8 @@ func CacheOptions(oadpNamespace string) cache.Options {
 	oadpOnly := map[string]cache.Config{oadpNamespace: {}}
 	return cache.Options{
 		// managedFields are never read: not keeping them saves memory on
-		// every cached object.
-		DefaultTransform: cache.TransformStripManagedFields(),
+		// every cached object; equal plan snapshots are kept once.
+		DefaultTransform: cacheTransform(),
 		ByObject: map[client.Object]cache.ByObject{
 			// Every Backup of the OADP namespace, NAC's or not: all of them
 			// take a place in Velero's queue.
