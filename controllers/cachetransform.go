@@ -1,9 +1,12 @@
 package controllers
 
 import (
+	"strings"
 	"sync"
 
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
@@ -63,19 +66,159 @@ type planHolder interface {
 }
 
 // cacheTransform returns the transform every cached object goes through:
-// managedFields are dropped (never read), and NAC objects share their
-// plan's spec snapshot with the other objects of the same one.
+// managedFields are dropped (never read), NAC objects share their plan's
+// spec snapshot with the other objects of the same one, and the strings
+// that repeat from object to object (label and annotation keys, phase and
+// condition names, Velero's resource lists) are kept once.
 func cacheTransform() toolscache.TransformFunc {
 	strip := cache.TransformStripManagedFields()
-	interner := &planSpecInterner{}
+	specs := &planSpecInterner{}
+	strs := &stringTable{}
 	return func(obj any) (any, error) {
 		obj, err := strip(obj)
 		if err != nil {
 			return obj, err
 		}
 		if h, ok := obj.(planHolder); ok {
-			interner.intern(h.GetPlan())
+			specs.intern(h.GetPlan())
 		}
+		strs.object(obj)
 		return obj, nil
+	}
+}
+
+// Bounds of the string table: entries, and the length of a string or of a
+// list's joined form that is interned (longer ones are rarely shared:
+// messages, UIDs).
+const (
+	maxInternedStrings = 8192
+	maxInternedLen     = 40
+	maxInternedList    = 2048
+)
+
+// stringTable shares equal strings and string lists among cached objects.
+// A decoded object owns a fresh copy of every string: at 10,000 NABs and
+// their Velero Backups the same label keys, phase names and Velero's list
+// of excluded resources were held 10,000 times each. The table is bounded;
+// once full, strings not in it stay as they are.
+type stringTable struct {
+	mu    sync.Mutex
+	strs  map[string]string
+	lists map[string][]string
+}
+
+// str returns the shared copy of s (the caller holds mu).
+func (t *stringTable) str(s string) string {
+	if s == "" || len(s) > maxInternedLen {
+		return s
+	}
+	if shared, ok := t.strs[s]; ok {
+		return shared
+	}
+	if t.strs == nil {
+		t.strs = map[string]string{}
+	}
+	if len(t.strs) < maxInternedStrings {
+		t.strs[s] = s
+	}
+	return s
+}
+
+// list returns the shared copy of l (the caller holds mu).
+func (t *stringTable) list(l []string) []string {
+	if len(l) == 0 {
+		return l
+	}
+	key := strings.Join(l, "\x00")
+	if len(key) > maxInternedList {
+		return l
+	}
+	if shared, ok := t.lists[key]; ok {
+		return shared
+	}
+	if t.lists == nil {
+		t.lists = map[string][]string{}
+	}
+	if len(t.lists) < maxInternedStrings {
+		t.lists[key] = l
+	}
+	return l
+}
+
+// strMap returns m with its keys, and its short values, shared.
+func (t *stringTable) strMap(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return m
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[t.str(k)] = t.str(v)
+	}
+	return out
+}
+
+func (t *stringTable) backupSpec(s *velerov1.BackupSpec) {
+	if s == nil {
+		return
+	}
+	s.IncludedNamespaces = t.list(s.IncludedNamespaces)
+	s.ExcludedNamespaces = t.list(s.ExcludedNamespaces)
+	s.IncludedResources = t.list(s.IncludedResources)
+	s.ExcludedResources = t.list(s.ExcludedResources)
+	s.StorageLocation = t.str(s.StorageLocation)
+	s.VolumeGroupSnapshotLabelKey = t.str(s.VolumeGroupSnapshotLabelKey)
+}
+
+func (t *stringTable) conditions(cs []metav1.Condition) {
+	for i := range cs {
+		cs[i].Type = t.str(cs[i].Type)
+		cs[i].Reason = t.str(cs[i].Reason)
+		cs[i].Status = metav1.ConditionStatus(t.str(string(cs[i].Status)))
+	}
+}
+
+func (t *stringTable) phase(p *v1alpha1.PhaseStatus) {
+	if p == nil {
+		return
+	}
+	p.Name = t.str(p.Name)
+	p.Func = t.str(p.Func)
+	p.State = v1alpha1.PhaseState(t.str(string(p.State)))
+}
+
+// object shares the strings of obj that repeat across objects.
+func (t *stringTable) object(obj any) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if m, ok := obj.(metav1.Object); ok {
+		m.SetLabels(t.strMap(m.GetLabels()))
+		m.SetAnnotations(t.strMap(m.GetAnnotations()))
+		m.SetFinalizers(t.list(m.GetFinalizers()))
+	}
+	if h, ok := obj.(planHolder); ok {
+		if p := h.GetPlan(); p != nil {
+			p.Blueprint = t.str(p.Blueprint)
+			p.Action = t.str(p.Action)
+			p.Current = t.str(p.Current)
+			for i := range p.Phases {
+				t.phase(&p.Phases[i])
+			}
+			t.phase(p.DeferPhase)
+		}
+	}
+	switch o := obj.(type) {
+	case *velerov1.Backup:
+		t.backupSpec(&o.Spec)
+	case *v1alpha1.NonAdminBackup:
+		if o.Spec.BackupSpec != nil {
+			t.backupSpec(o.Spec.BackupSpec)
+		}
+		t.conditions(o.Status.Conditions)
+		if vb := o.Status.VeleroBackup; vb != nil {
+			vb.Namespace = t.str(vb.Namespace)
+			t.backupSpec(vb.Spec)
+		}
+	case *v1alpha1.NonAdminRestore:
+		t.conditions(o.Status.Conditions)
 	}
 }

@@ -1,6 +1,9 @@
 package controllers_test
 
 import (
+	"unsafe"
+
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	. "gopkg.in/check.v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -52,4 +55,39 @@ func (s *CacheTransformSuite) TestPlanSnapshotsShared(c *C) {
 
 	bare := &v1alpha1.NonAdminBackup{ObjectMeta: metav1.ObjectMeta{Name: "new"}}
 	c.Check(in(bare).Status.Plan, IsNil)
+}
+
+// Strings and lists that repeat across objects are kept once: label keys,
+// phase names, Velero's excluded resources (in the Velero Backup and in the
+// NAB's mirror). Values are unchanged.
+func (s *CacheTransformSuite) TestRepeatedStringsShared(c *C) {
+	tr := controllers.CacheTransform()
+	mk := func(name string) (*velerov1.Backup, *v1alpha1.NonAdminBackup) {
+		excluded := []string{"nonadminbackups.oadp.openshift.io", "clusterroles"}
+		b := &velerov1.Backup{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{string([]byte("openshift.io/oadp-nab-origin-nacuuid")): name + "-uuid-0123456789012345678901234567890"}},
+			Spec: velerov1.BackupSpec{ExcludedResources: append([]string(nil), excluded...)}}
+		nab := planned(name, "1", "backup", "validate")
+		nab.Status.Plan.Phases = []v1alpha1.PhaseStatus{{Name: string([]byte("validate")), Func: "ValidateBackupSpec", State: v1alpha1.PhaseComplete}}
+		nab.Status.VeleroBackup = &v1alpha1.VeleroBackup{Spec: &velerov1.BackupSpec{ExcludedResources: append([]string(nil), excluded...)}}
+		_, err := tr(b)
+		c.Assert(err, IsNil)
+		_, err = tr(nab)
+		c.Assert(err, IsNil)
+		return b, nab
+	}
+	b1, n1 := mk("one")
+	b2, n2 := mk("two")
+	c.Check(&b2.Spec.ExcludedResources[0] == &b1.Spec.ExcludedResources[0], Equals, true, Commentf("one list for all Velero Backups"))
+	c.Check(&n1.Status.VeleroBackup.Spec.ExcludedResources[0] == &b1.Spec.ExcludedResources[0], Equals, true, Commentf("and the NABs' mirrors"))
+	c.Check(b2.Spec.ExcludedResources, DeepEquals, []string{"nonadminbackups.oadp.openshift.io", "clusterroles"})
+	c.Check(unsafe.StringData(n2.Status.Plan.Phases[0].Name) == unsafe.StringData(n1.Status.Plan.Phases[0].Name), Equals, true)
+	var k1, k2 string
+	for k := range b1.Labels {
+		k1 = k
+	}
+	for k := range b2.Labels {
+		k2 = k
+	}
+	c.Check(unsafe.StringData(k1) == unsafe.StringData(k2), Equals, true, Commentf("label keys shared"))
+	c.Check(b2.Labels["openshift.io/oadp-nab-origin-nacuuid"], Equals, "two-uuid-0123456789012345678901234567890")
 }

@@ -137,6 +137,10 @@ func newEventBroadcaster(lim flowcontrol.RateLimiter, queueSize int) *EventBroad
 			QPS:                  1,   // refill, events per second per object
 			MaxEvents:            100, // alike events before they are aggregated
 			MaxIntervalInSeconds: 600,
+			// Objects remembered by the spam filter and the aggregator
+			// (client-go: 4,096). Their keys hold the message: at 4,096 the
+			// caches took 10 MiB; an object pushed out starts afresh.
+			LRUCacheSize: 1024,
 		}),
 		capacity: queueSize,
 		sleep: func(d time.Duration, stop <-chan struct{}) bool {

@@ -48,6 +48,7 @@ type config struct {
 	n, m, c, secrets, burst int
 	assets, nac, jsonOut    string
 	pprof, nacGOGC          string
+	nacMemLimit             string
 	nacArgs, apiserverProf  string
 	heapProfile             string
 	scrapeEvery             time.Duration
@@ -94,6 +95,7 @@ func main() {
 	flag.StringVar(&cfg.apiserverProf, "apiserver-cpu-profile", "", "Write an 8 s CPU profile of the kube-apiserver, taken as the NAB wave starts, to this file.")
 	flag.StringVar(&cfg.pprof, "pprof", "", "nac's --pprof-bind-address during the run (to profile it).")
 	flag.StringVar(&cfg.nacGOGC, "nac-gogc", "", "GOGC for the nac process only (empty: nac's default).")
+	flag.StringVar(&cfg.nacMemLimit, "nac-gomemlimit", "", "GOMEMLIMIT for the nac process only (e.g. 140MiB; empty: none).")
 	flag.StringVar(&cfg.heapProfile, "heap-profile", "", "Write the controller's heap profile, taken after the wave settled, to this file (needs -pprof).")
 	flag.DurationVar(&cfg.scrapeEvery, "metrics-scrape-interval", 15*time.Second, "Scrape the controller's /metrics this often during the run, as Prometheus would (0: never).")
 	flag.Parse()
@@ -189,8 +191,12 @@ func run(cfg config) (*Result, error) {
 		"--metrics-bind-address", metricsAddr, "--health-probe-bind-address", "127.0.0.1:0",
 		"--queue-refresh-window", cfg.window.String(), "--zap-log-level", "error", "--pprof-bind-address", cfg.pprof}
 	nac := exec.CommandContext(ctx, cfg.nac, append(args, strings.Fields(cfg.nacArgs)...)...)
+	nac.Env = os.Environ()
 	if cfg.nacGOGC != "" {
-		nac.Env = append(os.Environ(), "GOGC="+cfg.nacGOGC)
+		nac.Env = append(nac.Env, "GOGC="+cfg.nacGOGC)
+	}
+	if cfg.nacMemLimit != "" {
+		nac.Env = append(nac.Env, "GOMEMLIMIT="+cfg.nacMemLimit)
 	}
 	logPath := filepath.Join(dir, "nac.log")
 	logFile, err := os.Create(logPath)
