@@ -110,7 +110,9 @@ spec:
 	var out string
 	eventually(c, 2*time.Minute, func() (bool, string) {
 		out = s.kubectl(c, "get", "nab", "-n", ns, "done", "-o", "jsonpath={.status.veleroBackup.status.phase}|{.status.plan.state}|{.status.veleroBackup.name}")
-		return strings.HasPrefix(out, "Completed|complete|"), out
+		return strings.HasPrefix(out, "Completed|complete|"), out + "\nVelero's validation errors: " +
+			s.kubectlAllowFail("get", "nab", "-n", ns, "done", "-o", "jsonpath={.status.veleroBackup.status.validationErrors}") +
+			"\nlocations: " + s.kubectlAllowFail("get", "backupstoragelocations.velero.io", "-n", "openshift-adp")
 	})
 	backup := strings.Split(out, "|")[2]
 	s.kubectlIn(c, fmt.Sprintf(`apiVersion: oadp.openshift.io/v1alpha1
