@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
+	"github.com/nacflow/nacflow/controllers"
 	"github.com/nacflow/nacflow/engine"
 )
 
@@ -146,4 +147,41 @@ func (s *ConcurrencySuite) TestEditBetweenReadAndStatusWrite(c *C) {
 		return ended, fmt.Sprintf("%d events, no EndedAction yet", len(events.Items))
 	})
 	c.Check(started, Equals, 1, Commentf("actions started"))
+}
+
+// A wave of operations larger than the event queue: 60 NonAdminBackups,
+// room for 4 events, 20 written a second. Reconciles wait for room instead
+// of dropping (client-go's broadcaster drops past its queue): every NAB's
+// story reaches the API server — exactly one event starting its action —
+// and nacflow_events_dropped_total does not move.
+func (s *ConcurrencySuite) TestEventWaveNotDropped(c *C) {
+	r := newFaultRun(c)
+	defer r.stop()
+	events := controllers.NewEventBroadcaster(20, 5, 4)
+	defer events.Shutdown()
+	dropped0, waited0 := droppedTotal(), controllers.EventQueueWaitSeconds()
+	stop := startController(c, controllerOptions{oadp: r.oadp, selector: r.sel, restart: true, events: events})
+	defer stop()
+	ns := createNamespace(c, "wave")
+	const n = 60
+	for i := range n {
+		nab := newNAB(ns, fmt.Sprintf("w%02d", i), velerov1.BackupSpec{})
+		nab.Labels = map[string]string{chaosRunLabel: r.run}
+		c.Assert(testClient.Create(context.Background(), nab), IsNil)
+	}
+	started := map[string]int{}
+	eventually(c, 90*time.Second, func() (bool, string) {
+		list := &corev1.EventList{}
+		c.Assert(testClient.List(context.Background(), list, client.InNamespace(ns)), IsNil)
+		clear(started)
+		for _, e := range list.Items {
+			started[e.InvolvedObject.Name] += strings.Count(e.Message, "Started action backup")
+		}
+		return len(started) == n, fmt.Sprintf("%d of %d NABs have their story", len(started), n)
+	})
+	for name, k := range started {
+		c.Check(k, Equals, 1, Commentf("%s: actions started", name))
+	}
+	c.Check(droppedTotal()-dropped0, Equals, 0.0)
+	c.Check(controllers.EventQueueWaitSeconds() > waited0, Equals, true, Commentf("the queue of 4 was full at times"))
 }

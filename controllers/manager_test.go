@@ -37,6 +37,9 @@ type controllerOptions struct {
 	wrap func(client.Client) client.Client
 	// restart: another controller of the same names ran in this process.
 	restart bool
+	// events, when set, is the manager's event broadcaster (the caller
+	// shuts it down); else an unpaced one.
+	events *controllers.EventBroadcaster
 }
 
 // startController starts the NAC controllers and the Blueprint controller in
@@ -53,7 +56,10 @@ func startController(c *C, o controllerOptions) (stop func()) {
 			cacheOpts.ByObject[obj] = cache.ByObject{Label: o.selector}
 		}
 	}
-	broadcaster := controllers.NewEventBroadcaster(0, 0, 0) // unlimited: tests read events at once
+	broadcaster := o.events
+	if broadcaster == nil {
+		broadcaster = controllers.NewEventBroadcaster(0, 0, 0) // unlimited: tests read events at once
+	}
 	opts := ctrl.Options{
 		Scheme:           testScheme,
 		Metrics:          metricsserver.Options{BindAddress: "0"},
