@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -124,7 +125,11 @@ func debugf(format string, args ...any) {
 }
 
 func run(cfg config) (*Result, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), cfg.timeout)
+	// Ctrl-C or a kill ends the run through its deferred clean-up, so the
+	// control plane and nac never outlive the bench.
+	sigCtx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stopSignals()
+	ctx, cancel := context.WithTimeout(sigCtx, cfg.timeout)
 	defer cancel()
 	assets, _ := filepath.Abs(cfg.assets)
 	env := &envtest.Environment{BinaryAssetsDirectory: assets, CRDDirectoryPaths: []string{"config/crd/bases", "test/crds"},
