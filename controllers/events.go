@@ -100,7 +100,7 @@ type EventBroadcaster struct {
 	mu       sync.Mutex
 	notEmpty *sync.Cond
 	notFull  *sync.Cond
-	queue    []*corev1.Event // FIFO; queue[head:] waits
+	queue    []queuedEvent // FIFO; queue[head:] waits
 	head     int
 	closed   bool
 	sink     record.EventSink
@@ -247,9 +247,50 @@ func (b *EventBroadcaster) Shutdown() {
 	}
 }
 
+// queuedEvent is an event waiting to be written: only what the recorder
+// was given, about 200 bytes and the message. A corev1.Event is built from
+// it when its turn comes; queued whole, the 10,000 events of a
+// 10,000-NAB wave took about 20 MB of the controller's heap while they
+// waited for --event-qps.
+type queuedEvent struct {
+	ref         corev1.ObjectReference
+	annotations map[string]string
+	eventType   string
+	reason      string
+	message     string
+	at          metav1.Time
+	source      *corev1.EventSource
+}
+
+// event returns the corev1.Event q stands for, as client-go's recorder
+// makes it (its name is the object's and the time's, in nanoseconds).
+func (q *queuedEvent) event() *corev1.Event {
+	ns := q.ref.Namespace
+	if ns == "" {
+		ns = metav1.NamespaceDefault
+	}
+	return &corev1.Event{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        util.GenerateEventName(q.ref.Name, q.at.UnixNano()),
+			Namespace:   ns,
+			Annotations: q.annotations,
+		},
+		InvolvedObject:      q.ref,
+		Reason:              q.reason,
+		Message:             q.message,
+		FirstTimestamp:      q.at,
+		LastTimestamp:       q.at,
+		Count:               1,
+		Type:                q.eventType,
+		Source:              *q.source,
+		ReportingController: q.source.Component,
+		ReportingInstance:   q.source.Host,
+	}
+}
+
 // enqueue adds e, waiting while the queue is full. It drops e only after
 // Shutdown.
-func (b *EventBroadcaster) enqueue(e *corev1.Event) {
+func (b *EventBroadcaster) enqueue(e queuedEvent) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if len(b.queue)-b.head >= b.capacity && !b.closed {
@@ -280,8 +321,8 @@ func (b *EventBroadcaster) next() (e *corev1.Event, handlers []func(*corev1.Even
 	if b.head == len(b.queue) || b.stopped() {
 		return nil, nil, false
 	}
-	e = b.queue[b.head]
-	b.queue[b.head] = nil
+	e = b.queue[b.head].event()
+	b.queue[b.head] = queuedEvent{}
 	b.head++
 	if b.head == len(b.queue) {
 		b.queue, b.head = b.queue[:0], 0
@@ -443,28 +484,8 @@ func (r *eventRecorder) generate(obj runtime.Object, annotations map[string]stri
 		r.logger.Error(nil, "Unsupported event type", "eventType", eventType)
 		return
 	}
-	now := metav1.Now()
-	ns := ref.Namespace
-	if ns == "" {
-		ns = metav1.NamespaceDefault
-	}
-	r.b.enqueue(&corev1.Event{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:        util.GenerateEventName(ref.Name, now.UnixNano()),
-			Namespace:   ns,
-			Annotations: annotations,
-		},
-		InvolvedObject:      *ref,
-		Reason:              reason,
-		Message:             message,
-		FirstTimestamp:      now,
-		LastTimestamp:       now,
-		Count:               1,
-		Type:                eventType,
-		Source:              r.source,
-		ReportingController: r.source.Component,
-		ReportingInstance:   r.source.Host,
-	})
+	r.b.enqueue(queuedEvent{ref: *ref, annotations: annotations, eventType: eventType, reason: reason,
+		message: message, at: metav1.Now(), source: &r.source})
 }
 
 // stopper is a watch.Interface whose Stop runs a function once.

@@ -263,3 +263,36 @@ func droppedTotal() float64 {
 	}
 	return n
 }
+
+// The queue holds only what the recorder was given; the event written from
+// it is the one client-go's recorder makes: named after the object and the
+// time, in the object's namespace ("default" for one without),
+// with the reference, source, annotations and one count.
+func (s *EventsSuite) TestEventWrittenAsRecorded(c *C) {
+	sink := &countingSink{}
+	b := controllers.NewEventBroadcasterWith(nil, 0, nil)
+	b.StartRecordingToSink(sink)
+	defer b.Shutdown()
+	rec := b.NewRecorder(testScheme, corev1.EventSource{Component: "nacflow-nab", Host: "node-1"})
+	before := time.Now()
+	rec.AnnotatedEventf(eventNAB("b1"), map[string]string{"k": "v"}, corev1.EventTypeWarning, "PhaseFailed", "phase %s failed", "validate")
+	rec.Event(&v1alpha1.Blueprint{ObjectMeta: metav1.ObjectMeta{Name: "no-namespace", UID: "uid-bp"}}, corev1.EventTypeNormal, "Compiled", "ok")
+	eventually(c, 5*time.Second, func() (bool, string) { return sink.count() == 2, fmt.Sprintf("%d of 2 written", sink.count()) })
+	evs := sink.events()
+	e := evs[0]
+	c.Check(e.Name, Matches, `b1\.[0-9a-f]+`)
+	c.Check(e.Namespace, Equals, "ns")
+	c.Check(e.Annotations, DeepEquals, map[string]string{"k": "v"})
+	c.Check(e.InvolvedObject.Kind, Equals, "NonAdminBackup")
+	c.Check(e.InvolvedObject.APIVersion, Equals, v1alpha1.GroupVersion.String())
+	c.Check(e.InvolvedObject.Name, Equals, "b1")
+	c.Check(e.InvolvedObject.UID, Equals, types.UID("uid-b1"))
+	c.Check([]string{e.Type, e.Reason, e.Message}, DeepEquals, []string{"Warning", "PhaseFailed", "phase validate failed"})
+	c.Check(e.Count, Equals, int32(1))
+	c.Check(e.FirstTimestamp, Equals, e.LastTimestamp)
+	c.Check(e.FirstTimestamp.Time.Before(before.Add(-time.Second)), Equals, false)
+	c.Check(e.Source, Equals, corev1.EventSource{Component: "nacflow-nab", Host: "node-1"})
+	c.Check([]string{e.ReportingController, e.ReportingInstance}, DeepEquals, []string{"nacflow-nab", "node-1"})
+	c.Check(evs[1].Namespace, Equals, metav1.NamespaceDefault)
+	c.Check(evs[1].InvolvedObject.Namespace, Equals, "")
+}
