@@ -105,6 +105,30 @@ type stringTable struct {
 	mu    sync.Mutex
 	strs  map[string]string
 	lists map[string][]string
+	times map[int64]*metav1.Time
+}
+
+// maxInternedTimes bounds the table of shared timestamps. Timestamps are
+// recent ones (a wave's NABs start and end their phases in the same
+// seconds), so a full table starts afresh rather than freezing.
+const maxInternedTimes = 4096
+
+// time returns the shared copy of t (the caller holds mu). The plan's and
+// Velero's timestamps are pointers, one 24-byte allocation each; at 10,000
+// NABs about 80,000 of them, most equal to the second.
+func (t *stringTable) time(tm *metav1.Time) *metav1.Time {
+	if tm == nil {
+		return nil
+	}
+	key := tm.UnixNano()
+	if shared, ok := t.times[key]; ok && shared.Location() == tm.Location() {
+		return shared
+	}
+	if t.times == nil || len(t.times) >= maxInternedTimes {
+		t.times = make(map[int64]*metav1.Time, 256)
+	}
+	t.times[key] = tm
+	return tm
 }
 
 // str returns the shared copy of s (the caller holds mu).
@@ -184,6 +208,28 @@ func (t *stringTable) phase(p *v1alpha1.PhaseStatus) {
 	p.Name = t.str(p.Name)
 	p.Func = t.str(p.Func)
 	p.State = v1alpha1.PhaseState(t.str(string(p.State)))
+	p.StartTime = t.time(p.StartTime)
+	p.CompletionTime = t.time(p.CompletionTime)
+}
+
+// backupStatus shares the timestamps of Velero's BackupStatus (Velero's
+// own object, or its mirror in a NAB).
+func (t *stringTable) backupStatus(s *velerov1.BackupStatus) {
+	if s == nil {
+		return
+	}
+	s.StartTimestamp = t.time(s.StartTimestamp)
+	s.CompletionTimestamp = t.time(s.CompletionTimestamp)
+	s.Expiration = t.time(s.Expiration)
+}
+
+// exact returns l in an array of its own length: JSON decoding grows a
+// slice by doubling, so a plan's 5 phases held room for 8 (96 bytes each).
+func exact[T any](l []T) []T {
+	if cap(l) == len(l) {
+		return l
+	}
+	return append(make([]T, 0, len(l)), l...)
 }
 
 // object shares the strings of obj that repeat across objects.
@@ -200,6 +246,9 @@ func (t *stringTable) object(obj any) {
 			p.Blueprint = t.str(p.Blueprint)
 			p.Action = t.str(p.Action)
 			p.Current = t.str(p.Current)
+			p.StartTime = t.time(p.StartTime)
+			p.CompletionTime = t.time(p.CompletionTime)
+			p.Phases = exact(p.Phases)
 			for i := range p.Phases {
 				t.phase(&p.Phases[i])
 			}
@@ -209,16 +258,20 @@ func (t *stringTable) object(obj any) {
 	switch o := obj.(type) {
 	case *velerov1.Backup:
 		t.backupSpec(&o.Spec)
+		t.backupStatus(&o.Status)
 	case *v1alpha1.NonAdminBackup:
 		if o.Spec.BackupSpec != nil {
 			t.backupSpec(o.Spec.BackupSpec)
 		}
+		o.Status.Conditions = exact(o.Status.Conditions)
 		t.conditions(o.Status.Conditions)
 		if vb := o.Status.VeleroBackup; vb != nil {
 			vb.Namespace = t.str(vb.Namespace)
 			t.backupSpec(vb.Spec)
+			t.backupStatus(vb.Status)
 		}
 	case *v1alpha1.NonAdminRestore:
+		o.Status.Conditions = exact(o.Status.Conditions)
 		t.conditions(o.Status.Conditions)
 	}
 }

@@ -91,3 +91,39 @@ func (s *CacheTransformSuite) TestRepeatedStringsShared(c *C) {
 	c.Check(unsafe.StringData(k1) == unsafe.StringData(k2), Equals, true, Commentf("label keys shared"))
 	c.Check(b2.Labels["openshift.io/oadp-nab-origin-nacuuid"], Equals, "two-uuid-0123456789012345678901234567890")
 }
+
+// Equal timestamps are kept once (the plan's, its phases', Velero's and its
+// mirror's), unequal ones are not merged, and decoded lists lose the room
+// JSON decoding left at their end.
+func (s *CacheTransformSuite) TestTimesSharedListsExact(c *C) {
+	tr := controllers.CacheTransform()
+	at := func(sec int64) *metav1.Time { t := metav1.Unix(sec, 0); return &t }
+	nab := func(name string, start, end int64) *v1alpha1.NonAdminBackup {
+		o := planned(name, "1", "backup", "validate", "createBackup")
+		o.Status.Plan.StartTime = at(start)
+		o.Status.Plan.Phases = make([]v1alpha1.PhaseStatus, 2, 8)
+		o.Status.Plan.Phases[0] = v1alpha1.PhaseStatus{Name: "validate", StartTime: at(start), CompletionTime: at(end)}
+		o.Status.Plan.Phases[1] = v1alpha1.PhaseStatus{Name: "createBackup", StartTime: at(end)}
+		o.Status.Conditions = make([]metav1.Condition, 1, 4)
+		o.Status.VeleroBackup = &v1alpha1.VeleroBackup{Status: &velerov1.BackupStatus{StartTimestamp: at(end)}}
+		out, err := tr(o)
+		c.Assert(err, IsNil)
+		return out.(*v1alpha1.NonAdminBackup)
+	}
+	a, b, other := nab("a", 100, 101), nab("b", 100, 101), nab("c", 200, 201)
+	c.Check(a.Status.Plan.StartTime == b.Status.Plan.StartTime, Equals, true)
+	c.Check(a.Status.Plan.Phases[0].StartTime == a.Status.Plan.StartTime, Equals, true)
+	c.Check(b.Status.Plan.Phases[0].CompletionTime == a.Status.Plan.Phases[1].StartTime, Equals, true)
+	c.Check(b.Status.VeleroBackup.Status.StartTimestamp == a.Status.Plan.Phases[0].CompletionTime, Equals, true)
+	c.Check(other.Status.Plan.StartTime == a.Status.Plan.StartTime, Equals, false)
+	c.Check(other.Status.Plan.StartTime.Unix(), Equals, int64(200))
+	c.Check(b.Status.Plan.Phases[1].StartTime.Unix(), Equals, int64(101))
+	c.Check([]int{len(a.Status.Plan.Phases), cap(a.Status.Plan.Phases)}, DeepEquals, []int{2, 2})
+	c.Check(a.Status.Plan.Phases[1].Name, Equals, "createBackup")
+	c.Check(cap(a.Status.Conditions), Equals, 1)
+
+	backup := &velerov1.Backup{Status: velerov1.BackupStatus{CompletionTimestamp: at(101)}}
+	out, err := tr(backup)
+	c.Assert(err, IsNil)
+	c.Check(out.(*velerov1.Backup).Status.CompletionTimestamp == a.Status.Plan.Phases[1].StartTime, Equals, true)
+}
