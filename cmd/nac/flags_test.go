@@ -61,3 +61,22 @@ func (s *FlagsSuite) TestGivenFlagsWinOverTheDPA(c *C) {
 }
 
 func Test(t *testing.T) { TestingT(t) }
+
+// nac's offline tools run kubectl-nac; without one next to nac or on $PATH
+// the error names the command and where kubectl-nac was looked for, and the
+// process is not replaced. (The e2e suite runs `nac blueprint validate`
+// through a real kubectl-nac next to nac.)
+func (s *FlagsSuite) TestOfflineToolsNeedKubectlNAC(c *C) {
+	path := os.Getenv("PATH")
+	defer os.Setenv("PATH", path)
+	c.Assert(os.Setenv("PATH", c.MkDir()), IsNil)
+	err := runKubectlNAC([]string{"funcs"})
+	c.Check(err, ErrorMatches, `nac funcs is kubectl nac's command, and kubectl-nac is neither next to nac nor on \$PATH .*`)
+	dir := c.MkDir()
+	notExec := filepath.Join(dir, "plain")
+	c.Assert(os.WriteFile(notExec, []byte("#!/bin/sh\n"), 0o644), IsNil)
+	c.Check(isExecutable(notExec), Equals, false)
+	c.Assert(os.Chmod(notExec, 0o755), IsNil)
+	c.Check(isExecutable(notExec), Equals, true)
+	c.Check(isExecutable(dir), Equals, false)
+}

@@ -8,10 +8,12 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"runtime/debug"
+	"syscall"
 	"time"
 
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -23,13 +25,41 @@ import (
 	"github.com/nacflow/nacflow/controllers"
 	"github.com/nacflow/nacflow/dpa"
 	"github.com/nacflow/nacflow/engine"
-	"github.com/nacflow/nacflow/internal/cli"
 	"github.com/nacflow/nacflow/phases"
 )
 
 // offlineTools are the subcommands of nac, aliases of kubectl nac's; any
 // other first argument runs the manager.
 var offlineTools = map[string]bool{"blueprint": true, "plan": true, "funcs": true}
+
+// runKubectlNAC replaces the process with kubectl-nac and args (nac's
+// offline tools are kubectl nac's commands). kubectl-nac is looked for next
+// to nac first (make build puts both in bin/), then on $PATH. The manager
+// does not link the command line: cli-runtime brings kustomize and Go's
+// plugin package, which made nac 111 MB instead of 65 and kept about 20
+// MiB more of it resident (make bench, issue 22). It returns only when
+// kubectl-nac cannot be run, with why.
+func runKubectlNAC(args []string) error {
+	path := ""
+	if self, err := os.Executable(); err == nil {
+		if p := filepath.Join(filepath.Dir(self), "kubectl-nac"); isExecutable(p) {
+			path = p
+		}
+	}
+	if path == "" {
+		p, err := exec.LookPath("kubectl-nac")
+		if err != nil {
+			return fmt.Errorf("nac %s is kubectl nac's command, and kubectl-nac is neither next to nac nor on $PATH (make build puts it in bin/)", args[0])
+		}
+		path = p
+	}
+	return syscall.Exec(path, append([]string{"kubectl-nac"}, args...), os.Environ())
+}
+
+func isExecutable(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && !st.IsDir() && st.Mode()&0o111 != 0
+}
 
 // namespaceEnvVar is OADP NAC's fallback for the OADP namespace.
 const namespaceEnvVar = "WATCH_NAMESPACE"
@@ -86,8 +116,9 @@ func (o options) nonAdminFlags() dpa.Flags {
 func main() {
 	if len(os.Args) > 1 && offlineTools[os.Args[1]] {
 		// nac blueprint|plan|funcs: aliases of kubectl nac's commands.
-		o := cli.NewOptions(genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr})
-		os.Exit(cli.ExitCode(context.Background(), o, os.Args[1:]))
+		err := runKubectlNAC(os.Args[1:])
+		fmt.Fprintln(os.Stderr, "Error:", err)
+		os.Exit(2)
 	}
 	// A controller's heap is mostly short-lived reconcile garbage around a
 	// small live set (the caches): collecting at 50% growth instead of 100%
@@ -105,6 +136,7 @@ func main() {
        nac plan -f FILE [--builtin | --blueprint FILE]
                                        show the plan a NAC object would run, rendered, running nothing
        nac funcs                       the phase function reference (docs/functions.md)
+(blueprint, plan and funcs are kubectl nac's commands: nac runs the kubectl-nac next to it, or on $PATH)
 
 Runs the nacflow controllers (NonAdminBackup, NonAdminRestore, NonAdminBackupStorageLocation,
 Blueprint, backup sync, garbage collection) against the cluster of --kubeconfig (or $KUBECONFIG,
