@@ -78,6 +78,13 @@ type Result struct {
 	PositionWritesSerialDrain                   int
 	ControllerCPUSeconds                        float64
 	ControllerPeakRSSMiB                        float64
+	// ControllerRSSAnonMiB and ControllerRSSFileMiB split the resident set
+	// at the end of the run: the heap and the runtime's memory, and the
+	// binary's mapped code and data.
+	ControllerRSSAnonMiB, ControllerRSSFileMiB float64
+	// ReadsPerNAB are the GETs and LISTs of the wave (all clients less the
+	// bench's own, which are none during it) per NAB.
+	ReadsPerNAB float64
 }
 
 func main() {
@@ -286,6 +293,10 @@ func run(cfg config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	readsBefore, err := scrapeReads(ctx, cs)
+	if err != nil {
+		return nil, err
+	}
 	cpu0, _ := procCPU(nac.Process.Pid)
 	if cfg.apiserverProf != "" {
 		go func() {
@@ -358,6 +369,10 @@ func run(cfg config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	readsAfter, err := scrapeReads(ctx, cs)
+	if err != nil {
+		return nil, err
+	}
 	oneCompletion, drained := controllers.SimulateSerialDrain(cfg.n)
 	res := &Result{NABs: cfg.n, Namespaces: cfg.m, Clients: cfg.c, UnrelatedSecrets: cfg.secrets,
 		PositionWritesOneCompletion: oneCompletion, PositionWritesSerialDrain: drained,
@@ -384,6 +399,11 @@ func run(cfg config) (*Result, error) {
 		total += v
 	}
 	res.WritesPerNAB = total / float64(cfg.n)
+	reads := diff(readsBefore, readsAfter)
+	for _, v := range reads {
+		res.ReadsPerNAB += v / float64(cfg.n)
+	}
+	debugf("reads during the wave: %v", reads)
 	res.Conflicts = int(conflicts(before, after))
 	for k, v := range events1 {
 		if strings.HasPrefix(k, "nacflow_events_dropped_total") {
@@ -443,6 +463,8 @@ func run(cfg config) (*Result, error) {
 	cpu1, _ := procCPU(nac.Process.Pid)
 	res.ControllerCPUSeconds = cpu1 - cpu0
 	res.ControllerPeakRSSMiB = procPeakRSS(nac.Process.Pid)
+	res.ControllerRSSAnonMiB = procStatusMiB(nac.Process.Pid, "RssAnon")
+	res.ControllerRSSFileMiB = procStatusMiB(nac.Process.Pid, "RssFile")
 	res.ControllerMetricsScrapes = int(scrapes.Load())
 	return res, nil
 }
@@ -560,9 +582,24 @@ func saveHeapProfile(ctx context.Context, addr, file string) error {
 
 var requestLine = regexp.MustCompile(`^apiserver_request_total\{(.*)\} ([0-9.e+]+)$`)
 
+// writeVerbs and readVerbs are the verbs scrape and scrapeReads count.
+var (
+	writeVerbs = map[string]bool{"POST": true, "PUT": true, "PATCH": true, "DELETE": true, "DELETECOLLECTION": true}
+	readVerbs  = map[string]bool{"GET": true, "LIST": true}
+)
+
 // scrape returns apiserver_request_total of write verbs as "VERB resource[/sub]"
 // (and "code=409" for conflicts) → count.
 func scrape(ctx context.Context, cs *kubernetes.Clientset) (map[string]float64, error) {
+	return scrapeVerbs(ctx, cs, writeVerbs)
+}
+
+// scrapeReads is scrape for GET and LIST.
+func scrapeReads(ctx context.Context, cs *kubernetes.Clientset) (map[string]float64, error) {
+	return scrapeVerbs(ctx, cs, readVerbs)
+}
+
+func scrapeVerbs(ctx context.Context, cs *kubernetes.Clientset, verbs map[string]bool) (map[string]float64, error) {
 	raw, err := cs.RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("scraping the API server's metrics: %w", err)
@@ -579,7 +616,7 @@ func scrape(ctx context.Context, cs *kubernetes.Clientset) (map[string]float64, 
 			labels[k] = strings.Trim(v, `"`)
 		}
 		verb := labels["verb"]
-		if verb != "POST" && verb != "PUT" && verb != "PATCH" && verb != "DELETE" && verb != "DELETECOLLECTION" {
+		if !verbs[verb] {
 			continue
 		}
 		v, _ := strconv.ParseFloat(m[2], 64)
@@ -662,13 +699,17 @@ func procCPU(pid int) (float64, error) {
 }
 
 // procPeakRSS returns the peak resident set size of pid in MiB (VmHWM).
-func procPeakRSS(pid int) float64 {
+func procPeakRSS(pid int) float64 { return procStatusMiB(pid, "VmHWM") }
+
+// procStatusMiB returns the field of /proc/pid/status (a size in kB) in
+// MiB, 0 when it cannot be read.
+func procStatusMiB(pid int, field string) float64 {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0
 	}
 	for _, l := range strings.Split(string(data), "\n") {
-		if strings.HasPrefix(l, "VmHWM:") {
+		if strings.HasPrefix(l, field+":") {
 			kb, _ := strconv.ParseFloat(strings.Fields(l)[1], 64)
 			return kb / 1024
 		}
@@ -694,6 +735,7 @@ func printTable(w io.Writer, r *Result) {
 	fmt.Fprintf(w, "%-44s %.2f (all of the wave's, none queued)\n", "event writes per NAB", r.EventWritesPerNAB)
 	fmt.Fprintf(w, "%-44s %.0f\n", "events dropped", r.EventsDropped)
 	fmt.Fprintf(w, "%-44s %.2f\n", "writes per NAB including events", r.WritesPerNAB+r.EventWritesPerNAB)
+	fmt.Fprintf(w, "%-44s %.2f\n", "API reads (GET, LIST) per NAB", r.ReadsPerNAB)
 	fmt.Fprintf(w, "%-44s %d\n", "409 conflicts", r.Conflicts)
 	fmt.Fprintf(w, "%-44s %d\n", "controller writes for one completion", r.WritesForOneCompletion)
 	fmt.Fprintf(w, "%-44s %d (burst of %d, %d NABs waiting)\n", "controller writes for a completion burst", r.WritesForBurst, r.BurstSize, r.WaitingNABsAtBurst)
@@ -701,5 +743,6 @@ func printTable(w io.Writer, r *Result) {
 	fmt.Fprintf(w, "%-44s %d (n = %d; n²/2 = %d without the rule)\n", "position writes to drain the queue serially", r.PositionWritesSerialDrain, r.NABs, r.NABs*r.NABs/2)
 	fmt.Fprintf(w, "%-44s %.1f s\n", "controller CPU", r.ControllerCPUSeconds)
 	fmt.Fprintf(w, "%-44s %.1f MiB\n", "controller peak RSS", r.ControllerPeakRSSMiB)
+	fmt.Fprintf(w, "%-44s %.1f MiB heap and runtime + %.1f MiB the binary's mapped code\n", "  resident at the end", r.ControllerRSSAnonMiB, r.ControllerRSSFileMiB)
 	fmt.Fprintf(w, "%-44s %d\n", "controller /metrics scrapes during the run", r.ControllerMetricsScrapes)
 }
