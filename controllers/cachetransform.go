@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"reflect"
 	"strings"
 	"sync"
 
@@ -66,10 +67,12 @@ type planHolder interface {
 }
 
 // cacheTransform returns the transform every cached object goes through:
-// managedFields are dropped (never read), NAC objects share their plan's
-// spec snapshot with the other objects of the same one, and the strings
-// that repeat from object to object (label and annotation keys, phase and
-// condition names, Velero's resource lists) are kept once.
+// managedFields are dropped (never read), and what repeats from object to
+// object is kept once: NAC objects' plan snapshots, NABs' BackupSpecs (their
+// own and their Velero Backup's mirror), timestamps, and strings (label and
+// annotation keys, phase and condition names, Velero's resource lists).
+// Decoded phase and condition lists are cut to their length. At 10,000 NABs
+// a cached NAB takes about 2.8 KB instead of 4.1 (make bench, issue 22).
 func cacheTransform() toolscache.TransformFunc {
 	strip := cache.TransformStripManagedFields()
 	specs := &planSpecInterner{}
@@ -106,6 +109,44 @@ type stringTable struct {
 	strs  map[string]string
 	lists map[string][]string
 	times map[int64]*metav1.Time
+	specs map[string][]*velerov1.BackupSpec
+	nspec int
+}
+
+// Bounds of the shared BackupSpecs: distinct specs kept per key (the
+// included namespaces and the location), and in all before the table
+// starts afresh.
+const (
+	maxBackupSpecsPerKey = 4
+	maxBackupSpecs       = 4096
+)
+
+// backupSpecPtr returns the shared copy of s, equal to it (the caller
+// holds mu). A NAB holds two BackupSpecs (spec.backupSpec and its Velero
+// Backup's mirror in status), 416 bytes of struct each before any value;
+// a tenant's NABs mostly ask the same (a schedule's always do), so at
+// 10,000 NABs most of those 8 MB were copies.
+func (t *stringTable) backupSpecPtr(s *velerov1.BackupSpec) *velerov1.BackupSpec {
+	if s == nil {
+		return nil
+	}
+	t.backupSpec(s)
+	key := strings.Join(s.IncludedNamespaces, ",") + "\x00" + s.StorageLocation
+	for _, shared := range t.specs[key] {
+		// Exactly equal, not semantically: the cache must show what the
+		// API server holds.
+		if shared == s || reflect.DeepEqual(shared, s) {
+			return shared
+		}
+	}
+	if t.specs == nil || t.nspec >= maxBackupSpecs {
+		t.specs, t.nspec = map[string][]*velerov1.BackupSpec{}, 0
+	}
+	if len(t.specs[key]) < maxBackupSpecsPerKey {
+		t.specs[key] = append(t.specs[key], s)
+		t.nspec++
+	}
+	return s
 }
 
 // maxInternedTimes bounds the table of shared timestamps. Timestamps are
@@ -260,14 +301,12 @@ func (t *stringTable) object(obj any) {
 		t.backupSpec(&o.Spec)
 		t.backupStatus(&o.Status)
 	case *v1alpha1.NonAdminBackup:
-		if o.Spec.BackupSpec != nil {
-			t.backupSpec(o.Spec.BackupSpec)
-		}
+		o.Spec.BackupSpec = t.backupSpecPtr(o.Spec.BackupSpec)
 		o.Status.Conditions = exact(o.Status.Conditions)
 		t.conditions(o.Status.Conditions)
 		if vb := o.Status.VeleroBackup; vb != nil {
 			vb.Namespace = t.str(vb.Namespace)
-			t.backupSpec(vb.Spec)
+			vb.Spec = t.backupSpecPtr(vb.Spec)
 			t.backupStatus(vb.Status)
 		}
 	case *v1alpha1.NonAdminRestore:

@@ -1,6 +1,7 @@
 package controllers_test
 
 import (
+	"time"
 	"unsafe"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
@@ -126,4 +127,35 @@ func (s *CacheTransformSuite) TestTimesSharedListsExact(c *C) {
 	out, err := tr(backup)
 	c.Assert(err, IsNil)
 	c.Check(out.(*velerov1.Backup).Status.CompletionTimestamp == a.Status.Plan.Phases[1].StartTime, Equals, true)
+}
+
+// NABs asking the same backup share one BackupSpec (their spec's, and the
+// mirror of their Velero Backup's); a spec that differs in any field keeps
+// its own, and every object still reads its own values.
+func (s *CacheTransformSuite) TestBackupSpecsShared(c *C) {
+	tr := controllers.CacheTransform()
+	nab := func(name string, spec velerov1.BackupSpec) *v1alpha1.NonAdminBackup {
+		o := &v1alpha1.NonAdminBackup{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: name}}
+		o.Spec.BackupSpec = spec.DeepCopy()
+		mirror := spec.DeepCopy()
+		mirror.IncludedNamespaces = []string{"demo"}
+		o.Status.VeleroBackup = &v1alpha1.VeleroBackup{Name: "demo-" + name, Spec: mirror}
+		out, err := tr(o)
+		c.Assert(err, IsNil)
+		return out.(*v1alpha1.NonAdminBackup)
+	}
+	spec := velerov1.BackupSpec{IncludedResources: []string{"configmaps"}, TTL: metav1.Duration{Duration: time.Hour}}
+	a, b := nab("a", spec), nab("b", spec)
+	longer := spec
+	longer.TTL = metav1.Duration{Duration: 2 * time.Hour}
+	other := nab("c", longer)
+	c.Check(a.Spec.BackupSpec == b.Spec.BackupSpec, Equals, true)
+	c.Check(a.Status.VeleroBackup.Spec == b.Status.VeleroBackup.Spec, Equals, true)
+	c.Check(a.Spec.BackupSpec == a.Status.VeleroBackup.Spec, Equals, false) // the mirror names the namespace
+	c.Check(other.Spec.BackupSpec == a.Spec.BackupSpec, Equals, false)
+	c.Check(other.Status.VeleroBackup.Spec == a.Status.VeleroBackup.Spec, Equals, false)
+	c.Check(other.Spec.BackupSpec.TTL.Duration, Equals, 2*time.Hour)
+	c.Check(b.Spec.BackupSpec.TTL.Duration, Equals, time.Hour)
+	c.Check(b.Status.VeleroBackup.Spec.IncludedNamespaces, DeepEquals, []string{"demo"})
+	c.Check(b.Status.VeleroBackup.Name, Equals, "demo-b")
 }
