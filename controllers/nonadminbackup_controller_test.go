@@ -129,6 +129,15 @@ func (s *ControllerSuite) TestValidBackupLifecycle(c *C) {
 	c.Check(got.Status.Plan.Spec.Phases, HasLen, 5)
 	c.Check(got.Status.Plan.Current, Equals, "waitForBackup: waiting")
 	c.Check(got.Status.Plan.Phase("waitForBackup").Message, Equals, fmt.Sprintf("Velero Backup %s is not started", wantName))
+	// The controller writes status as one unit and the API server records
+	// it as one field (structType=atomic), not every field of the plan.
+	var statusFields []string
+	for _, m := range got.ManagedFields {
+		if m.Subresource == "status" {
+			statusFields = append(statusFields, string(m.FieldsV1.Raw))
+		}
+	}
+	c.Check(statusFields, DeepEquals, []string{`{"f:status":{}}`})
 	// One event for the reconcile that created the Velero Backup and started
 	// waiting: it tells each transition, in order.
 	var story []string

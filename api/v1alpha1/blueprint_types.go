@@ -90,7 +90,10 @@ type Blueprint struct {
 
 	// +required
 	Spec BlueprintSpec `json:"spec"`
+	// status is written by the controller alone, and as a whole: the API
+	// server tracks it as one field of metadata.managedFields.
 	// +optional
+	// +structType=atomic
 	Status BlueprintStatus `json:"status,omitempty"`
 }
 

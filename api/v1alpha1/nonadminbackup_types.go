@@ -257,7 +257,10 @@ type NonAdminBackup struct {
 
 	// +required
 	Spec NonAdminBackupSpec `json:"spec"`
+	// status is written by the controller alone, and as a whole: the API
+	// server tracks it as one field of metadata.managedFields.
 	// +optional
+	// +structType=atomic
 	Status NonAdminBackupStatus `json:"status,omitempty"`
 }
 

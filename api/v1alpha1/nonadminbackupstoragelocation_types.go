@@ -122,7 +122,10 @@ type NonAdminBackupStorageLocation struct {
 
 	// +required
 	Spec NonAdminBackupStorageLocationSpec `json:"spec"`
+	// status is written by the controller alone, and as a whole: the API
+	// server tracks it as one field of metadata.managedFields.
 	// +optional
+	// +structType=atomic
 	Status NonAdminBackupStorageLocationStatus `json:"status,omitempty"`
 }
 
@@ -253,7 +256,10 @@ type NonAdminBackupStorageLocationRequest struct {
 
 	// +optional
 	Spec NonAdminBackupStorageLocationRequestSpec `json:"spec,omitempty"`
+	// status is written by the controller alone, and as a whole: the API
+	// server tracks it as one field of metadata.managedFields.
 	// +optional
+	// +structType=atomic
 	Status NonAdminBackupStorageLocationRequestStatus `json:"status,omitempty"`
 }
 

@@ -109,7 +109,10 @@ type NonAdminDownloadRequest struct {
 
 	// +required
 	Spec NonAdminDownloadRequestSpec `json:"spec"`
+	// status is written by the controller alone, and as a whole: the API
+	// server tracks it as one field of metadata.managedFields.
 	// +optional
+	// +structType=atomic
 	Status NonAdminDownloadRequestStatus `json:"status,omitempty"`
 }
 

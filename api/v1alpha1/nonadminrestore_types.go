@@ -117,7 +117,10 @@ type NonAdminRestore struct {
 
 	// +required
 	Spec NonAdminRestoreSpec `json:"spec"`
+	// status is written by the controller alone, and as a whole: the API
+	// server tracks it as one field of metadata.managedFields.
 	// +optional
+	// +structType=atomic
 	Status NonAdminRestoreStatus `json:"status,omitempty"`
 }
 

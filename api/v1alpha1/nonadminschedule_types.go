@@ -195,7 +195,10 @@ type NonAdminSchedule struct {
 
 	// +required
 	Spec NonAdminScheduleSpec `json:"spec"`
+	// status is written by the controller alone, and as a whole: the API
+	// server tracks it as one field of metadata.managedFields.
 	// +optional
+	// +structType=atomic
 	Status NonAdminScheduleStatus `json:"status,omitempty"`
 }
 
