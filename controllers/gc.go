@@ -80,7 +80,9 @@ func (g *GarbageCollector) CollectOnce(ctx context.Context) (map[string]int, err
 		if k.uncached {
 			reader = g.APIReader
 		}
-		if err := reader.List(ctx, k.list, client.InNamespace(g.OADPNamespace), client.HasLabels{k.label}); err != nil {
+		// The pass only reads what it lists and deletes by name: no deep
+		// copy of every cached Velero object (the API reader ignores this).
+		if err := reader.List(ctx, k.list, client.InNamespace(g.OADPNamespace), client.HasLabels{k.label}, client.UnsafeDisableDeepCopy); err != nil {
 			return deleted, fmt.Errorf("listing %s: %w", k.name, err)
 		}
 		objs, err := metaItems(k.list)
