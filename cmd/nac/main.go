@@ -189,7 +189,7 @@ func registerFlags(fs *flag.FlagSet, o *options) *zap.Options {
 	fs.DurationVar(&o.maxRetry, "max-retry-delay", controllers.DefaultMaxRetryDelay,
 		"Longest backoff between failed reconciles of one NAC object: after an API server outage, operations resume within this.")
 	fs.Float64Var(&o.eventQPS, "event-qps", controllers.DefaultEventQPS,
-		"Events written per second at most (as kubelet's --event-qps); under a burst of operations the rest wait in the event queue. 0: no limit.")
+		"Events written per second at most (a bound on a flood, above what reconciles produce); under a burst of operations the rest wait in the event queue. 0: no limit.")
 	fs.IntVar(&o.eventBurst, "event-burst", controllers.DefaultEventBurst, "Burst above --event-qps.")
 	fs.IntVar(&o.eventQueue, "event-queue-size", controllers.DefaultEventQueueSize,
 		"Events held while --event-qps paces them (about 1 KiB each). When it is full, reconciles wait for room: events are delayed, never dropped (nacflow_events_dropped_total counts the API server's refusals and what is queued at exit).")
