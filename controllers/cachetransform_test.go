@@ -159,3 +159,27 @@ func (s *CacheTransformSuite) TestBackupSpecsShared(c *C) {
 	c.Check(b.Status.VeleroBackup.Spec.IncludedNamespaces, DeepEquals, []string{"demo"})
 	c.Check(b.Status.VeleroBackup.Name, Equals, "demo-b")
 }
+
+// The mirror of a backup waiting in Velero's queue holds only a phase: NABs
+// whose mirrors are equal share one; a mirror with anything more keeps its
+// own.
+func (s *CacheTransformSuite) TestPhaseOnlyStatusesShared(c *C) {
+	tr := controllers.CacheTransform()
+	nab := func(name string, status *velerov1.BackupStatus) *v1alpha1.VeleroBackup {
+		o := &v1alpha1.NonAdminBackup{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: name}}
+		o.Status.VeleroBackup = &v1alpha1.VeleroBackup{Name: "demo-" + name, Status: status}
+		out, err := tr(o)
+		c.Assert(err, IsNil)
+		return out.(*v1alpha1.NonAdminBackup).Status.VeleroBackup
+	}
+	empty1, empty2 := nab("a", &velerov1.BackupStatus{}), nab("b", &velerov1.BackupStatus{})
+	new1, new2 := nab("c", &velerov1.BackupStatus{Phase: velerov1.BackupPhaseNew}), nab("d", &velerov1.BackupStatus{Phase: velerov1.BackupPhaseNew})
+	running := nab("e", &velerov1.BackupStatus{Phase: velerov1.BackupPhaseNew, Version: 1})
+	c.Check(empty1.Status == empty2.Status, Equals, true)
+	c.Check(new1.Status == new2.Status, Equals, true)
+	c.Check(new1.Status == empty1.Status, Equals, false)
+	c.Check(new2.Status.Phase, Equals, velerov1.BackupPhaseNew)
+	c.Check(running.Status == new1.Status, Equals, false)
+	c.Check(running.Status.Version, Equals, 1)
+	c.Check(nab("f", nil).Status == nil, Equals, true)
+}
