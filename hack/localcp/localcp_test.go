@@ -102,17 +102,43 @@ func (s *LocalCPUnitSuite) TestPortHolderInFakeProc(c *C) {
 	c.Check(ok, Equals, false)
 }
 
+// soleListener listens on addr (port 0: any) on a port that no other socket
+// listens on at any address: each address has its own ports, so another
+// process (a test's etcd on 127.0.0.1) may hold the port the kernel gave
+// [::1], and portHolder, which matches the port alone, may name it.
+func soleListener(addr string) (net.Listener, int, error) {
+	for range 20 {
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			return nil, 0, err
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		n := 0
+		for _, table := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+			if f, err := os.Open(table); err == nil {
+				found, _ := listenersOnPort(f, port)
+				f.Close()
+				n += len(found)
+			}
+		}
+		if n == 1 {
+			return l, port, nil
+		}
+		l.Close()
+	}
+	return nil, 0, fmt.Errorf("no port of %s free at every address in 20 tries", addr)
+}
+
 func (s *LocalCPUnitSuite) TestPortHolderFindsThisProcess(c *C) {
 	if runtime.GOOS != "linux" {
 		c.Skip("/proc is Linux's")
 	}
 	for _, addr := range []string{"127.0.0.1:0", "[::1]:0", ":0"} {
-		l, err := net.Listen("tcp", addr)
+		l, port, err := soleListener(addr)
 		if err != nil {
 			c.Logf("no %s here: %v", addr, err)
 			continue
 		}
-		port := l.Addr().(*net.TCPAddr).Port
 		pid, cmdline, ok := portHolder("/proc", port)
 		l.Close()
 		c.Check(ok, Equals, true, Commentf(addr))
