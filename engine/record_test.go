@@ -1,10 +1,16 @@
 package engine_test
 
 import (
+	"context"
 	"strings"
 
 	. "gopkg.in/check.v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/engine"
@@ -75,4 +81,64 @@ func drain(r *record.FakeRecorder) []string {
 			return out
 		}
 	}
+}
+
+type PatchStatusSuite struct{}
+
+var _ = Suite(&PatchStatusSuite{})
+
+// patchRecorder returns a client whose status patches are recorded in sent
+// (as the JSON sent) instead of reaching any server.
+func patchRecorder(c *C, sent *[]string) client.Client {
+	scheme := runtime.NewScheme()
+	c.Assert(v1alpha1.AddToScheme(scheme), IsNil)
+	return interceptor.NewClient(fake.NewClientBuilder().WithScheme(scheme).Build(), interceptor.Funcs{
+		SubResourcePatch: func(_ context.Context, _ client.Client, _ string, obj client.Object, patch client.Patch, _ ...client.SubResourcePatchOption) error {
+			data, err := patch.Data(obj)
+			c.Assert(err, IsNil)
+			*sent = append(*sent, string(data))
+			obj.SetResourceVersion("8")
+			return nil
+		},
+	})
+}
+
+// A status patch carries the diff and, as its precondition, the
+// resourceVersion the change was computed from; the object takes the
+// resourceVersion the server returned.
+func (s *PatchStatusSuite) TestDiffWithResourceVersion(c *C) {
+	var sent []string
+	before := &v1alpha1.NonAdminBackup{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "t", ResourceVersion: "7", Labels: map[string]string{"a": "b"}}}
+	obj := before.DeepCopy()
+	obj.Status.Phase = v1alpha1.NonAdminPhaseCreated
+	c.Assert(engine.PatchStatus(context.Background(), patchRecorder(c, &sent), obj, before), IsNil)
+	c.Assert(sent, DeepEquals, []string{`{"metadata":{"resourceVersion":"7"},"status":{"phase":"Created"}}`})
+	c.Assert(obj.ResourceVersion, Equals, "8")
+}
+
+// Metadata the caller changed stays in the patch beside the precondition
+// (the status subresource ignores it, but the patch is what was asked).
+func (s *PatchStatusSuite) TestMetadataChangeKept(c *C) {
+	var sent []string
+	before := &v1alpha1.NonAdminBackup{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "t", ResourceVersion: "7"}}
+	obj := before.DeepCopy()
+	obj.Labels = map[string]string{"x": "y"}
+	obj.Status.Phase = v1alpha1.NonAdminPhaseCreated
+	c.Assert(engine.PatchStatus(context.Background(), patchRecorder(c, &sent), obj, before), IsNil)
+	c.Assert(sent, DeepEquals, []string{`{"metadata":{"labels":{"x":"y"},"resourceVersion":"7"},"status":{"phase":"Created"}}`})
+}
+
+// Nothing is sent when nothing changed, and a change to an object read
+// without a resourceVersion is refused rather than sent unlocked.
+func (s *PatchStatusSuite) TestNoChangeNoLock(c *C) {
+	var sent []string
+	before := &v1alpha1.NonAdminBackup{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "t", ResourceVersion: "7"}}
+	c.Assert(engine.PatchStatus(context.Background(), patchRecorder(c, &sent), before.DeepCopy(), before), IsNil)
+	c.Assert(sent, HasLen, 0)
+	before.ResourceVersion = ""
+	obj := before.DeepCopy()
+	obj.Status.Phase = v1alpha1.NonAdminPhaseCreated
+	err := engine.PatchStatus(context.Background(), patchRecorder(c, &sent), obj, before)
+	c.Assert(err, ErrorMatches, `computing status patch of t/b: the object has no resourceVersion to lock on`)
+	c.Assert(sent, HasLen, 0)
 }
