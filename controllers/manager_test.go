@@ -64,6 +64,7 @@ func startController(c *C, o controllerOptions) (stop func()) {
 		Scheme:           testScheme,
 		Metrics:          metricsserver.Options{BindAddress: "0"},
 		Cache:            cacheOpts,
+		MapperProvider:   controllers.NewRESTMapper,
 		EventBroadcaster: broadcaster, //nolint:staticcheck // shut down with the manager below
 		Controller:       config.Controller{SkipNameValidation: &o.restart},
 	}

@@ -245,6 +245,7 @@ func run(o options) error {
 		LeaderElectionID:        "nacflow.oadp.openshift.io",
 		LeaderElectionNamespace: o.oadpNamespace,
 		Cache:                   controllers.CacheOptions(o.oadpNamespace),
+		MapperProvider:          controllers.NewRESTMapper,
 		Controller:              config.Controller{MaxConcurrentReconciles: o.concurrency},
 		PprofBindAddress:        o.pprofAddr,
 		EventBroadcaster:        events, //nolint:staticcheck // lives as long as the process
