@@ -51,7 +51,9 @@ type Resolver struct {
 // nor the built-in has the action.
 func (r *Resolver) Resolve(ctx context.Context, builtin, kind, action string, nsLabels map[string]string) (Resolution, error) {
 	list := &v1alpha1.BlueprintList{}
-	if err := r.Reader.List(ctx, list, client.InNamespace(r.Namespace)); err != nil {
+	// Read only: the cache's Blueprints, not copies of them (a resolve per
+	// new operation); the action returned is copied.
+	if err := r.Reader.List(ctx, list, client.InNamespace(r.Namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return Resolution{}, fmt.Errorf("listing blueprints in %s: %w", r.Namespace, err)
 	}
 	var notes []string
@@ -61,7 +63,7 @@ func (r *Resolver) Resolve(ctx context.Context, builtin, kind, action string, ns
 			notes = append(notes, note)
 		}
 		if a, ok := actions[action]; ok {
-			return Resolution{Blueprint: bp.Name, Generation: generation, Action: &a, Message: strings.Join(notes, "; ")}, nil
+			return Resolution{Blueprint: bp.Name, Generation: generation, Action: a.DeepCopy(), Message: strings.Join(notes, "; ")}, nil
 		}
 	}
 	res, err := BuiltInAction(builtin, action)
