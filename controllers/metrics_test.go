@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	. "gopkg.in/check.v1"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -81,6 +82,18 @@ func (s *ControllerSuite) TestMetrics(c *C) {
 	c.Check(testutil.CollectAndCount(collector, "nacflow_active_operations"), Equals, 5) // one sample per kind
 	active := activeOperations(c, collector, "NonAdminBackup")
 	c.Check(active >= 1, Equals, true, Commentf("%v active", active))
+
+	// As the controller runs it: the informers' stores read in place (no
+	// Reader to fall back on).
+	informers, err := cache.New(testCfg, cache.Options{Scheme: testScheme})
+	c.Assert(err, IsNil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = informers.Start(ctx) }()
+	inPlace := &controllers.StateCollector{Informers: informers, Queue: queue}
+	c.Check(testutil.CollectAndCount(inPlace, "nacflow_active_operations"), Equals, 5)
+	active = activeOperations(c, inPlace, "NonAdminBackup")
+	c.Check(active >= 1, Equals, true, Commentf("%v active, read in place", active))
 
 	completeBackup(c, s.oadp, got.Status.VeleroBackup.Name, velerov1.BackupPhaseCompleted)
 	eventually(c, 10*time.Second, func() (bool, string) {

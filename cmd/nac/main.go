@@ -255,7 +255,7 @@ func run(o options) error {
 	}
 
 	queue := controllers.NewBackupQueue()
-	metrics.Registry.MustRegister(&controllers.StateCollector{Reader: mgr.GetClient(), Queue: queue})
+	metrics.Registry.MustRegister(&controllers.StateCollector{Informers: mgr.GetCache(), Reader: mgr.GetClient(), Queue: queue})
 	// The admin's non-admin settings: flags given on the command line, else
 	// OADP's DataProtectionApplication in the OADP namespace, read live.
 	settings := &dpa.Source{Reader: mgr.GetAPIReader(), Namespace: o.oadpNamespace, Flags: o.nonAdminFlags()}
