@@ -7,6 +7,7 @@ import (
 	. "gopkg.in/check.v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -94,6 +95,7 @@ func patchRecorder(c *C, sent *[]string) client.Client {
 	c.Assert(v1alpha1.AddToScheme(scheme), IsNil)
 	return interceptor.NewClient(fake.NewClientBuilder().WithScheme(scheme).Build(), interceptor.Funcs{
 		SubResourcePatch: func(_ context.Context, _ client.Client, _ string, obj client.Object, patch client.Patch, _ ...client.SubResourcePatchOption) error {
+			c.Check(patch.Type(), Equals, types.JSONPatchType)
 			data, err := patch.Data(obj)
 			c.Assert(err, IsNil)
 			*sent = append(*sent, string(data))
@@ -103,29 +105,36 @@ func patchRecorder(c *C, sent *[]string) client.Client {
 	})
 }
 
-// A status patch carries the diff and, as its precondition, the
-// resourceVersion the change was computed from; the object takes the
-// resourceVersion the server returned.
-func (s *PatchStatusSuite) TestDiffWithResourceVersion(c *C) {
+// A status write sends the status whole, with the resourceVersion it was
+// computed from as its precondition; the object takes the resourceVersion
+// the server returned.
+func (s *PatchStatusSuite) TestStatusWithResourceVersion(c *C) {
 	var sent []string
 	before := &v1alpha1.NonAdminBackup{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "t", ResourceVersion: "7", Labels: map[string]string{"a": "b"}}}
+	before.Status.Phase = v1alpha1.NonAdminPhaseNew
+	before.Status.QueueInfo = &v1alpha1.QueueInfo{EstimatedQueuePosition: 3}
 	obj := before.DeepCopy()
 	obj.Status.Phase = v1alpha1.NonAdminPhaseCreated
+	obj.Status.QueueInfo = nil // dropped: sent as absent, not merged
 	c.Assert(engine.PatchStatus(context.Background(), patchRecorder(c, &sent), obj, before), IsNil)
-	c.Assert(sent, DeepEquals, []string{`{"metadata":{"resourceVersion":"7"},"status":{"phase":"Created"}}`})
+	c.Assert(sent, DeepEquals, []string{`[{"op":"replace","path":"/metadata/resourceVersion","value":"7"},` +
+		`{"op":"add","path":"/status","value":{"phase":"Created"}}]`})
 	c.Assert(obj.ResourceVersion, Equals, "8")
 }
 
-// Metadata the caller changed stays in the patch beside the precondition
-// (the status subresource ignores it, but the patch is what was asked).
-func (s *PatchStatusSuite) TestMetadataChangeKept(c *C) {
+// Metadata changes are not sent (the status subresource ignores them): a
+// change to metadata alone sends nothing.
+func (s *PatchStatusSuite) TestMetadataNotSent(c *C) {
 	var sent []string
 	before := &v1alpha1.NonAdminBackup{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "t", ResourceVersion: "7"}}
 	obj := before.DeepCopy()
 	obj.Labels = map[string]string{"x": "y"}
+	c.Assert(engine.PatchStatus(context.Background(), patchRecorder(c, &sent), obj, before), IsNil)
+	c.Assert(sent, HasLen, 0)
 	obj.Status.Phase = v1alpha1.NonAdminPhaseCreated
 	c.Assert(engine.PatchStatus(context.Background(), patchRecorder(c, &sent), obj, before), IsNil)
-	c.Assert(sent, DeepEquals, []string{`{"metadata":{"labels":{"x":"y"},"resourceVersion":"7"},"status":{"phase":"Created"}}`})
+	c.Assert(sent, DeepEquals, []string{`[{"op":"replace","path":"/metadata/resourceVersion","value":"7"},` +
+		`{"op":"add","path":"/status","value":{"phase":"Created"}}]`})
 }
 
 // Nothing is sent when nothing changed, and a change to an object read
@@ -139,6 +148,6 @@ func (s *PatchStatusSuite) TestNoChangeNoLock(c *C) {
 	obj := before.DeepCopy()
 	obj.Status.Phase = v1alpha1.NonAdminPhaseCreated
 	err := engine.PatchStatus(context.Background(), patchRecorder(c, &sent), obj, before)
-	c.Assert(err, ErrorMatches, `computing status patch of t/b: the object has no resourceVersion to lock on`)
+	c.Assert(err, ErrorMatches, `patching status of t/b: the object has no resourceVersion to lock on`)
 	c.Assert(sent, HasLen, 0)
 }
