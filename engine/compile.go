@@ -32,11 +32,16 @@ type Plan struct {
 
 // Compile checks a resolved blueprint action against the registry reg (see
 // CheckAction) and turns it into a new plan status: the action snapshotted
-// into spec, every phase pending, startTime now. It is pure (no I/O). It
-// returns CheckAction's errors, joined, when there are any.
+// into spec, every phase pending, startTime now. It does no I/O. It
+// returns CheckAction's errors, joined, when there are any. An action found
+// valid is remembered in reg (by blueprint, generation and action; used
+// only for an equal action), and not checked again.
 func Compile(p Plan, reg *Registry, now time.Time) (*nacv1alpha1.PlanStatus, error) {
-	if errs := CheckAction(p, reg); len(errs) > 0 {
-		return nil, fmt.Errorf("blueprint %q action %q: %w", p.Blueprint, p.Action, errors.Join(errs...))
+	if !reg.knownValid(p) {
+		if errs := CheckAction(p, reg); len(errs) > 0 {
+			return nil, fmt.Errorf("blueprint %q action %q: %w", p.Blueprint, p.Action, errors.Join(errs...))
+		}
+		reg.rememberValid(p)
 	}
 	start := metav1.NewTime(now)
 	plan := &nacv1alpha1.PlanStatus{

@@ -88,3 +88,23 @@ func (s *CompileSuite) TestCompileSnapshotsAction(c *C) {
 	spec.Phases[0].Func = "Wait"
 	c.Check(plan.Spec.Phases[0].Func, Equals, "Echo")
 }
+
+// A registry remembers the actions it found valid, by blueprint, generation
+// and action, and uses that only for an equal action: an invalid action
+// under the same name and generation (a Blueprint deleted and created
+// again, say) is still refused, and the remembered action is a copy.
+func (s *CompileSuite) TestCompileRemembersValidOnlyForEqual(c *C) {
+	reg := testRegistry(c)
+	valid := &v1alpha1.BlueprintAction{Phases: []v1alpha1.BlueprintPhase{{Name: "a", Func: "Echo", Args: args(c, map[string]any{"value": "x"})}}}
+	p := engine.Plan{Action: "backup", Blueprint: "bp", BlueprintGeneration: "1", Spec: valid}
+	for range 2 {
+		_, err := engine.Compile(p, reg, time.Now())
+		c.Assert(err, IsNil)
+	}
+	valid.Phases[0].Args = args(c, map[string]any{"value": 3}) // the caller's copy changes
+	_, err := engine.Compile(p, reg, time.Now())
+	c.Check(err, ErrorMatches, `(?s).*phases\[0\] \(a\): Echo args: json: cannot unmarshal number.*`)
+	p.Spec = &v1alpha1.BlueprintAction{Phases: []v1alpha1.BlueprintPhase{{Name: "a", Func: "Nope"}}}
+	_, err = engine.Compile(p, reg, time.Now())
+	c.Check(err, ErrorMatches, `(?s).*phases\[0\] \(a\): unknown func "Nope".*`)
+}
