@@ -12,7 +12,6 @@ import (
 	"github.com/google/uuid"
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	velerov2alpha1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v2alpha1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -196,8 +195,9 @@ func (r *NonAdminBackupReconciler) mirror(ctx context.Context, nab *v1alpha1.Non
 	if err != nil {
 		return fmt.Errorf("reading Velero Backup %s: %w", key, err)
 	}
-	mirrored := nab.Status.VeleroBackup.DeepCopy()
-	nab.MirrorBackup(b)
+	// Below (not finished, no position from Velero) MirrorBackup leaves
+	// queueInfo alone: its answer is whether the mirror changed.
+	mirrorChanged := nab.MirrorBackup(b)
 	if r.Queue != nil && !v1alpha1.BackupFinished(b.Status.Phase) && b.Status.QueuePosition == 0 {
 		r.Queue.Observe(b)
 		pos, recorded := r.Queue.Position(b.Name, b.CreationTimestamp.Time), 0
@@ -206,8 +206,7 @@ func (r *NonAdminBackupReconciler) mirror(ctx context.Context, nab *v1alpha1.Non
 		}
 		// The figure is an estimate: rewritten when it drifted (the rule),
 		// or for free when the status is written anyway.
-		writing := !equality.Semantic.DeepEqual(mirrored, nab.Status.VeleroBackup)
-		if QueuePositionStale(recorded, pos) || writing && recorded != pos {
+		if QueuePositionStale(recorded, pos) || mirrorChanged && recorded != pos {
 			nab.Status.QueueInfo = &v1alpha1.QueueInfo{EstimatedQueuePosition: pos}
 			recorded = pos
 		}
