@@ -1,19 +1,32 @@
-// Package gctune sets the Go collector's GOGC from the size of the live
-// heap, so that a controller with a small cache keeps collecting cheaply and
-// one with a large cache stays small.
+// Package gctune sets the Go collector's GOGC and soft memory limit so that
+// a controller with a small cache collects cheaply and one with a large cache
+// stays within a memory budget without collecting all the time.
 //
 // GOGC is the heap's growth between collections as a percentage of the live
-// heap: its CPU cost falls and its memory cost rises with it. A fixed value
-// fits one size only. On nacflow's bench machine (make bench, issue 22),
-// GOGC=25 instead of 50 took 17-40 % more CPU at 1,000 NonAdminBackups (a
-// live heap of about 20 MB, collected very often) but cut the peak RSS at
-// 10,000 (about 70 MB live) from 164 to 143 MiB for 5 % more CPU. The tuner
-// gives each its value: the growth is Headroom bytes, as a percentage of the
-// live heap, kept between MinPercent and MaxPercent.
+// heap: its CPU cost falls and its memory cost rises with it. The soft memory
+// limit (Go's GOMEMLIMIT, runtime/debug.SetMemoryLimit) makes the runtime
+// collect earlier when the Go memory (heap, stacks and runtime metadata; not
+// the binary's mapped code) nears it, whatever GOGC allows.
+//
+// The Tuner sets GOGC to Percent (50) and the limit to Budget (112 MiB), but
+// never lower than the live heap plus MinPercent (25 %) of growth plus the
+// memory outside the heap: a large cache is then collected as at GOGC=25
+// rather than continuously (a fixed limit below the live heap makes the
+// runtime spend up to half the CPU on collection).
+//
+// On nacflow's bench machine (make bench, issue 22): at 1,000
+// NonAdminBackups (about 20 MB live) the budget is never reached and the
+// controller collects as at GOGC=50. At 10,000 (about 65 MB live, with
+// transient peaks) the budget holds the peak RSS near 142 MiB; the tuner it
+// replaces, which set GOGC from the live heap alone (16 MiB of growth,
+// between 25 and 50), held 143-146 MiB with 7-10 % more CPU, because it had
+// to collect at 25 all the time to cover peaks the limit meets only when
+// they come.
 package gctune
 
 import (
 	"context"
+	"math"
 	"runtime/debug"
 	"runtime/metrics"
 	"time"
@@ -21,39 +34,50 @@ import (
 
 // Defaults of Tuner.
 const (
-	// DefaultHeadroom is the heap growth allowed between collections when
-	// that is between the percentages: 16 MiB.
-	DefaultHeadroom = 16 << 20
-	// DefaultMinPercent is the GOGC of a large heap.
+	// DefaultPercent is the GOGC set (nacflow's value before the tuner).
+	DefaultPercent = 50
+	// DefaultBudget is the soft limit on the Go memory: 112 MiB. With the
+	// binary's mapped code and data (about 35 MiB) that keeps the resident
+	// set near 150 MiB.
+	DefaultBudget = 112 << 20
+	// DefaultMinPercent is the least growth above the live heap, in
+	// percent, that the limit leaves.
 	DefaultMinPercent = 25
-	// DefaultMaxPercent is the GOGC of a small heap (nacflow's fixed value
-	// before the tuner).
-	DefaultMaxPercent = 50
 	// DefaultPeriod is how often the live heap is looked at.
 	DefaultPeriod = time.Second
 )
 
-// Tuner sets GOGC from the live heap. Its zero value uses the defaults.
+// Leave, as Tuner.Percent or Tuner.Budget, leaves that setting to the Go
+// runtime (what $GOGC or $GOMEMLIMIT set, or Go's default).
+const Leave = -1
+
+// Tuner sets GOGC and the soft memory limit. Its zero value uses the
+// defaults.
 type Tuner struct {
-	// Headroom is the growth between collections, in bytes.
-	Headroom uint64
-	// MinPercent and MaxPercent bound the GOGC set.
-	MinPercent, MaxPercent int
+	// Percent is the GOGC set once at the start (0: DefaultPercent;
+	// Leave: not set).
+	Percent int
+	// Budget is the soft memory limit in bytes when the live heap leaves
+	// room under it (0: DefaultBudget; Leave: no limit is set).
+	Budget int64
+	// MinPercent is the least growth above the live heap, in percent of
+	// it, the limit leaves (0: DefaultMinPercent).
+	MinPercent int
 	// Period is how often the live heap is read (runtime/metrics'
-	// /gc/heap/live:bytes, as of the last collection) and GOGC set anew
-	// when it changed.
+	// /gc/heap/live:bytes, as of the last collection) and the limit set
+	// anew when it changed (0: DefaultPeriod).
 	Period time.Duration
 }
 
 func (t Tuner) withDefaults() Tuner {
-	if t.Headroom == 0 {
-		t.Headroom = DefaultHeadroom
+	if t.Percent == 0 {
+		t.Percent = DefaultPercent
+	}
+	if t.Budget == 0 {
+		t.Budget = DefaultBudget
 	}
 	if t.MinPercent <= 0 {
 		t.MinPercent = DefaultMinPercent
-	}
-	if t.MaxPercent < t.MinPercent {
-		t.MaxPercent = max(DefaultMaxPercent, t.MinPercent)
 	}
 	if t.Period <= 0 {
 		t.Period = DefaultPeriod
@@ -61,36 +85,69 @@ func (t Tuner) withDefaults() Tuner {
 	return t
 }
 
-// Percent returns the GOGC for a live heap of live bytes: Headroom as a
-// percentage of live, between MinPercent and MaxPercent (MaxPercent when
-// live is 0, before the first collection).
-func (t Tuner) Percent(live uint64) int {
+// Limit returns the soft memory limit in bytes for a live heap of live
+// bytes and nonHeap bytes of Go memory outside the heap (stacks, runtime
+// metadata): Budget, or live plus MinPercent of it plus nonHeap when that
+// is more. It returns math.MaxInt64 (no limit) when Budget is Leave.
+func (t Tuner) Limit(live, nonHeap uint64) int64 {
 	t = t.withDefaults()
-	if live == 0 {
-		return t.MaxPercent
+	if t.Budget < 0 {
+		return math.MaxInt64
 	}
-	p := t.Headroom * 100 / live
-	return int(min(max(p, uint64(t.MinPercent)), uint64(t.MaxPercent)))
+	floor := live + live*uint64(t.MinPercent)/100 + nonHeap
+	if floor > math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return max(t.Budget, int64(floor))
 }
 
-// Run sets GOGC at once and then every Period until ctx ends. It sets the
-// process-wide GOGC (debug.SetGCPercent): run one Tuner per process, and
-// none when the user set $GOGC.
+// The runtime/metrics samples Run reads: the live heap, and what the soft
+// memory limit counts (all of the Go memory less what was returned to the
+// OS) split into the heap's classes and the rest.
+var samples = []string{
+	"/gc/heap/live:bytes",
+	"/memory/classes/total:bytes",
+	"/memory/classes/heap/released:bytes",
+	"/memory/classes/heap/objects:bytes",
+	"/memory/classes/heap/unused:bytes",
+	"/memory/classes/heap/free:bytes",
+}
+
+// Run sets GOGC at once, then the soft memory limit at once and every
+// Period until ctx ends. It sets process-wide values
+// (debug.SetGCPercent, debug.SetMemoryLimit): run one Tuner per process,
+// with Leave for what the user set ($GOGC, $GOMEMLIMIT).
 func (t Tuner) Run(ctx context.Context) {
 	t = t.withDefaults()
-	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
-	current := -1
+	if t.Percent > 0 {
+		debug.SetGCPercent(t.Percent)
+	}
+	if t.Budget < 0 {
+		return
+	}
+	s := make([]metrics.Sample, len(samples))
+	for i, name := range samples {
+		s[i].Name = name
+	}
+	var current int64 = -1
 	tick := time.NewTicker(t.Period)
 	defer tick.Stop()
 	for {
-		metrics.Read(sample)
-		var live uint64
-		if sample[0].Value.Kind() == metrics.KindUint64 {
-			live = sample[0].Value.Uint64()
+		metrics.Read(s)
+		v := make([]uint64, len(s))
+		for i := range s {
+			if s[i].Value.Kind() == metrics.KindUint64 {
+				v[i] = s[i].Value.Uint64()
+			}
 		}
-		if p := t.Percent(live); p != current {
-			debug.SetGCPercent(p)
-			current = p
+		live, total, released := v[0], v[1], v[2]
+		var nonHeap uint64
+		if heap := released + v[3] + v[4] + v[5]; total > heap {
+			nonHeap = total - heap
+		}
+		if l := t.Limit(live, nonHeap); l != current {
+			debug.SetMemoryLimit(l)
+			current = l
 		}
 		select {
 		case <-ctx.Done():

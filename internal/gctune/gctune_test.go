@@ -2,6 +2,8 @@ package gctune_test
 
 import (
 	"context"
+	"math"
+	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
 	"testing"
@@ -18,53 +20,81 @@ type TunerSuite struct{}
 
 var _ = Suite(&TunerSuite{})
 
-// The growth is the headroom as a share of the live heap, within the
-// bounds: a small heap gets the most, a large one the least.
-func (s *TunerSuite) TestPercent(c *C) {
+// The limit is the budget while the live heap leaves its least growth
+// under it, and follows the live heap above that.
+func (s *TunerSuite) TestLimit(c *C) {
+	const mib = 1 << 20
 	t := gctune.Tuner{}
 	for _, tc := range []struct {
-		live uint64
-		want int
+		live, nonHeap uint64
+		want          int64
 	}{
-		{0, 50},         // before the first collection
-		{20 << 20, 50},  // 1,000 NABs: 80 % would be more than the most
-		{32 << 20, 50},  // exactly 16 MiB of 32
-		{40 << 20, 40},  // 16 of 40
-		{64 << 20, 25},  // exactly the least
-		{128 << 20, 25}, // 12.5 % would be less than the least
+		{0, 0, 112 * mib},                // before the first collection
+		{20 * mib, 8 * mib, 112 * mib},   // 1,000 NABs
+		{65 * mib, 10 * mib, 112 * mib},  // 10,000 NABs: 65 + 16.25 + 10 is under it
+		{80 * mib, 12 * mib, 112 * mib},  // exactly: 80 + 20 + 12
+		{200 * mib, 12 * mib, 262 * mib}, // a large cache: 25 % above it, never less
 	} {
-		c.Check(t.Percent(tc.live), Equals, tc.want, Commentf("live %d MiB", tc.live>>20))
+		c.Check(t.Limit(tc.live, tc.nonHeap), Equals, tc.want, Commentf("live %d MiB", tc.live>>20))
 	}
-	custom := gctune.Tuner{Headroom: 100, MinPercent: 10, MaxPercent: 200}
-	c.Check(custom.Percent(40), Equals, 200)
-	c.Check(custom.Percent(100), Equals, 100)
-	c.Check(custom.Percent(10000), Equals, 10)
+	custom := gctune.Tuner{Budget: 1000, MinPercent: 10}
+	c.Check(custom.Limit(100, 0), Equals, int64(1000))
+	c.Check(custom.Limit(1000, 5), Equals, int64(1105))
+	c.Check(gctune.Tuner{Budget: gctune.Leave}.Limit(100, 0), Equals, int64(math.MaxInt64))
+	c.Check(t.Limit(math.MaxUint64/2, 0), Equals, int64(math.MaxInt64))
 }
 
-// Run sets the process's GOGC from its live heap, and stops with its
+// Run sets the process's GOGC and soft memory limit, and stops with its
 // context.
 func (s *TunerSuite) TestRunSets(c *C) {
-	old := debug.SetGCPercent(100)
-	defer debug.SetGCPercent(old)
+	oldGOGC := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(oldGOGC)
+	oldLimit := debug.SetMemoryLimit(math.MaxInt64)
+	defer debug.SetMemoryLimit(oldLimit)
+	runtime.GC() // a live heap to read, and no collection due soon
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	// A headroom of 1 byte: any live heap gets the least.
+	// A budget of 1 byte: the limit is the floor over the live heap.
 	go func() {
-		gctune.Tuner{Headroom: 1, MinPercent: 7, MaxPercent: 9, Period: time.Millisecond}.Run(ctx)
+		gctune.Tuner{Percent: 7, Budget: 1, MinPercent: 30, Period: time.Millisecond}.Run(ctx)
 		close(done)
 	}()
 	deadline := time.Now().Add(5 * time.Second)
-	for gogc() != 7 && time.Now().Before(deadline) {
+	for (gogc() != 7 || debug.SetMemoryLimit(-1) == math.MaxInt64) && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	cancel()
 	<-done
 	c.Check(gogc(), Equals, uint64(7))
+	limit, live := debug.SetMemoryLimit(-1), liveHeap()
+	// The floor: 30 % above the live heap, plus what is outside the heap.
+	c.Check(limit < math.MaxInt64, Equals, true)
+	c.Check(uint64(limit) >= live*13/10, Equals, true, Commentf("limit %d, live %d", limit, live))
+}
+
+// With Leave for both, Run changes neither setting.
+func (s *TunerSuite) TestRunLeaves(c *C) {
+	oldGOGC := debug.SetGCPercent(77)
+	defer debug.SetGCPercent(oldGOGC)
+	oldLimit := debug.SetMemoryLimit(123 << 20)
+	defer debug.SetMemoryLimit(oldLimit)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	gctune.Tuner{Percent: gctune.Leave, Budget: gctune.Leave, Period: time.Millisecond}.Run(ctx)
+	c.Check(gogc(), Equals, uint64(77))
+	c.Check(debug.SetMemoryLimit(-1), Equals, int64(123<<20))
 }
 
 // gogc reads the process's GOGC without changing it.
 func gogc() uint64 {
 	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+// liveHeap reads the live heap as of the last collection.
+func liveHeap() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	metrics.Read(s)
 	return s[0].Value.Uint64()
 }
