@@ -38,7 +38,25 @@ type BackupQueue struct {
 	pending map[string]queued
 	// order holds the pending Backups sorted by (created, name).
 	order []queueKey
+	// early holds what Record was told before the Backup's watch event
+	// indexed it, by Backup name: the phase that creates a Backup records
+	// the position its NonAdminBackup shows in the same reconcile, before
+	// the cache has seen the Backup. Observe takes it over; at most
+	// maxEarlyShown are kept.
+	early map[string]earlyShown
 }
+
+// earlyShown is a position recorded for a Backup not yet indexed.
+type earlyShown struct {
+	created time.Time
+	pos     int
+}
+
+// maxEarlyShown bounds BackupQueue.early. Entries live from a Backup's
+// creation to its watch event (milliseconds); past the bound the map starts
+// afresh, and a Backup whose entry was dropped only costs its NAB one
+// reconcile at the next refresh.
+const maxEarlyShown = 4096
 
 // queued is one unfinished Backup: when it was created and, for a NAC
 // Backup, the NonAdminBackup it belongs to.
@@ -72,6 +90,7 @@ func (q *BackupQueue) Observe(b *velerov1.Backup) {
 	defer q.mu.Unlock()
 	if v1alpha1.BackupFinished(b.Status.Phase) {
 		q.remove(b.Name)
+		delete(q.early, b.Name)
 		return
 	}
 	e := queued{created: b.CreationTimestamp.Time, nab: types.NamespacedName{
@@ -82,6 +101,12 @@ func (q *BackupQueue) Observe(b *velerov1.Backup) {
 		return
 	}
 	q.remove(b.Name)
+	if es, ok := q.early[b.Name]; ok {
+		delete(q.early, b.Name)
+		if es.created.Equal(e.created) {
+			e.shown = es.pos
+		}
+	}
 	q.pending[b.Name] = e
 	k := queueKey{created: e.created, name: b.Name}
 	i, _ := slices.BinarySearchFunc(q.order, k, queueKey.compare)
@@ -129,6 +154,29 @@ func (q *BackupQueue) Shown(name string, pos int) {
 	}
 }
 
+// Record implements engine.QueueEstimator: the NonAdminBackup of the
+// unfinished Backup called name, created at created, shows position pos.
+// Unlike Shown it may come before the Backup's watch event: the phase that
+// creates the Backup records its first figure at once, and Observe takes it
+// over. Without it every NAB of a wave showed as unknown, and the first
+// completion woke all n of them to find nothing to write (make bench: a
+// reconcile per waiting NAB). It never makes a Backup pending.
+func (q *BackupQueue) Record(name string, created time.Time, pos int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if e, ok := q.pending[name]; ok {
+		if e.created.Equal(created) {
+			e.shown = pos
+			q.pending[name] = e
+		}
+		return
+	}
+	if q.early == nil || len(q.early) >= maxEarlyShown {
+		q.early = map[string]earlyShown{}
+	}
+	q.early[name] = earlyShown{created: created, pos: pos}
+}
+
 // QueueExactPositions is how many positions at the head of Velero's queue
 // are always shown exactly: the places where a user watches the number
 // count down.
@@ -173,6 +221,7 @@ func (q *BackupQueue) Forget(name string) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.remove(name)
+	delete(q.early, name)
 }
 
 // Position implements engine.QueueEstimator: 1 + the pending Backups created

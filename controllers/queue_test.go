@@ -9,6 +9,7 @@ import (
 	. "gopkg.in/check.v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/controllers"
 )
 
@@ -120,4 +121,39 @@ func (s *QueueSuite) TestQueueRefreshWrites(c *C) {
 	c.Check(total <= 15000, Equals, true, Commentf("serial drain of 1,000: %d position writes", total))
 	c.Check(total > 1000, Equals, true, Commentf("serial drain of 1,000: %d position writes", total))
 	c.Logf("position writes: one completion with 999 waiting %d, serial drain of 1,000 %d (n²/2 = 500,000)", first, total)
+}
+
+// A position recorded by the phase that created a Backup, before the
+// Backup's watch event indexed it, counts once the event comes: after one
+// completion only the NABs whose figure went stale are woken, not every
+// NAB of the wave (each showed as unknown, so the first completion cost a
+// reconcile per waiting NAB). Record never makes a Backup pending.
+func (s *QueueSuite) TestRecordBeforeObserve(c *C) {
+	q := controllers.NewBackupQueue()
+	var backups []velerov1.Backup
+	for i := range 20 {
+		b := backupAt(fmt.Sprintf("b%02d", i), i, velerov1.BackupPhaseNew, 0)
+		b.Annotations = map[string]string{v1alpha1.NabOriginNamespaceAnnotation: "tenant", v1alpha1.NabOriginNameAnnotation: b.Name}
+		backups = append(backups, b)
+	}
+	for i := range backups {
+		b := &backups[i]
+		if i != 19 { // b19's NAB never recorded a figure
+			q.Record(b.Name, b.CreationTimestamp.Time, i+1)
+		}
+		q.Observe(b)
+	}
+	q.Record("ghost", time.Unix(1050, 0), 21) // created, but never seen by the watch
+	c.Check(q.Len(), Equals, 20)
+	c.Check(q.Position("later", time.Unix(1099, 0)), Equals, 21)
+
+	done := backups[0]
+	done.Status.Phase = velerov1.BackupPhaseCompleted
+	q.Observe(&done)
+	var woken []string
+	for _, key := range q.StaleWaiting() {
+		woken = append(woken, key.Name)
+	}
+	// b01..b05 moved into the exact positions; b19 shows nothing yet.
+	c.Check(woken, DeepEquals, []string{"b01", "b02", "b03", "b04", "b05", "b19"})
 }

@@ -284,4 +284,9 @@ type QueueEstimator interface {
 	// Position returns 1 + the unfinished objects created before the one
 	// called name, created at created (ties broken by name).
 	Position(name string, created time.Time) int
+	// Record notes that the owner of the unfinished object called name,
+	// created at created, now shows position pos (its status was written
+	// with it), so that a later refresh wakes the owner only once that
+	// figure is stale (issue 22). The object need not be indexed yet.
+	Record(name string, created time.Time, pos int)
 }

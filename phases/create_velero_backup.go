@@ -85,7 +85,9 @@ func (f *CreateVeleroBackup) Run(ctx context.Context, op *engine.Operation, args
 	// The queue position now, so that the next reconcile finds nothing to
 	// write.
 	if q := f.tools.queue; q != nil && !v1alpha1.BackupFinished(got.Status.Phase) && got.Status.QueuePosition == 0 {
-		nab.Status.QueueInfo = &v1alpha1.QueueInfo{EstimatedQueuePosition: q.Position(got.Name, got.CreationTimestamp.Time)}
+		pos := q.Position(got.Name, got.CreationTimestamp.Time)
+		nab.Status.QueueInfo = &v1alpha1.QueueInfo{EstimatedQueuePosition: pos}
+		q.Record(got.Name, got.CreationTimestamp.Time, pos)
 	}
 	meta.SetStatusCondition(&nab.Status.Conditions, metav1.Condition{
 		Type: v1alpha1.ConditionQueued, Status: metav1.ConditionTrue,

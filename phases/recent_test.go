@@ -2,6 +2,7 @@ package phases_test
 
 import (
 	"context"
+	"time"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	. "gopkg.in/check.v1"
@@ -76,4 +77,36 @@ func (s *RecentSuite) TestWaitAfterCreateSkipsAPIRead(c *C) {
 	_, err = wait.Run(context.Background(), op, args)
 	c.Check(engine.IsTerminal(err), Equals, true, Commentf("%v", err))
 	c.Check(reader.gets, Equals, 1)
+}
+
+// fakeQueue answers one position and keeps what it was told was shown.
+type fakeQueue struct {
+	pos      int
+	recorded map[string]int
+}
+
+func (q *fakeQueue) Position(string, time.Time) int { return q.pos }
+func (q *fakeQueue) Record(name string, _ time.Time, pos int) {
+	q.recorded[name] = pos
+}
+
+// CreateVeleroBackup writes the new Backup's queue position into the NAB's
+// status and records it as shown, so that the next completion does not wake
+// the NAB to find its figure unchanged (issue 22).
+func (s *RecentSuite) TestCreateRecordsQueuePosition(c *C) {
+	sc := runtime.NewScheme()
+	c.Assert(velerov1.AddToScheme(sc), IsNil)
+	c.Assert(v1alpha1.AddToScheme(sc), IsNil)
+	server := fake.NewClientBuilder().WithScheme(sc).Build()
+	queue := &fakeQueue{pos: 7, recorded: map[string]int{}}
+	reg, err := phases.New(phases.Clients{Client: server, APIReader: server, Queue: queue}, phases.Options{})
+	c.Assert(err, IsNil)
+	create, _ := reg.Get("CreateVeleroBackup")
+	nab := &v1alpha1.NonAdminBackup{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "nightly", UID: "u"},
+		Spec: v1alpha1.NonAdminBackupSpec{BackupSpec: &velerov1.BackupSpec{}}}
+	res, err := create.Run(context.Background(), &engine.Operation{Object: nab, OADPNamespace: "oadp", UUID: "u-1"}, create.NewArgs())
+	c.Assert(err, IsNil)
+	c.Assert(nab.Status.QueueInfo, NotNil)
+	c.Check(nab.Status.QueueInfo.EstimatedQueuePosition, Equals, 7)
+	c.Check(queue.recorded, DeepEquals, map[string]int{res.Output["name"]: 7})
 }
