@@ -495,6 +495,51 @@ func (s *ControllerSuite) TestQueuePositionsAndCoalescedRefresh(c *C) {
 	c.Check(writes, Equals, 1, Commentf("three completions in one window cost one status write to the waiting NAB"))
 }
 
+// One completion wakes only the NABs whose shown queue position went stale
+// (the first QueueExactPositions), not every waiting NAB: the position the
+// creating reconcile wrote counts as shown. Before, every NAB of a wave
+// showed as unknown to the queue index, and the first completion cost a
+// reconcile per waiting NAB that wrote nothing (make bench, issue 22).
+func (s *ControllerSuite) TestOneCompletionWakesOnlyStalePositions(c *C) {
+	ctx := context.Background()
+	finishAllBackups(c, s.oadp)
+	ns := createNamespace(c, "tenant")
+	const n = 30
+	var nabs []*v1alpha1.NonAdminBackup
+	// One at a time, in name order: Velero Backup names sort as the NABs'
+	// within a second, so every recorded position is exact.
+	for i := range n {
+		nab := newNAB(ns, fmt.Sprintf("w%02d", i), velerov1.BackupSpec{})
+		c.Assert(testClient.Create(ctx, nab), IsNil)
+		eventually(c, 10*time.Second, func() (bool, string) {
+			got := getNAB(c, nab)
+			return got.Status.VeleroBackup != nil && got.Status.VeleroBackup.Name != "" && got.Status.QueueInfo != nil, "no Velero Backup or position yet"
+		})
+		nabs = append(nabs, getNAB(c, nab))
+	}
+	for i, nab := range nabs {
+		c.Assert(queuePos(c, nab), Equals, i+1, Commentf("%s", nab.Name))
+	}
+	reconciles := func() float64 {
+		return metricValue(c, "controller_runtime_reconcile_total", map[string]string{"controller": "nonadminbackup"})
+	}
+	before := reconciles()
+	completeBackup(c, s.oadp, nabs[0].Status.VeleroBackup.Name, velerov1.BackupPhaseCompleted)
+	eventually(c, 15*time.Second, func() (bool, string) {
+		got := []int{queuePos(c, nabs[1]), queuePos(c, nabs[5]), queuePos(c, nabs[6])}
+		return fmt.Sprint(got) == "[1 5 7]", fmt.Sprint(got)
+	})
+	// The refresh adds its NABs to the workqueue at once; let the last of
+	// them finish.
+	time.Sleep(time.Second)
+	woken := reconciles() - before
+	c.Logf("%v NonAdminBackup reconciles for one completion with %d waiting", woken, n-1)
+	// The completed NAB itself (its mirror, maybe twice) and the five that
+	// moved into the exact positions; before, all 29 waiting as well.
+	c.Check(woken >= 6 && woken <= 12, Equals, true, Commentf("%v NonAdminBackup reconciles for one completion with %d waiting", woken, n-1))
+	c.Check(queuePos(c, nabs[n-1]), Equals, n, Commentf("a figure within a third of the truth is not rewritten"))
+}
+
 // spec.logLevel takes OADP NAC's values only; a NAB at debug runs as any.
 func (s *ControllerSuite) TestLogLevelField(c *C) {
 	ctx := context.Background()
