@@ -41,7 +41,13 @@ func (s *TunerSuite) TestLimit(c *C) {
 	c.Check(custom.Limit(100, 0), Equals, int64(1000))
 	c.Check(custom.Limit(1000, 5), Equals, int64(1105))
 	c.Check(gctune.Tuner{Budget: gctune.Leave}.Limit(100, 0), Equals, int64(math.MaxInt64))
+	// No overflow, however large the figures.
 	c.Check(t.Limit(math.MaxUint64/2, 0), Equals, int64(math.MaxInt64))
+	c.Check(t.Limit(math.MaxUint64, math.MaxUint64), Equals, int64(math.MaxInt64))
+	c.Check(t.Limit(0, math.MaxUint64), Equals, int64(math.MaxInt64))
+	c.Check(t.Limit(1<<60, 0), Equals, int64(1<<60+1<<58)) // 25 % above, exactly
+	c.Check(custom.Limit(199, 0), Equals, int64(1000))
+	c.Check(gctune.Tuner{Budget: 1, MinPercent: 25}.Limit(199, 1), Equals, int64(199+49+1))
 }
 
 // Run sets the process's GOGC and soft memory limit, and stops with its
