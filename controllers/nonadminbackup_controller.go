@@ -210,7 +210,7 @@ func (r *NonAdminBackupReconciler) mirror(ctx context.Context, nab *v1alpha1.Non
 			nab.Status.QueueInfo = &v1alpha1.QueueInfo{EstimatedQueuePosition: pos}
 			recorded = pos
 		}
-		r.Queue.Shown(b.Name, recorded)
+		r.Queue.Record(b.Name, b.CreationTimestamp.Time, recorded)
 	}
 	return nil
 }

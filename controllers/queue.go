@@ -143,24 +143,15 @@ func (q *BackupQueue) StaleWaiting() []types.NamespacedName {
 	return out
 }
 
-// Shown records that the NonAdminBackup of the pending Backup name shows
-// position pos (nothing when the Backup is not pending).
-func (q *BackupQueue) Shown(name string, pos int) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if e, ok := q.pending[name]; ok {
-		e.shown = pos
-		q.pending[name] = e
-	}
-}
-
 // Record implements engine.QueueEstimator: the NonAdminBackup of the
 // unfinished Backup called name, created at created, shows position pos.
-// Unlike Shown it may come before the Backup's watch event: the phase that
+// It may come before the Backup's watch event: the phase that
 // creates the Backup records its first figure at once, and Observe takes it
 // over. Without it every NAB of a wave showed as unknown, and the first
 // completion woke all n of them to find nothing to write (make bench: a
-// reconcile per waiting NAB). It never makes a Backup pending.
+// reconcile per waiting NAB). It never makes a Backup pending, and a Backup
+// indexed with another creation time (deleted and created again under its
+// name) keeps what it shows.
 func (q *BackupQueue) Record(name string, created time.Time, pos int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -327,7 +318,7 @@ func SimulateSerialDrain(n int) (first, total int) {
 			Annotations: map[string]string{v1alpha1.NabOriginNamespaceAnnotation: "tenant", v1alpha1.NabOriginNameAnnotation: name}}}
 		b.Status.Phase = velerov1.BackupPhaseNew
 		q.Observe(b)
-		q.Shown(name, i+1)
+		q.Record(name, b.CreationTimestamp.Time, i+1)
 		backups[i], byName[name] = b, b
 	}
 	for i, b := range backups {
@@ -336,7 +327,7 @@ func SimulateSerialDrain(n int) (first, total int) {
 		writes := 0
 		for _, key := range q.StaleWaiting() {
 			w := byName[key.Name]
-			q.Shown(w.Name, q.Position(w.Name, w.CreationTimestamp.Time))
+			q.Record(w.Name, w.CreationTimestamp.Time, q.Position(w.Name, w.CreationTimestamp.Time))
 			writes++
 		}
 		if i == 0 {
