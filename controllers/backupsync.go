@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -180,10 +181,7 @@ func (s *BackupSync) syncOne(ctx context.Context, b *velerov1.Backup, locations 
 	if known["name/"+name] || known["uuid/"+nacuuid] {
 		return false, nil
 	}
-	labels := map[string]string{}
-	if raw := b.Annotations[v1alpha1.NabOriginLabelsAnnotation]; raw != "" {
-		_ = json.Unmarshal([]byte(raw), &labels) // a damaged annotation only loses the labels
-	}
+	labels := originLabels(b.Annotations[v1alpha1.NabOriginLabelsAnnotation])
 	labels[v1alpha1.NabSyncedFromNACUUIDLabel] = nacuuid
 	spec, dropped := s.TenantSpec(&b.Spec, ns)
 	spec.StorageLocation = loc.nabsl
@@ -204,6 +202,30 @@ func (s *BackupSync) syncOne(ctx context.Context, b *velerov1.Backup, locations 
 	known["name/"+name], known["uuid/"+nacuuid] = true, true
 	log.FromContext(ctx).Info("synced NonAdminBackup from Velero Backup", "namespace", ns, "name", name, "veleroBackup", b.Name, "droppedFields", dropped)
 	return true, nil
+}
+
+// originLabels decodes a Velero Backup's origin-labels annotation (the
+// NAB's labels as JSON) into the labels a synced NAB gets: never nil, and
+// only the pairs the API server accepts as labels. The annotation comes
+// back from object storage, a tenant's own bucket included, so it may be
+// anything: JSON null (which decodes to a nil map), another JSON type, or
+// keys and values that are not labels. What is not a label is dropped; a
+// damaged annotation only loses the labels.
+func originLabels(raw string) map[string]string {
+	out := map[string]string{}
+	if raw == "" {
+		return out
+	}
+	decoded := map[string]string{}
+	if json.Unmarshal([]byte(raw), &decoded) != nil {
+		return out
+	}
+	for k, v := range decoded {
+		if len(validation.IsQualifiedName(k)) == 0 && len(validation.IsValidLabelValue(v)) == 0 {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // createLinkedNAB creates nab for the existing Velero Backup b and records

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -310,4 +311,48 @@ func (s *ControllerSuite) TestPeriodicLoopFollowsItsSetting(c *C) {
 	}
 	cancel()
 	c.Check(<-done, IsNil)
+}
+
+// A Velero Backup synced from a bucket carries whatever was written there:
+// a tenant's own location is a bucket the tenant writes. Origin labels that
+// are JSON null (once a panic that stopped the manager for every tenant),
+// not an object, or not labels never stop the pass: the NAB is made with
+// the labels the API server accepts.
+func (s *ControllerSuite) TestBackupSyncHostileOriginLabels(c *C) {
+	ctx := context.Background()
+	defaultBSL(c, s.oadp)
+	ns := createNamespace(c, "tenant")
+	want := map[string]map[string]string{
+		"null":   {},
+		"list":   {},
+		"number": {},
+		"mixed":  {"ok": "yes", "example.com/team": "blue"},
+	}
+	for name, raw := range map[string]string{
+		"null":   `null`,
+		"list":   `["a","b"]`,
+		"number": `7`,
+		"mixed":  `{"ok":"yes","example.com/team":"blue","bad key!":"x","long":"` + strings.Repeat("v", 64) + `","/":"","a":"b c"}`,
+	} {
+		b := veleroSyncedBackup(c, s.oadp, ns, name, NACUUIDFor(name), velerov1.BackupPhaseCompleted)
+		before := b.DeepCopy()
+		b.Annotations[v1alpha1.NabOriginLabelsAnnotation] = raw
+		c.Assert(testClient.Patch(ctx, b, client.MergeFrom(before)), IsNil)
+		// The suite's other sync tests share the OADP namespace.
+		defer func() { c.Check(testClient.Delete(ctx, b), IsNil) }()
+	}
+	sync := &controllers.BackupSync{Client: testClient, APIReader: testClient, OADPNamespace: s.oadp, TenantSpec: phases.SyncedBackupSpec}
+	created, err := sync.SyncOnce(ctx)
+	c.Assert(err, IsNil)
+	c.Check(created, Equals, len(want))
+	for name, labels := range want {
+		got := getNAB(c, &v1alpha1.NonAdminBackup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})
+		labels[v1alpha1.NabSyncedFromNACUUIDLabel] = NACUUIDFor(name)
+		c.Check(got.Labels, DeepEquals, labels, Commentf(name))
+	}
+}
+
+// NACUUIDFor returns a fixed NACUUID-shaped string for a test backup name.
+func NACUUIDFor(name string) string {
+	return fmt.Sprintf("0c0c0c0c-1111-5222-8333-%012x", []byte(name + "\x00\x00\x00\x00\x00\x00")[:6])
 }
