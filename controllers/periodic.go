@@ -2,6 +2,8 @@ package controllers
 
 import (
 	"context"
+	"fmt"
+	"runtime/debug"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -33,7 +35,22 @@ type Periodic struct {
 	// when 0).
 	Recheck time.Duration
 	// Pass does one pass; its error is logged and the next pass runs on time.
+	// A panic in it is recovered and logged as an error like a failed pass
+	// (as controller-runtime's RecoverPanic does for reconcilers): passes
+	// read objects that come back from tenants' buckets, and one bad object
+	// must not stop the manager for every tenant.
 	Pass func(context.Context) error
+}
+
+// pass runs p.Pass, turning a panic into an error that holds its value and
+// stack.
+func (p *Periodic) pass(ctx context.Context) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("pass panicked: %v\n%s", r, debug.Stack())
+		}
+	}()
+	return p.Pass(ctx)
 }
 
 // Start implements manager.Runnable.
@@ -68,7 +85,7 @@ func (p *Periodic) Start(ctx context.Context) error {
 		wait := recheck
 		if period > 0 {
 			if due := time.Until(last.Add(period)); last.IsZero() || due <= 0 {
-				if err := p.Pass(ctx); err != nil {
+				if err := p.pass(ctx); err != nil {
 					logger.Error(err, "pass failed")
 				}
 				last = time.Now()

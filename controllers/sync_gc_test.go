@@ -269,6 +269,21 @@ func (s *ControllerSuite) TestPeriodicLoops(c *C) {
 	<-ran
 	cancel()
 	c.Check(<-done, IsNil)
+
+	// Nor does a panicking one: passes read what comes back from tenants'
+	// buckets, and the manager must go on for every other tenant.
+	ctx, cancel = context.WithCancel(context.Background())
+	panics := &controllers.Periodic{Name: "panics", Period: 10 * time.Millisecond, Pass: func(context.Context) error {
+		ran <- struct{}{}
+		var m map[string]string
+		m["boom"] = "x"
+		return nil
+	}}
+	go func() { done <- panics.Start(ctx) }()
+	<-ran
+	<-ran
+	cancel()
+	c.Check(<-done, IsNil)
 }
 
 // A loop whose period comes from a PeriodFunc (a DPA's backupSyncPeriod)
