@@ -40,6 +40,9 @@ type controllerOptions struct {
 	// events, when set, is the manager's event broadcaster (the caller
 	// shuts it down); else an unpaced one.
 	events *controllers.EventBroadcaster
+	// maxInVelero is --max-backups-in-velero-per-namespace (0: unlimited,
+	// what the suites written before it expect).
+	maxInVelero int
 }
 
 // startController starts the NAC controllers and the Blueprint controller in
@@ -85,8 +88,9 @@ func startController(c *C, o controllerOptions) (stop func()) {
 	if o.requireApproval {
 		settings.Flags.RequireApprovalForBSL = &o.requireApproval
 	}
-	registry, err := phases.New(phases.Clients{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorderFor("nacflow-blueprint"), Queue: queue},
-		phases.Options{RequireApprovalForBSL: o.requireApproval, Settings: settings})
+	turns := controllers.NewVeleroTurns(mgr.GetClient(), o.oadp)
+	registry, err := phases.New(phases.Clients{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorderFor("nacflow-blueprint"), Queue: queue, Turns: turns},
+		phases.Options{RequireApprovalForBSL: o.requireApproval, Settings: settings, MaxBackupsInVelero: o.maxInVelero})
 	c.Assert(err, IsNil)
 	deps := func(name, kind string) controllers.Deps {
 		recorder := mgr.GetEventRecorderFor(name)
@@ -99,7 +103,7 @@ func startController(c *C, o controllerOptions) (stop func()) {
 			OADPNamespace: o.oadp,
 		}
 	}
-	r := &controllers.NonAdminBackupReconciler{Deps: deps("nonadminbackup-controller", "NonAdminBackup"), QueueRefreshWindow: time.Second, Queue: queue}
+	r := &controllers.NonAdminBackupReconciler{Deps: deps("nonadminbackup-controller", "NonAdminBackup"), QueueRefreshWindow: time.Second, Queue: queue, Turns: turns}
 	c.Assert(r.SetupWithManager(mgr), IsNil)
 	nar := &controllers.NonAdminRestoreReconciler{Deps: deps("nonadminrestore-controller", "NonAdminRestore")}
 	c.Assert(nar.SetupWithManager(mgr), IsNil)
