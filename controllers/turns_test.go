@@ -87,7 +87,7 @@ func (s *TurnsSuite) TestLimitAndOrderWithinNamespace(c *C) {
 	w1, w2, w3 := turnWaiter("a", "w1", 1, 2, 0), turnWaiter("a", "w2", 2, 2, 0), turnWaiter("a", "w3", 3, 2, 0)
 	running, queued := tenantBackup("a", "a-0", velerov1.BackupPhaseInProgress), tenantBackup("a", "a-1", velerov1.BackupPhaseQueued)
 	cl := controllers.NewTurnsFakeClient(testScheme, w1, w2, w3, running, queued,
-		tenantBackup("a", "a-old", velerov1.BackupPhaseCompleted), // finished: not in Velero's queue
+		tenantBackup("a", "a-old", velerov1.BackupPhaseCompleted),                             // finished: not in Velero's queue
 		&velerov1.Backup{ObjectMeta: metav1.ObjectMeta{Namespace: turnsOADP, Name: "admins"}}) // the admin's: nobody's share
 	t := controllers.NewVeleroTurns(cl, turnsOADP)
 

@@ -48,15 +48,15 @@ import (
 type config struct {
 	n, m, c, secrets, burst int
 	// maxInVelero is nac's --max-backups-in-velero-per-namespace.
-	maxInVelero int
-	assets, nac, jsonOut    string
-	pprof, nacGOGC          string
-	nacMemLimit             string
-	nacArgs, apiserverProf  string
-	heapProfile             string
-	scrapeEvery             time.Duration
-	timeout                 time.Duration
-	window                  time.Duration
+	maxInVelero            int
+	assets, nac, jsonOut   string
+	pprof, nacGOGC         string
+	nacMemLimit            string
+	nacArgs, apiserverProf string
+	heapProfile            string
+	scrapeEvery            time.Duration
+	timeout                time.Duration
+	window                 time.Duration
 }
 
 // Result is what one run measured (the JSON output).
