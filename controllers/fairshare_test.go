@@ -125,7 +125,8 @@ func waitingFor(c *C, ns string) []v1alpha1.NonAdminBackup {
 	return out
 }
 
-// A tenant creates 25 NonAdminBackups at once; at most 2 (the limit) of its
+// A tenant creates 25 NonAdminBackups at once, reconciled by 8 workers in
+// parallel; at most 2 (the limit) of its
 // Velero Backups are ever unfinished, the rest wait saying why and where.
 // Another tenant's backup made then goes into Velero at once, before the
 // first tenant's next one: next in Velero's queue. Velero then finishes
@@ -136,7 +137,8 @@ func (s *FairShareSuite) TestBurstLeavesAnotherTenantNext(c *C) {
 	ctx := context.Background()
 	oadp := createNamespace(c, "fair-oadp")
 	run := strings.TrimPrefix(oadp, "fair-oadp-")
-	opts := controllerOptions{oadp: oadp, selector: labels.SelectorFromSet(labels.Set{chaosRunLabel: run}), restart: true, maxInVelero: 2}
+	opts := controllerOptions{oadp: oadp, selector: labels.SelectorFromSet(labels.Set{chaosRunLabel: run}), restart: true, maxInVelero: 2,
+		concurrency: 8} // parallel workers decide at once, as cmd/nac's 32 do
 	backups := watchBackups(c, oadp)
 	defer backups.stop()
 	stop := startController(c, opts)

@@ -43,6 +43,9 @@ type controllerOptions struct {
 	// maxInVelero is --max-backups-in-velero-per-namespace (0: unlimited,
 	// what the suites written before it expect).
 	maxInVelero int
+	// concurrency is --max-concurrent-reconciles (0: controller-runtime's
+	// default, 1).
+	concurrency int
 }
 
 // startController starts the NAC controllers and the Blueprint controller in
@@ -69,7 +72,7 @@ func startController(c *C, o controllerOptions) (stop func()) {
 		Cache:            cacheOpts,
 		MapperProvider:   controllers.NewRESTMapper,
 		EventBroadcaster: broadcaster, //nolint:staticcheck // shut down with the manager below
-		Controller:       config.Controller{SkipNameValidation: &o.restart},
+		Controller:       config.Controller{SkipNameValidation: &o.restart, MaxConcurrentReconciles: o.concurrency},
 	}
 	if o.wrap != nil {
 		opts.NewClient = func(cfg *rest.Config, co client.Options) (client.Client, error) {

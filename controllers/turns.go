@@ -114,7 +114,9 @@ func waitingTurn(nab *v1alpha1.NonAdminBackup) *v1alpha1.PhaseStatus {
 }
 
 // turnState is what a NonAdminBackup shows of its turn: 0 none, 1 waiting,
-// 2 admitted (its WaitForTurn phase complete in a running plan).
+// 2 admitted (its WaitForTurn phase complete in a running plan, with a
+// limit: an unlimited one took no turn, and waking anyone for it would only
+// cost the bench's unlimited wave a cache read per NAB).
 func turnState(nab *v1alpha1.NonAdminBackup) int {
 	if waitingTurn(nab) != nil {
 		return 1
@@ -124,7 +126,8 @@ func turnState(nab *v1alpha1.NonAdminBackup) int {
 		return 0
 	}
 	for i := range p.Phases {
-		if p.Phases[i].Func == waitForTurnFunc && p.Phases[i].State == v1alpha1.PhaseComplete {
+		ps := &p.Phases[i]
+		if ps.Func == waitForTurnFunc && ps.State == v1alpha1.PhaseComplete && ps.Output["limit"] != "0" {
 			return 2
 		}
 	}
@@ -248,7 +251,9 @@ func (t *VeleroTurns) Turn(ctx context.Context, req engine.TurnRequest) (engine.
 	case !apierrors.IsNotFound(err):
 		return engine.TurnDecision{}, fmt.Errorf("reading Velero Backup %s/%s: %w", t.OADPNamespace, req.Backup, err)
 	}
-	all, err := t.snapshot(ctx, now, req.Namespace)
+	// The namespace alone first: while it is full, or an earlier waiter of
+	// its own goes first, no other namespace matters.
+	all, err := t.snapshot(ctx, now, req.Namespace, false)
 	if err != nil {
 		return engine.TurnDecision{}, err
 	}
@@ -266,6 +271,10 @@ func (t *VeleroTurns) Turn(ctx context.Context, req engine.TurnRequest) (engine.
 	if i > 0 || own.inVelero >= req.Max {
 		return d, nil
 	}
+	if all, err = t.snapshot(ctx, now, req.Namespace, true); err != nil {
+		return engine.TurnDecision{}, err
+	}
+	all[req.Namespace] = own // with this waiter in its place
 	for _, o := range all {
 		if o != own && o.ready() && o.goesBefore(own) {
 			d.OtherFirst = true
@@ -291,7 +300,7 @@ func (t *VeleroTurns) Turn(ctx context.Context, req engine.TurnRequest) (engine.
 func (t *VeleroTurns) Wake(ctx context.Context, ns string) ([]types.NamespacedName, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	all, err := t.snapshot(ctx, t.now(), ns)
+	all, err := t.snapshot(ctx, t.now(), ns, true)
 	if err != nil {
 		return nil, err
 	}
@@ -315,11 +324,12 @@ func (t *VeleroTurns) Wake(ctx context.Context, ns string) ([]types.NamespacedNa
 	return out, nil
 }
 
-// snapshot reads, under t.mu, every namespace with waiters (and also) from
-// the cache: its unfinished Velero Backups, admissions not yet in the cache
-// included, and its waiters in turn order, the admitted ones left out.
-// Admissions the cache now shows, or older than admittedTTL, are forgotten.
-func (t *VeleroTurns) snapshot(ctx context.Context, now time.Time, also string) (map[string]*nsTurns, error) {
+// snapshot reads, under t.mu, namespace also and — with every — every
+// namespace with waiters from the cache: its unfinished Velero Backups,
+// admissions not yet in the cache included, and its waiters in turn order,
+// the admitted ones left out. Admissions the cache now shows, or older than
+// admittedTTL, are forgotten.
+func (t *VeleroTurns) snapshot(ctx context.Context, now time.Time, also string, every bool) (map[string]*nsTurns, error) {
 	for ns, names := range t.admitted {
 		for name, at := range names {
 			err := t.Reader.Get(ctx, client.ObjectKey{Namespace: t.OADPNamespace, Name: name}, &velerov1.Backup{})
@@ -335,7 +345,11 @@ func (t *VeleroTurns) snapshot(ctx context.Context, now time.Time, also string) 
 		}
 	}
 	list := &v1alpha1.NonAdminBackupList{}
-	if err := t.Reader.List(ctx, list, client.MatchingFields{turnsWaitingIndex: turnsAll}, client.UnsafeDisableDeepCopy); err != nil {
+	which := turnsAll
+	if !every {
+		which = also
+	}
+	if err := t.Reader.List(ctx, list, client.MatchingFields{turnsWaitingIndex: which}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing the NonAdminBackups waiting for a turn: %w", err)
 	}
 	all := map[string]*nsTurns{}
