@@ -178,7 +178,7 @@ func (s *ControllerSuite) TestValidBackupLifecycle(c *C) {
 	// status write; every phase is told once.
 	all := strings.Join(story, "\n")
 	c.Check(strings.Count(all, "Started action"), Equals, 1, Commentf(all))
-	c.Check(strings.Count(all, "Ended phase "), Equals, 5, Commentf(all))
+	c.Check(strings.Count(all, "Ended phase "), Equals, 6, Commentf(all))
 
 	// After the plan: the mirror stays current (Velero later marks it failed
 	// in this made-up story).
