@@ -198,7 +198,7 @@ type waiter struct {
 	limit, shown int
 }
 
-// before orders waiters: by creation time, then name.
+// compare orders waiters: by creation time, then name.
 func (w waiter) compare(o waiter) int {
 	if c := w.created.Compare(o.created); c != 0 {
 		return c
@@ -370,6 +370,7 @@ func (t *VeleroTurns) snapshot(ctx context.Context, now time.Time, also string, 
 		}
 		w := waiter{key: types.NamespacedName{Namespace: nab.Namespace, Name: nab.Name}, created: nab.CreationTimestamp.Time,
 			backup: v1alpha1.NACObjectName(nab.Namespace, nab.Name, nacuuidOf(nab))}
+		// WaitForTurn's outputs (phases.TurnOutputLimit, TurnOutputPosition).
 		w.limit, _ = strconv.Atoi(ps.Output["limit"])
 		w.shown, _ = strconv.Atoi(ps.Output["position"])
 		n := get(nab.Namespace)
