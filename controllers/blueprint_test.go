@@ -188,9 +188,9 @@ func brokenBlueprint(c *C, name string) *v1alpha1.Blueprint {
 	bp.Name = name
 	a := bp.Spec.Actions["backup"]
 	a.Phases[0].Args = map[string]apiextensionsv1.JSON{"enforce": {Raw: []byte(`{"includedNamespaces": ["kube-system"]}`)}}
-	a.Phases[1].Args = map[string]apiextensionsv1.JSON{"lables": {Raw: []byte(`{"a": "b"}`)}}
-	a.Phases[2].Args["name"] = apiextensionsv1.JSON{Raw: []byte(`"{{ .Phases.syncStatus.Output.name }}"`)}
-	a.Phases[3].Func = "Nope"
+	a.Phases[2].Args = map[string]apiextensionsv1.JSON{"lables": {Raw: []byte(`{"a": "b"}`)}}
+	a.Phases[3].Args["name"] = apiextensionsv1.JSON{Raw: []byte(`"{{ .Phases.syncStatus.Output.name }}"`)}
+	a.Phases[4].Func = "Nope"
 	bp.Spec.Actions["backup"] = a
 	bp.Spec.Actions["explode"] = a
 	return bp
@@ -207,9 +207,9 @@ func (s *ControllerSuite) TestInvalidBlueprintReportedAndNeverUsed(c *C) {
 	all := strings.Join(got.Status.Errors, "\n")
 	for _, want := range []string{
 		`spec.actions.backup.phases[0] (validate): ValidateBackupSpec args: enforce.includedNamespaces can not be enforced`,
-		`spec.actions.backup.phases[1] (createBackup): CreateVeleroBackup takes no arg "lables"`,
-		`spec.actions.backup.phases[2] (waitForBackup): args.name refers to phase "syncStatus", which does not come before it`,
-		`spec.actions.backup.phases[3] (syncStatus): unknown func "Nope"`,
+		`spec.actions.backup.phases[2] (createBackup): CreateVeleroBackup takes no arg "lables"`,
+		`spec.actions.backup.phases[3] (waitForBackup): args.name refers to phase "syncStatus", which does not come before it`,
+		`spec.actions.backup.phases[4] (syncStatus): unknown func "Nope"`,
 		`spec.actions.explode: NonAdminBackup has no action "explode"`,
 	} {
 		c.Check(strings.Contains(all, want), Equals, true, Commentf("missing %q in:\n%s", want, all))
@@ -266,8 +266,8 @@ func perTenantBackup(c *C, name, key, value string, edit func(*v1alpha1.Blueprin
 func (s *ControllerSuite) TestOnTimeoutAsDocumented(c *C) {
 	short := func(onTimeout v1alpha1.OnTimeout) func(*v1alpha1.BlueprintAction) {
 		return func(a *v1alpha1.BlueprintAction) {
-			a.Phases[2].Timeout = &metav1.Duration{Duration: time.Second}
-			a.Phases[2].OnTimeout = onTimeout
+			a.Phases[3].Timeout = &metav1.Duration{Duration: time.Second}
+			a.Phases[3].OnTimeout = onTimeout
 		}
 	}
 	remove := applyBlueprints(c, s.oadp,
@@ -300,11 +300,11 @@ func (s *ControllerSuite) TestOnTimeoutAsDocumented(c *C) {
 func (s *ControllerSuite) TestSafetyRuleHolds(c *C) {
 	// A literal reserved key makes the blueprint invalid...
 	literal := perTenantBackup(c, "steal-literal", "safety", "literal", func(a *v1alpha1.BlueprintAction) {
-		a.Phases[1].Args = map[string]apiextensionsv1.JSON{"labels": {Raw: []byte(`{"openshift.io/oadp-nab-origin-nacuuid": "someone-else"}`)}}
+		a.Phases[2].Args = map[string]apiextensionsv1.JSON{"labels": {Raw: []byte(`{"openshift.io/oadp-nab-origin-nacuuid": "someone-else"}`)}}
 	})
 	// ...a templated one fails the phase when it runs, creating nothing.
 	templated := perTenantBackup(c, "steal-templated", "safety", "templated", func(a *v1alpha1.BlueprintAction) {
-		a.Phases[1].Args = map[string]apiextensionsv1.JSON{"labels": {Raw: []byte(`{"openshift.io/oadp-nab-origin-nacuuid": "{{ .Name }}"}`)}}
+		a.Phases[2].Args = map[string]apiextensionsv1.JSON{"labels": {Raw: []byte(`{"openshift.io/oadp-nab-origin-nacuuid": "{{ .Name }}"}`)}}
 	})
 	remove := applyBlueprints(c, s.oadp, literal, templated)
 	defer remove()

@@ -4,7 +4,12 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/util/flowcontrol"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/nacflow/nacflow/api/v1alpha1"
 )
 
 // NewEventBroadcasterWith returns an EventBroadcaster pacing its writes
@@ -34,3 +39,13 @@ func EventQueueWaitSeconds() float64 { return testutil.ToFloat64(eventsBlocked) 
 
 // CacheTransform returns a fresh instance of the manager cache's transform.
 func CacheTransform() func(any) (any, error) { return cacheTransform() }
+
+// NewTurnsFakeClient returns a fake client holding objs with the cache
+// indexes VeleroTurns reads, for unit tests of the turns.
+func NewTurnsFakeClient(scheme *runtime.Scheme, objs ...client.Object) client.WithWatch {
+	b := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithStatusSubresource(&v1alpha1.NonAdminBackup{})
+	for _, i := range turnsIndexes {
+		b = b.WithIndex(i.obj, i.field, i.value)
+	}
+	return b.Build()
+}

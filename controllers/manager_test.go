@@ -40,6 +40,12 @@ type controllerOptions struct {
 	// events, when set, is the manager's event broadcaster (the caller
 	// shuts it down); else an unpaced one.
 	events *controllers.EventBroadcaster
+	// maxInVelero is --max-backups-in-velero-per-namespace (0: unlimited,
+	// what the suites written before it expect).
+	maxInVelero int
+	// concurrency is --max-concurrent-reconciles (0: controller-runtime's
+	// default, 1).
+	concurrency int
 }
 
 // startController starts the NAC controllers and the Blueprint controller in
@@ -66,7 +72,7 @@ func startController(c *C, o controllerOptions) (stop func()) {
 		Cache:            cacheOpts,
 		MapperProvider:   controllers.NewRESTMapper,
 		EventBroadcaster: broadcaster, //nolint:staticcheck // shut down with the manager below
-		Controller:       config.Controller{SkipNameValidation: &o.restart},
+		Controller:       config.Controller{SkipNameValidation: &o.restart, MaxConcurrentReconciles: o.concurrency},
 	}
 	if o.wrap != nil {
 		opts.NewClient = func(cfg *rest.Config, co client.Options) (client.Client, error) {
@@ -85,8 +91,9 @@ func startController(c *C, o controllerOptions) (stop func()) {
 	if o.requireApproval {
 		settings.Flags.RequireApprovalForBSL = &o.requireApproval
 	}
-	registry, err := phases.New(phases.Clients{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorderFor("nacflow-blueprint"), Queue: queue},
-		phases.Options{RequireApprovalForBSL: o.requireApproval, Settings: settings})
+	turns := controllers.NewVeleroTurns(mgr.GetClient(), o.oadp)
+	registry, err := phases.New(phases.Clients{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorderFor("nacflow-blueprint"), Queue: queue, Turns: turns},
+		phases.Options{RequireApprovalForBSL: o.requireApproval, Settings: settings, MaxBackupsInVelero: o.maxInVelero})
 	c.Assert(err, IsNil)
 	deps := func(name, kind string) controllers.Deps {
 		recorder := mgr.GetEventRecorderFor(name)
@@ -99,7 +106,7 @@ func startController(c *C, o controllerOptions) (stop func()) {
 			OADPNamespace: o.oadp,
 		}
 	}
-	r := &controllers.NonAdminBackupReconciler{Deps: deps("nonadminbackup-controller", "NonAdminBackup"), QueueRefreshWindow: time.Second, Queue: queue}
+	r := &controllers.NonAdminBackupReconciler{Deps: deps("nonadminbackup-controller", "NonAdminBackup"), QueueRefreshWindow: time.Second, Queue: queue, Turns: turns}
 	c.Assert(r.SetupWithManager(mgr), IsNil)
 	nar := &controllers.NonAdminRestoreReconciler{Deps: deps("nonadminrestore-controller", "NonAdminRestore")}
 	c.Assert(nar.SetupWithManager(mgr), IsNil)

@@ -68,6 +68,11 @@ type NonAdminBackupReconciler struct {
 	// with the phases, which set the first position); nil: no positions
 	// beyond Velero's own and 0 once finished.
 	Queue *BackupQueue
+	// Turns shares Velero's queue between namespaces (shared with
+	// WaitForTurn, which asks it for turns); the reconciler wakes the
+	// waiters whose turn a change may have brought. nil: no waiter is
+	// woken but by its timed recheck.
+	Turns *VeleroTurns
 
 	reads readTracker
 	// refreshAt is when the scheduled queue refresh runs; until then further
@@ -220,10 +225,18 @@ func (r *NonAdminBackupReconciler) mirror(ctx context.Context, nab *v1alpha1.Non
 // Backups and DeleteBackupRequests in the OADP namespace carrying the NAC
 // labels, mapped back to their NAB by the origin annotations.
 func (r *NonAdminBackupReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Turns != nil {
+		if err := IndexTurns(context.Background(), mgr.GetFieldIndexer()); err != nil {
+			return err
+		}
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("nonadminbackup").
 		WithOptions(r.controllerOptions()).
 		For(&v1alpha1.NonAdminBackup{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// Status changes only where they change the turns: a waiter
+		// coming, going or admitted wakes the next one.
+		Watches(&v1alpha1.NonAdminBackup{}, r.turnEvents()).
 		// Every Backup of the OADP namespace: an admin's own backup finishing
 		// moves tenants up the queue too.
 		Watches(&velerov1.Backup{}, r.backupEvents(),

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
+	"github.com/nacflow/nacflow/engine"
 )
 
 // DefaultQueueRefreshWindow is how long the queue positions of waiting
@@ -171,7 +172,7 @@ func (q *BackupQueue) Record(name string, created time.Time, pos int) {
 // QueueExactPositions is how many positions at the head of Velero's queue
 // are always shown exactly: the places where a user watches the number
 // count down.
-const QueueExactPositions = 5
+const QueueExactPositions = engine.ExactPositions
 
 // QueuePositionStale reports whether a waiting object's recorded
 // estimatedQueuePosition (recorded; 0 when none) must be rewritten now that
@@ -187,17 +188,7 @@ const QueueExactPositions = 5
 // (30 may mean 21; never fewer: the queue only moves forward, except when an
 // earlier Backup appears).
 func QueuePositionStale(recorded, now int) bool {
-	switch {
-	case recorded == now:
-		return false
-	case recorded <= 0 || now <= QueueExactPositions:
-		return true
-	}
-	diff := recorded - now
-	if diff < 0 {
-		diff = -diff
-	}
-	return diff >= max(1, (recorded+2)/3) // a third, rounded up
+	return engine.PositionStale(recorded, now)
 }
 
 // Len returns how many Backups are pending (Velero's queue depth).
@@ -260,6 +251,9 @@ func (r *NonAdminBackupReconciler) backupEvents() handler.TypedEventHandler[clie
 			newB, okNew := e.ObjectNew.(*velerov1.Backup)
 			if okOld && okNew && !v1alpha1.BackupFinished(oldB.Status.Phase) && v1alpha1.BackupFinished(newB.Status.Phase) {
 				r.refreshWaiting(ctx, q)
+				if ns := unfinishedOrigin(oldB); ns != "" {
+					r.wakeTurns(ctx, q, ns)
+				}
 			}
 		},
 		DeleteFunc: func(ctx context.Context, e event.TypedDeleteEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
@@ -270,6 +264,11 @@ func (r *NonAdminBackupReconciler) backupEvents() handler.TypedEventHandler[clie
 				q.Add(req)
 			}
 			r.refreshWaiting(ctx, q)
+			if b, ok := e.Object.(*velerov1.Backup); ok {
+				if ns := unfinishedOrigin(b); ns != "" {
+					r.wakeTurns(ctx, q, ns)
+				}
+			}
 		},
 	}
 }

@@ -89,7 +89,9 @@ type Result struct {
 	RecheckAfter time.Duration
 	// Message says what was done or what is awaited, deterministically.
 	Message string
-	// Output is the phase's small key/value output (Done only).
+	// Output is the phase's small key/value output: on Done, what later
+	// phases read; on Wait, the progress it records while it waits
+	// (optional; replaced by the output of its completion).
 	Output map[string]string
 }
 
@@ -289,4 +291,74 @@ type QueueEstimator interface {
 	// with it), so that a later refresh wakes the owner only once that
 	// figure is stale (issue 22). The object need not be indexed yet.
 	Record(name string, created time.Time, pos int)
+}
+
+// TurnRequest asks for an operation's turn in Velero's queue (TurnKeeper).
+type TurnRequest struct {
+	// Namespace and Name are the NAC object's.
+	Namespace, Name string
+	// Created is the object's creation time: waiting operations of a
+	// namespace take their turns in (Created, Name) order.
+	Created time.Time
+	// Backup is the name of the Velero Backup the operation creates once
+	// admitted (deterministic: v1alpha1.NACObjectName), so that an
+	// admission is recognised again after a failed status write or a
+	// restart.
+	Backup string
+	// Max is how many unfinished Velero Backups the namespace may have at
+	// once (at least 1; 0, unlimited, never asks).
+	Max int
+}
+
+// TurnDecision is a TurnKeeper's answer.
+type TurnDecision struct {
+	// Admitted is true when the operation may create its Velero Backup now.
+	Admitted bool
+	// InVelero is how many unfinished Velero Backups the namespace has
+	// (admissions whose Backup the cache does not show yet included; this
+	// one excluded).
+	InVelero int
+	// Position is the operation's place (1-based) among the namespace's
+	// waiting operations, Waiting how many wait (this one included); both
+	// 0 when admitted.
+	Position, Waiting int
+	// OtherFirst is true when the namespace has room but another
+	// namespace's waiting operation goes first (round-robin).
+	OtherFirst bool
+}
+
+// TurnKeeper shares Velero's queue fairly between namespaces: it admits an
+// operation only while its namespace has fewer than Max unfinished Velero
+// Backups, its earlier waiting operations first, and namespaces with room
+// in round-robin order. Its decision follows from the cache (Velero
+// Backups, the waiting operations' status), so a restart rebuilds it.
+type TurnKeeper interface {
+	// Turn decides whether the operation req describes may go now. Errors
+	// are the cache's (retryable).
+	Turn(ctx context.Context, req TurnRequest) (TurnDecision, error)
+}
+
+// ExactPositions is how many places at the head of a queue are always
+// shown exactly: where a user watches the number count down.
+const ExactPositions = 5
+
+// PositionStale reports whether a waiting object's recorded position
+// (recorded; 0 when none) must be rewritten now that it is now: when it
+// changed by at least a third of the recorded value (at least 1), or the
+// object is within the first ExactPositions (shown exactly), or none is recorded. Over a
+// queue of n draining one at a time, each object is rewritten O(log n)
+// times instead of n (issue 22's rule for estimatedQueuePosition, used by
+// every figure of a place in a queue).
+func PositionStale(recorded, now int) bool {
+	switch {
+	case recorded == now:
+		return false
+	case recorded <= 0 || now <= ExactPositions:
+		return true
+	}
+	diff := recorded - now
+	if diff < 0 {
+		diff = -diff
+	}
+	return diff >= max(1, (recorded+2)/3) // a third, rounded up
 }

@@ -440,6 +440,13 @@ func (r *Runner) onWait(obj Object, ps *nacv1alpha1.PhaseStatus, spec nacv1alpha
 	}
 	ps.State = nacv1alpha1.PhaseWaiting
 	ps.Message = bounded(res.Message)
+	if res.Output != nil {
+		// A waiting phase may record its progress (a place in a queue);
+		// the output of its completion replaces it.
+		if err := checkOutput(res.Output); err == nil {
+			ps.Output = res.Output
+		}
+	}
 	after := res.RecheckAfter
 	if after <= 0 || after > timeout-waited {
 		after = timeout - waited

@@ -185,6 +185,27 @@ func (s *RunSuite) TestPhaseWaitingOncePerWait(c *C) {
 	c.Check(s.events(), DeepEquals, []string{"Normal StartedAction", "Normal PhaseWaiting"})
 }
 
+// A waiting phase may record its progress as output (a place in a queue);
+// a wait without output keeps what was recorded; completion replaces it.
+func (s *RunSuite) TestWaitingPhaseRecordsProgress(c *C) {
+	s.fn.script["a"] = func(n int, _ *stepArgs) (engine.Result, error) {
+		switch n {
+		case 1:
+			return engine.Result{Wait: true, Message: "4th", Output: map[string]string{"position": "4"}}, nil
+		case 2:
+			return engine.Wait("still 4th", time.Second), nil
+		}
+		return engine.Done("its turn", map[string]string{"value": "x"}), nil
+	}
+	want := []map[string]string{{"position": "4"}, {"position": "4"}, {"value": "x"}}
+	for i := range 3 {
+		_, err := s.runner.Run(context.Background(), s.request(c, nil))
+		c.Assert(err, IsNil)
+		c.Check(s.nab.Status.Plan.Phase("a").Output, DeepEquals, want[i], Commentf("run %d", i+1))
+	}
+	c.Check(s.nab.Status.Plan.Phase("b").Output, DeepEquals, map[string]string{"value": "x+b"})
+}
+
 func (s *RunSuite) TestDeferPhaseRunsAfterFailure(c *C) {
 	s.fn.script["a"] = func(int, *stepArgs) (engine.Result, error) {
 		return engine.Result{}, engine.Terminalf("spec.x is invalid")

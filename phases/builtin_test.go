@@ -40,8 +40,9 @@ func (s *BuiltInSuite) TestBuiltInsCompile(c *C) {
 	for _, p := range backup.Phases {
 		funcs = append(funcs, p.Func)
 	}
-	c.Check(funcs, DeepEquals, []string{"ValidateBackupSpec", "CreateVeleroBackup", "WaitFor", "SyncStatus", "VerifyBackupContents"})
-	c.Check(backup.Phases[2].Timeout.Duration, Equals, 4*time.Hour, Commentf("at least Velero's itemOperationTimeout"))
+	c.Check(funcs, DeepEquals, []string{"ValidateBackupSpec", "WaitForTurn", "CreateVeleroBackup", "WaitFor", "SyncStatus", "VerifyBackupContents"})
+	c.Check(backup.Phases[1].Timeout.Duration, Equals, 168*time.Hour, Commentf("a burst's last backup waits for all the earlier ones"))
+	c.Check(backup.Phases[3].Timeout.Duration, Equals, 4*time.Hour, Commentf("at least Velero's itemOperationTimeout"))
 	c.Check(backup.DeferPhase, NotNil)
 
 	_, err = blueprints.BuiltIn("nope")

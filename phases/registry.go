@@ -26,6 +26,9 @@ type Clients struct {
 	Recorder record.EventRecorder
 	// Queue estimates queue positions (nil: CreateVeleroBackup sets none).
 	Queue engine.QueueEstimator
+	// Turns shares Velero's queue between namespaces (WaitForTurn; nil:
+	// WaitForTurn fails unless its limit is 0).
+	Turns engine.TurnKeeper
 }
 
 // tools are what some functions keep besides the operation: never a client.
@@ -34,6 +37,8 @@ type tools struct {
 	recorder record.EventRecorder
 	// queue estimates queue positions (nil: none).
 	queue engine.QueueEstimator
+	// turns decides WaitForTurn's turns (nil: none).
+	turns engine.TurnKeeper
 	// recent remembers what these functions created.
 	recent *recentCreates
 }
@@ -48,6 +53,11 @@ type Options struct {
 	// DataProtectionApplication spec.nonAdmin (requireApprovalForBSL and the
 	// enforce*Spec a blueprint's args.enforce does not set).
 	Settings Settings
+	// MaxBackupsInVelero is --max-backups-in-velero-per-namespace: how
+	// many unfinished Velero Backups a namespace may have at once when its
+	// blueprint's WaitForTurn sets no max. 0: unlimited (cmd/nac's default
+	// is DefaultMaxBackupsInVelero).
+	MaxBackupsInVelero int
 }
 
 // New returns the registry of every phase function, bound to o, each run
@@ -55,7 +65,7 @@ type Options struct {
 // returns an error only if two functions share a name or an exception is
 // malformed (programming errors).
 func New(c Clients, o Options) (*engine.Registry, error) {
-	t := tools{recorder: c.Recorder, queue: c.Queue, recent: newRecentCreates()}
+	t := tools{recorder: c.Recorder, queue: c.Queue, turns: c.Turns, recent: newRecentCreates()}
 	var settings Settings = noSettings{}
 	if o.Settings != nil {
 		settings = o.Settings
@@ -79,6 +89,7 @@ func New(c Clients, o Options) (*engine.Registry, error) {
 		&AdoptVeleroBackup{},
 		&Notify{tools: t},
 		&LimitActiveOperations{ledger: newAdmissions()},
+		&WaitForTurn{tools: t, defaultMax: o.MaxBackupsInVelero},
 		&ValidateDownloadRequest{},
 		&CreateDownloadRequest{tools: t},
 		&VerifyBackupContents{tools: t},

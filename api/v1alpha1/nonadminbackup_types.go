@@ -105,6 +105,12 @@ const (
 	ReasonActiveOperationsLimit = "ActiveOperationsLimit"
 	// ReasonBackupScheduled: Queued=True once the Velero Backup exists.
 	ReasonBackupScheduled = "BackupScheduled"
+	// ReasonWaitingForTurn: Queued=False while the NonAdminBackup waits for
+	// its namespace's turn in Velero's queue (WaitForTurn: the namespace has
+	// as many unfinished Velero Backups as the admin allows, or another
+	// namespace's turn comes first); the message gives its position among
+	// the namespace's waiting backups.
+	ReasonWaitingForTurn = "WaitingForTurn"
 	// ReasonDeletionPending: Deleting=True while deletion runs.
 	ReasonDeletionPending = "DeletionPending"
 	// ReasonVeleroBackupNotFound: Queued=False; the Velero Backup was deleted

@@ -84,6 +84,7 @@ type options struct {
 	eventQPS      float64
 	eventBurst    int
 	eventQueue    int
+	maxInVelero   int
 	// given are the flags given on the command line: those yield nothing
 	// to a DataProtectionApplication's settings.
 	given map[string]bool
@@ -201,6 +202,8 @@ func registerFlags(fs *flag.FlagSet, o *options) *zap.Options {
 		"Events held while --event-qps paces them (about 1 KiB each). When it is full, reconciles wait for room: events are delayed, never dropped (nacflow_events_dropped_total counts the API server's refusals and what is queued at exit).")
 	fs.DurationVar(&o.credCheck, "credential-check-period", controllers.DefaultCredentialCheckPeriod,
 		"How often each NonAdminBackupStorageLocation rechecks its credential Secret, so that a rotation reaches the copy (Secrets are not watched).")
+	fs.IntVar(&o.maxInVelero, "max-backups-in-velero-per-namespace", phases.DefaultMaxBackupsInVelero,
+		"Unfinished Velero Backups one tenant namespace may have at once (its NonAdminBackups' and its schedules' runs) before its further NonAdminBackups wait for a turn (WaitForTurn, released round-robin across namespaces), where the blueprint's WaitForTurn sets no max of its own; 0: unlimited.")
 	zapOpts := &zap.Options{}
 	zapOpts.BindFlags(fs)
 	return zapOpts
@@ -218,6 +221,9 @@ func run(o options) error {
 	}
 	if o.waitTimeout <= 0 {
 		return fmt.Errorf("--wait-timeout must be positive, got %s", o.waitTimeout)
+	}
+	if o.maxInVelero < 0 {
+		return fmt.Errorf("--max-backups-in-velero-per-namespace must be 0 (unlimited) or more, got %d", o.maxInVelero)
 	}
 
 	scheme, err := controllers.NewScheme()
@@ -265,8 +271,9 @@ func run(o options) error {
 	// The admin's non-admin settings: flags given on the command line, else
 	// OADP's DataProtectionApplication in the OADP namespace, read live.
 	settings := &dpa.Source{Reader: mgr.GetAPIReader(), Namespace: o.oadpNamespace, Flags: o.nonAdminFlags()}
-	registry, err := phases.New(phases.Clients{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorderFor("nacflow-blueprint"), Queue: queue},
-		phases.Options{RequireApprovalForBSL: o.bslApproval, Settings: settings})
+	turns := controllers.NewVeleroTurns(mgr.GetClient(), o.oadpNamespace)
+	registry, err := phases.New(phases.Clients{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorderFor("nacflow-blueprint"), Queue: queue, Turns: turns},
+		phases.Options{RequireApprovalForBSL: o.bslApproval, Settings: settings, MaxBackupsInVelero: o.maxInVelero})
 	if err != nil {
 		return err
 	}
@@ -286,7 +293,7 @@ func run(o options) error {
 			MaxRetryDelay: o.maxRetry,
 		}
 	}
-	nab := &controllers.NonAdminBackupReconciler{Deps: deps("nonadminbackup-controller", "NonAdminBackup"), QueueRefreshWindow: o.queueWindow, Queue: queue}
+	nab := &controllers.NonAdminBackupReconciler{Deps: deps("nonadminbackup-controller", "NonAdminBackup"), QueueRefreshWindow: o.queueWindow, Queue: queue, Turns: turns}
 	if err := nab.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the NonAdminBackup controller: %w", err)
 	}

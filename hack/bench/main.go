@@ -47,14 +47,16 @@ import (
 
 type config struct {
 	n, m, c, secrets, burst int
-	assets, nac, jsonOut    string
-	pprof, nacGOGC          string
-	nacMemLimit             string
-	nacArgs, apiserverProf  string
-	heapProfile             string
-	scrapeEvery             time.Duration
-	timeout                 time.Duration
-	window                  time.Duration
+	// maxInVelero is nac's --max-backups-in-velero-per-namespace.
+	maxInVelero            int
+	assets, nac, jsonOut   string
+	pprof, nacGOGC         string
+	nacMemLimit            string
+	nacArgs, apiserverProf string
+	heapProfile            string
+	scrapeEvery            time.Duration
+	timeout                time.Duration
+	window                 time.Duration
 }
 
 // Result is what one run measured (the JSON output).
@@ -97,6 +99,7 @@ func main() {
 	flag.IntVar(&cfg.c, "c", 10, "Concurrent clients creating them.")
 	flag.IntVar(&cfg.secrets, "secrets", 0, "Unrelated Secrets to create first (spread over the namespaces).")
 	flag.IntVar(&cfg.burst, "burst", 100, "Backups Velero completes at once in the burst measurement.")
+	flag.IntVar(&cfg.maxInVelero, "max-backups-in-velero", 0, "nac's --max-backups-in-velero-per-namespace during the run. 0 (unlimited), not nac's default of 2: the targets (create→Velero Backup p99, writes per NAB) measure backups created at once, which the fair share of Velero's queue would hold back on purpose.")
 	flag.StringVar(&cfg.assets, "assets", "bin", "Directory of kube-apiserver and etcd.")
 	flag.StringVar(&cfg.nac, "nac", "bin/nac", "The nac binary.")
 	flag.StringVar(&cfg.jsonOut, "json", "", "Write the result as JSON to this file.")
@@ -204,7 +207,8 @@ func run(cfg config) (*Result, error) {
 	}
 	args := []string{"--kubeconfig", kcPath, "--oadp-namespace", oadpNS,
 		"--metrics-bind-address", metricsAddr, "--health-probe-bind-address", "127.0.0.1:0",
-		"--queue-refresh-window", cfg.window.String(), "--zap-log-level", "error", "--pprof-bind-address", cfg.pprof}
+		"--queue-refresh-window", cfg.window.String(), "--zap-log-level", "error", "--pprof-bind-address", cfg.pprof,
+		"--max-backups-in-velero-per-namespace", strconv.Itoa(cfg.maxInVelero)}
 	nac := exec.CommandContext(ctx, cfg.nac, append(args, strings.Fields(cfg.nacArgs)...)...)
 	nac.Env = os.Environ()
 	if cfg.nacGOGC != "" {

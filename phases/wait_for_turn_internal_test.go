@@ -1,0 +1,117 @@
+package phases
+
+import (
+	"context"
+	"time"
+
+	. "gopkg.in/check.v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nacflow/nacflow/api/v1alpha1"
+	"github.com/nacflow/nacflow/engine"
+)
+
+type WaitForTurnSuite struct{}
+
+var _ = Suite(&WaitForTurnSuite{})
+
+// fixedTurns answers every request with d and records the requests.
+type fixedTurns struct {
+	d    engine.TurnDecision
+	reqs []engine.TurnRequest
+}
+
+func (f *fixedTurns) Turn(_ context.Context, req engine.TurnRequest) (engine.TurnDecision, error) {
+	f.reqs = append(f.reqs, req)
+	return f.d, nil
+}
+
+// turnOp returns an operation of a NonAdminBackup of namespace a whose plan
+// is in phase waitForTurn (running; waiting with message and output when
+// msg is set).
+func turnOp(msg string, out map[string]string) *engine.Operation {
+	nab := &v1alpha1.NonAdminBackup{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "b7", UID: "uid",
+		CreationTimestamp: metav1.NewTime(time.Unix(100, 0))}}
+	ps := v1alpha1.PhaseStatus{Name: "waitForTurn", Func: "WaitForTurn", State: v1alpha1.PhaseRunning}
+	if msg != "" {
+		ps.State, ps.Message, ps.Output = v1alpha1.PhaseWaiting, msg, out
+	}
+	nab.Status.Plan = &v1alpha1.PlanStatus{Phases: []v1alpha1.PhaseStatus{ps}}
+	return &engine.Operation{Object: nab, UUID: "u-1", Phase: "waitForTurn", OADPNamespace: "oadp"}
+}
+
+func intp(n int) *int { return &n }
+
+func (s *WaitForTurnSuite) TestWaitsSayingWhyAndWhere(c *C) {
+	turns := &fixedTurns{d: engine.TurnDecision{InVelero: 2, Position: 4, Waiting: 22}}
+	f := &WaitForTurn{tools: tools{turns: turns}, defaultMax: 2}
+	op := turnOp("", nil)
+	res, err := f.Run(context.Background(), op, &WaitForTurnArgs{})
+	c.Assert(err, IsNil)
+	want := "waiting for a turn in Velero's queue: namespace a has 2 of its 2 backups in Velero; this is 4th of 22 waiting in a"
+	c.Check(res, DeepEquals, engine.Result{Wait: true, RecheckAfter: time.Minute, Message: want,
+		Output: map[string]string{"limit": "2", "position": "4", "waiting": "22", "why": "full"}})
+	c.Check(turns.reqs, DeepEquals, []engine.TurnRequest{{Namespace: "a", Name: "b7", Created: time.Unix(100, 0),
+		Backup: v1alpha1.NACObjectName("a", "b7", "u-1"), Max: 2}})
+	cond := meta.FindStatusCondition(op.Object.(*v1alpha1.NonAdminBackup).Status.Conditions, v1alpha1.ConditionQueued)
+	c.Assert(cond, NotNil)
+	c.Check(cond.Status, Equals, metav1.ConditionFalse)
+	c.Check(cond.Reason, Equals, v1alpha1.ReasonWaitingForTurn)
+	c.Check(cond.Message, Equals, want)
+
+	// Another namespace first: said so, without naming it.
+	turns.d = engine.TurnDecision{InVelero: 1, Position: 1, Waiting: 3, OtherFirst: true}
+	res, err = f.Run(context.Background(), turnOp("", nil), &WaitForTurnArgs{Max: intp(3)})
+	c.Assert(err, IsNil)
+	c.Check(res.Message, Equals, "waiting for a turn in Velero's queue: namespace a has 1 of its 3 backups in Velero and another namespace's turn comes first (round-robin across namespaces); this is 1st of 3 waiting in a")
+	c.Check(turns.reqs[1].Max, Equals, 3, Commentf("the blueprint's max wins over the default"))
+}
+
+// A place that moved a little is not rewritten: the earlier message and
+// output stay, so the status write is empty. One that moved by a third, or
+// into the first five, is.
+func (s *WaitForTurnSuite) TestPlaceRewrittenOnlyWhenStale(c *C) {
+	old := "waiting for a turn in Velero's queue: namespace a has 2 of its 2 backups in Velero; this is 12th of 22 waiting in a"
+	oldOut := map[string]string{"limit": "2", "position": "12", "waiting": "22", "why": "full"}
+	for _, tc := range []struct {
+		pos     int
+		rewrite bool
+	}{{12, false}, {11, false}, {9, false}, {8, true}, {5, true}} {
+		turns := &fixedTurns{d: engine.TurnDecision{InVelero: 2, Position: tc.pos, Waiting: 21}}
+		f := &WaitForTurn{tools: tools{turns: turns}, defaultMax: 2}
+		res, err := f.Run(context.Background(), turnOp(old, oldOut), &WaitForTurnArgs{})
+		c.Assert(err, IsNil)
+		c.Check(res.Message == old, Equals, !tc.rewrite, Commentf("position %d: %s", tc.pos, res.Message))
+	}
+	// A limit that changed is always told.
+	f := &WaitForTurn{tools: tools{turns: &fixedTurns{d: engine.TurnDecision{InVelero: 2, Position: 12, Waiting: 22}}}, defaultMax: 2}
+	res, err := f.Run(context.Background(), turnOp(old, oldOut), &WaitForTurnArgs{Max: intp(3)})
+	c.Assert(err, IsNil)
+	c.Check(res.Message, Matches, ".* has 2 of its 3 backups .*")
+}
+
+func (s *WaitForTurnSuite) TestAdmittedUnlimitedAndMisuse(c *C) {
+	f := &WaitForTurn{tools: tools{turns: &fixedTurns{d: engine.TurnDecision{Admitted: true, InVelero: 1}}}, defaultMax: 2}
+	res, err := f.Run(context.Background(), turnOp("", nil), &WaitForTurnArgs{})
+	c.Assert(err, IsNil)
+	c.Check(res, DeepEquals, engine.Done("its turn in Velero's queue: namespace a had 1 of its 2 backups in Velero", map[string]string{"limit": "2"}))
+
+	// 0 is unlimited: no keeper asked, none needed.
+	none := &WaitForTurn{}
+	res, err = none.Run(context.Background(), turnOp("", nil), &WaitForTurnArgs{})
+	c.Assert(err, IsNil)
+	c.Check(res.Wait, Equals, false)
+	c.Check(res.Message, Equals, "no limit on namespace a's backups in Velero")
+	_, err = none.Run(context.Background(), turnOp("", nil), &WaitForTurnArgs{Max: intp(1)})
+	c.Check(engine.IsTerminal(err), Equals, true)
+
+	c.Check(WaitForTurnArgs{Max: intp(-1)}.Validate(), ErrorMatches, `max: must be 0 \(unlimited\) or more, got -1`)
+	c.Check(WaitForTurnArgs{Max: intp(0)}.Validate(), IsNil)
+	_, err = f.Run(context.Background(), &engine.Operation{Object: &v1alpha1.NonAdminRestore{}}, &WaitForTurnArgs{})
+	c.Check(engine.IsTerminal(err), Equals, true)
+
+	for n, want := range map[int]string{1: "1st", 2: "2nd", 3: "3rd", 4: "4th", 11: "11th", 12: "12th", 13: "13th", 21: "21st", 22: "22nd", 112: "112th", 101: "101st"} {
+		c.Check(ordinal(n), Equals, want)
+	}
+}
