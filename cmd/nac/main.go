@@ -359,8 +359,9 @@ func run(o options) error {
 // kubebuilder's scaffold sets them: with --metrics-secure (the default),
 // HTTPS, and controller-runtime's filter
 // (filters.WithAuthenticationAndAuthorization) in front of /metrics: a
-// request without a bearer token the API server accepts (TokenReview) gets
-// 401, one whose user may not get the /metrics non-resource URL
+// request without a bearer token gets 401, one whose token the API server
+// rejects (TokenReview) 500 (the filter's answer to the review's error),
+// one whose user may not get the /metrics non-resource URL
 // (SubjectAccessReview) 403. The metrics' labels name tenants' namespaces
 // and objects. The certificate comes from --metrics-cert-dir (tls.crt,
 // tls.key), else is self-signed at start; HTTP/2 is off, as in kubebuilder's
