@@ -37,7 +37,9 @@ type Resolution struct {
 // current generation only once the Blueprint controller validated it
 // (condition Valid=True for that generation); while an edit is invalid its
 // last valid generation is used, and a candidate that never validated is
-// passed over — each time saying so in Resolution.Message.
+// passed over — each time saying so in Resolution.Message. So is a
+// candidate whose action drops a safety phase of the built-in
+// (SafetyErrors) without opting out of it.
 type Resolver struct {
 	// Reader reads Blueprints (the manager's cache).
 	Reader client.Reader
@@ -63,6 +65,14 @@ func (r *Resolver) Resolve(ctx context.Context, builtin, kind, action string, ns
 			notes = append(notes, note)
 		}
 		if a, ok := actions[action]; ok {
+			// The Blueprint controller refuses such a generation; one it
+			// validated before safety phases were checked (an older
+			// nacflow, or before it reconciled after an upgrade) is passed
+			// over the same way.
+			if errs := SafetyErrors(kind, action, &a); len(errs) > 0 {
+				notes = append(notes, fmt.Sprintf("Blueprint %s generation %s drops a safety phase of action %s: not used (%s)", bp.Name, generation, action, errs[0]))
+				continue
+			}
 			return Resolution{Blueprint: bp.Name, Generation: generation, Action: a.DeepCopy(), Message: strings.Join(notes, "; ")}, nil
 		}
 	}

@@ -36,7 +36,9 @@ const maxReportedErrors = 64
 // reg: an unknown kind, an unparsable namespaceSelector, actions its kind
 // does not run, and each action's engine.CheckAction errors (unknown funcs,
 // arg names and literal values — enforce included —, templates, phase
-// references, duplicate names), each prefixed with where it is. It is pure;
+// references, duplicate names), and the safety phases of the built-in
+// action an action drops without naming them in its safetyOptOut
+// (blueprints.SafetyErrors), each prefixed with where it is. It is pure;
 // `nac blueprint validate` runs the same check offline.
 func ValidateBlueprint(bp *v1alpha1.Blueprint, reg *engine.Registry) []string {
 	var errs []string
@@ -62,6 +64,9 @@ func ValidateBlueprint(bp *v1alpha1.Blueprint, reg *engine.Registry) []string {
 		a := bp.Spec.Actions[name]
 		for _, err := range engine.CheckAction(engine.Plan{Action: name, Blueprint: bp.Name, Spec: &a}, reg) {
 			errs = append(errs, fmt.Sprintf("spec.actions.%s.%v", name, err))
+		}
+		for _, err := range blueprints.SafetyErrors(bp.Spec.Kind, name, &a) {
+			errs = append(errs, fmt.Sprintf("spec.actions.%s.%s", name, err))
 		}
 	}
 	return errs
@@ -92,6 +97,11 @@ func (r *BlueprintReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	cond := metav1.Condition{Type: v1alpha1.ConditionValid, ObservedGeneration: bp.Generation}
 	if len(errs) == 0 {
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, v1alpha1.ReasonValidationSucceeded, "blueprint is valid"
+		if out := blueprints.SafetyOptOuts(bp.Spec.Kind, bp.Spec.Actions); out != "" {
+			// Said wherever the blueprint's validity is read, so that a
+			// check left out on purpose is never left out silently.
+			cond.Message += "; it leaves out safety phases on purpose (safetyOptOut): " + out
+		}
 		bp.Status.Errors = nil
 		actions := map[string]v1alpha1.BlueprintAction{}
 		for k, v := range bp.Spec.Actions {
@@ -105,6 +115,11 @@ func (r *BlueprintReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 			errs = errs[:maxReportedErrors]
 		}
 		bp.Status.Errors = errs
+		if lv := bp.Status.LastValid; lv != nil && droppedSafety(bp.Spec.Kind, lv.Actions) {
+			// A generation validated before safety phases were checked
+			// (an older nacflow) is not a fallback either.
+			bp.Status.LastValid = nil
+		}
 	}
 	meta.SetStatusCondition(&bp.Status.Conditions, cond)
 	bp.Status.ObservedGeneration = bp.Generation
@@ -118,10 +133,25 @@ func (r *BlueprintReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 			r.Recorder.Event(bp, corev1.EventTypeWarning, EventBlueprintInvalid, cond.Message)
 			blueprintFailures.WithLabelValues(bp.Name).Inc()
 		case !wasValid || before.Status.ObservedGeneration != bp.Generation:
-			r.Recorder.Eventf(bp, corev1.EventTypeNormal, EventBlueprintValid, "Blueprint generation %d is valid", bp.Generation)
+			msg := fmt.Sprintf("Blueprint generation %d is valid", bp.Generation)
+			if out := blueprints.SafetyOptOuts(bp.Spec.Kind, bp.Spec.Actions); out != "" {
+				msg += "; it leaves out safety phases on purpose (safetyOptOut): " + out
+			}
+			r.Recorder.Event(bp, corev1.EventTypeNormal, EventBlueprintValid, msg)
 		}
 	}
 	return ctrl.Result{}, nil
+}
+
+// droppedSafety reports whether one of actions drops a safety phase of the
+// built-in action of kind it overrides (blueprints.SafetyErrors).
+func droppedSafety(kind string, actions map[string]v1alpha1.BlueprintAction) bool {
+	for name, a := range actions {
+		if len(blueprints.SafetyErrors(kind, name, &a)) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // bounded cuts s to n bytes.

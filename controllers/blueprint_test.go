@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -324,4 +325,106 @@ func (s *ControllerSuite) TestSafetyRuleHolds(c *C) {
 	c.Check(g.Status.Plan.Phase("createBackup").Message, Matches, `CreateVeleroBackup args: labels.openshift.io/oadp-nab-origin-nacuuid: key is reserved for nacflow and Velero.*`)
 	c.Check(veleroBackupsOf(c, s.oadp, controllers.NACUUID(g.UID)), HasLen, 0)
 	c.Check(veleroBackupsOf(c, s.oadp, "victim"), HasLen, 0)
+}
+
+// withoutVerify returns the built-in nonadminbackup with its verify phase
+// left out of the backup action, as the admin guide's enforcement example
+// used to be written.
+func withoutVerify(c *C, name string) *v1alpha1.Blueprint {
+	bp, err := blueprints.BuiltIn(blueprints.NonAdminBackup)
+	c.Assert(err, IsNil)
+	bp.Name = name
+	a := bp.Spec.Actions["backup"]
+	var kept []v1alpha1.BlueprintPhase
+	for _, p := range a.Phases {
+		if p.Func != "VerifyBackupContents" {
+			kept = append(kept, p)
+		}
+	}
+	a.Phases = kept
+	bp.Spec.Actions = map[string]v1alpha1.BlueprintAction{"backup": a}
+	return bp
+}
+
+// TestOverrideDroppingSafetyPhaseRefused: an override of the backup action
+// without VerifyBackupContents is refused (Valid=False naming the func, a
+// Warning event) and NABs keep running the built-in, verify included; the
+// same Blueprint naming the func in safetyOptOut is valid, says it leaves
+// the check out, and is used.
+func (s *ControllerSuite) TestOverrideDroppingSafetyPhaseRefused(c *C) {
+	ctx := context.Background()
+	bp := withoutVerify(c, "nonadminbackup")
+	remove := applyBlueprints(c, s.oadp, bp)
+	defer remove()
+	got := &v1alpha1.Blueprint{}
+	c.Assert(testClient.Get(ctx, client.ObjectKeyFromObject(bp), got), IsNil)
+	cond := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionValid)
+	c.Assert(cond, NotNil)
+	c.Check(cond.Status, Equals, metav1.ConditionFalse)
+	const dropped = "spec.actions.backup.phases: no phase runs the built-in backup action's safety phase VerifyBackupContents"
+	c.Check(got.Status.Errors, HasLen, 1)
+	c.Check(strings.Join(got.Status.Errors, "\n"), Matches, regexp.QuoteMeta(dropped)+`.*safetyOptOut.*`)
+	c.Check(got.Status.LastValid, IsNil)
+	eventually(c, 5*time.Second, func() (bool, string) {
+		evs := eventStory(c, s.oadp, bp.Name)
+		return len(evs) > 0 && strings.HasPrefix(evs[len(evs)-1], "Warning BlueprintInvalid: 1 error(s): "+dropped), joined(evs)
+	})
+
+	// The built-in stays in force, verify and all.
+	ns := labelledNamespace(c, nil)
+	nab, _ := s.backupOf(c, ns, "checked")
+	c.Check(nab.Status.Plan.BlueprintGeneration, Equals, v1alpha1.BuiltInGeneration)
+	c.Check(nab.Status.Plan.BlueprintMessage, Equals, "Blueprint nonadminbackup generation 1 is not valid and never was: not used")
+	c.Check(nab.Status.Plan.Phase("verify"), NotNil)
+
+	// Opting out by name: valid, and it says so.
+	c.Assert(testClient.Get(ctx, client.ObjectKeyFromObject(bp), got), IsNil)
+	a := got.Spec.Actions["backup"]
+	a.SafetyOptOut = []string{"VerifyBackupContents"}
+	got.Spec.Actions["backup"] = a
+	c.Assert(testClient.Update(ctx, got), IsNil)
+	const optedOut = "it leaves out safety phases on purpose (safetyOptOut): backup: VerifyBackupContents"
+	eventually(c, 10*time.Second, func() (bool, string) {
+		c.Assert(testClient.Get(ctx, client.ObjectKeyFromObject(bp), got), IsNil)
+		cond := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionValid)
+		return cond.ObservedGeneration == 2 && cond.Status == metav1.ConditionTrue, fmt.Sprintf("%+v", cond)
+	})
+	c.Check(meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionValid).Message, Equals, "blueprint is valid; "+optedOut)
+	eventually(c, 5*time.Second, func() (bool, string) {
+		evs := eventStory(c, s.oadp, bp.Name)
+		return containsInOrder(evs, []string{"Normal BlueprintValid: Blueprint generation 2 is valid; " + optedOut}), joined(evs)
+	})
+	eventually(c, 10*time.Second, func() (bool, string) {
+		nab, _ = s.backupOf(c, ns, fmt.Sprintf("unchecked-%d", time.Now().UnixNano()))
+		return nab.Status.Plan.BlueprintGeneration == "2", nab.Status.Plan.BlueprintGeneration
+	})
+	c.Check(nab.Status.Plan.Phase("verify"), IsNil)
+	c.Check(nab.Status.Plan.Spec.SafetyOptOut, DeepEquals, []string{"VerifyBackupContents"})
+}
+
+// TestSafetyDroppedByAnOlderValidationNotUsed: a per-tenant Blueprint whose
+// status says Valid (as an older nacflow, which did not check safety
+// phases, wrote it) but whose backup action drops verify is passed over:
+// the tenant's NABs run the built-in and say why.
+func (s *ControllerSuite) TestSafetyDroppedByAnOlderValidationNotUsed(c *C) {
+	ctx := context.Background()
+	bp := withoutVerify(c, "older-unverified")
+	bp.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"validated-by": "older"}}
+	remove := applyBlueprints(c, s.oadp, bp)
+	defer remove()
+	got := &v1alpha1.Blueprint{}
+	c.Assert(testClient.Get(ctx, client.ObjectKeyFromObject(bp), got), IsNil)
+	c.Assert(meta.IsStatusConditionFalse(got.Status.Conditions, v1alpha1.ConditionValid), Equals, true)
+	// What an older controller wrote (a status write changes no generation:
+	// the Blueprint controller does not look again).
+	meta.SetStatusCondition(&got.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionValid, Status: metav1.ConditionTrue,
+		Reason: v1alpha1.ReasonValidationSucceeded, Message: "blueprint is valid", ObservedGeneration: got.Generation})
+	got.Status.Errors = nil
+	c.Assert(testClient.Status().Update(ctx, got), IsNil)
+
+	ns := labelledNamespace(c, map[string]string{"validated-by": "older"})
+	nab, _ := s.backupOf(c, ns, "older")
+	c.Check(nab.Status.Plan.BlueprintGeneration, Equals, v1alpha1.BuiltInGeneration)
+	c.Check(nab.Status.Plan.BlueprintMessage, Matches, `Blueprint older-unverified generation 1 drops a safety phase of action backup: not used \(phases: no phase runs the built-in backup action's safety phase VerifyBackupContents.*\)`)
+	c.Check(nab.Status.Plan.Phase("verify"), NotNil)
 }

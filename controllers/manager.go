@@ -12,9 +12,14 @@ import (
 	"github.com/nacflow/nacflow/api/v1alpha1"
 )
 
-// RBAC the manager needs besides its reconcilers': leader election, and
+// RBAC the manager needs besides its reconcilers': leader election,
 // reading OADP's DataProtectionApplication for its non-admin settings
-// (package dpa; the OADP namespace only).
+// (package dpa; the OADP namespace only), and asking the API server who a
+// metrics scraper is and whether it may read /metrics (TokenReview,
+// SubjectAccessReview: controller-runtime's metrics filter, cmd/nac
+// --metrics-secure; reviews are answered, never stored).
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 // +kubebuilder:rbac:groups=coordination.k8s.io,namespace=openshift-adp,resources=leases,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=oadp.openshift.io,namespace=openshift-adp,resources=dataprotectionapplications,verbs=get;list
 // +kubebuilder:rbac:groups=velero.io,namespace=openshift-adp,resources=datauploads;datadownloads;podvolumebackups;podvolumerestores,verbs=get;list;watch

@@ -55,8 +55,10 @@ func as(c *C, user string) client.Client {
 // as real users bound only to Kubernetes' built-in roles in their namespace,
 // that nacflow fits them: a namespace admin (and an editor) can back up and
 // restore their namespace and bring a bucket with no extra RoleBinding, but
-// not in another namespace; a viewer can only read; nobody reaches Velero's
-// objects, the OADP namespace or Blueprints.
+// not in another namespace; a viewer can only read, and never a
+// NonAdminDownloadRequest (its status holds a pre-signed URL, a
+// BackupContents one to the namespace's Secrets, which view may not read);
+// nobody reaches Velero's objects, the OADP namespace or Blueprints.
 func (s *RBACSuite) TestTenantRolesAggregate(c *C) {
 	ctx := context.Background()
 	data, err := os.ReadFile(filepath.Join("..", "config", "rbac", "tenant_roles.yaml"))
@@ -110,7 +112,20 @@ func (s *RBACSuite) TestTenantRolesAggregate(c *C) {
 	c.Check(viewer.List(ctx, &v1alpha1.NonAdminBackupList{}, client.InNamespace(mine)), IsNil)
 	c.Check(viewer.List(ctx, &v1alpha1.NonAdminBackupStorageLocationList{}, client.InNamespace(mine)), IsNil)
 	forbidden(viewer.Create(ctx, newNAB(mine, "viewer-backup", velerov1.BackupSpec{})), "vera: NAB with view only")
-	c.Check(viewer.List(ctx, &v1alpha1.NonAdminDownloadRequestList{}, client.InNamespace(mine)), IsNil)
+	forbidden(viewer.List(ctx, &v1alpha1.NonAdminDownloadRequestList{}, client.InNamespace(mine)), "vera: list NADRs with view only")
+	forbidden(viewer.Get(ctx, client.ObjectKey{Namespace: mine, Name: "eddie-log"}, &v1alpha1.NonAdminDownloadRequest{}), "vera: get a NADR with view only")
 	forbidden(viewer.Create(ctx, newNADR(mine, "viewer-log", velerov1.DownloadTargetKindBackupLog, "x")), "vera: NADR with view only")
+	// Not one rule of the aggregated view names download requests, while
+	// edit and admin (view is aggregated into them) still read them.
+	view := &rbacv1.ClusterRole{}
+	c.Assert(testClient.Get(ctx, client.ObjectKey{Name: "view"}, view), IsNil)
+	for _, r := range view.Rules {
+		for _, res := range r.Resources {
+			c.Check(strings.HasPrefix(res, "nonadmindownloadrequests"), Equals, false, Commentf("view grants %v on %s", r.Verbs, res))
+		}
+	}
+	for _, user := range []string{"alice", "eddie"} {
+		c.Check(as(c, user).List(ctx, &v1alpha1.NonAdminDownloadRequestList{}, client.InNamespace(mine)), IsNil, Commentf("%s: list NADRs", user))
+	}
 	forbidden(viewer.List(ctx, &v1alpha1.NonAdminBackupList{}, client.InNamespace(theirs)), "vera: another namespace")
 }

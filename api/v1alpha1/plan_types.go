@@ -27,6 +27,20 @@ type BlueprintAction struct {
 	// no deadline (each phase's timeout still applies).
 	// +optional
 	Deadline *metav1.Duration `json:"deadline,omitempty"`
+
+	// safetyOptOut names, by func, the safety phases of the built-in action
+	// (its phases marked safety: true, e.g. VerifyBackupContents) that this
+	// action leaves out on purpose. An admin's action that overrides a
+	// built-in one and lacks one of them (no phase with that func, or one
+	// with onTimeout: continue) without naming it here is invalid: the
+	// Blueprint reports Valid=False naming the func, and the built-in stays
+	// in force. Each entry must be one of the built-in action's safety funcs.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=63
+	SafetyOptOut []string `json:"safetyOptOut,omitempty"`
 }
 
 // OnTimeout says what a wait phase does when its timeout expires.
@@ -80,6 +94,15 @@ type BlueprintPhase struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=20
 	Retries *int32 `json:"retries,omitempty"`
+
+	// safety marks the phase as one of nacflow's safety checks (in the
+	// built-in blueprints: each kind's tenant-rule validation and
+	// VerifyBackupContents). It matters in the built-ins: an admin's action
+	// overriding one must keep a phase with each marked func (whatever its
+	// name) or name the func in its safetyOptOut. In an admin's blueprint it
+	// is informational (copied by `kubectl nac blueprint dump`).
+	// +optional
+	Safety bool `json:"safety,omitempty"`
 }
 
 // PlanState is the state of a whole plan.

@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/nacflow/nacflow/blueprints"
@@ -68,6 +70,8 @@ type options struct {
 	oadpNamespace string
 	waitTimeout   time.Duration
 	metricsAddr   string
+	metricsSecure bool
+	metricsCerts  string
 	probeAddr     string
 	leaderElect   bool
 	queueWindow   time.Duration
@@ -173,6 +177,10 @@ func registerFlags(fs *flag.FlagSet, o *options) *zap.Options {
 		"Default timeout of a blueprint wait phase that sets no timeout of its own (Go duration, e.g. 10m).")
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8090",
 		"Address the Prometheus metrics endpoint binds to; \"0\" disables it. Not 8080: Velero's own metrics bind :8080 wherever it runs.")
+	fs.BoolVar(&o.metricsSecure, "metrics-secure", true,
+		"Serve metrics over HTTPS to authenticated and authorized clients only: a bearer token the API server accepts (TokenReview) whose user may get the /metrics non-resource URL (SubjectAccessReview; ClusterRole nacflow-metrics-reader). false: plain HTTP to anyone, for local debugging only (metric labels name tenants' namespaces and objects).")
+	fs.StringVar(&o.metricsCerts, "metrics-cert-dir", "",
+		"Directory holding tls.crt and tls.key for the HTTPS metrics endpoint (reloaded when they change). Empty, or without those files: a self-signed certificate made at start.")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8091",
 		"Address the /healthz and /readyz probes bind to.")
 	fs.BoolVar(&o.leaderElect, "leader-elect", false,
@@ -251,7 +259,7 @@ func run(o options) error {
 	defer events.Shutdown()
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
-		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
+		Metrics:                 metricsOptions(o),
 		HealthProbeBindAddress:  o.probeAddr,
 		LeaderElection:          o.leaderElect,
 		LeaderElectionID:        "nacflow.oadp.openshift.io",
@@ -347,6 +355,33 @@ func run(o options) error {
 		return err
 	}
 
+	if !o.metricsSecure && o.metricsAddr != "0" {
+		ctrl.Log.Info("metrics are served over plain HTTP to anyone (--metrics-secure=false): for local debugging only", "address", o.metricsAddr)
+	}
 	ctrl.Log.Info("starting nac", "oadpNamespace", o.oadpNamespace, "waitTimeout", o.waitTimeout.String())
 	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+// metricsOptions returns the metrics server's options for o, as
+// kubebuilder's scaffold sets them: with --metrics-secure (the default),
+// HTTPS, and controller-runtime's filter
+// (filters.WithAuthenticationAndAuthorization) in front of /metrics: a
+// request without a bearer token gets 401, one whose token the API server
+// rejects (TokenReview) 500 (the filter's answer to the review's error),
+// one whose user may not get the /metrics non-resource URL
+// (SubjectAccessReview) 403. The metrics' labels name tenants' namespaces
+// and objects. The certificate comes from --metrics-cert-dir (tls.crt,
+// tls.key), else is self-signed at start; HTTP/2 is off, as in kubebuilder's
+// scaffold (its stream-reset attacks, CVE-2023-44487). With
+// --metrics-secure=false, plain HTTP to anyone.
+func metricsOptions(o options) metricsserver.Options {
+	opts := metricsserver.Options{BindAddress: o.metricsAddr}
+	if !o.metricsSecure {
+		return opts
+	}
+	opts.SecureServing = true
+	opts.FilterProvider = filters.WithAuthenticationAndAuthorization
+	opts.CertDir = o.metricsCerts
+	opts.TLSOpts = []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }}
+	return opts
 }

@@ -11,6 +11,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -34,12 +35,15 @@ import (
 	"github.com/vmware-tanzu/velero/config/crd/v1/crds"
 	v2alpha1crds "github.com/vmware-tanzu/velero/config/crd/v2alpha1/crds"
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/controllers"
@@ -55,6 +59,7 @@ type config struct {
 	nacArgs, apiserverProf string
 	heapProfile            string
 	scrapeEvery            time.Duration
+	metricsRole            string
 	timeout                time.Duration
 	window                 time.Duration
 }
@@ -112,6 +117,7 @@ func main() {
 	flag.StringVar(&cfg.nacMemLimit, "nac-gomemlimit", "", "GOMEMLIMIT for the nac process only (e.g. 140MiB; empty: nac's default, a 112 MiB budget that follows a larger live heap).")
 	flag.StringVar(&cfg.heapProfile, "heap-profile", "", "Write the controller's heap profile, taken after the wave settled, to this file (needs -pprof).")
 	flag.DurationVar(&cfg.scrapeEvery, "metrics-scrape-interval", 15*time.Second, "Scrape the controller's /metrics this often during the run, as Prometheus would (0: never).")
+	flag.StringVar(&cfg.metricsRole, "metrics-reader-role", "config/rbac/metrics_reader_role.yaml", "The ClusterRole that may scrape nac's /metrics, bound to the bench's scraper.")
 	flag.Parse()
 	res, err := run(cfg)
 	if err != nil {
@@ -247,7 +253,14 @@ func run(cfg config) (*Result, error) {
 	if err := probe(ctx, c); err != nil {
 		return nil, errors.Join(err, context.Cause(ctx))
 	}
-	nacMetrics := func() (map[string]float64, error) { return scrapeController(ctx, metricsAddr) }
+	// Scraped as Prometheus would be on a cluster: over HTTPS with the
+	// token of a ServiceAccount bound to the metrics reader role (the
+	// endpoint's TokenReview and SubjectAccessReview are part of the cost).
+	token, err := scraperToken(ctx, cs, cfg.metricsRole)
+	if err != nil {
+		return nil, err
+	}
+	nacMetrics := func() (map[string]float64, error) { return scrapeController(ctx, metricsAddr, token) }
 	var scrapes atomic.Int64
 	if cfg.scrapeEvery > 0 {
 		go func() {
@@ -564,12 +577,51 @@ func freeAddr() (string, error) {
 
 var sampleLine = regexp.MustCompile(`^((?:nacflow_[a-z_]+|controller_runtime_reconcile_total)(\{[^}]*\})?) ([0-9.e+-]+)$`)
 
+// scraperToken installs the metrics reader ClusterRole of the file role,
+// binds it to a new ServiceAccount bench-scraper of the OADP namespace and
+// returns a token of that ServiceAccount (a TokenRequest, valid 24 h).
+func scraperToken(ctx context.Context, cs kubernetes.Interface, role string) (string, error) {
+	data, err := os.ReadFile(role)
+	if err != nil {
+		return "", err
+	}
+	cr := &rbacv1.ClusterRole{}
+	if err := yaml.UnmarshalStrict(data, cr); err != nil {
+		return "", fmt.Errorf("%s: %w", role, err)
+	}
+	if _, err := cs.RbacV1().ClusterRoles().Create(ctx, cr, metav1.CreateOptions{}); err != nil {
+		return "", fmt.Errorf("creating ClusterRole %s: %w", cr.Name, err)
+	}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: oadpNS, Name: "bench-scraper"}}
+	if _, err := cs.CoreV1().ServiceAccounts(oadpNS).Create(ctx, sa, metav1.CreateOptions{}); err != nil {
+		return "", fmt.Errorf("creating the scraper's ServiceAccount: %w", err)
+	}
+	crb := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "bench-scraper"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: oadpNS, Name: sa.Name}},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: cr.Name}}
+	if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{}); err != nil {
+		return "", fmt.Errorf("binding the scraper: %w", err)
+	}
+	day := int64(24 * 3600)
+	tr, err := cs.CoreV1().ServiceAccounts(oadpNS).CreateToken(ctx, sa.Name,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &day}}, metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("asking a token of the scraper: %w", err)
+	}
+	return tr.Status.Token, nil
+}
+
+// scrapeClient scrapes nac's metrics endpoint, whose certificate is
+// self-signed.
+var scrapeClient = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+
 // scrapeController returns the controller's nacflow_* samples and its
 // reconcile counts (controller_runtime_reconcile_total), as
-// "name{labels}" → value.
-func scrapeController(ctx context.Context, addr string) (map[string]float64, error) {
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
-	resp, err := http.DefaultClient.Do(req)
+// "name{labels}" → value, scraped over HTTPS with the bearer token.
+func scrapeController(ctx context.Context, addr, token string) (map[string]float64, error) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+addr+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := scrapeClient.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("scraping the controller's metrics: %w", err)
 	}
@@ -577,6 +629,9 @@ func scrapeController(ctx context.Context, addr string) (map[string]float64, err
 	raw, err := io.ReadAll(resp.Body)
 	if err != nil {
 		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("scraping the controller's metrics: %s: %s", resp.Status, tail(string(raw), 200))
 	}
 	out := map[string]float64{}
 	for _, line := range strings.Split(string(raw), "\n") {

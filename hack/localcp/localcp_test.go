@@ -253,3 +253,31 @@ func (containsChecker) Check(params []any, names []string) (bool, string) {
 	}
 	return false, ""
 }
+
+// The ready message tells how to scrape the controller's metrics as its
+// flags serve them: HTTPS with the scraper's token by default, plain HTTP
+// only with --metrics-secure=false, nothing when metrics are off.
+func (s *LocalCPUnitSuite) TestScrapeHint(c *C) {
+	const token = `curl -sk -H "Authorization: Bearer $(kubectl create token metrics-scraper -n openshift-adp)" `
+	for _, t := range []struct {
+		args  []string
+		bound bool
+		want  string
+	}{
+		{[]string{"--metrics-bind-address", "127.0.0.1:8090"}, true, token + "https://127.0.0.1:8090/metrics"},
+		{nil, true, token + "https://127.0.0.1:8090/metrics"}, // nac's default :8090
+		{[]string{"--metrics-bind-address=[::1]:9443", "--metrics-secure"}, true, token + "https://[::1]:9443/metrics"},
+		{[]string{"--metrics-bind-address", ":8090", "--metrics-secure=false"}, true, "curl -s http://127.0.0.1:8090/metrics "},
+		{[]string{"--metrics-secure=false", "--metrics-secure=true"}, true, token},
+		{[]string{"--metrics-bind-address", "127.0.0.1:8090"}, false, "# the controller's metrics: https://127.0.0.1:8090/metrics, with a bearer token of a user bound to ClusterRole nacflow-metrics-reader"},
+		{[]string{"--metrics-bind-address", "0"}, true, ""},
+	} {
+		got := scrapeHint(t.args, "openshift-adp", t.bound)
+		if t.want == "" {
+			c.Check(got, Equals, "", Commentf("%q", t.args))
+			continue
+		}
+		c.Check(strings.Contains(got, t.want), Equals, true, Commentf("%q: %q", t.args, got))
+		c.Check(strings.HasSuffix(got, "\n"), Equals, true)
+	}
+}

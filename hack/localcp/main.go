@@ -38,10 +38,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -81,6 +83,7 @@ const startAbandon = 10 * time.Second
 type options struct {
 	assets, dir, crdDir string
 	tenantRoles         string
+	metricsRole         string
 	oadpNS, tenantNS    string
 	withVelero          bool
 	tenantBucket        string
@@ -96,6 +99,7 @@ func main() {
 	flag.StringVar(&o.dir, "dir", ".local", "Directory of the stack's state: kubeconfig, logs, the object store's s3.db.")
 	flag.StringVar(&o.crdDir, "crds", "config/crd/bases", "Directory of nacflow's CRD YAML.")
 	flag.StringVar(&o.tenantRoles, "tenant-roles", "config/rbac/tenant_roles.yaml", "nacflow's ClusterRoles aggregated into admin, edit and view (installed as make deploy does; empty: none).")
+	flag.StringVar(&o.metricsRole, "metrics-reader-role", "config/rbac/metrics_reader_role.yaml", "The ClusterRole that may scrape the controller's /metrics, installed and bound to ServiceAccount "+scraperSA+" of the OADP namespace (empty: none).")
 	flag.StringVar(&o.oadpNS, "oadp-namespace", "openshift-adp", "OADP namespace to create.")
 	flag.StringVar(&o.tenantNS, "tenant-namespace", "demo", "Demo tenant namespace to create.")
 	flag.BoolVar(&o.withVelero, "velero", true, "Start the object store and the Velero server (assets gofakes3, velero, plugins/).")
@@ -284,6 +288,16 @@ func run(o options) (err error) {
 		}
 	}
 
+	if o.metricsRole != "" {
+		step = "installing the metrics reader role"
+		if err := installClusterRoles(ctx, cfg, o.metricsRole); err != nil {
+			return err
+		}
+		if err := bindScraper(ctx, cfg, o.oadpNS, metricsReaderRole); err != nil {
+			return err
+		}
+	}
+
 	velero := "not started (--velero=false)"
 	if o.withVelero {
 		step = "starting the object store and Velero, and waiting for the default BackupStorageLocation"
@@ -321,9 +335,9 @@ func run(o options) (err error) {
      kubectl get nab -n %s
      kubectl describe nab -n %s sample
      kubectl get backups.velero.io -n %s
-
+%s
 >> running the controller (Ctrl-C stops it, Velero, the object store and the control plane)
-`, cfg.Host, kcPath, o.oadpNS, o.tenantNS, velero, kcPath, o.tenantNS, o.tenantNS, o.oadpNS)
+`, cfg.Host, kcPath, o.oadpNS, o.tenantNS, velero, kcPath, o.tenantNS, o.tenantNS, o.oadpNS, scrapeHint(o.command[1:], o.oadpNS, o.metricsRole != ""))
 	return runController(ctx, o.command, kcPath, filepath.Join(o.dir, "nac.log"))
 }
 
@@ -392,6 +406,87 @@ func installClusterRoles(ctx context.Context, cfg *rest.Config, path string) err
 		}
 	}
 	return nil
+}
+
+// The metrics scraper of the local stack: a ServiceAccount of the OADP
+// namespace bound to the metrics reader ClusterRole, whose tokens
+// (`kubectl create token`) the controller's HTTPS metrics endpoint accepts.
+const (
+	scraperSA         = "metrics-scraper"
+	metricsReaderRole = "nacflow-metrics-reader"
+)
+
+// bindScraper creates ServiceAccount scraperSA in ns and a
+// ClusterRoleBinding of it to role (both kept when they exist).
+func bindScraper(ctx context.Context, cfg *rest.Config, ns, role string) error {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: scraperSA}}
+	if _, err := cs.CoreV1().ServiceAccounts(ns).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating ServiceAccount %s/%s: %w", ns, scraperSA, err)
+	}
+	crb := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role + "-" + scraperSA},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: scraperSA}},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role}}
+	if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("binding ClusterRole %s to %s/%s: %w", role, ns, scraperSA, err)
+	}
+	return nil
+}
+
+// scrapeHint returns the lines of the ready message that tell how to
+// scrape the controller's metrics, from its arguments: its
+// --metrics-bind-address (nac's default :8090 when not given; "0": off)
+// and --metrics-secure (HTTPS with a token unless given false). bound says
+// whether the scraper ServiceAccount was set up.
+func scrapeHint(args []string, ns string, bound bool) string {
+	addr, ok := flagValue(args, "metrics-bind-address")
+	if !ok {
+		addr = ":8090"
+	}
+	if addr == "0" || addr == "" {
+		return ""
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return ""
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "127.0.0.1"
+	}
+	url := "://" + net.JoinHostPort(host, port) + "/metrics"
+	if !metricsSecure(args) {
+		return "     curl -s http" + url + "      # the controller's metrics (plain HTTP: --metrics-secure=false)\n"
+	}
+	if !bound {
+		return "     # the controller's metrics: https" + url + ", with a bearer token of a user bound to ClusterRole " + metricsReaderRole + "\n"
+	}
+	return fmt.Sprintf("     curl -sk -H \"Authorization: Bearer $(kubectl create token %s -n %s)\" https%s   # the controller's metrics\n", scraperSA, ns, url)
+}
+
+// metricsSecure reports whether the controller's arguments leave
+// --metrics-secure at its default, true (a boolean flag is given false
+// only as --metrics-secure=false).
+func metricsSecure(args []string) bool {
+	secure := true
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		n, v, ok := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-"), "=")
+		if n != "metrics-secure" || !strings.HasPrefix(a, "-") {
+			continue
+		}
+		secure = true
+		if ok {
+			if b, err := strconv.ParseBool(v); err == nil {
+				secure = b
+			}
+		}
+	}
+	return secure
 }
 
 // createNamespaces creates the namespaces, giving up after 30s or when ctx

@@ -61,11 +61,13 @@ spec:
 	code, out, _ := nac(broken, "blueprint", "validate", "-f", "-")
 	c.Check(code, Equals, 1)
 	for _, want := range []string{
-		"blueprint broken has 5 error(s):",
+		"blueprint broken has 7 error(s):",
 		`spec.actions.backup.phases[0] (a): unknown func "Nope"`,
 		`spec.actions.backup.phases[1] (b): WaitFor takes no arg "colour" (it takes: acceptFailure, kind, name)`,
 		`spec.actions.backup.phases[1] (b): args.name refers to phase "c", which does not come before it`,
 		`spec.actions.backup.phases[2] (c): LimitActiveOperations args: max: must be at least 1, got 0`,
+		"spec.actions.backup.phases: no phase runs the built-in backup action's safety phase ValidateBackupSpec",
+		"spec.actions.backup.phases: no phase runs the built-in backup action's safety phase VerifyBackupContents",
 		`spec.actions.explode: NonAdminBackup has no action "explode"`,
 	} {
 		c.Check(strings.Contains(out, want), Equals, true, Commentf("missing %q in:\n%s", want, out))

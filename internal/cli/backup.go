@@ -237,7 +237,7 @@ func newBackupDescribeCommand(o *Options) *cobra.Command {
 			"function, state, start offset, duration, attempts and message), the live progress of the wait (queue\n" +
 			"position, items backed up of total, volumes uploaded), Velero's result (phase, warnings, errors, times),\n" +
 			"conditions and recent events. --details adds Velero's resource list, read through a\n" +
-			"NonAdminDownloadRequest.",
+			"NonAdminDownloadRequest (edit or admin in the namespace: view cannot read download requests).",
 		Example: "  kubectl nac backup describe b1 -n demo\n" +
 			"  kubectl nac backup describe b1 -n demo --details",
 		Args:              cobra.ExactArgs(1),
@@ -276,7 +276,8 @@ func newBackupLogsCommand(o *Options) *cobra.Command {
 		Short: "Print Velero's log of a NonAdminBackup",
 		Long: "Prints the log Velero wrote while it ran the backup of the NonAdminBackup NAME. The command creates a\n" +
 			"NonAdminDownloadRequest for it, waits for the download URL, downloads and gunzips the log, and removes the\n" +
-			"request (as OADP's `kubectl oadp nonadmin backup logs`).",
+			"request (as OADP's `kubectl oadp nonadmin backup logs`). It needs edit or admin in the namespace: view\n" +
+			"cannot read download requests, whose pre-signed URLs open the backup's files.",
 		Example:           "  kubectl nac backup logs b1 -n demo | grep -i error",
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: o.nameCompletion(func() client.ObjectList { return &v1alpha1.NonAdminBackupList{} }),

@@ -180,7 +180,8 @@ func newRestoreDescribeCommand(o *Options) *cobra.Command {
 		Short: "Show a NonAdminRestore: its phase timeline, progress, Velero's result and events",
 		Long: "Prints the NonAdminRestore NAME: the backup it restores, the phase plan as a timeline, the live progress\n" +
 			"(queue position, items restored of total, volumes), Velero's result, conditions and recent events.\n" +
-			"--details adds Velero's list of the resources restored, read through a NonAdminDownloadRequest.",
+			"--details adds Velero's list of the resources restored, read through a NonAdminDownloadRequest\n" +
+			"(edit or admin in the namespace: view cannot read download requests).",
 		Example:           "  kubectl nac restore describe r1 -n demo --details",
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: o.nameCompletion(func() client.ObjectList { return &v1alpha1.NonAdminRestoreList{} }),
@@ -217,7 +218,8 @@ func newRestoreLogsCommand(o *Options) *cobra.Command {
 		Use:   "logs NAME",
 		Short: "Print Velero's log of a NonAdminRestore",
 		Long: "Prints the log Velero wrote while it ran the restore of the NonAdminRestore NAME, through a\n" +
-			"NonAdminDownloadRequest the command creates and removes.",
+			"NonAdminDownloadRequest the command creates and removes (edit or admin in the namespace: view cannot\n" +
+			"read download requests, whose pre-signed URLs open the restore's files).",
 		Example:           "  kubectl nac restore logs r1 -n demo",
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: o.nameCompletion(func() client.ObjectList { return &v1alpha1.NonAdminRestoreList{} }),

@@ -31,7 +31,8 @@ func (s *E2ESuite) canI(verb, resource, ns, user string) string {
 // TestTenantRBACThroughAggregation: users bound only to Kubernetes'
 // built-in roles in one namespace get nacflow's rights there through the
 // cluster's own ClusterRole aggregation (kube-controller-manager), nowhere
-// else, and never Velero's objects or Blueprints.
+// else, and never Velero's objects or Blueprints; view never reads
+// NonAdminDownloadRequests (pre-signed URLs).
 func (s *E2ESuite) TestTenantRBACThroughAggregation(c *C) {
 	// As make run and make deploy install them (make undeploy, in another
 	// test, removes them).
@@ -62,7 +63,15 @@ func (s *E2ESuite) TestTenantRBACThroughAggregation(c *C) {
 		{"create", "nonadmindownloadrequests.oadp.openshift.io", "rbac-a", "eddie", "yes"},
 		{"get", "backups.velero.io", "openshift-adp", "eddie", "no"},
 		{"list", "nonadminbackups.oadp.openshift.io", "rbac-a", "vera", "yes"},
-		{"get", "nonadmindownloadrequests.oadp.openshift.io", "rbac-a", "vera", "yes"},
+		{"get", "nonadmindownloadrequests.oadp.openshift.io", "rbac-a", "alice", "yes"},
+		{"get", "nonadmindownloadrequests.oadp.openshift.io", "rbac-a", "eddie", "yes"},
+		// A download request's status holds a pre-signed URL (a
+		// BackupContents one opens the namespace's Secrets): view, which
+		// may not read Secrets, may not read them either.
+		{"get", "nonadmindownloadrequests", "rbac-a", "vera", "no"},
+		{"list", "nonadmindownloadrequests.oadp.openshift.io", "rbac-a", "vera", "no"},
+		{"watch", "nonadmindownloadrequests.oadp.openshift.io", "rbac-a", "vera", "no"},
+		{"get", "nonadmindownloadrequests.oadp.openshift.io/status", "rbac-a", "vera", "no"},
 		{"create", "nonadminbackups.oadp.openshift.io", "rbac-a", "vera", "no"},
 		{"create", "nonadmindownloadrequests.oadp.openshift.io", "rbac-a", "vera", "no"},
 		{"list", "nonadminbackups.oadp.openshift.io", "rbac-b", "vera", "no"},

@@ -6,6 +6,8 @@ package e2e
 
 import (
 	"bytes"
+	"crypto/tls"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -52,7 +54,7 @@ func (s *E2ESuite) SetUpSuite(c *C) {
 	c.Assert(err, IsNil)
 	metricsAddr := l.Addr().String()
 	c.Assert(l.Close(), IsNil)
-	s.metrics = "http://" + metricsAddr + "/metrics"
+	s.metrics = "https://" + metricsAddr + "/metrics"
 	// Short sync periods so that the rebuild test sees Velero's BSL sync and
 	// nacflow's backup sync within seconds; Velero revalidates locations
 	// every few seconds so that the storage tests see its verdict.
@@ -199,6 +201,7 @@ func (s *E2ESuite) TestInstallManifest(c *C) {
 	for _, want := range []string{"customresourcedefinition.apiextensions.k8s.io/nonadminbackups.oadp.openshift.io",
 		"serviceaccount/nacflow", "role.rbac.authorization.k8s.io/nacflow-manager", "clusterrole.rbac.authorization.k8s.io/nacflow-manager",
 		"clusterrole.rbac.authorization.k8s.io/nacflow-tenant-edit", "clusterrole.rbac.authorization.k8s.io/nacflow-tenant-view",
+		"clusterrole.rbac.authorization.k8s.io/nacflow-metrics-reader",
 		"rolebinding.rbac.authorization.k8s.io/nacflow-manager", "clusterrolebinding.rbac.authorization.k8s.io/nacflow-manager",
 		"service/nacflow-metrics", "deployment.apps/nacflow-controller"} {
 		c.Check(out, Matches, `(?s).*`+regexp.QuoteMeta(want)+` (created|configured|unchanged) \(server dry run\).*`, Commentf(want))
@@ -261,6 +264,8 @@ type: kubernetes.io/service-account-token
 		{"create", "events", "demo", "yes"},
 		{"delete", "namespaces", "", "no"},
 		{"create", "clusterrolebindings.rbac.authorization.k8s.io", "", "no"},
+		{"create", "tokenreviews.authentication.k8s.io", "", "yes"}, // the metrics endpoint's authentication
+		{"create", "subjectaccessreviews.authorization.k8s.io", "", "yes"},
 	} {
 		c.Check(s.canI(tc.verb, tc.resource, tc.ns, sa), Equals, tc.want, Commentf("%s %s -n %q", tc.verb, tc.resource, tc.ns))
 	}
@@ -274,10 +279,64 @@ type: kubernetes.io/service-account-token
 	c.Check(strings.TrimSpace(s.kubectl(c, "get", "crd", "nonadminbackups.oadp.openshift.io", "-o", "name")), Equals, "customresourcedefinition.apiextensions.k8s.io/nonadminbackups.oadp.openshift.io")
 }
 
-// TestMetricsEndpoint: while the controller runs a backup against the real
-// Velero, its metrics endpoint (curl'd here over HTTP) shows the operation
-// and phase metrics with non-zero values.
+// scrape GETs the controller's metrics over HTTPS (its certificate is
+// self-signed) with token as the bearer token ("" for none) and returns the
+// status code and body.
+func (s *E2ESuite) scrape(token string) (int, string, error) {
+	req, err := http.NewRequest(http.MethodGet, s.metrics, nil)
+	if err != nil {
+		return 0, "", err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	cl := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	resp, err := cl.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), err
+}
+
+// TestMetricsEndpoint: the controller's metrics are served over HTTPS to
+// authorized scrapers only — no token 401, a ServiceAccount's token without
+// ClusterRole nacflow-metrics-reader 403, the token of the scraper make run
+// binds to it (as its ready message tells) 200 — and, while the controller
+// runs a backup against the real Velero, show the operation and phase
+// metrics with non-zero values. The plain-HTTP port is closed.
 func (s *E2ESuite) TestMetricsEndpoint(c *C) {
+	// As make run and make deploy install it (make undeploy, in another
+	// test, removes it).
+	s.kubectl(c, "apply", "-f", "config/rbac/metrics_reader_role.yaml")
+	code, body, err := s.scrape("")
+	c.Assert(err, IsNil)
+	c.Check(code, Equals, http.StatusUnauthorized)
+	c.Check(body, Equals, "Unauthorized\n")
+	// A token the API server rejects: controller-runtime's filter answers
+	// 500 (it reports the TokenReview's "invalid bearer token" as an
+	// error), never the metrics.
+	code, body, err = s.scrape("not-a-token")
+	c.Assert(err, IsNil)
+	c.Check(code == http.StatusUnauthorized || code == http.StatusInternalServerError, Equals, true, Commentf("%d", code))
+	c.Check(body, Not(Matches), `(?s).*nacflow_.*`)
+	s.kubectl(c, "create", "serviceaccount", "-n", "openshift-adp", "no-metrics")
+	denied := strings.TrimSpace(s.kubectl(c, "create", "token", "no-metrics", "-n", "openshift-adp"))
+	code, body, err = s.scrape(denied)
+	c.Assert(err, IsNil)
+	c.Check(code, Equals, http.StatusForbidden, Commentf(body))
+	c.Check(body, Matches, `Authorization denied for user system:serviceaccount:openshift-adp:no-metrics\n`)
+	// make run's ready message tells how to scrape, with this token.
+	c.Check(s.drain(), Matches, `(?s).*\n     curl -sk -H "Authorization: Bearer \$\(kubectl create token metrics-scraper -n openshift-adp\)" `+
+		regexp.QuoteMeta(s.metrics)+`   # the controller's metrics\n.*`)
+	token := strings.TrimSpace(s.kubectl(c, "create", "token", "metrics-scraper", "-n", "openshift-adp"))
+	// Plain HTTP reaches no metrics: Go's TLS server answers it 400.
+	plain, err := http.Get(strings.Replace(s.metrics, "https://", "http://", 1))
+	c.Assert(err, IsNil)
+	plain.Body.Close()
+	c.Check(plain.StatusCode, Equals, http.StatusBadRequest)
+
 	s.kubectlIn(c, `apiVersion: oadp.openshift.io/v1alpha1
 kind: NonAdminBackup
 metadata:
@@ -290,19 +349,12 @@ spec:
 		out := s.kubectl(c, "get", "nab", "-n", "demo", "metered", "-o", "jsonpath={.status.plan.state}")
 		return out == "complete", out
 	})
-	var body string
 	eventually(c, 10*time.Second, func() (bool, string) {
-		resp, err := http.Get(s.metrics)
+		code, body, err = s.scrape(token)
 		if err != nil {
 			return false, err.Error()
 		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		if err != nil {
-			return false, err.Error()
-		}
-		body = string(b)
-		return strings.Contains(body, "nacflow_operations_finished_total"), "no nacflow metrics yet"
+		return code == http.StatusOK && strings.Contains(body, "nacflow_operations_finished_total"), fmt.Sprintf("%d, no nacflow metrics yet", code)
 	})
 	for _, series := range []string{
 		`nacflow_operations_started_total{action="backup",kind="NonAdminBackup"}`,
