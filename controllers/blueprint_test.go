@@ -162,7 +162,7 @@ func (s *ControllerSuite) TestLargeNamespaceLimitAndDeadline(c *C) {
 	one, _ := s.backupOf(c, ns, "one")
 	c.Check(one.Status.Plan.Blueprint, Equals, "nonadminbackup-large")
 	c.Check(one.Status.Plan.Spec.Deadline.Duration, Equals, 30*time.Hour)
-	c.Check(one.Status.Plan.Spec.Phases[3].Timeout.Duration, Equals, 24*time.Hour)
+	c.Check(one.Status.Plan.Spec.Phases[4].Timeout.Duration, Equals, 24*time.Hour)
 	s.backupOf(c, ns, "two")
 	third := newNAB(ns, "three", velerov1.BackupSpec{})
 	c.Assert(testClient.Create(context.Background(), third), IsNil)
