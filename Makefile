@@ -35,6 +35,7 @@ GOFAKES3        := $(BIN)/gofakes3
 NAC             := $(BIN)/nac
 KUBECTL_NAC     := $(BIN)/kubectl-nac
 LOCALCP         := $(BIN)/localcp
+NACFLOW_PLUGIN  := $(BIN)/plugins/velero-plugin-nacflow
 
 VERSION_PKG := k8s.io/component-base/version
 KUBE_LDFLAGS := -s -w \
@@ -105,8 +106,9 @@ vet: ## go vet the module.
 	$(GO) vet ./...
 
 .PHONY: build
-build: ## Build bin/nac (the manager), bin/kubectl-nac (the kubectl plugin: put bin/ on PATH for `kubectl nac`) and bin/localcp.
+build: ## Build bin/nac (the manager), bin/kubectl-nac (the kubectl plugin: put bin/ on PATH for `kubectl nac`), bin/localcp and Velero's plugin bin/plugins/velero-plugin-nacflow.
 	$(GO) build -o $(NAC) ./cmd/nac
+	$(GO) build -o $(NACFLOW_PLUGIN) ./cmd/velero-plugin-nacflow
 	$(GO) build -o $(KUBECTL_NAC) ./cmd/kubectl-nac
 	install -m 0755 hack/kubectl_complete-nac $(BIN)/kubectl_complete-nac
 	$(GO) build -o $(LOCALCP) ./hack/localcp
@@ -186,7 +188,7 @@ bench: $(CONTROL_PLANE) build ## Benchmarks: the engine's Go benchmarks, then na
 
 .PHONY: clean
 clean: ## Remove build output and the local control plane's state (keeps the cached tools).
-	rm -rf $(NAC) $(KUBECTL_NAC) $(BIN)/kubectl_complete-nac $(LOCALCP) $(LOCAL)
+	rm -rf $(NAC) $(KUBECTL_NAC) $(BIN)/kubectl_complete-nac $(LOCALCP) $(NACFLOW_PLUGIN) $(LOCAL)
 
 .PHONY: clean-local
 clean-local: ## Remove .local, the local stack's state: object store (s3.db), logs, kubeconfig; keeps bin/ and build output.

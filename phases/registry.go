@@ -6,10 +6,12 @@
 package phases
 
 import (
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nacflow/nacflow/engine"
+	"github.com/nacflow/nacflow/internal/restorepolicy"
 )
 
 // Clients are what phase functions talk to the cluster with.
@@ -48,6 +50,11 @@ type Options struct {
 	// DataProtectionApplication spec.nonAdmin (requireApprovalForBSL and the
 	// enforce*Spec a blueprint's args.enforce does not set).
 	Settings Settings
+	// TenantRole is --tenant-role: the ClusterRole bounding what a tenant's
+	// restore may create (empty: restorepolicy.DefaultTenantRole).
+	TenantRole string
+	// AdminOwned is --admin-owned-resources (nil: restorepolicy.DefaultAdminOwned).
+	AdminOwned []schema.GroupResource
 }
 
 // New returns the registry of every phase function, bound to o, each run
@@ -56,6 +63,13 @@ type Options struct {
 // malformed (programming errors).
 func New(c Clients, o Options) (*engine.Registry, error) {
 	t := tools{recorder: c.Recorder, queue: c.Queue, recent: newRecentCreates()}
+	tenantRole, adminOwned := o.TenantRole, o.AdminOwned
+	if tenantRole == "" {
+		tenantRole = restorepolicy.DefaultTenantRole
+	}
+	if adminOwned == nil {
+		adminOwned = restorepolicy.DefaultAdminOwned
+	}
 	var settings Settings = noSettings{}
 	if o.Settings != nil {
 		settings = o.Settings
@@ -69,7 +83,7 @@ func New(c Clients, o Options) (*engine.Registry, error) {
 		&CreateDeleteBackupRequest{tools: t},
 		&DeleteObjects{},
 		&ValidateRestoreSpec{settings: settings},
-		&CreateVeleroRestore{tools: t},
+		&CreateVeleroRestore{tools: t, tenantRole: tenantRole, adminOwned: adminOwned},
 		&DeleteRestoresOfBackup{},
 		&ValidateBSLSpec{settings: settings},
 		&RequestApproval{tools: t, required: o.RequireApprovalForBSL, settings: settings},

@@ -25,6 +25,7 @@ import (
 	"github.com/nacflow/nacflow/dpa"
 	"github.com/nacflow/nacflow/engine"
 	"github.com/nacflow/nacflow/internal/gctune"
+	"github.com/nacflow/nacflow/internal/restorepolicy"
 	"github.com/nacflow/nacflow/phases"
 )
 
@@ -84,6 +85,8 @@ type options struct {
 	eventQPS      float64
 	eventBurst    int
 	eventQueue    int
+	tenantRole    string
+	adminOwned    string
 	// given are the flags given on the command line: those yield nothing
 	// to a DataProtectionApplication's settings.
 	given map[string]bool
@@ -201,6 +204,10 @@ func registerFlags(fs *flag.FlagSet, o *options) *zap.Options {
 		"Events held while --event-qps paces them (about 1 KiB each). When it is full, reconciles wait for room: events are delayed, never dropped (nacflow_events_dropped_total counts the API server's refusals and what is queued at exit).")
 	fs.DurationVar(&o.credCheck, "credential-check-period", controllers.DefaultCredentialCheckPeriod,
 		"How often each NonAdminBackupStorageLocation rechecks its credential Secret, so that a rotation reaches the copy (Secrets are not watched).")
+	fs.StringVar(&o.tenantRole, "tenant-role", restorepolicy.DefaultTenantRole,
+		"ClusterRole bounding what a NonAdminRestore may restore: Velero creates (or, with existingResourcePolicy: update, updates) only items a holder of this role in the tenant's namespace could, and Roles and RoleBindings only within it (Kubernetes' escalation rule). Enforced by Velero's plugin velero-plugin-nacflow; Kubernetes' aggregated namespace admin by default.")
+	fs.StringVar(&o.adminOwned, "admin-owned-resources", restorepolicy.FormatAdminOwned(restorepolicy.DefaultAdminOwned),
+		"Comma-separated resources[.group] the admin sets in tenant namespaces: a NonAdminRestore never updates them and creates them only where absent (and only if --tenant-role allows create), e.g. resourcequotas,limitranges,networkpolicies.networking.k8s.io.")
 	zapOpts := &zap.Options{}
 	zapOpts.BindFlags(fs)
 	return zapOpts
@@ -264,9 +271,16 @@ func run(o options) error {
 	metrics.Registry.MustRegister(&controllers.StateCollector{Informers: mgr.GetCache(), Reader: mgr.GetClient(), Queue: queue})
 	// The admin's non-admin settings: flags given on the command line, else
 	// OADP's DataProtectionApplication in the OADP namespace, read live.
+	adminOwned, err := restorepolicy.ParseAdminOwned(o.adminOwned)
+	if err != nil {
+		return fmt.Errorf("--admin-owned-resources: %w", err)
+	}
+	if o.tenantRole == "" {
+		return errors.New("--tenant-role is empty: name the ClusterRole bounding tenants' restores (admin)")
+	}
 	settings := &dpa.Source{Reader: mgr.GetAPIReader(), Namespace: o.oadpNamespace, Flags: o.nonAdminFlags()}
 	registry, err := phases.New(phases.Clients{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorderFor("nacflow-blueprint"), Queue: queue},
-		phases.Options{RequireApprovalForBSL: o.bslApproval, Settings: settings})
+		phases.Options{RequireApprovalForBSL: o.bslApproval, Settings: settings, TenantRole: o.tenantRole, AdminOwned: adminOwned})
 	if err != nil {
 		return err
 	}
