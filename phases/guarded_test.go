@@ -49,7 +49,7 @@ func (s *GuardedSuite) TestFunctionsHoldNoClient(c *C) {
 		&phases.CreateVeleroRestore{}, &phases.DeleteRestoresOfBackup{}, &phases.ValidateBSLSpec{}, &phases.RequestApproval{},
 		&phases.CopySecret{}, &phases.CreateVeleroBSL{}, &phases.DeleteBackupsUsingBSL{}, &phases.AdoptVeleroBackup{},
 		&phases.Notify{}, &phases.LimitActiveOperations{}, &phases.ValidateDownloadRequest{}, &phases.CreateDownloadRequest{},
-		&phases.VerifyBackupContents{}, &phases.ValidateScheduleSpec{}, &phases.CreateVeleroSchedule{},
+		&phases.VerifyBackupContents{}, &phases.ValidateScheduleSpec{}, &phases.CreateVeleroSchedule{}, &phases.CheckRestoreItems{},
 	}
 	reg, err := phases.New(phases.Clients{}, phases.Options{})
 	c.Assert(err, IsNil)

@@ -55,6 +55,10 @@ type Options struct {
 	TenantRole string
 	// AdminOwned is --admin-owned-resources (nil: restorepolicy.DefaultAdminOwned).
 	AdminOwned []schema.GroupResource
+	// RestorePrecheck is --restore-precheck: CheckRestoreItems checks that
+	// Velero runs nacflow's plugin and reads the backup's items before a
+	// restore (false: it does nothing, as where no Velero runs).
+	RestorePrecheck bool
 }
 
 // New returns the registry of every phase function, bound to o, each run
@@ -84,6 +88,7 @@ func New(c Clients, o Options) (*engine.Registry, error) {
 		&DeleteObjects{},
 		&ValidateRestoreSpec{settings: settings},
 		&CreateVeleroRestore{tools: t, tenantRole: tenantRole, adminOwned: adminOwned},
+		&CheckRestoreItems{tools: t, enabled: o.RestorePrecheck, tenantRole: tenantRole, adminOwned: adminOwned},
 		&DeleteRestoresOfBackup{},
 		&ValidateBSLSpec{settings: settings},
 		&RequestApproval{tools: t, required: o.RequireApprovalForBSL, settings: settings},

@@ -87,6 +87,7 @@ type options struct {
 	eventQueue    int
 	tenantRole    string
 	adminOwned    string
+	precheck      bool
 	// given are the flags given on the command line: those yield nothing
 	// to a DataProtectionApplication's settings.
 	given map[string]bool
@@ -208,6 +209,8 @@ func registerFlags(fs *flag.FlagSet, o *options) *zap.Options {
 		"ClusterRole bounding what a NonAdminRestore may restore: Velero creates (or, with existingResourcePolicy: update, updates) only items a holder of this role in the tenant's namespace could, and Roles and RoleBindings only within it (Kubernetes' escalation rule). Enforced by Velero's plugin velero-plugin-nacflow; Kubernetes' aggregated namespace admin by default.")
 	fs.StringVar(&o.adminOwned, "admin-owned-resources", restorepolicy.FormatAdminOwned(restorepolicy.DefaultAdminOwned),
 		"Comma-separated resources[.group] the admin sets in tenant namespaces: a NonAdminRestore never updates them and creates them only where absent (and only if --tenant-role allows create), e.g. resourcequotas,limitranges,networkpolicies.networking.k8s.io.")
+	fs.BoolVar(&o.precheck, "restore-precheck", true,
+		"Before each NonAdminRestore's Velero Restore, check that Velero runs velero-plugin-nacflow (refused otherwise) and read the backup's items, naming those the tenant could not create (phase CheckRestoreItems of the built-in nonadminrestore blueprint). false: skip both (the plugin still enforces, if installed).")
 	zapOpts := &zap.Options{}
 	zapOpts.BindFlags(fs)
 	return zapOpts
@@ -280,7 +283,7 @@ func run(o options) error {
 	}
 	settings := &dpa.Source{Reader: mgr.GetAPIReader(), Namespace: o.oadpNamespace, Flags: o.nonAdminFlags()}
 	registry, err := phases.New(phases.Clients{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorderFor("nacflow-blueprint"), Queue: queue},
-		phases.Options{RequireApprovalForBSL: o.bslApproval, Settings: settings, TenantRole: o.tenantRole, AdminOwned: adminOwned})
+		phases.Options{RequireApprovalForBSL: o.bslApproval, Settings: settings, TenantRole: o.tenantRole, AdminOwned: adminOwned, RestorePrecheck: o.precheck})
 	if err != nil {
 		return err
 	}

@@ -140,6 +140,13 @@ func (s *E2ESuite) TestRestoreAsTenantWithRealVelero(c *C) {
 		return strings.HasPrefix(out, "Completed|complete|"), out
 	})
 
+	// nacflow read the backup before the restore and named what would be
+	// left out (the PV, the binding to cluster-admin, the quota).
+	cond := s.kubectl(c, "get", "nar", "-n", ns, "back", "-o", `jsonpath={.status.conditions[?(@.type=="RestoreItemsChecked")].status}|{.status.conditions[?(@.type=="RestoreItemsChecked")].reason}|{.status.conditions[?(@.type=="RestoreItemsChecked")].message}`)
+	c.Check(cond, Matches, `False\|ItemsExcluded\|3 of [0-9]+ items of Velero Backup \S+ are beyond what ClusterRole admin allows in namespace tenant-r and are not restored: `+
+		`persistentvolumes tenant-r-root: .*spec.hostPath.*; resourcequotas tenant-r/quota: .*; rolebindings.rbac.authorization.k8s.io tenant-r/to-root: RoleBinding to-root binds ClusterRole cluster-admin.*`)
+	c.Check(s.kubectl(c, "get", "events", "-n", ns, "--field-selector", "reason=ItemsExcluded,involvedObject.name=back", "-o", "jsonpath={.items[*].type}"), Equals, "Warning")
+
 	// What the tenant could do came back.
 	c.Check(s.kubectl(c, "get", "rolebinding", "-n", ns, "to-edit", "-o", "jsonpath={.roleRef.name}"), Equals, "edit")
 	c.Check(s.kubectl(c, "get", "configmap", "-n", ns, "cm", "-o", "jsonpath={.data.k}"), Equals, "v")
