@@ -9,18 +9,23 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	. "gopkg.in/check.v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/engine"
 	"github.com/nacflow/nacflow/internal/restorepolicy"
-	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 )
 
 type CheckRestoreItemsSuite struct{}
@@ -183,4 +188,87 @@ func FuzzCheckContents(f *testing.F) {
 		p := restorepolicy.Policy{Namespace: "team", Bound: checkBound}
 		_, _, _ = checkContents(context.Background(), srv.URL, p, restoreSkips(&v1alpha1.NonAdminRestore{}), checkLookup())
 	})
+}
+
+// runCheck runs CheckRestoreItems for the NonAdminRestore team/back with a
+// processed ServerStatusRequest listing plugins and a processed
+// DownloadRequest serving url (both already made by an earlier run).
+func runCheck(c *C, enabled bool, plugins []velerov1.PluginInfo, url, onExcluded string) (*v1alpha1.NonAdminRestore, *record.FakeRecorder, engine.Result, error) {
+	nar := &v1alpha1.NonAdminRestore{ObjectMeta: metav1.ObjectMeta{Name: "back", Namespace: "team", UID: "u1"},
+		Spec: v1alpha1.NonAdminRestoreSpec{RestoreSpec: &velerov1.RestoreSpec{BackupName: "b"}}}
+	op := &engine.Operation{Object: nar, OADPNamespace: "oadp", UUID: "uuid-1"}
+	labels, annotations := op.OwnerMeta()
+	name := v1alpha1.NACObjectName("team", "back", "uuid-1")
+	now := metav1.Now()
+	meta := metav1.ObjectMeta{Name: name, Namespace: "oadp", Labels: labels, Annotations: annotations, CreationTimestamp: now}
+	scheme := runtime.NewScheme()
+	c.Assert(clientgoscheme.AddToScheme(scheme), IsNil)
+	c.Assert(velerov1.AddToScheme(scheme), IsNil)
+	cl := fake.NewClientBuilder().WithScheme(scheme).WithObjects(
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "admin"}, Rules: checkBound},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "cluster-admin"}, Rules: []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}}}},
+		&velerov1.ServerStatusRequest{ObjectMeta: meta, Status: velerov1.ServerStatusRequestStatus{Phase: velerov1.ServerStatusRequestPhaseProcessed, Plugins: plugins}},
+		&velerov1.DownloadRequest{ObjectMeta: meta, Status: velerov1.DownloadRequestStatus{Phase: velerov1.DownloadRequestPhaseProcessed, DownloadURL: url}},
+	).Build()
+	op.Client, op.APIReader = cl, cl
+	rec := record.NewFakeRecorder(10)
+	f := &CheckRestoreItems{tools: tools{recorder: rec, recent: newRecentCreates()}, enabled: enabled, tenantRole: "admin", adminOwned: restorepolicy.DefaultAdminOwned}
+	res, err := f.Run(context.Background(), op, &CheckRestoreItemsArgs{BackupName: "b", OnExcluded: onExcluded})
+	if err == nil {
+		// Done: both requests are gone.
+		for _, o := range []client.Object{&velerov1.ServerStatusRequest{}, &velerov1.DownloadRequest{}} {
+			if enabled {
+				c.Check(apierrors.IsNotFound(cl.Get(context.Background(), client.ObjectKey{Namespace: "oadp", Name: name}, o)), Equals, true)
+			}
+		}
+	}
+	return nar, rec, res, err
+}
+
+var ourPlugin = []velerov1.PluginInfo{{Name: "velero.io/pod", Kind: "RestoreItemAction"}, {Name: restorepolicy.PluginName, Kind: "RestoreItemAction"}}
+
+// TestRun: Velero without the plugin refuses the restore; with it, the
+// excluded items are named in RestoreItemsChecked and a Warning event, and
+// onExcluded refuse refuses the whole restore; disabled, nothing is read.
+func (s *CheckRestoreItemsSuite) TestRun(c *C) {
+	srv := serve(tarball(c,
+		"resources/rolebindings.rbac.authorization.k8s.io/namespaces/team/to-root.json", `{"metadata":{"name":"to-root","namespace":"team"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"cluster-admin"}}`,
+		"resources/configmaps/namespaces/team/cm.json", `{"metadata":{"name":"cm","namespace":"team"}}`))
+	defer srv.Close()
+	clean := serve(tarball(c, "resources/configmaps/namespaces/team/cm.json", `{"metadata":{"name":"cm","namespace":"team"}}`))
+	defer clean.Close()
+
+	_, _, res, err := runCheck(c, false, nil, srv.URL, "")
+	c.Assert(err, IsNil)
+	c.Check(res.Message, Equals, "not checked: --restore-precheck=false")
+
+	nar, _, _, err := runCheck(c, true, ourPlugin[:1], srv.URL, "")
+	c.Check(engine.IsTerminal(err), Equals, true)
+	c.Check(err, ErrorMatches, `Velero does not run nacflow's plugin nacflow.io/restore-as-tenant \(velero-plugin-nacflow\).*install it.*`)
+	accepted := apimeta.FindStatusCondition(nar.Status.Conditions, v1alpha1.ConditionAccepted)
+	c.Assert(accepted, NotNil)
+	c.Check(accepted.Reason, Equals, v1alpha1.ReasonRestorePluginMissing)
+
+	nar, rec, res, err := runCheck(c, true, ourPlugin, srv.URL, "")
+	c.Assert(err, IsNil)
+	c.Check(res.Output, DeepEquals, map[string]string{"items": "2", "excluded": "1"})
+	cond := apimeta.FindStatusCondition(nar.Status.Conditions, v1alpha1.ConditionRestoreItemsChecked)
+	c.Assert(cond, NotNil)
+	c.Check(cond.Reason, Equals, v1alpha1.ReasonItemsExcluded)
+	c.Check(cond.Message, Matches, `1 of 2 items of Velero Backup b are beyond what ClusterRole admin allows in namespace team and are not restored: rolebindings.rbac.authorization.k8s.io team/to-root: RoleBinding to-root binds ClusterRole cluster-admin.*`)
+	c.Check(<-rec.Events, Matches, `Warning ItemsExcluded 1 of 2 items .*`)
+
+	nar, _, _, err = runCheck(c, true, ourPlugin, srv.URL, "refuse")
+	c.Check(engine.IsTerminal(err), Equals, true)
+	accepted = apimeta.FindStatusCondition(nar.Status.Conditions, v1alpha1.ConditionAccepted)
+	c.Assert(accepted, NotNil)
+	c.Check(accepted.Reason, Equals, v1alpha1.ReasonItemsExcluded)
+	c.Check(accepted.Message, Matches, `1 of 2 items .*to-root.*: refusing the whole restore \(onExcluded: refuse\)`)
+
+	nar, _, _, err = runCheck(c, true, ourPlugin, clean.URL, "refuse")
+	c.Assert(err, IsNil)
+	cond = apimeta.FindStatusCondition(nar.Status.Conditions, v1alpha1.ConditionRestoreItemsChecked)
+	c.Assert(cond, NotNil)
+	c.Check(cond.Status, Equals, metav1.ConditionTrue)
+	c.Check(cond.Message, Equals, "1 items of Velero Backup b checked: all within what ClusterRole admin allows in namespace team")
 }
