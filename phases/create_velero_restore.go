@@ -37,9 +37,9 @@ type CreateVeleroRestoreArgs struct {
 // NonAdminRestore's namespace (its origin annotation): a tenant never
 // restores another tenant's backup, whatever a blueprint renders. The
 // Restore carries restorepolicy.TenantRoleAnnotation and AdminOwnedAnnotation
-// (--tenant-role, --admin-owned-resources; a blueprint's args.annotations
-// may override them), which Velero's plugin velero-plugin-nacflow follows
-// on every item. Sets status.phase Created and Queued=True/RestoreScheduled.
+// when --tenant-role or --admin-owned-resources differ from their defaults
+// (a blueprint's args.annotations may set them too), which Velero's plugin
+// velero-plugin-nacflow follows on every item (defaults when absent). Sets status.phase Created and Queued=True/RestoreScheduled.
 //
 // Outputs: name. Errors: a foreign or missing backup and a name taken by
 // another object are terminal; API errors are retryable.
@@ -86,8 +86,14 @@ func (f *CreateVeleroRestore) Run(ctx context.Context, op *engine.Operation, arg
 		}
 	}
 	labels, annotations := op.OwnerMeta()
-	annotations[restorepolicy.TenantRoleAnnotation] = f.tenantRole
-	annotations[restorepolicy.AdminOwnedAnnotation] = restorepolicy.FormatAdminOwned(f.adminOwned)
+	// Only settings that differ from the plugin's defaults are written: a
+	// default restore carries OADP's metadata alone.
+	if f.tenantRole != restorepolicy.DefaultTenantRole {
+		annotations[restorepolicy.TenantRoleAnnotation] = f.tenantRole
+	}
+	if owned := restorepolicy.FormatAdminOwned(f.adminOwned); owned != restorepolicy.FormatAdminOwned(restorepolicy.DefaultAdminOwned) {
+		annotations[restorepolicy.AdminOwnedAnnotation] = owned
+	}
 	want := &velerov1.Restore{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: v1alpha1.NACObjectName(nar.Namespace, nar.Name, op.UUID), Namespace: op.OADPNamespace,
