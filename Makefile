@@ -172,7 +172,8 @@ verify-generated: generate manifests docs ## Fail when generated files are out o
 .PHONY: run
 run: $(CONTROL_PLANE) $(VELERO_STACK) build ## Local control plane, object store, Velero and CRDs; the controller in the foreground.
 	$(LOCALCP) --assets $(BIN) --dir $(LOCAL) --oadp-namespace $(OADP_NAMESPACE) --velero=$(WITH_VELERO) -- \
-		$(NAC) --oadp-namespace $(OADP_NAMESPACE) --metrics-bind-address 127.0.0.1:8090 --health-probe-bind-address 127.0.0.1:8091
+		$(NAC) --oadp-namespace $(OADP_NAMESPACE) --metrics-bind-address 127.0.0.1:8090 --health-probe-bind-address 127.0.0.1:8091 \
+		$(if $(filter false,$(WITH_VELERO)),--restore-precheck=false)
 
 BENCH_N ?= 1000
 BENCH_M ?= 100
