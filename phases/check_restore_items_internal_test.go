@@ -272,3 +272,39 @@ func (s *CheckRestoreItemsSuite) TestRun(c *C) {
 	c.Check(cond.Status, Equals, metav1.ConditionTrue)
 	c.Check(cond.Message, Equals, "1 items of Velero Backup b checked: all within what ClusterRole admin allows in namespace team")
 }
+
+// TestRestoreCarriesSettings: the Velero Restore carries the tenant role
+// and admin-owned resources for the plugin when they are not the defaults,
+// and OADP's metadata alone when they are.
+func (s *CheckRestoreItemsSuite) TestRestoreCarriesSettings(c *C) {
+	for _, t := range []struct {
+		role  string
+		owned []schema.GroupResource
+		want  map[string]string
+	}{
+		{restorepolicy.DefaultTenantRole, restorepolicy.DefaultAdminOwned, map[string]string{}},
+		{"restorer", []schema.GroupResource{{Resource: "resourcequotas"}, {Group: "networking.k8s.io", Resource: "networkpolicies"}}, map[string]string{
+			restorepolicy.TenantRoleAnnotation: "restorer", restorepolicy.AdminOwnedAnnotation: "resourcequotas,networkpolicies.networking.k8s.io"}},
+	} {
+		scheme := runtime.NewScheme()
+		c.Assert(velerov1.AddToScheme(scheme), IsNil)
+		cl := fake.NewClientBuilder().WithScheme(scheme).WithObjects(&velerov1.Backup{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "oadp",
+			Annotations: map[string]string{v1alpha1.NabOriginNamespaceAnnotation: "team"}}}).Build()
+		nar := &v1alpha1.NonAdminRestore{ObjectMeta: metav1.ObjectMeta{Name: "back", Namespace: "team"},
+			Spec: v1alpha1.NonAdminRestoreSpec{RestoreSpec: &velerov1.RestoreSpec{BackupName: "nab"}}}
+		op := &engine.Operation{Object: nar, OADPNamespace: "oadp", UUID: "uuid-1", Client: cl, APIReader: cl}
+		f := &CreateVeleroRestore{tools: tools{recent: newRecentCreates()}, tenantRole: t.role, adminOwned: t.owned}
+		_, err := f.Run(context.Background(), op, &CreateVeleroRestoreArgs{BackupName: "b"})
+		c.Assert(err, IsNil)
+		r := &velerov1.Restore{}
+		c.Assert(cl.Get(context.Background(), client.ObjectKey{Namespace: "oadp", Name: v1alpha1.NACObjectName("team", "back", "uuid-1")}, r), IsNil)
+		got := map[string]string{}
+		for _, k := range []string{restorepolicy.TenantRoleAnnotation, restorepolicy.AdminOwnedAnnotation} {
+			if v, ok := r.Annotations[k]; ok {
+				got[k] = v
+			}
+		}
+		c.Check(got, DeepEquals, t.want, Commentf(t.role))
+		c.Check(r.Annotations[v1alpha1.NarOriginNamespaceAnnotation], Equals, "team")
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	"github.com/vmware-tanzu/velero/pkg/plugin/velero"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -106,7 +107,7 @@ func (a *action) Execute(in *velero.RestoreItemActionExecuteInput) (*velero.Rest
 		item.FromBackup = in.ItemFromBackup.UnstructuredContent()
 	}
 	p := restorepolicy.Policy{Namespace: ns, Bound: bound, AdminOwned: adminOwned,
-		UpdateExisting: r.Spec.ExistingResourcePolicy == "update"}
+		UpdateExisting: r.Spec.ExistingResourcePolicy == velerov1.PolicyTypeUpdate}
 	d, err := restorepolicy.Decide(ctx, p, item, kubeLookup{c})
 	if err != nil {
 		return nil, fmt.Errorf("restore %s: deciding on %s %s: %w", r.Name, item.Resource, name(obj), err)
