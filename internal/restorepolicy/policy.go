@@ -169,12 +169,12 @@ func Decide(ctx context.Context, p Policy, item Item, lk Lookup) (Decision, erro
 	if ns != p.Namespace {
 		return deny("metadata.namespace %q is not the restore's namespace %q", ns, p.Namespace), nil
 	}
+	if !may(p.Bound, item.Resource, "create", "") {
+		return deny("the tenant role does not allow create on %s", item.Resource), nil
+	}
 	exists, err := lk.Exists(ctx, item.Resource, ns, name)
 	if err != nil {
 		return Decision{}, err
-	}
-	if !may(p.Bound, item.Resource, "create", "") {
-		return deny("the tenant role does not allow create on %s", item.Resource), nil
 	}
 	if exists && slices.Contains(p.AdminOwned, item.Resource) {
 		return deny("%s is admin-owned and %s exists: a restore never changes it", item.Resource, name), nil
