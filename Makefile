@@ -35,6 +35,7 @@ GOFAKES3        := $(BIN)/gofakes3
 NAC             := $(BIN)/nac
 KUBECTL_NAC     := $(BIN)/kubectl-nac
 LOCALCP         := $(BIN)/localcp
+NACFLOW_PLUGIN  := $(BIN)/plugins/velero-plugin-nacflow
 
 VERSION_PKG := k8s.io/component-base/version
 KUBE_LDFLAGS := -s -w \
@@ -105,13 +106,14 @@ vet: ## go vet the module.
 	$(GO) vet ./...
 
 .PHONY: build
-build: ## Build bin/nac (the manager), bin/kubectl-nac (the kubectl plugin: put bin/ on PATH for `kubectl nac`) and bin/localcp.
+build: ## Build bin/nac (the manager), bin/kubectl-nac (the kubectl plugin: put bin/ on PATH for `kubectl nac`), bin/localcp and Velero's plugin bin/plugins/velero-plugin-nacflow.
 	$(GO) build -o $(NAC) ./cmd/nac
+	$(GO) build -o $(NACFLOW_PLUGIN) ./cmd/velero-plugin-nacflow
 	$(GO) build -o $(KUBECTL_NAC) ./cmd/kubectl-nac
 	install -m 0755 hack/kubectl_complete-nac $(BIN)/kubectl_complete-nac
 	$(GO) build -o $(LOCALCP) ./hack/localcp
 
-UNIT_PKGS        := ./api/... ./engine/... ./phases/... ./blueprints/... ./cmd/... ./internal/cli/...
+UNIT_PKGS        := ./api/... ./engine/... ./phases/... ./blueprints/... ./cmd/... ./internal/cli/... ./internal/restorepolicy/...
 INTEGRATION_PKGS := ./controllers/...
 E2E_PKGS         := ./test/e2e/...
 
@@ -170,7 +172,8 @@ verify-generated: generate manifests docs ## Fail when generated files are out o
 .PHONY: run
 run: $(CONTROL_PLANE) $(VELERO_STACK) build ## Local control plane, object store, Velero and CRDs; the controller in the foreground.
 	$(LOCALCP) --assets $(BIN) --dir $(LOCAL) --oadp-namespace $(OADP_NAMESPACE) --velero=$(WITH_VELERO) -- \
-		$(NAC) --oadp-namespace $(OADP_NAMESPACE) --metrics-bind-address 127.0.0.1:8090 --health-probe-bind-address 127.0.0.1:8091
+		$(NAC) --oadp-namespace $(OADP_NAMESPACE) --metrics-bind-address 127.0.0.1:8090 --health-probe-bind-address 127.0.0.1:8091 \
+		$(if $(filter false,$(WITH_VELERO)),--restore-precheck=false)
 
 BENCH_N ?= 1000
 BENCH_M ?= 100
@@ -186,7 +189,7 @@ bench: $(CONTROL_PLANE) build ## Benchmarks: the engine's Go benchmarks, then na
 
 .PHONY: clean
 clean: ## Remove build output and the local control plane's state (keeps the cached tools).
-	rm -rf $(NAC) $(KUBECTL_NAC) $(BIN)/kubectl_complete-nac $(LOCALCP) $(LOCAL)
+	rm -rf $(NAC) $(KUBECTL_NAC) $(BIN)/kubectl_complete-nac $(LOCALCP) $(NACFLOW_PLUGIN) $(LOCAL)
 
 .PHONY: clean-local
 clean-local: ## Remove .local, the local stack's state: object store (s3.db), logs, kubeconfig; keeps bin/ and build output.

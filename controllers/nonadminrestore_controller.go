@@ -35,6 +35,12 @@ type NonAdminRestoreReconciler struct {
 // +kubebuilder:rbac:groups=oadp.openshift.io,resources=nonadminrestores,verbs=get;list;watch;update;patch;delete
 // +kubebuilder:rbac:groups=oadp.openshift.io,resources=nonadminrestores/status;nonadminrestores/finalizers,verbs=get;update;patch
 // +kubebuilder:rbac:groups=velero.io,namespace=openshift-adp,resources=restores,verbs=get;list;watch;create;delete;deletecollection
+// The restore pre-check (CheckRestoreItems): Velero's plugin list, the
+// tenant role and the roles a backup's RoleBindings bind, and whether a
+// backup's PersistentVolume exists already.
+// +kubebuilder:rbac:groups=velero.io,namespace=openshift-adp,resources=serverstatusrequests,verbs=get;create;delete
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles;roles,verbs=get
+// +kubebuilder:rbac:groups="",resources=persistentvolumes,verbs=get
 
 // Reconcile moves one NonAdminRestore forward with the shared NAC loop:
 // finalize once it is being deleted (the Velero Restore object goes), restore

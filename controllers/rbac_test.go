@@ -83,6 +83,7 @@ func (s *RBACSuite) TestLeastPrivilege(c *C) {
 		"backups": true, "restores": true, "deletebackuprequests": true, "backupstoragelocations": true, "downloadrequests": true, "schedules": true,
 		"dataprotectionapplications": true,                                                                             // read only: OADP's DPA settings (package dpa)
 		"datauploads":                true, "datadownloads": true, "podvolumebackups": true, "podvolumerestores": true, // read only: volume progress
+		"serverstatusrequests": true, // CheckRestoreItems: does Velero run nacflow's restore plugin
 	}
 	writeVerbs := map[string]bool{"create": true, "update": true, "patch": true, "delete": true, "deletecollection": true}
 	for _, rule := range cluster.Rules {

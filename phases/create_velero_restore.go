@@ -8,10 +8,12 @@ import (
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/engine"
+	"github.com/nacflow/nacflow/internal/restorepolicy"
 )
 
 // CreateVeleroRestoreArgs are the args of CreateVeleroRestore.
@@ -33,13 +35,18 @@ type CreateVeleroRestoreArgs struct {
 // persistentvolumes stay restorable through their claims, as Velero does
 // when includeClusterResources is unset). The Velero Backup must belong to the
 // NonAdminRestore's namespace (its origin annotation): a tenant never
-// restores another tenant's backup, whatever a blueprint renders. Sets
-// status.phase Created and Queued=True/RestoreScheduled.
+// restores another tenant's backup, whatever a blueprint renders. The
+// Restore carries restorepolicy.TenantRoleAnnotation and AdminOwnedAnnotation
+// when --tenant-role or --admin-owned-resources differ from their defaults
+// (a blueprint's args.annotations may set them too), which Velero's plugin
+// velero-plugin-nacflow follows on every item (defaults when absent). Sets status.phase Created and Queued=True/RestoreScheduled.
 //
 // Outputs: name. Errors: a foreign or missing backup and a name taken by
 // another object are terminal; API errors are retryable.
 type CreateVeleroRestore struct {
-	tools tools
+	tools      tools
+	tenantRole string
+	adminOwned []schema.GroupResource
 }
 
 // Name implements engine.Func.
@@ -79,6 +86,14 @@ func (f *CreateVeleroRestore) Run(ctx context.Context, op *engine.Operation, arg
 		}
 	}
 	labels, annotations := op.OwnerMeta()
+	// Only settings that differ from the plugin's defaults are written: a
+	// default restore carries OADP's metadata alone.
+	if f.tenantRole != restorepolicy.DefaultTenantRole {
+		annotations[restorepolicy.TenantRoleAnnotation] = f.tenantRole
+	}
+	if owned := restorepolicy.FormatAdminOwned(f.adminOwned); owned != restorepolicy.FormatAdminOwned(restorepolicy.DefaultAdminOwned) {
+		annotations[restorepolicy.AdminOwnedAnnotation] = owned
+	}
 	want := &velerov1.Restore{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: v1alpha1.NACObjectName(nar.Namespace, nar.Name, op.UUID), Namespace: op.OADPNamespace,

@@ -6,10 +6,12 @@
 package phases
 
 import (
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nacflow/nacflow/engine"
+	"github.com/nacflow/nacflow/internal/restorepolicy"
 )
 
 // Clients are what phase functions talk to the cluster with.
@@ -58,6 +60,15 @@ type Options struct {
 	// blueprint's WaitForTurn sets no max. 0: unlimited (cmd/nac's default
 	// is DefaultMaxBackupsInVelero).
 	MaxBackupsInVelero int
+	// TenantRole is --tenant-role: the ClusterRole bounding what a tenant's
+	// restore may create (empty: restorepolicy.DefaultTenantRole).
+	TenantRole string
+	// AdminOwned is --admin-owned-resources (nil: restorepolicy.DefaultAdminOwned).
+	AdminOwned []schema.GroupResource
+	// RestorePrecheck is --restore-precheck: CheckRestoreItems checks that
+	// Velero runs nacflow's plugin and reads the backup's items before a
+	// restore (false: it does nothing, as where no Velero runs).
+	RestorePrecheck bool
 }
 
 // New returns the registry of every phase function, bound to o, each run
@@ -66,6 +77,13 @@ type Options struct {
 // malformed (programming errors).
 func New(c Clients, o Options) (*engine.Registry, error) {
 	t := tools{recorder: c.Recorder, queue: c.Queue, turns: c.Turns, recent: newRecentCreates()}
+	tenantRole, adminOwned := o.TenantRole, o.AdminOwned
+	if tenantRole == "" {
+		tenantRole = restorepolicy.DefaultTenantRole
+	}
+	if adminOwned == nil {
+		adminOwned = restorepolicy.DefaultAdminOwned
+	}
 	var settings Settings = noSettings{}
 	if o.Settings != nil {
 		settings = o.Settings
@@ -79,7 +97,8 @@ func New(c Clients, o Options) (*engine.Registry, error) {
 		&CreateDeleteBackupRequest{tools: t},
 		&DeleteObjects{},
 		&ValidateRestoreSpec{settings: settings},
-		&CreateVeleroRestore{tools: t},
+		&CreateVeleroRestore{tools: t, tenantRole: tenantRole, adminOwned: adminOwned},
+		&CheckRestoreItems{tools: t, enabled: o.RestorePrecheck, tenantRole: tenantRole, adminOwned: adminOwned},
 		&DeleteRestoresOfBackup{},
 		&ValidateBSLSpec{settings: settings},
 		&RequestApproval{tools: t, required: o.RequireApprovalForBSL, settings: settings},

@@ -30,6 +30,26 @@ const (
 	ReasonRestoreScheduled = "RestoreScheduled"
 )
 
+// The condition nacflow's restore pre-check (CheckRestoreItems) sets, and
+// its reasons.
+const (
+	// ConditionRestoreItemsChecked: nacflow read the backup's items and
+	// checked them against what the tenant role allows in the namespace.
+	ConditionRestoreItemsChecked = "RestoreItemsChecked"
+	// ReasonItemsAllowed: RestoreItemsChecked=True; every item is within the
+	// tenant role.
+	ReasonItemsAllowed = "ItemsAllowed"
+	// ReasonItemsExcluded: RestoreItemsChecked=False; the message names the
+	// items left out and why (also Accepted=False with onExcluded: refuse).
+	ReasonItemsExcluded = "ItemsExcluded"
+	// ReasonItemsNotChecked: RestoreItemsChecked=Unknown; Velero did not
+	// serve the contents or they could not be read.
+	ReasonItemsNotChecked = "ItemsNotChecked"
+	// ReasonRestorePluginMissing: Accepted=False; Velero does not run
+	// nacflow's plugin velero-plugin-nacflow.
+	ReasonRestorePluginMissing = "RestorePluginMissing"
+)
+
 // VeleroRestore links a NonAdminRestore to its Velero Restore and mirrors it.
 type VeleroRestore struct {
 	// nacuuid is the operation's NACUUID, the value of the

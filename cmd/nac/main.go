@@ -27,6 +27,7 @@ import (
 	"github.com/nacflow/nacflow/dpa"
 	"github.com/nacflow/nacflow/engine"
 	"github.com/nacflow/nacflow/internal/gctune"
+	"github.com/nacflow/nacflow/internal/restorepolicy"
 	"github.com/nacflow/nacflow/phases"
 )
 
@@ -89,6 +90,9 @@ type options struct {
 	eventBurst    int
 	eventQueue    int
 	maxInVelero   int
+	tenantRole    string
+	adminOwned    string
+	precheck      bool
 	// given are the flags given on the command line: those yield nothing
 	// to a DataProtectionApplication's settings.
 	given map[string]bool
@@ -212,6 +216,12 @@ func registerFlags(fs *flag.FlagSet, o *options) *zap.Options {
 		"How often each NonAdminBackupStorageLocation rechecks its credential Secret, so that a rotation reaches the copy (Secrets are not watched).")
 	fs.IntVar(&o.maxInVelero, "max-backups-in-velero-per-namespace", phases.DefaultMaxBackupsInVelero,
 		"Unfinished Velero Backups one tenant namespace may have at once (its NonAdminBackups' and its schedules' runs) before its further NonAdminBackups wait for a turn (WaitForTurn, released round-robin across namespaces), where the blueprint's WaitForTurn sets no max of its own; 0: unlimited.")
+	fs.StringVar(&o.tenantRole, "tenant-role", restorepolicy.DefaultTenantRole,
+		"ClusterRole bounding what a NonAdminRestore may restore: Velero creates (or, with existingResourcePolicy: update, updates) only items a holder of this role in the tenant's namespace could, and Roles and RoleBindings only within it (Kubernetes' escalation rule). Enforced by Velero's plugin velero-plugin-nacflow; Kubernetes' aggregated namespace admin by default.")
+	fs.StringVar(&o.adminOwned, "admin-owned-resources", restorepolicy.FormatAdminOwned(restorepolicy.DefaultAdminOwned),
+		"Comma-separated resources[.group] the admin sets in tenant namespaces: a NonAdminRestore never updates them and creates them only where absent (and only if --tenant-role allows create), e.g. resourcequotas,limitranges,networkpolicies.networking.k8s.io.")
+	fs.BoolVar(&o.precheck, "restore-precheck", true,
+		"Before each NonAdminRestore's Velero Restore, check that Velero runs velero-plugin-nacflow (refused otherwise) and read the backup's items, naming those the tenant could not create (phase CheckRestoreItems of the built-in nonadminrestore blueprint). false: skip both (the plugin still enforces, if installed).")
 	zapOpts := &zap.Options{}
 	zapOpts.BindFlags(fs)
 	return zapOpts
@@ -278,10 +288,18 @@ func run(o options) error {
 	metrics.Registry.MustRegister(&controllers.StateCollector{Informers: mgr.GetCache(), Reader: mgr.GetClient(), Queue: queue})
 	// The admin's non-admin settings: flags given on the command line, else
 	// OADP's DataProtectionApplication in the OADP namespace, read live.
+	adminOwned, err := restorepolicy.ParseAdminOwned(o.adminOwned)
+	if err != nil {
+		return fmt.Errorf("--admin-owned-resources: %w", err)
+	}
+	if o.tenantRole == "" {
+		return errors.New("--tenant-role is empty: name the ClusterRole bounding tenants' restores (admin)")
+	}
 	settings := &dpa.Source{Reader: mgr.GetAPIReader(), Namespace: o.oadpNamespace, Flags: o.nonAdminFlags()}
 	turns := controllers.NewVeleroTurns(mgr.GetClient(), o.oadpNamespace)
 	registry, err := phases.New(phases.Clients{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorderFor("nacflow-blueprint"), Queue: queue, Turns: turns},
-		phases.Options{RequireApprovalForBSL: o.bslApproval, Settings: settings, MaxBackupsInVelero: o.maxInVelero})
+		phases.Options{RequireApprovalForBSL: o.bslApproval, Settings: settings, MaxBackupsInVelero: o.maxInVelero,
+			TenantRole: o.tenantRole, AdminOwned: adminOwned, RestorePrecheck: o.precheck})
 	if err != nil {
 		return err
 	}

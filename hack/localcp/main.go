@@ -82,6 +82,7 @@ const startAbandon = 10 * time.Second
 // options are localcp's flags and the controller command.
 type options struct {
 	assets, dir, crdDir string
+	plugins             string // extra Velero plugins' directory (--plugins)
 	tenantRoles         string
 	metricsRole         string
 	oadpNS, tenantNS    string
@@ -96,6 +97,7 @@ func main() {
 	runWrapperIfCalledSo()
 	var o options
 	flag.StringVar(&o.assets, "assets", "bin", "Directory holding kube-apiserver, etcd, gofakes3, velero and plugins/.")
+	flag.StringVar(&o.plugins, "plugins", "", "Extra directory of Velero plugin binaries, given to Velero with those of ASSETS/plugins (a plugin of the same name here wins): e.g. a freshly built velero-plugin-nacflow.")
 	flag.StringVar(&o.dir, "dir", ".local", "Directory of the stack's state: kubeconfig, logs, the object store's s3.db.")
 	flag.StringVar(&o.crdDir, "crds", "config/crd/bases", "Directory of nacflow's CRD YAML.")
 	flag.StringVar(&o.tenantRoles, "tenant-roles", "config/rbac/tenant_roles.yaml", "nacflow's ClusterRoles aggregated into admin, edit and view (installed as make deploy does; empty: none).")
@@ -210,7 +212,13 @@ func run(o options) (err error) {
 	if err := os.MkdirAll(o.dir, 0o755); err != nil {
 		return err
 	}
-	binDir, pluginDir, err := setUpWrappers(o.dir, assets)
+	extraPlugins := ""
+	if o.plugins != "" {
+		if extraPlugins, err = filepath.Abs(o.plugins); err != nil {
+			return err
+		}
+	}
+	binDir, pluginDir, err := setUpWrappers(o.dir, assets, extraPlugins)
 	if err != nil {
 		return err
 	}

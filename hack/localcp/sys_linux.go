@@ -47,6 +47,7 @@ const (
 	envAssets   = "NACFLOW_LOCALCP_ASSETS"   // where the real binaries are (--assets)
 	envPID      = "NACFLOW_LOCALCP_PID"      // localcp's pid: the parent or grandparent of every wrapper
 	envStopping = "NACFLOW_LOCALCP_STOPPING" // set once localcp stops: wrappers started now exit at once
+	envPlugins  = "NACFLOW_LOCALCP_PLUGINS"  // --plugins: extra plugins, preferred to ASSETS/plugins
 )
 
 // childAttr is the SysProcAttr of every child localcp forks: its own
@@ -98,17 +99,23 @@ func wrapper(rel string) int {
 		return 1
 	}
 	path := filepath.Join(os.Getenv(envAssets), rel)
+	if extra := os.Getenv(envPlugins); extra != "" && filepath.Dir(rel) == "plugins" {
+		if p := filepath.Join(extra, filepath.Base(rel)); isFile(p) {
+			path = p
+		}
+	}
 	err := syscall.Exec(path, os.Args, os.Environ())
 	fmt.Fprintf(os.Stderr, "localcp wrapper: exec %s: %v\n", path, err)
 	return 127
 }
 
 // setUpWrappers (re)creates DIR/pdeathsig with the wrappers of assets'
-// kube-apiserver, etcd, velero and plugins/* and sets the environment they
-// read (inherited by envtest's processes and Velero). It returns the
+// kube-apiserver, etcd, velero and plugins/*, and of extraPlugins/* (when
+// not empty; a name in both runs the extra one), and sets the environment
+// they read (inherited by envtest's processes and Velero). It returns the
 // directory to take kube-apiserver, etcd and velero from (envtest's binary
 // assets) and the plugin directory to give Velero.
-func setUpWrappers(dir, assets string) (binDir, pluginDir string, err error) {
+func setUpWrappers(dir, assets, extraPlugins string) (binDir, pluginDir string, err error) {
 	self, err := os.Executable()
 	if err != nil {
 		return "", "", fmt.Errorf("finding localcp's executable for the wrappers: %w", err)
@@ -121,14 +128,12 @@ func setUpWrappers(dir, assets string) (binDir, pluginDir string, err error) {
 		return "", "", err
 	}
 	names := []string{"kube-apiserver", "kube-controller-manager", "etcd", "velero"}
-	plugins, err := os.ReadDir(filepath.Join(assets, "plugins"))
-	if err != nil && !os.IsNotExist(err) {
+	plugins, err := pluginNames(assets, extraPlugins)
+	if err != nil {
 		return "", "", err
 	}
 	for _, p := range plugins {
-		if !p.IsDir() {
-			names = append(names, filepath.Join("plugins", p.Name()))
-		}
+		names = append(names, filepath.Join("plugins", p))
 	}
 	if err := os.MkdirAll(filepath.Join(wrapDir, "plugins"), 0o755); err != nil {
 		return "", "", err
@@ -138,7 +143,7 @@ func setUpWrappers(dir, assets string) (binDir, pluginDir string, err error) {
 			return "", "", fmt.Errorf("creating the wrapper %s: %w", n, err)
 		}
 	}
-	for k, v := range map[string]string{envWrapDir: wrapDir, envAssets: assets, envPID: strconv.Itoa(os.Getpid())} {
+	for k, v := range map[string]string{envWrapDir: wrapDir, envAssets: assets, envPID: strconv.Itoa(os.Getpid()), envPlugins: extraPlugins} {
 		if err := os.Setenv(k, v); err != nil {
 			return "", "", err
 		}

@@ -36,7 +36,8 @@ func startStack(c *C, root, bin, dir string, localcpArgs, nacArgs []string) *sta
 	if nacArgs == nil {
 		nacArgs = []string{"--metrics-bind-address", "0", "--health-probe-bind-address", "0"}
 	}
-	args := append([]string{"--assets", assets, "--dir", dir, "--oadp-namespace", "openshift-adp"}, localcpArgs...)
+	args := append([]string{"--assets", assets, "--dir", dir, "--oadp-namespace", "openshift-adp",
+		"--plugins", filepath.Join(bin, "plugins")}, localcpArgs...)
 	args = append(append(args, "--", filepath.Join(bin, "nac"), "--oadp-namespace", "openshift-adp"), nacArgs...)
 	st := &stack{root: root, dir: dir, kubeconfig: filepath.Join(dir, "kubeconfig"),
 		cmd: exec.Command(filepath.Join(bin, "localcp"), args...), exited: make(chan error, 1)}
@@ -72,11 +73,12 @@ func startStack(c *C, root, bin, dir string, localcpArgs, nacArgs []string) *sta
 	return st
 }
 
-// buildBinaries builds nac, kubectl-nac and localcp into a new directory
-// and returns it.
+// buildBinaries builds nac, kubectl-nac, localcp and plugins/velero-plugin-nacflow
+// (which startStack gives Velero) into a new directory and returns it.
 func buildBinaries(c *C, root string) string {
 	bin := c.MkDir()
-	for _, b := range []struct{ out, pkg string }{{"nac", "./cmd/nac"}, {"kubectl-nac", "./cmd/kubectl-nac"}, {"localcp", "./hack/localcp"}} {
+	for _, b := range []struct{ out, pkg string }{{"nac", "./cmd/nac"}, {"kubectl-nac", "./cmd/kubectl-nac"}, {"localcp", "./hack/localcp"},
+		{"plugins/velero-plugin-nacflow", "./cmd/velero-plugin-nacflow"}} {
 		build := exec.Command("go", "build", "-o", filepath.Join(bin, b.out), b.pkg)
 		build.Dir = root
 		out, err := build.CombinedOutput()

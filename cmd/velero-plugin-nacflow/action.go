@@ -1,0 +1,230 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	"github.com/vmware-tanzu/velero/pkg/plugin/velero"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nacflow/nacflow/api/v1alpha1"
+	"github.com/nacflow/nacflow/internal/restorepolicy"
+)
+
+// clusterClient is what the action reads the cluster with: a
+// controller-runtime client (its RESTMapper maps an item's kind to its
+// resource).
+type clusterClient = client.Client
+
+// lookupTimeout bounds the API reads of one item.
+const lookupTimeout = 30 * time.Second
+
+// action is the RestoreItemAction. Velero runs one plugin process per
+// restore (and ends it after), so what it caches (the client, the tenant
+// role's rules) lives about as long as one restore; the cache is keyed by
+// restore UID and role anyway.
+type action struct {
+	log       logrus.FieldLogger
+	newClient func() (clusterClient, error)
+
+	mu     sync.Mutex
+	client clusterClient
+	bounds map[string][]rbacv1.PolicyRule // "<restore UID>/<role>"
+}
+
+func newAction(log logrus.FieldLogger, newClient func() (clusterClient, error)) *action {
+	return &action{log: log, newClient: newClient, bounds: map[string][]rbacv1.PolicyRule{}}
+}
+
+// AppliesTo implements Velero's RestoreItemAction: every resource (the zero
+// selector).
+func (a *action) AppliesTo() (velero.ResourceSelector, error) {
+	return velero.ResourceSelector{}, nil
+}
+
+// Execute implements Velero's RestoreItemAction. A restore without nacflow's
+// label openshift.io/oadp-nar-origin-nacuuid gets its item back unchanged.
+// For a restore nacflow made, the item is decided by restorepolicy.Decide
+// with the namespace of the annotation openshift.io/oadp-nar-origin-namespace,
+// the tenant role and admin-owned resources of nacflow's annotations
+// (defaults when absent) and the restore's existingResourcePolicy; an item
+// refused comes back with SkipRestore and a log line naming it and why (in
+// the restore's log, which the tenant can download). Any error (the cluster
+// unreachable, the tenant role missing, an item of an unknown kind) is
+// returned: Velero then leaves the item out and counts an error, so the
+// action fails closed.
+func (a *action) Execute(in *velero.RestoreItemActionExecuteInput) (*velero.RestoreItemActionExecuteOutput, error) {
+	out := velero.NewRestoreItemActionExecuteOutput(in.Item)
+	r := in.Restore
+	if r == nil || r.Labels[v1alpha1.NarOriginNACUUIDLabel] == "" {
+		return out, nil
+	}
+	ns := r.Annotations[v1alpha1.NarOriginNamespaceAnnotation]
+	if ns == "" {
+		return nil, fmt.Errorf("restore %s is a tenant's (label %s) but has no annotation %s: not restoring its items", r.Name, v1alpha1.NarOriginNACUUIDLabel, v1alpha1.NarOriginNamespaceAnnotation)
+	}
+	role := r.Annotations[restorepolicy.TenantRoleAnnotation]
+	if role == "" {
+		role = restorepolicy.DefaultTenantRole
+	}
+	adminOwned := restorepolicy.DefaultAdminOwned
+	if s, ok := r.Annotations[restorepolicy.AdminOwnedAnnotation]; ok {
+		var err error
+		if adminOwned, err = restorepolicy.ParseAdminOwned(s); err != nil {
+			return nil, fmt.Errorf("restore %s: annotation %s: %w", r.Name, restorepolicy.AdminOwnedAnnotation, err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), lookupTimeout)
+	defer cancel()
+	c, err := a.kube()
+	if err != nil {
+		return nil, err
+	}
+	bound, err := a.bound(ctx, c, string(r.UID), role)
+	if err != nil {
+		return nil, err
+	}
+	obj := in.Item.UnstructuredContent()
+	gvk := schema.FromAPIVersionAndKind(str(obj["apiVersion"]), str(obj["kind"]))
+	mapping, err := c.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return nil, fmt.Errorf("restore %s: mapping kind %s of item %s to a resource: %w", r.Name, gvk, name(obj), err)
+	}
+	item := restorepolicy.Item{Resource: mapping.Resource.GroupResource(), Object: obj}
+	if in.ItemFromBackup != nil {
+		item.FromBackup = in.ItemFromBackup.UnstructuredContent()
+	}
+	p := restorepolicy.Policy{Namespace: ns, Bound: bound, AdminOwned: adminOwned,
+		UpdateExisting: r.Spec.ExistingResourcePolicy == velerov1.PolicyTypeUpdate}
+	d, err := restorepolicy.Decide(ctx, p, item, kubeLookup{c})
+	if err != nil {
+		return nil, fmt.Errorf("restore %s: deciding on %s %s: %w", r.Name, item.Resource, name(obj), err)
+	}
+	if !d.Allowed {
+		a.log.WithFields(logrus.Fields{"resource": item.Resource.String(), "name": name(obj), "tenantNamespace": ns}).
+			Warnf("nacflow: not restoring %s %s: %s", item.Resource, name(obj), d.Reason)
+		return out.WithoutRestore(), nil
+	}
+	return out, nil
+}
+
+// kube returns the client, creating it on first use.
+func (a *action) kube() (clusterClient, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.client == nil {
+		c, err := a.newClient()
+		if err != nil {
+			return nil, fmt.Errorf("nacflow restore plugin: connecting to the cluster: %w", err)
+		}
+		a.client = c
+	}
+	return a.client, nil
+}
+
+// bound returns the rules of the ClusterRole role, read once per restore.
+// A missing role is an error: nothing is restored without a bound.
+func (a *action) bound(ctx context.Context, c clusterClient, restoreUID, role string) ([]rbacv1.PolicyRule, error) {
+	key := restoreUID + "/" + role
+	a.mu.Lock()
+	rules, ok := a.bounds[key]
+	a.mu.Unlock()
+	if ok {
+		return rules, nil
+	}
+	cr := &rbacv1.ClusterRole{}
+	if err := c.Get(ctx, types.NamespacedName{Name: role}, cr); err != nil {
+		return nil, fmt.Errorf("reading the tenant role, ClusterRole %s: %w", role, err)
+	}
+	a.mu.Lock()
+	a.bounds[key] = cr.Rules
+	a.mu.Unlock()
+	return cr.Rules, nil
+}
+
+// kubeLookup implements restorepolicy.Lookup with the cluster client.
+type kubeLookup struct{ c clusterClient }
+
+// Exists reads the object's metadata only.
+func (l kubeLookup) Exists(ctx context.Context, gr schema.GroupResource, ns, name string) (bool, error) {
+	gvk, err := l.c.RESTMapper().KindFor(gr.WithVersion(""))
+	if err != nil {
+		return false, fmt.Errorf("mapping %s to a kind: %w", gr, err)
+	}
+	m := &metav1.PartialObjectMetadata{}
+	m.SetGroupVersionKind(gvk)
+	switch err := l.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, m); {
+	case err == nil:
+		return true, nil
+	case apierrors.IsNotFound(err):
+		return false, nil
+	default:
+		return false, fmt.Errorf("reading %s %s/%s: %w", gr, ns, name, err)
+	}
+}
+
+// RoleRules reads a Role or ClusterRole.
+func (l kubeLookup) RoleRules(ctx context.Context, kind, ns, name string) ([]rbacv1.PolicyRule, bool, error) {
+	var obj client.Object
+	var rules *[]rbacv1.PolicyRule
+	switch kind {
+	case "Role":
+		r := &rbacv1.Role{}
+		obj, rules = r, &r.Rules
+	case "ClusterRole":
+		r := &rbacv1.ClusterRole{}
+		obj, rules, ns = r, &r.Rules, ""
+	default:
+		return nil, false, fmt.Errorf("kind %q is neither Role nor ClusterRole", kind)
+	}
+	switch err := l.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, obj); {
+	case err == nil:
+		return *rules, true, nil
+	case apierrors.IsNotFound(err):
+		return nil, false, nil
+	default:
+		return nil, false, fmt.Errorf("reading %s %s: %w", kind, name, err)
+	}
+}
+
+// newKubeClient connects with kubeconfig, else $KUBECONFIG, else in-cluster.
+func newKubeClient(kubeconfig string) (clusterClient, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, err
+	}
+	cfg.UserAgent = "velero-plugin-nacflow"
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	return client.New(cfg, client.Options{Scheme: scheme})
+}
+
+func str(v any) string {
+	s, _ := v.(string)
+	return s
+}
+
+// name is the item's namespace/name for messages.
+func name(obj map[string]any) string {
+	md, _ := obj["metadata"].(map[string]any)
+	if ns := str(md["namespace"]); ns != "" {
+		return ns + "/" + str(md["name"])
+	}
+	return str(md["name"])
+}

@@ -1,0 +1,177 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/sirupsen/logrus"
+	logtest "github.com/sirupsen/logrus/hooks/test"
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	"github.com/vmware-tanzu/velero/pkg/plugin/velero"
+	. "gopkg.in/check.v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/nacflow/nacflow/api/v1alpha1"
+	"github.com/nacflow/nacflow/internal/restorepolicy"
+)
+
+func Test(t *testing.T) { TestingT(t) }
+
+type ActionSuite struct {
+	log  *logtest.Hook
+	act  *action
+	kube client.Client
+}
+
+var _ = Suite(&ActionSuite{})
+
+// nsAdmin is a small stand-in for the aggregated admin ClusterRole.
+var nsAdmin = []rbacv1.PolicyRule{
+	{APIGroups: []string{""}, Resources: []string{"configmaps", "persistentvolumeclaims"}, Verbs: []string{"create", "get", "update", "patch"}},
+	{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"roles", "rolebindings"}, Verbs: []string{"create", "get", "update", "patch"}},
+	{APIGroups: []string{""}, Resources: []string{"resourcequotas"}, Verbs: []string{"get", "list"}},
+}
+
+func (s *ActionSuite) SetUpTest(c *C) {
+	mapper := meta.NewDefaultRESTMapper(nil)
+	for _, k := range []struct {
+		gvk   schema.GroupVersionKind
+		scope meta.RESTScope
+	}{
+		{corev1.SchemeGroupVersion.WithKind("ConfigMap"), meta.RESTScopeNamespace},
+		{corev1.SchemeGroupVersion.WithKind("ResourceQuota"), meta.RESTScopeNamespace},
+		{corev1.SchemeGroupVersion.WithKind("PersistentVolume"), meta.RESTScopeRoot},
+		{rbacv1.SchemeGroupVersion.WithKind("RoleBinding"), meta.RESTScopeNamespace},
+		{rbacv1.SchemeGroupVersion.WithKind("Role"), meta.RESTScopeNamespace},
+		{rbacv1.SchemeGroupVersion.WithKind("ClusterRole"), meta.RESTScopeRoot},
+	} {
+		mapper.Add(k.gvk, k.scope)
+	}
+	s.kube = fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithRESTMapper(mapper).WithObjects(
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "admin"}, Rules: nsAdmin},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "edit"}, Rules: nsAdmin[:1]},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "cluster-admin"}, Rules: []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}}}},
+		&corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "quota", Namespace: "team"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "old", Namespace: "team"}},
+	).Build()
+	logger, hook := logtest.NewNullLogger()
+	s.log = hook
+	s.act = newAction(logger, func() (clusterClient, error) { return s.kube, nil })
+}
+
+// tenantRestore is a Velero Restore as nacflow makes it.
+func tenantRestore(annotations map[string]string, policy velerov1.PolicyType) *velerov1.Restore {
+	a := map[string]string{v1alpha1.NarOriginNamespaceAnnotation: "team"}
+	for k, v := range annotations {
+		a[k] = v
+	}
+	return &velerov1.Restore{ObjectMeta: metav1.ObjectMeta{Name: "r", Namespace: "openshift-adp", UID: "u1",
+		Labels: map[string]string{v1alpha1.NarOriginNACUUIDLabel: "id"}, Annotations: a},
+		Spec: velerov1.RestoreSpec{ExistingResourcePolicy: policy}}
+}
+
+func item(js string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	if err := json.Unmarshal([]byte(js), &u.Object); err != nil {
+		panic(err)
+	}
+	return u
+}
+
+const (
+	bindingToEdit         = `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"RoleBinding","metadata":{"name":"editors","namespace":"team"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"edit"},"subjects":[{"kind":"User","name":"u"}]}`
+	bindingToClusterAdmin = `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"RoleBinding","metadata":{"name":"root","namespace":"team"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"cluster-admin"},"subjects":[{"kind":"User","name":"u"}]}`
+	quota                 = `{"apiVersion":"v1","kind":"ResourceQuota","metadata":{"name":"quota","namespace":"team"},"spec":{"hard":{"pods":"100"}}}`
+	oldConfigMap          = `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"old","namespace":"team"}}`
+	hostPathPV            = `{"apiVersion":"v1","kind":"PersistentVolume","metadata":{"name":"root"},"spec":{"hostPath":{"path":"/"},"claimRef":{"namespace":"team","name":"data"},"persistentVolumeReclaimPolicy":"Retain"}}`
+)
+
+func (s *ActionSuite) execute(c *C, r *velerov1.Restore, js string) (*velero.RestoreItemActionExecuteOutput, error) {
+	it := item(js)
+	return s.act.Execute(&velero.RestoreItemActionExecuteInput{Item: it, ItemFromBackup: it.DeepCopy(), Restore: r})
+}
+
+// TestTenantRestore: in a restore nacflow made, what a namespace admin
+// could create passes unchanged, the rest is skipped with a log line.
+func (s *ActionSuite) TestTenantRestore(c *C) {
+	for _, t := range []struct {
+		item   string
+		policy velerov1.PolicyType
+		skip   bool
+		log    string
+	}{
+		{bindingToEdit, "", false, ""},
+		{bindingToClusterAdmin, "", true, `nacflow: not restoring rolebindings.rbac.authorization.k8s.io team/root: RoleBinding root binds ClusterRole cluster-admin, which grants what the tenant role does not hold: .*`},
+		{quota, velerov1.PolicyTypeUpdate, true, `nacflow: not restoring resourcequotas team/quota: the tenant role does not allow create on resourcequotas`},
+		{oldConfigMap, velerov1.PolicyTypeUpdate, false, ""},
+		{hostPathPV, "", true, `nacflow: not restoring persistentvolumes root: PersistentVolume root: volume source spec.hostPath is not one .*`},
+	} {
+		s.log.Reset()
+		out, err := s.execute(c, tenantRestore(nil, t.policy), t.item)
+		c.Assert(err, IsNil, Commentf(t.item))
+		c.Check(out.SkipRestore, Equals, t.skip, Commentf(t.item))
+		c.Check(out.UpdatedItem.UnstructuredContent(), DeepEquals, item(t.item).Object, Commentf(t.item))
+		if t.log == "" {
+			c.Check(s.log.Entries, HasLen, 0, Commentf(t.item))
+			continue
+		}
+		c.Assert(s.log.LastEntry(), NotNil, Commentf(t.item))
+		c.Check(s.log.LastEntry().Level, Equals, logrus.WarnLevel)
+		c.Check(s.log.LastEntry().Message, Matches, t.log)
+	}
+}
+
+// TestOtherRestores: a restore nacflow did not make passes through, even
+// one the policy would cut, and the cluster is not even read.
+func (s *ActionSuite) TestOtherRestores(c *C) {
+	s.act = newAction(logrus.New(), func() (clusterClient, error) { return nil, errors.New("must not connect") })
+	r := &velerov1.Restore{ObjectMeta: metav1.ObjectMeta{Name: "admin-restore", Namespace: "openshift-adp",
+		Annotations: map[string]string{v1alpha1.NarOriginNamespaceAnnotation: "team"}}}
+	out, err := s.execute(c, r, bindingToClusterAdmin)
+	c.Assert(err, IsNil)
+	c.Check(out.SkipRestore, Equals, false)
+}
+
+// TestSettingsFromAnnotations: nacflow's annotations choose the tenant role
+// and the admin-owned resources.
+func (s *ActionSuite) TestSettingsFromAnnotations(c *C) {
+	// cluster-admin as the bound: the binding passes.
+	out, err := s.execute(c, tenantRestore(map[string]string{restorepolicy.TenantRoleAnnotation: "cluster-admin"}, ""), bindingToClusterAdmin)
+	c.Assert(err, IsNil)
+	c.Check(out.SkipRestore, Equals, false)
+	// configmaps admin-owned: the existing one is kept.
+	out, err = s.execute(c, tenantRestore(map[string]string{restorepolicy.AdminOwnedAnnotation: "configmaps"}, velerov1.PolicyTypeUpdate), oldConfigMap)
+	c.Assert(err, IsNil)
+	c.Check(out.SkipRestore, Equals, true)
+	_, err = s.execute(c, tenantRestore(map[string]string{restorepolicy.AdminOwnedAnnotation: "Bad Value"}, ""), oldConfigMap)
+	c.Check(err, ErrorMatches, `restore r: annotation nacflow.io/restore-admin-owned-resources: .*`)
+}
+
+// TestFailsClosed: no namespace annotation, a missing tenant role, an
+// unknown kind or an unreachable cluster is an error (Velero leaves the item
+// out), never a pass.
+func (s *ActionSuite) TestFailsClosed(c *C) {
+	r := tenantRestore(nil, "")
+	delete(r.Annotations, v1alpha1.NarOriginNamespaceAnnotation)
+	_, err := s.execute(c, r, bindingToEdit)
+	c.Check(err, ErrorMatches, `restore r is a tenant's .* but has no annotation openshift.io/oadp-nar-origin-namespace: not restoring its items`)
+
+	_, err = s.execute(c, tenantRestore(map[string]string{restorepolicy.TenantRoleAnnotation: "missing"}, ""), bindingToEdit)
+	c.Check(err, ErrorMatches, `reading the tenant role, ClusterRole missing: .*not found`)
+
+	_, err = s.execute(c, tenantRestore(nil, ""), `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w","namespace":"team"}}`)
+	c.Check(err, ErrorMatches, `restore r: mapping kind example.com/v1, Kind=Widget of item team/w to a resource: .*`)
+
+	s.act = newAction(logrus.New(), func() (clusterClient, error) { return nil, errors.New("no route") })
+	_, err = s.execute(c, tenantRestore(nil, ""), bindingToEdit)
+	c.Check(err, ErrorMatches, `nacflow restore plugin: connecting to the cluster: no route`)
+}

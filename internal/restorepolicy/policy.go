@@ -1,0 +1,420 @@
+// Package restorepolicy decides which items of a restore made for a tenant
+// Velero may create: only what the tenant could create (or update, with
+// existingResourcePolicy: update) itself in its namespace. It answers
+// vmware-tanzu/velero#18 ("restore as the user") for non-admin restores.
+//
+// Velero restores with its own service account, a cluster admin: every check
+// the API server would make of the tenant (RBAC, the escalation check on
+// Roles and RoleBindings) is skipped. This package puts those checks back.
+//
+// The tenant is known by an upper bound rather than by name: the rules of one
+// ClusterRole, by default Kubernetes' aggregated "admin" (Config.TenantRole),
+// which is what nacflow ever grants a namespace owner. Whoever made the
+// NonAdminRestore, the restore never does more than a namespace admin could.
+//
+// The decision is pure: Decide reads the cluster only through a Lookup, so
+// the Velero plugin (cmd/velero-plugin-nacflow, on the items Velero actually
+// restores) and tests share it. Items are tenant input (the tenant writes
+// the bucket of its own location): any field may be missing, null, of the
+// wrong type or huge; Decide never panics and refuses what it cannot read.
+package restorepolicy
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	rbacvalidation "k8s.io/component-helpers/auth/rbac/validation"
+)
+
+// PluginName is the name nacflow's RestoreItemAction registers with Velero
+// (<DNS subdomain>/<name>, Velero's plugin naming rule).
+const PluginName = "nacflow.io/restore-as-tenant"
+
+// DefaultTenantRole is the ClusterRole whose rules bound what a restore
+// made for a tenant may do: Kubernetes' aggregated namespace "admin".
+const DefaultTenantRole = "admin"
+
+// Annotations nacflow writes on the Velero Restores it makes (Velero
+// Restores live in the OADP namespace, where tenants have no rights, so they
+// are the admin's word). The plugin reads its settings from them, so that
+// the controller's flags reach it without a configuration of their own.
+const (
+	// TenantRoleAnnotation names the ClusterRole bounding the tenant.
+	TenantRoleAnnotation = "nacflow.io/restore-tenant-role"
+	// AdminOwnedAnnotation lists the admin-owned resources, comma-separated
+	// group-resources (resourcequotas, networkpolicies.networking.k8s.io).
+	AdminOwnedAnnotation = "nacflow.io/restore-admin-owned-resources"
+)
+
+// DefaultAdminOwned are the namespaced resources an admin sets in tenant
+// namespaces: a restore never updates them and creates them only where
+// absent (and only if the tenant role allows create at all).
+// NetworkPolicies are not among them by default: the admin and edit roles
+// let namespace owners write them, so they are commonly the tenant's own; an
+// admin who writes NetworkPolicies into tenant namespaces adds
+// networkpolicies.networking.k8s.io.
+var DefaultAdminOwned = []schema.GroupResource{{Resource: "resourcequotas"}, {Resource: "limitranges"}}
+
+// Policy is what Decide applies to every item of one restore.
+type Policy struct {
+	// Namespace is the tenant's namespace, the only one items may land in.
+	Namespace string
+	// Bound are the rules of the tenant role (Config.TenantRole as read from
+	// the cluster: for an aggregated ClusterRole, its aggregated rules).
+	Bound []rbacv1.PolicyRule
+	// UpdateExisting is existingResourcePolicy: update: Velero patches an
+	// item that exists to match the backup.
+	UpdateExisting bool
+	// AdminOwned are resources never updated and created only where absent.
+	AdminOwned []schema.GroupResource
+}
+
+// Item is one item of the restore.
+type Item struct {
+	// Resource is the item's group-resource (e.g. rolebindings.rbac.authorization.k8s.io).
+	Resource schema.GroupResource
+	// Object is the item as Velero is about to create it (the JSON of the
+	// backup after Velero's own handling, e.g. a PV given a new volume).
+	Object map[string]any
+	// FromBackup is the item as the backup holds it, or nil when unknown. When
+	// set, a PersistentVolume must have been given a new volume by Velero's
+	// volume restore (its source differs from the backup's).
+	FromBackup map[string]any
+}
+
+// Lookup reads the live cluster for Decide. Errors are passed on (Decide
+// never guesses): a caller failing closed keeps the item out.
+type Lookup interface {
+	// Exists reports whether the object resource/namespace/name exists
+	// (namespace "" for cluster-scoped resources).
+	Exists(ctx context.Context, resource schema.GroupResource, namespace, name string) (bool, error)
+	// RoleRules returns the rules of the Role namespace/name (kind "Role")
+	// or of the ClusterRole name (kind "ClusterRole"), and false when it does
+	// not exist.
+	RoleRules(ctx context.Context, kind, namespace, name string) ([]rbacv1.PolicyRule, bool, error)
+}
+
+// Decision is Decide's verdict on one item.
+type Decision struct {
+	// Allowed: Velero may restore the item.
+	Allowed bool
+	// Reason says why an item is excluded (empty when allowed): one
+	// sentence naming the rule, deterministic.
+	Reason string
+}
+
+func allow() Decision { return Decision{Allowed: true} }
+
+func deny(format string, a ...any) Decision {
+	return Decision{Reason: fmt.Sprintf(format, a...)}
+}
+
+var (
+	rbacGroup    = rbacv1.GroupName
+	roles        = schema.GroupResource{Group: rbacGroup, Resource: "roles"}
+	roleBindings = schema.GroupResource{Group: rbacGroup, Resource: "rolebindings"}
+	pvs          = schema.GroupResource{Resource: "persistentvolumes"}
+)
+
+// maxRules bounds the rules read from one Role: Covers breaks each rule
+// into one mini-rule per group, verb, resource and name, so a hostile Role
+// could otherwise cost arbitrary time.
+const maxRules = 1000
+
+// maxBreakdown bounds the mini-rules of one Role (the product of its lists).
+const maxBreakdown = 100000
+
+// Decide applies p to item and returns whether Velero may restore it. Rules,
+// in order:
+//
+//   - a cluster-scoped item is refused unless it is a PersistentVolume
+//     (nacflow excludes every other cluster-scoped type from tenant
+//     restores), which follows pvRules; a namespaced item must belong to
+//     p.Namespace;
+//   - the tenant role must allow create on the item's group/resource and,
+//     when p.UpdateExisting and the item exists, update and patch on it
+//     (the verbs Velero's create and patch need, as the API server would
+//     check them for the tenant);
+//   - an admin-owned resource (p.AdminOwned) that exists is never touched;
+//   - a Role's rules must all be covered by the tenant role, unless it may
+//     "escalate" roles; a RoleBinding's referenced Role or ClusterRole must
+//     exist and its rules be covered by the tenant role, unless it may
+//     "bind" that role: Kubernetes' escalation check (ConfirmNoEscalation
+//     and BindingAuthorized in kubernetes/pkg/registry/rbac, with Covers
+//     from k8s.io/component-helpers).
+//
+// Errors are the Lookup's only; a malformed item is a Decision, not an error.
+func Decide(ctx context.Context, p Policy, item Item, lk Lookup) (Decision, error) {
+	name, ok := str(item.Object, "metadata", "name")
+	if !ok || name == "" {
+		return deny("metadata.name is missing or not a string"), nil
+	}
+	ns, ok := str(item.Object, "metadata", "namespace")
+	if !ok {
+		return deny("metadata.namespace is not a string"), nil
+	}
+	if item.Resource == pvs {
+		return decidePV(ctx, p, item, name, lk)
+	}
+	if ns == "" {
+		return deny("%s is cluster-scoped: a restore made for a tenant creates no cluster-scoped object but through Velero's volume restore", item.Resource), nil
+	}
+	if ns != p.Namespace {
+		return deny("metadata.namespace %q is not the restore's namespace %q", ns, p.Namespace), nil
+	}
+	if !may(p.Bound, item.Resource, "create", "") {
+		return deny("the tenant role does not allow create on %s", item.Resource), nil
+	}
+	exists, err := lk.Exists(ctx, item.Resource, ns, name)
+	if err != nil {
+		return Decision{}, err
+	}
+	if exists && slices.Contains(p.AdminOwned, item.Resource) {
+		return deny("%s is admin-owned and %s exists: a restore never changes it", item.Resource, name), nil
+	}
+	if exists && p.UpdateExisting {
+		for _, verb := range []string{"update", "patch"} {
+			if !may(p.Bound, item.Resource, verb, name) {
+				return deny("existingResourcePolicy update: the tenant role does not allow %s on %s %s", verb, item.Resource, name), nil
+			}
+		}
+	}
+	switch item.Resource {
+	case roles:
+		return decideRole(p, item, name), nil
+	case roleBindings:
+		return decideRoleBinding(ctx, p, item, name, lk)
+	}
+	return allow(), nil
+}
+
+// may reports whether rules allow verb on resource (on the object name, when
+// not empty: rules limited to resourceNames count only for named requests,
+// as the RBAC authorizer does; create carries no name).
+func may(rules []rbacv1.PolicyRule, gr schema.GroupResource, verb, name string) bool {
+	r := rbacv1.PolicyRule{APIGroups: []string{gr.Group}, Resources: []string{gr.Resource}, Verbs: []string{verb}}
+	if name != "" {
+		r.ResourceNames = []string{name}
+	}
+	ok, _ := rbacvalidation.Covers(rules, []rbacv1.PolicyRule{r})
+	return ok
+}
+
+// decideRole applies the escalation rule to a Role.
+func decideRole(p Policy, item Item, name string) Decision {
+	rules, err := policyRules(item.Object)
+	if err != nil {
+		return deny("Role %s: %v", name, err)
+	}
+	if may(p.Bound, roles, "escalate", name) {
+		return allow()
+	}
+	if ok, missing := rbacvalidation.Covers(p.Bound, rules); !ok {
+		return deny("Role %s grants what the tenant role does not hold: %s", name, describe(missing))
+	}
+	return allow()
+}
+
+// decideRoleBinding applies the escalation rule to a RoleBinding.
+func decideRoleBinding(ctx context.Context, p Policy, item Item, name string, lk Lookup) (Decision, error) {
+	kind, _ := str(item.Object, "roleRef", "kind")
+	group, _ := str(item.Object, "roleRef", "apiGroup")
+	ref, _ := str(item.Object, "roleRef", "name")
+	if group != rbacGroup || (kind != "Role" && kind != "ClusterRole") || ref == "" {
+		return deny("RoleBinding %s: roleRef must name a Role or ClusterRole of %s", name, rbacGroup), nil
+	}
+	refResource := schema.GroupResource{Group: rbacGroup, Resource: "clusterroles"}
+	if kind == "Role" {
+		refResource = roles
+	}
+	if may(p.Bound, refResource, "bind", ref) {
+		return allow(), nil
+	}
+	rules, found, err := lk.RoleRules(ctx, kind, p.Namespace, ref)
+	if err != nil {
+		return Decision{}, err
+	}
+	if !found {
+		return deny("RoleBinding %s binds %s %s, which does not exist: Kubernetes refuses such a binding to anyone who may not bind it", name, kind, ref), nil
+	}
+	if ok, missing := rbacvalidation.Covers(p.Bound, rules); !ok {
+		return deny("RoleBinding %s binds %s %s, which grants what the tenant role does not hold: %s", name, kind, ref, describe(missing)), nil
+	}
+	return allow(), nil
+}
+
+// policyRules reads obj's "rules" strictly as RBAC PolicyRules, bounded.
+func policyRules(obj map[string]any) ([]rbacv1.PolicyRule, error) {
+	raw, ok := obj["rules"]
+	if !ok || raw == nil {
+		return nil, nil
+	}
+	list, ok := raw.([]any)
+	if !ok {
+		return nil, fmt.Errorf("rules is not a list")
+	}
+	if len(list) > maxRules {
+		return nil, fmt.Errorf("%d rules, more than %d", len(list), maxRules)
+	}
+	b, err := json.Marshal(list)
+	if err != nil {
+		return nil, fmt.Errorf("rules: %w", err)
+	}
+	var rules []rbacv1.PolicyRule
+	if err := json.Unmarshal(b, &rules); err != nil {
+		return nil, fmt.Errorf("rules: %w", err)
+	}
+	n := 0
+	for _, r := range rules {
+		// BreakdownRule's product: groups*verbs*resources*names (names or
+		// one), plus nonResourceURLs*verbs.
+		per := max(len(r.APIGroups), 1) * max(len(r.Verbs), 1) * max(len(r.Resources), 1) * max(len(r.ResourceNames), 1)
+		n += per + len(r.NonResourceURLs)*max(len(r.Verbs), 1)
+		if n > maxBreakdown {
+			return nil, fmt.Errorf("rules too large to compare (more than %d group/verb/resource/name combinations)", maxBreakdown)
+		}
+	}
+	return rules, nil
+}
+
+// describe names the first few uncovered mini-rules, sorted.
+func describe(rules []rbacv1.PolicyRule) string {
+	var s []string
+	for _, r := range rules {
+		switch {
+		case len(r.NonResourceURLs) > 0:
+			s = append(s, fmt.Sprintf("%s %s", strings.Join(r.Verbs, ","), strings.Join(r.NonResourceURLs, ",")))
+		default:
+			gr := schema.GroupResource{Group: strings.Join(r.APIGroups, ","), Resource: strings.Join(r.Resources, ",")}.String()
+			if len(r.ResourceNames) > 0 {
+				gr += "/" + strings.Join(r.ResourceNames, ",")
+			}
+			s = append(s, fmt.Sprintf("%s %s", strings.Join(r.Verbs, ","), gr))
+		}
+	}
+	sort.Strings(s)
+	s = slices.Compact(s)
+	const shown = 3
+	if len(s) > shown {
+		return fmt.Sprintf("%s and %d more", strings.Join(s[:shown], "; "), len(s)-shown)
+	}
+	return strings.Join(s, "; ")
+}
+
+// AllowedPVSources are the PersistentVolume sources a restore made for a
+// tenant may create: CSI and the cloud block disks Velero's volume
+// snapshotters restore (velero-plugin-for-aws: awsElasticBlockStore,
+// -for-gcp: gcePersistentDisk, -for-microsoft-azure: azureDisk; the
+// community OpenStack and vSphere plugins: cinder, vsphereVolume). Every
+// other source, node-local or host ones (hostPath, local), network mounts
+// (nfs, iscsi, fc, rbd, cephfs, glusterfs, ...), flexVolume and any source
+// unknown to this list, is refused.
+var AllowedPVSources = []string{"csi", "awsElasticBlockStore", "gcePersistentDisk", "azureDisk", "cinder", "vsphereVolume"}
+
+// pvSpecFields are PersistentVolumeSpec fields that are not volume sources
+// (k8s.io/api/core/v1 PersistentVolumeSpec).
+var pvSpecFields = []string{"capacity", "accessModes", "claimRef", "persistentVolumeReclaimPolicy",
+	"storageClassName", "mountOptions", "volumeMode", "nodeAffinity", "volumeAttributesClassName"}
+
+// decidePV: a PersistentVolume is created only as Velero's volume restore
+// makes it: it must not exist (a restore never updates a cluster-scoped
+// object), have exactly one volume source from AllowedPVSources, be claimed
+// (if at all) from p.Namespace, and, when item.FromBackup is known, carry a
+// source Velero changed (a new volume from the backup's snapshot): a spec
+// copied from the tarball could name any volume, the tenant's or not.
+func decidePV(ctx context.Context, p Policy, item Item, name string, lk Lookup) (Decision, error) {
+	spec, ok := item.Object["spec"].(map[string]any)
+	if !ok {
+		return deny("PersistentVolume %s: spec is missing or not an object", name), nil
+	}
+	var sources []string
+	for k, v := range spec {
+		if slices.Contains(pvSpecFields, k) || v == nil {
+			continue
+		}
+		sources = append(sources, k)
+	}
+	sort.Strings(sources)
+	if len(sources) != 1 {
+		return deny("PersistentVolume %s: spec must have exactly one volume source, has %d (%s)", name, len(sources), strings.Join(sources, ", ")), nil
+	}
+	if !slices.Contains(AllowedPVSources, sources[0]) {
+		return deny("PersistentVolume %s: volume source spec.%s is not one a restore made for a tenant may create (allowed: %s)", name, sources[0], strings.Join(AllowedPVSources, ", ")), nil
+	}
+	if ref, present := spec["claimRef"]; present && ref != nil {
+		m, ok := ref.(map[string]any)
+		if !ok {
+			return deny("PersistentVolume %s: spec.claimRef is not an object", name), nil
+		}
+		if ns, _ := m["namespace"].(string); ns != p.Namespace {
+			return deny("PersistentVolume %s: spec.claimRef.namespace %q is not the restore's namespace %q", name, m["namespace"], p.Namespace), nil
+		}
+	}
+	if item.FromBackup != nil {
+		old, _ := item.FromBackup["spec"].(map[string]any)
+		if old != nil && reflect.DeepEqual(old[sources[0]], spec[sources[0]]) {
+			return deny("PersistentVolume %s: spec.%s is the backup's own, not a volume Velero restored from a snapshot: it could name any volume", name, sources[0]), nil
+		}
+	}
+	exists, err := lk.Exists(ctx, pvs, "", name)
+	if err != nil {
+		return Decision{}, err
+	}
+	if exists {
+		return deny("PersistentVolume %s exists: a restore made for a tenant never changes a cluster-scoped object", name), nil
+	}
+	return allow(), nil
+}
+
+// str reads a string field; ok is false when the field is present but not
+// a string (absent or null reads as "", true).
+func str(obj map[string]any, path ...string) (string, bool) {
+	var cur any = obj
+	for _, k := range path {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return "", cur == nil
+		}
+		cur = m[k]
+	}
+	if cur == nil {
+		return "", true
+	}
+	s, ok := cur.(string)
+	return s, ok
+}
+
+// ParseAdminOwned parses a comma-separated list of group-resources
+// ("resourcequotas,networkpolicies.networking.k8s.io"), as the flag
+// --admin-owned-resources and AdminOwnedAnnotation give it. Empty entries
+// are skipped; an entry with spaces or uppercase letters is an error.
+func ParseAdminOwned(s string) ([]schema.GroupResource, error) {
+	var out []schema.GroupResource
+	for _, e := range strings.Split(s, ",") {
+		e = strings.TrimSpace(e)
+		if e == "" {
+			continue
+		}
+		if strings.ToLower(e) != e || strings.ContainsAny(e, " /") {
+			return nil, fmt.Errorf("admin-owned resource %q: want a lower-case resource[.group], e.g. networkpolicies.networking.k8s.io", e)
+		}
+		out = append(out, schema.ParseGroupResource(e))
+	}
+	return out, nil
+}
+
+// FormatAdminOwned is the inverse of ParseAdminOwned.
+func FormatAdminOwned(grs []schema.GroupResource) string {
+	s := make([]string, len(grs))
+	for i, gr := range grs {
+		s[i] = gr.String()
+	}
+	return strings.Join(s, ",")
+}

@@ -1,0 +1,521 @@
+package phases
+
+import (
+	"archive/tar"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"path"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nacflow/nacflow/api/v1alpha1"
+	"github.com/nacflow/nacflow/engine"
+	"github.com/nacflow/nacflow/internal/restorepolicy"
+)
+
+// Limits of CheckRestoreItems: a backup's contents come from a bucket the
+// tenant may write, so every size is bounded and nothing is held whole.
+const (
+	// maxContents bounds the backup tarball read (compressed bytes).
+	maxContents = 256 << 20
+	// maxItemBytes bounds one item's JSON; a larger one is reported, not read.
+	maxItemBytes = 1 << 20
+	// maxCheckedItems bounds the items read; past it the check stops and says so.
+	maxCheckedItems = 100000
+	// maxDeferredBindings bounds the RoleBindings to Roles of the backup
+	// held until every Role is read.
+	maxDeferredBindings = 10000
+	// contentsDownloadTimeout bounds one download of the tarball.
+	contentsDownloadTimeout = 5 * time.Minute
+)
+
+// veleroNeverRestored are the resources Velero never restores
+// (pkg/restore/restore.go nonRestorableResources, Velero v1.18): not worth
+// a word in the check.
+var veleroNeverRestored = []string{"nodes", "events", "events.events.k8s.io", "backups.velero.io", "restores.velero.io",
+	"resticrepositories.velero.io", "csinodes.storage.k8s.io", "volumeattachments.storage.k8s.io", "backuprepositories.velero.io"}
+
+// CheckRestoreItemsArgs are the args of CheckRestoreItems.
+type CheckRestoreItemsArgs struct {
+	// BackupName is the Velero Backup to be restored, usually
+	// {{ .Phases.waitForBackup.Output.name }}.
+	BackupName string `json:"backupName" doc:"the Velero Backup to be restored, usually {{ .Phases.waitForBackup.Output.name }}"`
+	// OnExcluded is what an item the tenant could not create does: exclude
+	// (default: the restore goes on, Velero's plugin leaves the item out) or
+	// refuse (the whole restore is refused, Accepted=False naming the items,
+	// nothing created; so is a backup whose contents could not be read).
+	OnExcluded string `json:"onExcluded,omitempty" doc:"exclude (default: the restore goes on without the items the tenant could not create) or refuse (the whole restore is refused naming them, as is a backup whose contents could not be read)"`
+	// Timeout is how long Velero may take to answer (its plugins, the
+	// tarball's URL) before the check gives up (default 2m).
+	Timeout *metav1.Duration `json:"timeout,omitempty" doc:"how long Velero may take to list its plugins and serve the backup's contents (default 2m)"`
+}
+
+// CheckRestoreItems runs before a NonAdminRestore's Velero Restore is
+// created. It makes sure Velero runs nacflow's plugin (a Velero
+// ServerStatusRequest in the OADP namespace lists status.plugins; without
+// restorepolicy.PluginName as a RestoreItemAction the restore is refused,
+// telling the admin to install velero-plugin-nacflow: nothing else would
+// keep the restore within the tenant's rights), then reads the backup's
+// contents (a Velero DownloadRequest BackupContents: the tarball, streamed,
+// at most 256 MiB compressed, items of at most 1 MiB, 100,000 items) and
+// applies restorepolicy.Decide to every item Velero would restore into the
+// namespace (and to PersistentVolumes) with the tenant role of
+// --tenant-role. It reads no object of the tenant: each item is judged as if
+// absent (update rights and existing admin-owned objects are the plugin's to
+// check at restore time), and a RoleBinding may bind a Role of the backup
+// that passes itself (Velero restores Roles first).
+//
+// The plugin, not this phase, is the enforcement: the tenant may rewrite
+// its bucket between this check and Velero's read. This phase tells the
+// tenant in advance, and lets an admin refuse such restores outright.
+//
+// Sets condition RestoreItemsChecked: True/ItemsAllowed with the count;
+// False/ItemsExcluded naming the first 10 items and why, with a Warning
+// event ItemsExcluded; Unknown/ItemsNotChecked when Velero did not serve the
+// contents in time or they could not be read. With --restore-precheck=false
+// it does nothing.
+//
+// Outputs: items, excluded (counts). Errors: the plugin missing, and with
+// onExcluded refuse any excluded item or unread contents, are terminal
+// (Accepted=False); API errors are retryable.
+type CheckRestoreItems struct {
+	tools      tools
+	enabled    bool
+	tenantRole string
+	adminOwned []schema.GroupResource
+}
+
+// Name implements engine.Func.
+func (*CheckRestoreItems) Name() string { return "CheckRestoreItems" }
+
+// NewArgs implements engine.Func.
+func (*CheckRestoreItems) NewArgs() any { return &CheckRestoreItemsArgs{} }
+
+// SafetyExceptions implements engine.Excepted: the tenant role and the
+// ClusterRoles that the backup's RoleBindings bind are cluster-scoped, and
+// a PersistentVolume of the backup must not exist already.
+func (*CheckRestoreItems) SafetyExceptions() []engine.Exception {
+	return []engine.Exception{
+		{Verbs: []string{"get"}, Kind: rbacv1.SchemeGroupVersion.WithKind("ClusterRole").GroupKind(), Scope: engine.InAnyNamespace,
+			Why: "the tenant role (--tenant-role) and the ClusterRoles a backup's RoleBindings bind, to apply Kubernetes' escalation rule"},
+		{Verbs: []string{"get"}, Kind: corev1.SchemeGroupVersion.WithKind("PersistentVolume").GroupKind(), Scope: engine.InAnyNamespace,
+			Why: "a restore made for a tenant never changes an existing PersistentVolume"},
+	}
+}
+
+// Run implements engine.Func.
+func (f *CheckRestoreItems) Run(ctx context.Context, op *engine.Operation, args any) (engine.Result, error) {
+	a := args.(*CheckRestoreItemsArgs)
+	nar, err := asRestore(f.Name(), op)
+	if err != nil {
+		return engine.Result{}, err
+	}
+	switch a.OnExcluded {
+	case "", "exclude", "refuse":
+	default:
+		return engine.Result{}, engine.Terminalf("CheckRestoreItems: args.onExcluded %q is neither exclude nor refuse", a.OnExcluded)
+	}
+	if !f.enabled {
+		return engine.Done("not checked: --restore-precheck=false", nil), nil
+	}
+	if a.BackupName == "" {
+		return engine.Result{}, engine.Terminalf("CheckRestoreItems: args.backupName is empty")
+	}
+	timeout := defaultVerifyTimeout
+	if a.Timeout != nil && a.Timeout.Duration > 0 {
+		timeout = a.Timeout.Duration
+	}
+	name := v1alpha1.NACObjectName(nar.Namespace, nar.Name, op.UUID)
+
+	// Velero's plugins first: read straight from the API server (no cache
+	// of ServerStatusRequests is kept).
+	ssr := &velerov1.ServerStatusRequest{}
+	found, err := getOwned(ctx, op.APIReader, op, "check", "ServerStatusRequest", name, ssr)
+	if err != nil {
+		return engine.Result{}, err
+	}
+	if !found {
+		labels, annotations := op.OwnerMeta()
+		want := &velerov1.ServerStatusRequest{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: op.OADPNamespace, Labels: labels, Annotations: annotations}}
+		obj, _, err := createOrAdopt(ctx, op, f.tools.recent, "Velero ServerStatusRequest", want)
+		if err != nil {
+			return engine.Result{}, err
+		}
+		ssr = obj.(*velerov1.ServerStatusRequest)
+	}
+	dr := &velerov1.DownloadRequest{}
+	if found, err = getOwned(ctx, op.Client, op, "check", "DownloadRequest", name, dr); err != nil {
+		return engine.Result{}, err
+	}
+	if !found {
+		if dr, _, err = createDownloadRequest(ctx, op, f.tools.recent, name, velerov1.DownloadTargetKindBackupContents, a.BackupName); err != nil {
+			return engine.Result{}, err
+		}
+	}
+	cleanup := func() error {
+		for _, o := range []client.Object{ssr, dr} {
+			if err := deleteOwn(ctx, op, o); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if ssr.Status.Phase != velerov1.ServerStatusRequestPhaseProcessed {
+		if time.Since(ssr.CreationTimestamp.Time) > timeout {
+			if err := cleanup(); err != nil {
+				return engine.Result{}, err
+			}
+			return engine.Result{}, refuse(nar, v1alpha1.ReasonRestorePluginMissing, fmt.Errorf(
+				"Velero did not list its plugins within %s (ServerStatusRequest %s): is the Velero server running? A restore waits for it to show plugin %s", timeout, name, restorepolicy.PluginName))
+		}
+		return engine.Wait(fmt.Sprintf("waiting for Velero to list its plugins (ServerStatusRequest %s is %s)", name, phaseOr(string(ssr.Status.Phase))), time.Second), nil
+	}
+	if !slices.ContainsFunc(ssr.Status.Plugins, func(p velerov1.PluginInfo) bool {
+		return p.Name == restorepolicy.PluginName && strings.HasPrefix(p.Kind, "RestoreItemAction")
+	}) {
+		if err := cleanup(); err != nil {
+			return engine.Result{}, err
+		}
+		return engine.Result{}, refuse(nar, v1alpha1.ReasonRestorePluginMissing, fmt.Errorf(
+			"Velero does not run nacflow's plugin %s (velero-plugin-nacflow), which keeps a tenant's restore within the tenant's rights: refusing to restore; the cluster admin must install it (docs/admin-guide.md)", restorepolicy.PluginName))
+	}
+
+	notChecked := func(why string) (engine.Result, error) {
+		if err := cleanup(); err != nil {
+			return engine.Result{}, err
+		}
+		setItemsChecked(nar, metav1.ConditionUnknown, v1alpha1.ReasonItemsNotChecked, why)
+		if a.OnExcluded == "refuse" {
+			return engine.Result{}, refuse(nar, v1alpha1.ReasonItemsNotChecked, errors.New(why+": refusing to restore (onExcluded: refuse)"))
+		}
+		return engine.Done("not checked: "+why, nil), nil
+	}
+	if dr.Status.Phase != velerov1.DownloadRequestPhaseProcessed || dr.Status.DownloadURL == "" {
+		if time.Since(dr.CreationTimestamp.Time) > timeout {
+			return notChecked(fmt.Sprintf("Velero did not serve the contents of Backup %s within %s", a.BackupName, timeout))
+		}
+		return engine.Wait(fmt.Sprintf("waiting for Velero to serve the contents of Backup %s (DownloadRequest %s is %s)",
+			a.BackupName, name, phaseOr(string(dr.Status.Phase))), time.Second), nil
+	}
+
+	bound, err := f.bound(ctx, op)
+	if err != nil {
+		return engine.Result{}, err
+	}
+	p := restorepolicy.Policy{Namespace: nar.Namespace, Bound: bound, AdminOwned: f.adminOwned,
+		UpdateExisting: nar.Spec.RestoreSpec != nil && nar.Spec.RestoreSpec.ExistingResourcePolicy == velerov1.PolicyTypeUpdate}
+	skip := restoreSkips(nar)
+	total, excluded, err := checkContents(ctx, dr.Status.DownloadURL, p, skip, precheckLookup{op: op})
+	var apiErr apiError
+	if errors.As(err, &apiErr) {
+		return engine.Result{}, apiErr.err
+	}
+	if err != nil {
+		return notChecked(fmt.Sprintf("reading the contents of Backup %s: %v", a.BackupName, err))
+	}
+	if err := cleanup(); err != nil {
+		return engine.Result{}, err
+	}
+	out := map[string]string{"items": fmt.Sprint(total), "excluded": fmt.Sprint(len(excluded))}
+	if len(excluded) == 0 {
+		msg := fmt.Sprintf("%d items of Velero Backup %s checked: all within what ClusterRole %s allows in namespace %s", total, a.BackupName, f.tenantRole, nar.Namespace)
+		setItemsChecked(nar, metav1.ConditionTrue, v1alpha1.ReasonItemsAllowed, msg)
+		return engine.Done(msg, out), nil
+	}
+	shown := excluded
+	if len(shown) > maxListedItems {
+		shown = shown[:maxListedItems]
+	}
+	msg := fmt.Sprintf("%d of %d items of Velero Backup %s are beyond what ClusterRole %s allows in namespace %s and are not restored: %s",
+		len(excluded), total, a.BackupName, f.tenantRole, nar.Namespace, strings.Join(shown, "; "))
+	if len(excluded) > len(shown) {
+		msg += fmt.Sprintf("; and %d more", len(excluded)-len(shown))
+	}
+	setItemsChecked(nar, metav1.ConditionFalse, v1alpha1.ReasonItemsExcluded, msg)
+	if f.tools.recorder != nil {
+		f.tools.recorder.Event(op.Object, corev1.EventTypeWarning, v1alpha1.ReasonItemsExcluded, msg)
+	}
+	if a.OnExcluded == "refuse" {
+		return engine.Result{}, refuse(nar, v1alpha1.ReasonItemsExcluded, fmt.Errorf("%s: refusing the whole restore (onExcluded: refuse)", msg))
+	}
+	return engine.Done(msg, out), nil
+}
+
+// bound reads the rules of the tenant role.
+func (f *CheckRestoreItems) bound(ctx context.Context, op *engine.Operation) ([]rbacv1.PolicyRule, error) {
+	cr := &rbacv1.ClusterRole{}
+	if err := op.APIReader.Get(ctx, client.ObjectKey{Name: f.tenantRole}, cr); err != nil {
+		return nil, fmt.Errorf("reading the tenant role, ClusterRole %s: %w", f.tenantRole, err)
+	}
+	return cr.Rules, nil
+}
+
+// setItemsChecked sets nar's RestoreItemsChecked condition.
+func setItemsChecked(nar *v1alpha1.NonAdminRestore, status metav1.ConditionStatus, reason, msg string) {
+	meta.SetStatusCondition(&nar.Status.Conditions, metav1.Condition{
+		Type: v1alpha1.ConditionRestoreItemsChecked, Status: status, Reason: reason, Message: msg, ObservedGeneration: nar.Generation,
+	})
+}
+
+// restoreSkips reports the group-resources Velero will not restore for nar:
+// what it never restores, what every tenant restore excludes
+// (restoreExcluded) and the restore spec's own filters.
+func restoreSkips(nar *v1alpha1.NonAdminRestore) func(schema.GroupResource) bool {
+	var included, excluded []string
+	if s := nar.Spec.RestoreSpec; s != nil {
+		included, excluded = s.IncludedResources, s.ExcludedResources
+	}
+	in := func(list []string, gr schema.GroupResource) bool {
+		return slices.Contains(list, gr.String()) || slices.Contains(list, gr.Resource)
+	}
+	return func(gr schema.GroupResource) bool {
+		switch {
+		case in(veleroNeverRestored, gr), in(restoreExcluded, gr), in(excluded, gr):
+			return true
+		case len(included) > 0 && !slices.Contains(included, "*") && !in(included, gr):
+			return true
+		}
+		return false
+	}
+}
+
+// apiError marks a Lookup error: retried, not reported as unreadable contents.
+type apiError struct{ err error }
+
+func (e apiError) Error() string { return e.err.Error() }
+
+// precheckLookup implements restorepolicy.Lookup for the pre-check: Roles
+// and ClusterRoles live (and Roles of the backup that pass, added by
+// checkContents), PersistentVolumes live; every namespaced object reads as
+// absent (nacflow reads no tenant object).
+type precheckLookup struct {
+	op         *engine.Operation
+	backupRole map[string][]rbacv1.PolicyRule
+}
+
+func (l precheckLookup) Exists(ctx context.Context, gr schema.GroupResource, _, name string) (bool, error) {
+	if gr != (schema.GroupResource{Resource: "persistentvolumes"}) {
+		return false, nil
+	}
+	err := l.op.APIReader.Get(ctx, client.ObjectKey{Name: name}, &corev1.PersistentVolume{})
+	switch {
+	case err == nil:
+		return true, nil
+	case apierrors.IsNotFound(err):
+		return false, nil
+	}
+	return false, apiError{fmt.Errorf("reading PersistentVolume %s: %w", name, err)}
+}
+
+func (l precheckLookup) RoleRules(ctx context.Context, kind, ns, name string) ([]rbacv1.PolicyRule, bool, error) {
+	var err error
+	var rules []rbacv1.PolicyRule
+	switch kind {
+	case "Role":
+		r := &rbacv1.Role{}
+		err = l.op.APIReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, r)
+		if apierrors.IsNotFound(err) {
+			rules, ok := l.backupRole[name]
+			return rules, ok, nil
+		}
+		rules = r.Rules
+	case "ClusterRole":
+		r := &rbacv1.ClusterRole{}
+		err = l.op.APIReader.Get(ctx, client.ObjectKey{Name: name}, r)
+		rules = r.Rules
+	default:
+		return nil, false, fmt.Errorf("kind %q is neither Role nor ClusterRole", kind)
+	}
+	switch {
+	case err == nil:
+		return rules, true, nil
+	case apierrors.IsNotFound(err):
+		return nil, false, nil
+	}
+	return nil, false, apiError{fmt.Errorf("reading %s %s: %w", kind, name, err)}
+}
+
+// checkContents downloads the backup tarball at url and decides every item
+// Velero would restore (skip says which group-resources it would not).
+// It returns the items decided and the excluded ones, sorted, as
+// "<resource> <namespace/name>: <reason>". Errors: the download, gzip and
+// tar errors, a tarball over maxContents; a Lookup error comes wrapped in
+// apiError.
+func checkContents(ctx context.Context, url string, p restorepolicy.Policy, skip func(schema.GroupResource) bool, lk precheckLookup) (int, []string, error) {
+	ctx, cancel := context.WithTimeout(ctx, contentsDownloadTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, nil, fmt.Errorf("the object store answered %s", resp.Status)
+	}
+	body := &limitedReader{r: resp.Body, left: maxContents}
+	gz, err := gzip.NewReader(body)
+	if err != nil {
+		return 0, nil, err
+	}
+	tr := tar.NewReader(gz)
+	seen := map[string]bool{}
+	lk.backupRole = map[string][]rbacv1.PolicyRule{}
+	var excluded []string
+	var deferred []restorepolicy.Item
+	total := 0
+	decide := func(item restorepolicy.Item, key string) error {
+		d, err := restorepolicy.Decide(ctx, p, item, lk)
+		if err != nil {
+			return apiError{err}
+		}
+		if !d.Allowed {
+			excluded = append(excluded, key+": "+d.Reason)
+		}
+		return nil
+	}
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return 0, nil, err
+		}
+		gr, ns, name, ok := itemPath(h.Name)
+		if !ok || h.Typeflag != tar.TypeReg || skip(gr) || (ns == "" && gr.String() != "persistentvolumes") || (ns != "" && ns != p.Namespace) {
+			continue
+		}
+		key := gr.String() + " " + path.Join(ns, name)
+		if seen[key] {
+			continue // the plain and the preferred-version copy of one item
+		}
+		seen[key] = true
+		if total++; total > maxCheckedItems {
+			return 0, nil, fmt.Errorf("more than %d items: not all checked", maxCheckedItems)
+		}
+		if h.Size > maxItemBytes {
+			excluded = append(excluded, fmt.Sprintf("%s: not read, larger than %d bytes", key, maxItemBytes))
+			continue
+		}
+		raw, err := io.ReadAll(io.LimitReader(tr, maxItemBytes+1))
+		if err != nil {
+			return 0, nil, err
+		}
+		var obj map[string]any
+		if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
+			excluded = append(excluded, key+": not a JSON object")
+			continue
+		}
+		item := restorepolicy.Item{Resource: gr, Object: obj}
+		switch gr.String() {
+		case "rolebindings.rbac.authorization.k8s.io":
+			if kind, _ := dig(obj, "roleRef", "kind"); kind == "Role" && len(deferred) < maxDeferredBindings {
+				deferred = append(deferred, item)
+				continue
+			}
+		case "roles.rbac.authorization.k8s.io":
+			d, err := restorepolicy.Decide(ctx, p, item, lk)
+			if err != nil {
+				return 0, nil, apiError{err}
+			}
+			if d.Allowed {
+				var role rbacv1.Role
+				if json.Unmarshal(raw, &role) == nil {
+					lk.backupRole[role.Name] = role.Rules
+				}
+			} else {
+				excluded = append(excluded, key+": "+d.Reason)
+			}
+			continue
+		}
+		if err := decide(item, key); err != nil {
+			return 0, nil, err
+		}
+	}
+	for _, item := range deferred {
+		n, _ := dig(item.Object, "metadata", "name")
+		if err := decide(item, "rolebindings.rbac.authorization.k8s.io "+path.Join(p.Namespace, n)); err != nil {
+			return 0, nil, err
+		}
+	}
+	sort.Strings(excluded)
+	return total, excluded, nil
+}
+
+// itemPath parses a tarball path of Velero's layout (pkg/archive):
+// resources/<group-resource>[/<version>-preferredversion]/namespaces/<ns>/<name>.json
+// or .../cluster/<name>.json.
+func itemPath(p string) (gr schema.GroupResource, ns, name string, ok bool) {
+	parts := strings.Split(strings.TrimPrefix(p, "./"), "/")
+	if len(parts) < 4 || parts[0] != "resources" || !strings.HasSuffix(parts[len(parts)-1], ".json") {
+		return gr, "", "", false
+	}
+	gr = schema.ParseGroupResource(parts[1])
+	rest := parts[2:]
+	if strings.HasSuffix(rest[0], "-preferredversion") {
+		rest = rest[1:]
+	}
+	name = strings.TrimSuffix(rest[len(rest)-1], ".json")
+	switch {
+	case len(rest) == 3 && rest[0] == "namespaces" && rest[1] != "":
+		return gr, rest[1], name, name != ""
+	case len(rest) == 2 && rest[0] == "cluster":
+		return gr, "", name, name != ""
+	}
+	return gr, "", "", false
+}
+
+// dig reads a string field of obj.
+func dig(obj map[string]any, keys ...string) (string, bool) {
+	var cur any = obj
+	for _, k := range keys {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return "", false
+		}
+		cur = m[k]
+	}
+	s, ok := cur.(string)
+	return s, ok
+}
+
+// limitedReader fails once more than left bytes were read.
+type limitedReader struct {
+	r    io.Reader
+	left int64
+}
+
+func (l *limitedReader) Read(b []byte) (int, error) {
+	if l.left < 0 {
+		return 0, fmt.Errorf("the backup contents are larger than %d bytes", maxContents)
+	}
+	if int64(len(b)) > l.left+1 {
+		b = b[:l.left+1]
+	}
+	n, err := l.r.Read(b)
+	l.left -= int64(n)
+	if l.left < 0 {
+		return 0, fmt.Errorf("the backup contents are larger than %d bytes", maxContents)
+	}
+	return n, err
+}

@@ -1,0 +1,310 @@
+package phases
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	. "gopkg.in/check.v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/nacflow/nacflow/api/v1alpha1"
+	"github.com/nacflow/nacflow/engine"
+	"github.com/nacflow/nacflow/internal/restorepolicy"
+)
+
+type CheckRestoreItemsSuite struct{}
+
+var _ = Suite(&CheckRestoreItemsSuite{})
+
+// tarball gzips a tar of files (path → content, in order).
+func tarball(c *C, files ...string) []byte {
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(gz)
+	for i := 0; i+1 < len(files); i += 2 {
+		c.Assert(tw.WriteHeader(&tar.Header{Name: files[i], Mode: 0o644, Size: int64(len(files[i+1])), Typeflag: tar.TypeReg}), IsNil)
+		_, err := tw.Write([]byte(files[i+1]))
+		c.Assert(err, IsNil)
+	}
+	c.Assert(tw.Close(), IsNil)
+	c.Assert(gz.Close(), IsNil)
+	return buf.Bytes()
+}
+
+var checkBound = []rbacv1.PolicyRule{
+	{APIGroups: []string{""}, Resources: []string{"configmaps", "persistentvolumeclaims"}, Verbs: []string{"create", "update", "patch"}},
+	{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"roles", "rolebindings"}, Verbs: []string{"create"}},
+	{APIGroups: []string{""}, Resources: []string{"resourcequotas"}, Verbs: []string{"get"}},
+}
+
+func serve(body []byte) *httptest.Server {
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(body) }))
+}
+
+func checkLookup() precheckLookup {
+	cl := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "edit"}, Rules: checkBound[:1]},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "cluster-admin"}, Rules: []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}}}},
+		&corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "taken"}},
+	).Build()
+	return precheckLookup{op: &engine.Operation{APIReader: cl, Client: cl}}
+}
+
+// TestCheckContents: the items Velero would restore are decided once each
+// (the plain and the preferred-version copy are one item); items of other
+// namespaces, cluster-scoped kinds other than PVs and kinds Velero never
+// restores are not Velero's to restore here; a RoleBinding may bind a Role
+// of the same backup that passes itself, whatever the tar order.
+func (s *CheckRestoreItemsSuite) TestCheckContents(c *C) {
+	body := tarball(c,
+		"metadata/version", "1",
+		"resources/configmaps/namespaces/team/cm.json", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm","namespace":"team"}}`,
+		"resources/configmaps/v1-preferredversion/namespaces/team/cm.json", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm","namespace":"team"}}`,
+		"resources/configmaps/namespaces/other/cm.json", `{"metadata":{"name":"cm","namespace":"other"}}`,
+		"resources/events/namespaces/team/e.json", `{"metadata":{"name":"e","namespace":"team"}}`,
+		"resources/namespaces/cluster/team.json", `{"metadata":{"name":"team"}}`,
+		"resources/rolebindings.rbac.authorization.k8s.io/namespaces/team/to-reader.json", `{"metadata":{"name":"to-reader","namespace":"team"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"Role","name":"reader"}}`,
+		"resources/rolebindings.rbac.authorization.k8s.io/namespaces/team/to-edit.json", `{"metadata":{"name":"to-edit","namespace":"team"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"edit"}}`,
+		"resources/rolebindings.rbac.authorization.k8s.io/namespaces/team/to-root.json", `{"metadata":{"name":"to-root","namespace":"team"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"cluster-admin"}}`,
+		"resources/rolebindings.rbac.authorization.k8s.io/namespaces/team/to-big.json", `{"metadata":{"name":"to-big","namespace":"team"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"Role","name":"big"}}`,
+		"resources/roles.rbac.authorization.k8s.io/namespaces/team/reader.json", `{"metadata":{"name":"reader","namespace":"team"},"rules":[{"apiGroups":[""],"resources":["configmaps"],"verbs":["create"]}]}`,
+		"resources/roles.rbac.authorization.k8s.io/namespaces/team/big.json", `{"metadata":{"name":"big","namespace":"team"},"rules":[{"apiGroups":[""],"resources":["secrets"],"verbs":["get"]}]}`,
+		"resources/resourcequotas/namespaces/team/quota.json", `{"metadata":{"name":"quota","namespace":"team"}}`,
+		"resources/persistentvolumes/cluster/root.json", `{"metadata":{"name":"root"},"spec":{"hostPath":{"path":"/"}}}`,
+		"resources/persistentvolumes/cluster/taken.json", `{"metadata":{"name":"taken"},"spec":{"csi":{"driver":"d"}}}`,
+		"resources/configmaps/namespaces/team/broken.json", `[1,2]`,
+	)
+	srv := serve(body)
+	defer srv.Close()
+	p := restorepolicy.Policy{Namespace: "team", Bound: checkBound, AdminOwned: restorepolicy.DefaultAdminOwned}
+	total, excluded, err := checkContents(context.Background(), srv.URL, p, restoreSkips(&v1alpha1.NonAdminRestore{}), checkLookup())
+	c.Assert(err, IsNil)
+	c.Check(total, Equals, 11)
+	c.Check(excluded, DeepEquals, []string{
+		"configmaps team/broken: not a JSON object",
+		"persistentvolumes root: PersistentVolume root: volume source spec.hostPath is not one a restore made for a tenant may create (allowed: csi, awsElasticBlockStore, gcePersistentDisk, azureDisk, cinder, vsphereVolume)",
+		"persistentvolumes taken: PersistentVolume taken exists: a restore made for a tenant never changes a cluster-scoped object",
+		"resourcequotas team/quota: the tenant role does not allow create on resourcequotas",
+		"rolebindings.rbac.authorization.k8s.io team/to-big: RoleBinding to-big binds Role big, which does not exist: Kubernetes refuses such a binding to anyone who may not bind it",
+		"rolebindings.rbac.authorization.k8s.io team/to-root: RoleBinding to-root binds ClusterRole cluster-admin, which grants what the tenant role does not hold: * *.*",
+		"roles.rbac.authorization.k8s.io team/big: Role big grants what the tenant role does not hold: get secrets",
+	})
+
+	// The restore's own filters count too.
+	nar := &v1alpha1.NonAdminRestore{Spec: v1alpha1.NonAdminRestoreSpec{RestoreSpec: &velerov1.RestoreSpec{IncludedResources: []string{"configmaps"}}}}
+	total, excluded, err = checkContents(context.Background(), srv.URL, p, restoreSkips(nar), checkLookup())
+	c.Assert(err, IsNil)
+	c.Check(total, Equals, 2)
+	c.Check(excluded, DeepEquals, []string{"configmaps team/broken: not a JSON object"})
+}
+
+// TestCheckContentsBounds: a body that is no gzip, a tar cut short and an
+// item over the size bound are reported, never a panic.
+func (s *CheckRestoreItemsSuite) TestCheckContentsBounds(c *C) {
+	p := restorepolicy.Policy{Namespace: "team", Bound: checkBound}
+	srv := serve([]byte("not gzip"))
+	_, _, err := checkContents(context.Background(), srv.URL, p, restoreSkips(&v1alpha1.NonAdminRestore{}), checkLookup())
+	srv.Close()
+	c.Check(err, ErrorMatches, "unexpected EOF|gzip: invalid header")
+
+	whole := tarball(c, "resources/configmaps/namespaces/team/cm.json", `{"metadata":{"name":"cm","namespace":"team"}}`)
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	raw, _ := gzip.NewReader(bytes.NewReader(whole))
+	var plain bytes.Buffer
+	_, _ = plain.ReadFrom(raw)
+	_, _ = gz.Write(plain.Bytes()[:530])
+	_ = gz.Close()
+	srv = serve(buf.Bytes())
+	_, _, err = checkContents(context.Background(), srv.URL, p, restoreSkips(&v1alpha1.NonAdminRestore{}), checkLookup())
+	srv.Close()
+	c.Check(err, NotNil)
+
+	big := `{"metadata":{"name":"cm","namespace":"team"},"data":{"k":"` + string(bytes.Repeat([]byte("x"), maxItemBytes)) + `"}}`
+	srv = serve(tarball(c, "resources/configmaps/namespaces/team/big.json", big))
+	_, excluded, err := checkContents(context.Background(), srv.URL, p, restoreSkips(&v1alpha1.NonAdminRestore{}), checkLookup())
+	srv.Close()
+	c.Assert(err, IsNil)
+	c.Check(excluded, DeepEquals, []string{"configmaps team/big: not read, larger than 1048576 bytes"})
+}
+
+func (s *CheckRestoreItemsSuite) TestItemPath(c *C) {
+	for _, t := range []struct {
+		path, gr, ns, name string
+		ok                 bool
+	}{
+		{"resources/configmaps/namespaces/team/cm.json", "configmaps", "team", "cm", true},
+		{"resources/rolebindings.rbac.authorization.k8s.io/v1-preferredversion/namespaces/team/b.json", "rolebindings.rbac.authorization.k8s.io", "team", "b", true},
+		{"resources/persistentvolumes/cluster/pv.json", "persistentvolumes", "", "pv", true},
+		{"resources/persistentvolumes/v1-preferredversion/cluster/pv.json", "persistentvolumes", "", "pv", true},
+		{"./resources/configmaps/namespaces/team/cm.json", "configmaps", "team", "cm", true},
+		{"resources/configmaps/namespaces//cm.json", "", "", "", false},
+		{"resources/configmaps/namespaces/team/.json", "", "", "", false},
+		{"metadata/version", "", "", "", false},
+		{"resources/configmaps/other/team/cm.json", "", "", "", false},
+		{"resources/configmaps/namespaces/team/sub/cm.json", "", "", "", false},
+	} {
+		gr, ns, name, ok := itemPath(t.path)
+		c.Check(ok, Equals, t.ok, Commentf(t.path))
+		if t.ok {
+			c.Check(gr, Equals, schema.ParseGroupResource(t.gr), Commentf(t.path))
+			c.Check(ns+"/"+name, Equals, t.ns+"/"+t.name, Commentf(t.path))
+		}
+	}
+}
+
+// FuzzCheckContents: any bytes served as a backup's contents are checked or
+// refused cleanly, never a panic.
+func FuzzCheckContents(f *testing.F) {
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(gz)
+	item := `{"metadata":{"name":"b","namespace":"team"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"Role","name":"r"}}`
+	_ = tw.WriteHeader(&tar.Header{Name: "resources/rolebindings.rbac.authorization.k8s.io/namespaces/team/b.json", Mode: 0o644, Size: int64(len(item)), Typeflag: tar.TypeReg})
+	_, _ = tw.Write([]byte(item))
+	_ = tw.Close()
+	_ = gz.Close()
+	f.Add(buf.Bytes())
+	f.Add([]byte{0x1f, 0x8b})
+	f.Fuzz(func(t *testing.T, body []byte) {
+		srv := serve(body)
+		defer srv.Close()
+		p := restorepolicy.Policy{Namespace: "team", Bound: checkBound}
+		_, _, _ = checkContents(context.Background(), srv.URL, p, restoreSkips(&v1alpha1.NonAdminRestore{}), checkLookup())
+	})
+}
+
+// runCheck runs CheckRestoreItems for the NonAdminRestore team/back with a
+// processed ServerStatusRequest listing plugins and a processed
+// DownloadRequest serving url (both already made by an earlier run).
+func runCheck(c *C, enabled bool, plugins []velerov1.PluginInfo, url, onExcluded string) (*v1alpha1.NonAdminRestore, *record.FakeRecorder, engine.Result, error) {
+	nar := &v1alpha1.NonAdminRestore{ObjectMeta: metav1.ObjectMeta{Name: "back", Namespace: "team", UID: "u1"},
+		Spec: v1alpha1.NonAdminRestoreSpec{RestoreSpec: &velerov1.RestoreSpec{BackupName: "b"}}}
+	op := &engine.Operation{Object: nar, OADPNamespace: "oadp", UUID: "uuid-1"}
+	labels, annotations := op.OwnerMeta()
+	name := v1alpha1.NACObjectName("team", "back", "uuid-1")
+	now := metav1.Now()
+	meta := metav1.ObjectMeta{Name: name, Namespace: "oadp", Labels: labels, Annotations: annotations, CreationTimestamp: now}
+	scheme := runtime.NewScheme()
+	c.Assert(clientgoscheme.AddToScheme(scheme), IsNil)
+	c.Assert(velerov1.AddToScheme(scheme), IsNil)
+	cl := fake.NewClientBuilder().WithScheme(scheme).WithObjects(
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "admin"}, Rules: checkBound},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "cluster-admin"}, Rules: []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}}}},
+		&velerov1.ServerStatusRequest{ObjectMeta: meta, Status: velerov1.ServerStatusRequestStatus{Phase: velerov1.ServerStatusRequestPhaseProcessed, Plugins: plugins}},
+		&velerov1.DownloadRequest{ObjectMeta: meta, Status: velerov1.DownloadRequestStatus{Phase: velerov1.DownloadRequestPhaseProcessed, DownloadURL: url}},
+	).Build()
+	op.Client, op.APIReader = cl, cl
+	rec := record.NewFakeRecorder(10)
+	f := &CheckRestoreItems{tools: tools{recorder: rec, recent: newRecentCreates()}, enabled: enabled, tenantRole: "admin", adminOwned: restorepolicy.DefaultAdminOwned}
+	res, err := f.Run(context.Background(), op, &CheckRestoreItemsArgs{BackupName: "b", OnExcluded: onExcluded})
+	if err == nil {
+		// Done: both requests are gone.
+		for _, o := range []client.Object{&velerov1.ServerStatusRequest{}, &velerov1.DownloadRequest{}} {
+			if enabled {
+				c.Check(apierrors.IsNotFound(cl.Get(context.Background(), client.ObjectKey{Namespace: "oadp", Name: name}, o)), Equals, true)
+			}
+		}
+	}
+	return nar, rec, res, err
+}
+
+var ourPlugin = []velerov1.PluginInfo{{Name: "velero.io/pod", Kind: "RestoreItemAction"}, {Name: restorepolicy.PluginName, Kind: "RestoreItemAction"}}
+
+// TestRun: Velero without the plugin refuses the restore; with it, the
+// excluded items are named in RestoreItemsChecked and a Warning event, and
+// onExcluded refuse refuses the whole restore; disabled, nothing is read.
+func (s *CheckRestoreItemsSuite) TestRun(c *C) {
+	srv := serve(tarball(c,
+		"resources/rolebindings.rbac.authorization.k8s.io/namespaces/team/to-root.json", `{"metadata":{"name":"to-root","namespace":"team"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"cluster-admin"}}`,
+		"resources/configmaps/namespaces/team/cm.json", `{"metadata":{"name":"cm","namespace":"team"}}`))
+	defer srv.Close()
+	clean := serve(tarball(c, "resources/configmaps/namespaces/team/cm.json", `{"metadata":{"name":"cm","namespace":"team"}}`))
+	defer clean.Close()
+
+	_, _, res, err := runCheck(c, false, nil, srv.URL, "")
+	c.Assert(err, IsNil)
+	c.Check(res.Message, Equals, "not checked: --restore-precheck=false")
+
+	nar, _, _, err := runCheck(c, true, ourPlugin[:1], srv.URL, "")
+	c.Check(engine.IsTerminal(err), Equals, true)
+	c.Check(err, ErrorMatches, `Velero does not run nacflow's plugin nacflow.io/restore-as-tenant \(velero-plugin-nacflow\).*install it.*`)
+	accepted := apimeta.FindStatusCondition(nar.Status.Conditions, v1alpha1.ConditionAccepted)
+	c.Assert(accepted, NotNil)
+	c.Check(accepted.Reason, Equals, v1alpha1.ReasonRestorePluginMissing)
+
+	nar, rec, res, err := runCheck(c, true, ourPlugin, srv.URL, "")
+	c.Assert(err, IsNil)
+	c.Check(res.Output, DeepEquals, map[string]string{"items": "2", "excluded": "1"})
+	cond := apimeta.FindStatusCondition(nar.Status.Conditions, v1alpha1.ConditionRestoreItemsChecked)
+	c.Assert(cond, NotNil)
+	c.Check(cond.Reason, Equals, v1alpha1.ReasonItemsExcluded)
+	c.Check(cond.Message, Matches, `1 of 2 items of Velero Backup b are beyond what ClusterRole admin allows in namespace team and are not restored: rolebindings.rbac.authorization.k8s.io team/to-root: RoleBinding to-root binds ClusterRole cluster-admin.*`)
+	c.Check(<-rec.Events, Matches, `Warning ItemsExcluded 1 of 2 items .*`)
+
+	nar, _, _, err = runCheck(c, true, ourPlugin, srv.URL, "refuse")
+	c.Check(engine.IsTerminal(err), Equals, true)
+	accepted = apimeta.FindStatusCondition(nar.Status.Conditions, v1alpha1.ConditionAccepted)
+	c.Assert(accepted, NotNil)
+	c.Check(accepted.Reason, Equals, v1alpha1.ReasonItemsExcluded)
+	c.Check(accepted.Message, Matches, `1 of 2 items .*to-root.*: refusing the whole restore \(onExcluded: refuse\)`)
+
+	nar, _, _, err = runCheck(c, true, ourPlugin, clean.URL, "refuse")
+	c.Assert(err, IsNil)
+	cond = apimeta.FindStatusCondition(nar.Status.Conditions, v1alpha1.ConditionRestoreItemsChecked)
+	c.Assert(cond, NotNil)
+	c.Check(cond.Status, Equals, metav1.ConditionTrue)
+	c.Check(cond.Message, Equals, "1 items of Velero Backup b checked: all within what ClusterRole admin allows in namespace team")
+}
+
+// TestRestoreCarriesSettings: the Velero Restore carries the tenant role
+// and admin-owned resources for the plugin when they are not the defaults,
+// and OADP's metadata alone when they are.
+func (s *CheckRestoreItemsSuite) TestRestoreCarriesSettings(c *C) {
+	for _, t := range []struct {
+		role  string
+		owned []schema.GroupResource
+		want  map[string]string
+	}{
+		{restorepolicy.DefaultTenantRole, restorepolicy.DefaultAdminOwned, map[string]string{}},
+		{"restorer", []schema.GroupResource{{Resource: "resourcequotas"}, {Group: "networking.k8s.io", Resource: "networkpolicies"}}, map[string]string{
+			restorepolicy.TenantRoleAnnotation: "restorer", restorepolicy.AdminOwnedAnnotation: "resourcequotas,networkpolicies.networking.k8s.io"}},
+	} {
+		scheme := runtime.NewScheme()
+		c.Assert(velerov1.AddToScheme(scheme), IsNil)
+		cl := fake.NewClientBuilder().WithScheme(scheme).WithObjects(&velerov1.Backup{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "oadp",
+			Annotations: map[string]string{v1alpha1.NabOriginNamespaceAnnotation: "team"}}}).Build()
+		nar := &v1alpha1.NonAdminRestore{ObjectMeta: metav1.ObjectMeta{Name: "back", Namespace: "team"},
+			Spec: v1alpha1.NonAdminRestoreSpec{RestoreSpec: &velerov1.RestoreSpec{BackupName: "nab"}}}
+		op := &engine.Operation{Object: nar, OADPNamespace: "oadp", UUID: "uuid-1", Client: cl, APIReader: cl}
+		f := &CreateVeleroRestore{tools: tools{recent: newRecentCreates()}, tenantRole: t.role, adminOwned: t.owned}
+		_, err := f.Run(context.Background(), op, &CreateVeleroRestoreArgs{BackupName: "b"})
+		c.Assert(err, IsNil)
+		r := &velerov1.Restore{}
+		c.Assert(cl.Get(context.Background(), client.ObjectKey{Namespace: "oadp", Name: v1alpha1.NACObjectName("team", "back", "uuid-1")}, r), IsNil)
+		got := map[string]string{}
+		for _, k := range []string{restorepolicy.TenantRoleAnnotation, restorepolicy.AdminOwnedAnnotation} {
+			if v, ok := r.Annotations[k]; ok {
+				got[k] = v
+			}
+		}
+		c.Check(got, DeepEquals, t.want, Commentf(t.role))
+		c.Check(r.Annotations[v1alpha1.NarOriginNamespaceAnnotation], Equals, "team")
+	}
+}
