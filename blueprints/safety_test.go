@@ -54,7 +54,7 @@ func (s *SafetySuite) TestBuiltInsMarkTheirChecks(c *C) {
 		want         []string
 	}{
 		{"NonAdminBackup", "backup", []string{"ValidateBackupSpec", "VerifyBackupContents"}},
-		{"NonAdminRestore", "restore", []string{"ValidateRestoreSpec"}},
+		{"NonAdminRestore", "restore", []string{"ValidateRestoreSpec", "CheckRestoreItems"}},
 		{"NonAdminBackupStorageLocation", "create", []string{"ValidateBSLSpec"}},
 		{"NonAdminDownloadRequest", "download", []string{"ValidateDownloadRequest"}},
 		{"NonAdminSchedule", "create", []string{"ValidateScheduleSpec"}},
