@@ -192,11 +192,14 @@ func (s *ControllerSuite) TestForgedStatusIsNeverIdentity(c *C) {
 		return err == nil, fmt.Sprintf("%v", err)
 	})
 	c.Check(dbr.Spec.BackupName, Equals, own.Name)
-	got := getNAB(c, nab)
 	derived := controllers.NACUUID(nab.UID)
-	c.Check([]string{got.Status.VeleroBackup.NACUUID, got.Status.VeleroBackup.Name}, DeepEquals, []string{derived, own.Name})
-	c.Check(got.Status.VeleroDeleteBackupRequest.NACUUID, Equals, derived)
-	c.Check(got.Status.VeleroDeleteBackupRequest.Name, Equals, own.Name)
+	var got *v1alpha1.NonAdminBackup
+	eventually(c, 10*time.Second, func() (bool, string) {
+		got = getNAB(c, nab)
+		vb, dr := got.Status.VeleroBackup, got.Status.VeleroDeleteBackupRequest
+		return vb.NACUUID == derived && vb.Name == own.Name && dr != nil && dr.NACUUID == derived && dr.Name == own.Name,
+			fmt.Sprintf("%+v %+v", vb, dr)
+	})
 	eventually(c, 5*time.Second, func() (bool, string) {
 		msgs := eventMessages(c, ns, "deleted")
 		return slices.ContainsFunc(msgs, func(m string) bool {

@@ -37,7 +37,8 @@ const (
 	// included) only in the OADP namespace.
 	RuleWriteNamespace = "writes only in the OADP namespace"
 	// RuleWriteOwn: only objects carrying this operation's origin NACUUID
-	// label and made for its namespace (the origin-namespace annotation):
+	// label and not made for another namespace (the origin-namespace
+	// annotation, where present):
 	// the live object's for an update, patch or delete, and the sent
 	// object's; every DeleteAllOf is narrowed to the label and deletes only
 	// the objects made for the operation's namespace. The label alone is not
@@ -248,8 +249,11 @@ func OriginKeys(obj Object) (label, nameAnnotation, namespaceAnnotation string, 
 }
 
 // Owns reports whether obj, an object of the OADP namespace, is op's: it
-// carries op's origin label with op.UUID, or with one of also, and its
-// origin-namespace annotation names op's namespace (RuleWriteOwn).
+// carries op's origin label with op.UUID, or with one of also, and was not
+// made for another namespace — its origin-namespace annotation, which every
+// object nacflow makes carries (OwnerMeta; the guard stamps it on what
+// phases create), names op's namespace, or it has none (RuleWriteOwn).
+// Every object of another tenant is thus excluded, whatever its label.
 func (op *Operation) Owns(obj client.Object, also ...string) bool {
 	o, ok := originOf(op.Object)
 	if !ok {
@@ -259,7 +263,8 @@ func (op *Operation) Owns(obj client.Object, also ...string) bool {
 	if !labelled || got == "" || (got != op.UUID && !slices.Contains(also, got)) {
 		return false
 	}
-	return obj.GetAnnotations()[o.namespace] == op.Object.GetNamespace()
+	ns, made := obj.GetAnnotations()[o.namespace]
+	return !made || ns == op.Object.GetNamespace()
 }
 
 // OriginLabel returns the key of the label holding op's NACUUID on the

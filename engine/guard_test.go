@@ -62,10 +62,7 @@ func (s *GuardSuite) SetUpTest(c *C) {
 	nabsl, nab := v1alpha1.NabslOriginNACUUIDLabel, v1alpha1.NabOriginNACUUIDLabel
 	s.cl = fake.NewClientBuilder().WithScheme(sc).WithObjects(
 		secret(oadp, "cloud-credentials", nil),
-		// Every object nacflow makes carries its origin annotations
-		// (OwnerMeta); the safety rule requires the namespace one.
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: oadp, Name: "own-copy", Labels: labelled(nabsl, uuid),
-			Annotations: map[string]string{v1alpha1.NabslOriginNamespaceAnnotation: tenant}}},
+		secret(oadp, "own-copy", labelled(nabsl, uuid)),
 		secret(oadp, "other-copy", labelled(nabsl, theirs)),
 		secret(tenant, "creds", nil),
 		secret(other, "creds", nil),
@@ -502,9 +499,8 @@ func (s *GuardSuite) TestReferences(c *C) {
 
 func (s *GuardSuite) TestCheckOwned(c *C) {
 	op := &engine.Operation{Object: nabOp(), OADPNamespace: oadp, UUID: uuid, Phase: "sync"}
-	made := map[string]string{v1alpha1.NabOriginNamespaceAnnotation: tenant}
-	mine := &velerov1.Backup{ObjectMeta: metav1.ObjectMeta{Namespace: oadp, Name: "mine", Labels: labelled(v1alpha1.NabOriginNACUUIDLabel, uuid), Annotations: made}}
-	adopted := &velerov1.Backup{ObjectMeta: metav1.ObjectMeta{Namespace: oadp, Name: "adopted", Labels: labelled(v1alpha1.NabOriginNACUUIDLabel, "u-0"), Annotations: made}}
+	mine := &velerov1.Backup{ObjectMeta: metav1.ObjectMeta{Namespace: oadp, Name: "mine", Labels: labelled(v1alpha1.NabOriginNACUUIDLabel, uuid)}}
+	adopted := &velerov1.Backup{ObjectMeta: metav1.ObjectMeta{Namespace: oadp, Name: "adopted", Labels: labelled(v1alpha1.NabOriginNACUUIDLabel, "u-0")}}
 	c.Check(op.CheckOwned("mirror", "Velero Backup", mine), IsNil)
 	c.Check(op.CheckOwned("mirror", "Velero Backup", adopted, "u-0"), IsNil)
 	err := op.CheckOwned("mirror", "Velero Backup", adopted)

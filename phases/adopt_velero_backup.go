@@ -81,11 +81,23 @@ func (f *AdoptVeleroBackup) Run(ctx context.Context, op *engine.Operation, args 
 			}
 		}
 	}
-	switch {
-	case len(list.Items) > 0 && len(ofNamespace) == 0:
+	if len(list.Items) > 0 && len(ofNamespace) == 0 {
 		return engine.Result{}, refuse(nab, v1alpha1.ReasonInvalidSyncLabel, fmt.Errorf("label %s: refused: the Velero Backup with NACUUID %s was not made for namespace %s",
 			v1alpha1.NabSyncedFromNACUUIDLabel, a.NACUUID, nab.Namespace))
-	case len(ofNamespace) > 0 && len(mine) == 0:
+	}
+	if vb := nab.Status.VeleroBackup; len(ofNamespace) > 0 && (vb == nil || vb.NACUUID != a.NACUUID) {
+		// Backup sync records the backup in status (tenant roles cannot
+		// write status) right after creating the NAB.
+		if time.Since(nab.CreationTimestamp.Time) < SyncRecordGrace {
+			return engine.Wait("waiting for backup sync to record the Velero Backup in status.veleroBackup.nacuuid", time.Second), nil
+		}
+		return engine.Result{}, refuse(nab, v1alpha1.ReasonInvalidSyncLabel, fmt.Errorf("label %s: honoured only on NonAdminBackups made by backup sync, "+
+			"which records the Velero Backup in status.veleroBackup.nacuuid; this one was not: remove the label to make a new backup",
+			v1alpha1.NabSyncedFromNACUUIDLabel))
+	}
+	// Status is no proof where tenants are granted the status subresource:
+	// the Backup's own annotations must name this NAB.
+	if len(ofNamespace) > 0 && len(mine) == 0 {
 		return engine.Result{}, refuse(nab, v1alpha1.ReasonInvalidSyncLabel, fmt.Errorf("label %s: refused: the Velero Backup with NACUUID %s was made for NonAdminBackup %s/%s, not %s",
 			v1alpha1.NabSyncedFromNACUUIDLabel, a.NACUUID, nab.Namespace, ofNamespace[0].Annotations[v1alpha1.NabOriginNameAnnotation], nab.Name))
 	}
@@ -94,16 +106,6 @@ func (f *AdoptVeleroBackup) Run(ctx context.Context, op *engine.Operation, args 
 			v1alpha1.NabSyncedFromNACUUIDLabel, len(mine), a.NACUUID))
 	}
 	b := mine[0]
-	if vb := nab.Status.VeleroBackup; vb == nil || vb.NACUUID != a.NACUUID {
-		// Only backup sync records the backup in status (tenants cannot write
-		// status); it does so right after creating the NAB.
-		if time.Since(nab.CreationTimestamp.Time) < SyncRecordGrace {
-			return engine.Wait("waiting for backup sync to record the Velero Backup in status.veleroBackup.nacuuid", time.Second), nil
-		}
-		return engine.Result{}, refuse(nab, v1alpha1.ReasonInvalidSyncLabel, fmt.Errorf("label %s: honoured only on NonAdminBackups made by backup sync, "+
-			"which records the Velero Backup in status.veleroBackup.nacuuid; this one was not: remove the label to make a new backup",
-			v1alpha1.NabSyncedFromNACUUIDLabel))
-	}
 	nab.Status.Phase = v1alpha1.NonAdminPhaseCreated
 	nab.Status.VeleroBackup = &v1alpha1.VeleroBackup{NACUUID: a.NACUUID, Name: b.Name, Namespace: b.Namespace, Spec: b.Spec.DeepCopy()}
 	meta.SetStatusCondition(&nab.Status.Conditions, metav1.Condition{
