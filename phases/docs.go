@@ -60,7 +60,7 @@ func (*CreateDeleteBackupRequest) Doc() engine.FuncDoc {
 // Doc implements engine.Documented.
 func (*DeleteObjects) Doc() engine.FuncDoc {
 	return engine.FuncDoc{
-		Summary: "Deletes the objects of args.kinds that this operation created: only in the OADP namespace, only with its NACUUID label and made for its namespace (origin-namespace annotation). Deleting a Velero Backup object keeps its data.",
+		Summary: "Deletes the objects of args.kinds that this operation created: only in the OADP namespace, only with its NACUUID label and not made for another namespace (origin-namespace annotation). Deleting a Velero Backup object keeps its data.",
 		Errors:  "an unknown kind is terminal; " + apiRetried,
 	}
 }
