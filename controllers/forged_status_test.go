@@ -309,3 +309,56 @@ func (s *ControllerSuite) TestForgedStatusIsNeverIdentity(c *C) {
 	})
 	victims("correction")
 }
+
+// TestForgedScheduleStatus: a NonAdminSchedule whose status names another
+// tenant's Velero Schedule (its NACUUID and name) keeps changing and then
+// deleting only its own: the next run corrects the status, and finalize
+// leaves the other tenant's Schedule alone.
+func (s *ControllerSuite) TestForgedScheduleStatus(c *C) {
+	ctx := context.Background()
+	victim := newNAS(createNamespace(c, "sched-victim"), "nightly", "0 2 * * *", velerov1.BackupSpec{})
+	c.Assert(testClient.Create(ctx, victim), IsNil)
+	victimSchedule := veleroScheduleOf(c, s.oadp, victim)
+
+	ns := createNamespace(c, "sched-forger")
+	mallory := statusWriter(c, ns, "mallory")
+	nas := newNAS(ns, "nightly", "0 3 * * *", velerov1.BackupSpec{})
+	c.Assert(mallory.Create(ctx, nas), IsNil)
+	own := veleroScheduleOf(c, s.oadp, nas)
+	eventually(c, 10*time.Second, func() (bool, string) {
+		nas = getNAS(c, nas)
+		return nas.Status.VeleroSchedule != nil && nas.Status.VeleroSchedule.Name == own.Name, fmt.Sprintf("%+v", nas.Status.VeleroSchedule)
+	})
+	forge(c, mallory, nas, func(n *v1alpha1.NonAdminSchedule) {
+		n.Status.VeleroSchedule.NACUUID, n.Status.VeleroSchedule.Name = controllers.NACUUID(victim.UID), victimSchedule.Name
+	})
+
+	// A spec change runs the create action again: on A's own Schedule.
+	before := nas.DeepCopy()
+	nas.Spec.Paused = true
+	c.Assert(mallory.Patch(ctx, nas, client.MergeFrom(before)), IsNil)
+	derived := controllers.NACUUID(nas.UID)
+	eventually(c, 10*time.Second, func() (bool, string) {
+		got := &velerov1.Schedule{}
+		c.Assert(testClient.Get(ctx, client.ObjectKeyFromObject(own), got), IsNil)
+		vs := getNAS(c, nas).Status.VeleroSchedule
+		return got.Spec.Paused && vs.NACUUID == derived && vs.Name == own.Name, fmt.Sprintf("paused %v, status %+v", got.Spec.Paused, vs)
+	})
+	c.Check(slices.Contains(eventReasons(c, ns, "nightly"), "Warning StatusCorrected"), Equals, true)
+	got := &velerov1.Schedule{}
+	c.Assert(testClient.Get(ctx, client.ObjectKeyFromObject(victimSchedule), got), IsNil)
+	c.Check(got.Spec.Paused, Equals, false)
+	list := &velerov1.ScheduleList{}
+	c.Assert(testClient.List(ctx, list, client.InNamespace(s.oadp), client.MatchingLabels{v1alpha1.NasOriginNACUUIDLabel: controllers.NACUUID(victim.UID)}), IsNil)
+	c.Check(list.Items, HasLen, 1, Commentf("only B's Schedule carries B's NACUUID"))
+
+	// Forged again, then deleted: finalize removes A's Schedule only.
+	nas = getNAS(c, nas)
+	forge(c, mallory, nas, func(n *v1alpha1.NonAdminSchedule) {
+		n.Status.VeleroSchedule.NACUUID, n.Status.VeleroSchedule.Name = controllers.NACUUID(victim.UID), victimSchedule.Name
+	})
+	c.Assert(mallory.Delete(ctx, nas), IsNil)
+	gone(c, "NonAdminSchedule finalize", nas)
+	exists(c, "NonAdminSchedule finalize", victim, victimSchedule)
+	gone(c, "NonAdminSchedule finalize: A's own Velero Schedule", own)
+}
