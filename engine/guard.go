@@ -38,10 +38,9 @@ const (
 	RuleWriteNamespace = "writes only in the OADP namespace"
 	// RuleWriteOwn: only objects carrying this operation's origin NACUUID
 	// label and not made for another namespace (the origin-namespace
-	// annotation, where present):
-	// the live object's for an update, patch or delete, and the sent
-	// object's; every DeleteAllOf is narrowed to the label and deletes only
-	// the objects made for the operation's namespace. The label alone is not
+	// annotation, where present): the live object's for an update, patch
+	// or delete, and the sent object's; every DeleteAllOf is narrowed to
+	// the label and skips objects made for another namespace. The label alone is not
 	// enough: Velero syncs Backups from a tenant's own bucket with whatever
 	// labels the tenant wrote there, so a NACUUID is not a secret nor unique
 	// to its operation, while the annotations of an object made for another
