@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/uuid"
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	velerov2alpha1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v2alpha1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -44,17 +43,9 @@ const (
 	ActionAdopt = "adopt"
 )
 
-// nacuuidSpace is the name space of NACUUIDs derived from a NAC object's UID.
-var nacuuidSpace = uuid.MustParse("6f0d3a52-3c1e-4f8e-9a52-4b7a0d6c2e11")
-
-// NACUUID returns the NACUUID of the operation for the NAC object with uid: a
-// name-based (SHA-1) UUID of the UID. Deriving it, rather than drawing a
-// random one as OADP NAC does, means it is known before anything is written,
-// so a crash between creating a Velero object and recording it can never
-// lead to a second object.
-func NACUUID(uid types.UID) string {
-	return uuid.NewSHA1(nacuuidSpace, []byte(uid)).String()
-}
+// NACUUID returns the NACUUID of the operation for the NAC object with uid
+// (v1alpha1.NACUUIDOf).
+func NACUUID(uid types.UID) string { return v1alpha1.NACUUIDOf(uid) }
 
 // NonAdminBackupReconciler runs the nonadminbackup blueprint for each
 // NonAdminBackup and mirrors its Velero Backup.
@@ -97,7 +88,8 @@ func (r *NonAdminBackupReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		finalizer: v1alpha1.NonAdminBackupFinalizer,
 		blueprint: blueprints.NonAdminBackup, kind: "NonAdminBackup",
 		actionFor: actionFor,
-		nacuuid:   r.nacuuid,
+		refs:      backupRefs,
+		adopts:    true,
 		begin: func(nab *v1alpha1.NonAdminBackup) {
 			if nab.Status.Phase == "" {
 				nab.Status.Phase = v1alpha1.NonAdminPhaseNew
@@ -152,24 +144,6 @@ func actionFor(nab *v1alpha1.NonAdminBackup) string {
 	}
 }
 
-// nacuuid returns the NACUUID recorded in status, or the one derived from the
-// NAB's UID before anything was recorded.
-func (r *NonAdminBackupReconciler) nacuuid(nab *v1alpha1.NonAdminBackup) string {
-	if vb := nab.Status.VeleroBackup; vb != nil {
-		return recordedOrDerived(vb.NACUUID, nab.UID)
-	}
-	return NACUUID(nab.UID)
-}
-
-// recordedOrDerived returns the NACUUID recorded in a status, or, when none
-// is, the one derived from the object's UID.
-func recordedOrDerived(recorded string, uid types.UID) string {
-	if recorded != "" {
-		return recorded
-	}
-	return NACUUID(uid)
-}
-
 // mirror copies the linked Velero Backup's spec and status into the NAB, so
 // status.veleroBackup stays current while and after the plan runs. Once the
 // plan has ended, a Velero Backup that is gone from the API server (deleted
@@ -199,6 +173,9 @@ func (r *NonAdminBackupReconciler) mirror(ctx context.Context, nab *v1alpha1.Non
 	}
 	if err != nil {
 		return fmt.Errorf("reading Velero Backup %s: %w", key, err)
+	}
+	if !madeFor(b, nab, v1alpha1.NabOriginNACUUIDLabel, v1alpha1.NabOriginNamespaceAnnotation, vb.NACUUID) {
+		return nil // not this NAB's (runAction corrects such a status reference)
 	}
 	// Below (not finished, no position from Velero) MirrorBackup leaves
 	// queueInfo alone: its answer is whether the mirror changed.

@@ -116,12 +116,7 @@ func (r *NonAdminBackupStorageLocationReconciler) Reconcile(ctx context.Context,
 			}
 			return ActionCreate
 		},
-		nacuuid: func(n *v1alpha1.NonAdminBackupStorageLocation) string {
-			if v := n.Status.VeleroBackupStorageLocation; v != nil {
-				return recordedOrDerived(v.NACUUID, n.UID)
-			}
-			return NACUUID(n.UID)
-		},
+		refs:     bslRefs,
 		revision: r.revision,
 		begin: func(n *v1alpha1.NonAdminBackupStorageLocation) {
 			if n.Status.Phase == "" {
@@ -186,10 +181,9 @@ func (r *NonAdminBackupStorageLocationReconciler) revision(ctx context.Context, 
 		decision = v1alpha1.ApprovalPending
 	}
 	req := &v1alpha1.NonAdminBackupStorageLocationRequest{}
+	// The request is the operation's own, named from the UID: never from
+	// status.
 	name := v1alpha1.NACObjectName(n.Namespace, n.Name, NACUUID(n.UID))
-	if v := n.Status.VeleroBackupStorageLocation; v != nil && v.NACUUID != "" {
-		name = v1alpha1.NACObjectName(n.Namespace, n.Name, v.NACUUID)
-	}
 	err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.OADPNamespace, Name: name}, req)
 	switch {
 	case err == nil && req.Spec.ApprovalDecision != "":
@@ -213,7 +207,9 @@ func (r *NonAdminBackupStorageLocationReconciler) mirror(ctx context.Context, n 
 	if n.Status.VeleroBackupStorageLocation == nil {
 		return nil
 	}
-	return mirrorVelero(ctx, &r.Deps, "BackupStorageLocation", n.Status.VeleroBackupStorageLocation.Name, &velerov1.BackupStorageLocation{},
+	v := n.Status.VeleroBackupStorageLocation
+	return mirrorVelero(ctx, &r.Deps, "BackupStorageLocation", v.Name, &velerov1.BackupStorageLocation{}, n,
+		v1alpha1.NabslOriginNACUUIDLabel, v1alpha1.NabslOriginNamespaceAnnotation, v.NACUUID,
 		func(v *velerov1.BackupStorageLocation) { n.MirrorBSL(v) })
 }
 

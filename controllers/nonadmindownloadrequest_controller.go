@@ -54,9 +54,7 @@ func (r *NonAdminDownloadRequestReconciler) Reconcile(ctx context.Context, req c
 			}
 			return ActionDownload
 		},
-		nacuuid: func(nadr *v1alpha1.NonAdminDownloadRequest) string {
-			return recordedOrDerived(nadr.Status.VeleroDownloadRequest.NACUUID, nadr.UID)
-		},
+		refs: downloadRefs,
 		begin: func(nadr *v1alpha1.NonAdminDownloadRequest) {
 			if nadr.Status.Phase == "" {
 				nadr.Status.Phase = v1alpha1.NonAdminPhaseNew

@@ -56,12 +56,7 @@ func (r *NonAdminRestoreReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 			}
 			return ActionRestore
 		},
-		nacuuid: func(nar *v1alpha1.NonAdminRestore) string {
-			if vr := nar.Status.VeleroRestore; vr != nil {
-				return recordedOrDerived(vr.NACUUID, nar.UID)
-			}
-			return NACUUID(nar.UID)
-		},
+		refs: restoreRefs,
 		begin: func(nar *v1alpha1.NonAdminRestore) {
 			if nar.Status.Phase == "" {
 				nar.Status.Phase = v1alpha1.NonAdminPhaseNew
@@ -82,7 +77,8 @@ func (r *NonAdminRestoreReconciler) mirror(ctx context.Context, nar *v1alpha1.No
 	if nar.Status.VeleroRestore == nil {
 		return nil
 	}
-	return mirrorVelero(ctx, &r.Deps, "Restore", nar.Status.VeleroRestore.Name, &velerov1.Restore{},
+	vr := nar.Status.VeleroRestore
+	return mirrorVelero(ctx, &r.Deps, "Restore", vr.Name, &velerov1.Restore{}, nar, v1alpha1.NarOriginNACUUIDLabel, v1alpha1.NarOriginNamespaceAnnotation, vr.NACUUID,
 		func(v *velerov1.Restore) { nar.MirrorRestore(v) })
 }
 

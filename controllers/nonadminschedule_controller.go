@@ -89,12 +89,7 @@ func (r *NonAdminScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Req
 			}
 			return ActionCreate
 		},
-		nacuuid: func(n *v1alpha1.NonAdminSchedule) string {
-			if v := n.Status.VeleroSchedule; v != nil {
-				return recordedOrDerived(v.NACUUID, n.UID)
-			}
-			return NACUUID(n.UID)
-		},
+		refs: scheduleRefs,
 		revision: func(_ context.Context, n *v1alpha1.NonAdminSchedule) (string, error) {
 			if !n.DeletionTimestamp.IsZero() {
 				return "", nil

@@ -84,8 +84,13 @@ type nacKind[T engine.Object] struct {
 	blueprint, kind string
 	// actionFor picks the action the object's state calls for.
 	actionFor func(T) string
-	// nacuuid returns the operation's NACUUID.
-	nacuuid func(T) string
+	// refs returns the status fields naming the operation's Velero objects
+	// (operationIdentity derives the NACUUID and corrects them).
+	refs func(T) []statusRef
+	// adopts is true for the kind whose operations may adopt an existing
+	// Velero Backup (NonAdminBackup): its NACUUID may be one recorded in
+	// status, when an object only nacflow writes confirms it.
+	adopts bool
 	// revision returns what a run is for; a change starts a new run (nil: the
 	// action never re-runs).
 	revision func(context.Context, T) (string, error)
@@ -285,6 +290,15 @@ func patchFinalizers(ctx context.Context, c client.Client, obj client.Object) er
 // The run's events go to events, sent once its status is written.
 // finished is true once the plan, deferPhase included, has ended.
 func runAction[T engine.Object](ctx context.Context, d *Deps, k nacKind[T], obj T, action string, events *engine.EventBuffer) (ctrl.Result, bool, error) {
+	uuid, corrected, err := operationIdentity(ctx, d.Client, d.OADPNamespace, k.kind, obj, k.refs(obj), k.adopts)
+	if err != nil {
+		return ctrl.Result{}, false, err
+	}
+	if len(corrected) > 0 {
+		msg := correctedMessage(k.kind, corrected)
+		log.FromContext(ctx).Info("corrected status references", "corrected", corrected)
+		events.Event(obj, corev1.EventTypeWarning, EventStatusCorrected, msg)
+	}
 	revision := ""
 	if k.revision != nil {
 		var err error
@@ -306,7 +320,7 @@ func runAction[T engine.Object](ctx context.Context, d *Deps, k nacKind[T], obj 
 			return ctrl.Result{}, false, reconcile.TerminalError(err)
 		}
 	}
-	out, err := d.Runner.Run(ctx, engine.Request{Object: obj, Plan: plan, UUID: k.nacuuid(obj), OADPNamespace: d.OADPNamespace,
+	out, err := d.Runner.Run(ctx, engine.Request{Object: obj, Plan: plan, UUID: uuid, OADPNamespace: d.OADPNamespace,
 		Revision: revision, NamespaceLabels: ns.Labels, Recorder: events})
 	if engine.IsTerminal(err) {
 		d.Recorder.Event(obj, corev1.EventTypeWarning, EventBlueprintInvalid, err.Error())
@@ -337,10 +351,12 @@ func resolvePlan(ctx context.Context, d *Deps, obj engine.Object, name, kind, ac
 }
 
 // mirrorVelero reads the Velero object called name (a kind such as
-// "Restore", for messages) from the OADP namespace into obj and hands it to
-// apply, which mirrors it into the NAC object's status. No name yet, or no
-// such object, is not an error: there is nothing to mirror.
-func mirrorVelero[T client.Object](ctx context.Context, d *Deps, kind, name string, obj T, apply func(T)) error {
+// "Restore", for messages) from the OADP namespace into obj and, when it is
+// the operation's (madeFor owner with label and nsAnnotation, the origin
+// keys of the NAC kind), hands it to apply, which mirrors it into the NAC
+// object's status. No name yet, no such object, or another operation's
+// object is not an error: there is nothing to mirror.
+func mirrorVelero[T client.Object](ctx context.Context, d *Deps, kind, name string, obj T, owner client.Object, label, nsAnnotation, nacuuid string, apply func(T)) error {
 	if name == "" {
 		return nil
 	}
@@ -351,6 +367,16 @@ func mirrorVelero[T client.Object](ctx context.Context, d *Deps, kind, name stri
 	if err != nil {
 		return fmt.Errorf("reading Velero %s %s/%s: %w", kind, d.OADPNamespace, name, err)
 	}
+	if !madeFor(obj, owner, label, nsAnnotation, nacuuid) {
+		return nil
+	}
 	apply(obj)
 	return nil
+}
+
+// madeFor reports whether obj, an object of the OADP namespace, carries the
+// NACUUID label label=nacuuid and the origin-namespace annotation
+// nsAnnotation naming owner's namespace: made by owner's operation.
+func madeFor(obj, owner client.Object, label, nsAnnotation, nacuuid string) bool {
+	return nacuuid != "" && obj.GetLabels()[label] == nacuuid && obj.GetAnnotations()[nsAnnotation] == owner.GetNamespace()
 }

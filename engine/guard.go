@@ -10,6 +10,8 @@ import (
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -18,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	nacv1alpha1 "github.com/nacflow/nacflow/api/v1alpha1"
 )
@@ -34,8 +37,14 @@ const (
 	// included) only in the OADP namespace.
 	RuleWriteNamespace = "writes only in the OADP namespace"
 	// RuleWriteOwn: only objects carrying this operation's origin NACUUID
-	// label (the live object's labels for an update, patch or delete, and the
-	// sent object's); every DeleteAllOf is narrowed to that label.
+	// label and not made for another namespace (the origin-namespace
+	// annotation, where present): the live object's for an update, patch
+	// or delete, and the sent object's; every DeleteAllOf is narrowed to
+	// the label and skips objects made for another namespace. The label alone is not
+	// enough: Velero syncs Backups from a tenant's own bucket with whatever
+	// labels the tenant wrote there, so a NACUUID is not a secret nor unique
+	// to its operation, while the annotations of an object made for another
+	// namespace are another tenant's.
 	RuleWriteOwn = "writes only this operation's objects"
 	// RuleRead: gets and lists only in the NAC object's namespace and the
 	// OADP namespace; no cluster-wide lists, no cluster-scoped objects, no
@@ -229,6 +238,34 @@ func originOf(obj Object) (o origin, ok bool) {
 	return origin{}, false
 }
 
+// OriginKeys returns the keys tying objects of the OADP namespace to a NAC
+// object of obj's kind (OADP NAC): the NACUUID label and the origin name and
+// namespace annotations, openshift.io/oadp-<nab|nar|nabsl|nadr|nas>-origin-*;
+// ok is false for a kind that makes nothing in the OADP namespace.
+func OriginKeys(obj Object) (label, nameAnnotation, namespaceAnnotation string, ok bool) {
+	o, ok := originOf(obj)
+	return o.label, o.name, o.namespace, ok
+}
+
+// Owns reports whether obj, an object of the OADP namespace, is op's: it
+// carries op's origin label with op.UUID, or with one of also, and was not
+// made for another namespace — its origin-namespace annotation, which every
+// object nacflow makes carries (OwnerMeta; the guard stamps it on what
+// phases create), names op's namespace, or it has none (RuleWriteOwn).
+// Every object of another tenant is thus excluded, whatever its label.
+func (op *Operation) Owns(obj client.Object, also ...string) bool {
+	o, ok := originOf(op.Object)
+	if !ok {
+		return false
+	}
+	got, labelled := obj.GetLabels()[o.label]
+	if !labelled || got == "" || (got != op.UUID && !slices.Contains(also, got)) {
+		return false
+	}
+	ns, made := obj.GetAnnotations()[o.namespace]
+	return !made || ns == op.Object.GetNamespace()
+}
+
 // OriginLabel returns the key of the label holding op's NACUUID on the
 // objects it creates: openshift.io/oadp-<nab|nar|nabsl>-origin-nacuuid by the
 // NAC object's kind ("" for another kind).
@@ -254,25 +291,31 @@ func (op *Operation) OwnerMeta() (labels, annotations map[string]string) {
 	return labels, annotations
 }
 
-// CheckOwned returns nil when obj carries op's origin label with op.UUID, or
-// with one of also (e.g. the NACUUID of the Velero Backup a NonAdminBackup
-// adopted); else a terminal *SafetyViolation of RuleReferences saying that
-// the phase may not verb (e.g. "mirror") kind obj. Phases check with it what
-// they read and act on by a name a blueprint can template.
+// CheckOwned returns nil when op owns obj (Owns: op's origin label with
+// op.UUID, or with one of also, e.g. the NACUUID of the Velero Backup a
+// NonAdminBackup adopted, and op's namespace in its origin-namespace
+// annotation); else a terminal *SafetyViolation of RuleReferences saying
+// that the phase may not verb (e.g. "mirror") kind obj. Phases check with it
+// what they read and act on by a name a blueprint can template.
 func (op *Operation) CheckOwned(verb, kind string, obj client.Object, also ...string) error {
-	label := op.OriginLabel()
-	if got, ok := obj.GetLabels()[label]; label != "" && ok && (got == op.UUID || (got != "" && slices.Contains(also, got))) {
+	if op.Owns(obj, also...) {
 		return nil
 	}
 	return Terminal(&SafetyViolation{Rule: RuleReferences, Phase: op.Phase, Func: op.Func, Verb: verb, Kind: kind,
-		Namespace: obj.GetNamespace(), Name: obj.GetName(), Reason: notOwned(label, op.UUID)})
+		Namespace: obj.GetNamespace(), Name: obj.GetName(), Reason: op.notOwned(obj, also...)})
 }
 
-func notOwned(label, uuid string) string {
-	if label == "" {
+// notOwned says why op does not own obj: its label (neither op.UUID nor one
+// of also), or its origin namespace.
+func (op *Operation) notOwned(obj client.Object, also ...string) string {
+	o, ok := originOf(op.Object)
+	if !ok {
 		return "this operation's kind makes no objects"
 	}
-	return fmt.Sprintf("it does not carry this operation's label %s=%s", label, uuid)
+	if got := obj.GetLabels()[o.label]; got == "" || (got != op.UUID && !slices.Contains(also, got)) {
+		return fmt.Sprintf("it does not carry this operation's label %s=%s", o.label, op.UUID)
+	}
+	return fmt.Sprintf("it was not made for namespace %s (annotation %s is %q)", op.Object.GetNamespace(), o.namespace, obj.GetAnnotations()[o.namespace])
 }
 
 // guard decides, for one operation, phase and function, what the safety
@@ -353,13 +396,11 @@ func (g *guard) write(ctx context.Context, verb, sub string, obj client.Object) 
 		return g.violation(RuleWriteNamespace, verb, gvk.Kind, ns, name,
 			fmt.Sprintf("phases write only in the OADP namespace %s", g.op.OADPNamespace))
 	}
-	label := g.op.OriginLabel()
-	owned := func(o client.Object) bool {
-		v, ok := o.GetLabels()[label]
-		return label != "" && ok && v == g.op.UUID
+	if verb == "create" {
+		g.stampOrigin(obj)
 	}
-	if verb != "delete" && !owned(obj) {
-		return g.violation(RuleWriteOwn, verb, gvk.Kind, ns, name, notOwned(label, g.op.UUID))
+	if verb != "delete" && !g.op.Owns(obj) {
+		return g.violation(RuleWriteOwn, verb, gvk.Kind, ns, name, g.op.notOwned(obj))
 	}
 	if verb != "create" {
 		liveObj, err := g.base.Scheme().New(gvk)
@@ -373,14 +414,86 @@ func (g *guard) write(ctx context.Context, verb, sub string, obj client.Object) 
 		if err := g.live.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, current); err != nil {
 			return err // as the API server says: NotFound, or retryable
 		}
-		if !owned(current) {
-			return g.violation(RuleWriteOwn, verb, gvk.Kind, ns, name, notOwned(label, g.op.UUID))
+		if !g.op.Owns(current) {
+			return g.violation(RuleWriteOwn, verb, gvk.Kind, ns, name, g.op.notOwned(current))
 		}
 	}
 	if verb == "delete" || sub != "" {
 		return nil
 	}
 	return g.references(ctx, verb, gvk.Kind, obj)
+}
+
+// stampOrigin gives obj, about to be created, the origin name and namespace
+// annotations of the operation (OwnerMeta's) where it has none, so that
+// everything a phase creates is tied to its NAC object; a value that differs
+// is left for Owns to refuse.
+func (g *guard) stampOrigin(obj client.Object) {
+	o, ok := originOf(g.op.Object)
+	if !ok {
+		return
+	}
+	a := obj.GetAnnotations()
+	if a == nil {
+		a = map[string]string{}
+	}
+	if _, set := a[o.namespace]; !set {
+		a[o.namespace] = g.op.Object.GetNamespace()
+	}
+	if _, set := a[o.name]; !set {
+		a[o.name] = g.op.Object.GetName()
+	}
+	obj.SetAnnotations(a)
+}
+
+// deleteOwned runs a DeleteAllOf narrowed to the operation (deleteAllOf) as
+// a list of the live objects that match, then a delete of each one the
+// operation owns (Owns), with its UID as precondition: the API server
+// cannot select by annotation, and a label-matching object made for another
+// namespace (a NACUUID written into a Backup synced from a tenant's bucket)
+// is another tenant's. Those are skipped, and logged.
+func (g *guard) deleteOwned(ctx context.Context, c client.Client, obj client.Object, opts []client.DeleteAllOfOption) error {
+	o, err := g.deleteAllOf(obj, opts)
+	if err != nil {
+		return err
+	}
+	gvk, err := g.kindOf(obj)
+	if err != nil {
+		return err
+	}
+	raw, err := g.base.Scheme().New(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	if err != nil {
+		return Terminalf("safety rule: phase %s (%s): %w", g.op.Phase, g.fn, err)
+	}
+	list, ok := raw.(client.ObjectList)
+	if !ok {
+		return Terminalf("safety rule: phase %s (%s): %s has no list type", g.op.Phase, g.fn, gvk)
+	}
+	if err := g.live.List(ctx, list, &o.ListOptions); err != nil {
+		return err
+	}
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		return Terminalf("safety rule: phase %s (%s): %w", g.op.Phase, g.fn, err)
+	}
+	for _, it := range items {
+		item, ok := it.(client.Object)
+		if !ok {
+			continue
+		}
+		if !g.op.Owns(item) {
+			log.FromContext(ctx).Info("safety rule: skipped an object carrying this operation's label that was made for another namespace",
+				"rule", RuleWriteOwn, "kind", gvk.Kind, "name", item.GetName(), "reason", g.op.notOwned(item))
+			continue
+		}
+		del := o.DeleteOptions
+		uid := item.GetUID()
+		del.Preconditions = &metav1.Preconditions{UID: &uid}
+		if err := c.Delete(ctx, item, &del); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // deleteAllOf checks a DeleteAllOf and returns its options narrowed to the
@@ -398,7 +511,7 @@ func (g *guard) deleteAllOf(obj client.Object, opts []client.DeleteAllOfOption) 
 	}
 	label := g.op.OriginLabel()
 	if label == "" {
-		return nil, g.violation(RuleWriteOwn, "deletecollection", gvk.Kind, o.Namespace, "", notOwned(label, g.op.UUID))
+		return nil, g.violation(RuleWriteOwn, "deletecollection", gvk.Kind, o.Namespace, "", "this operation's kind makes no objects")
 	}
 	req, err := labels.NewRequirement(label, selection.Equals, []string{g.op.UUID})
 	if err != nil {
@@ -507,6 +620,10 @@ func (g *guard) ownSecret(ctx context.Context, field, name string, refuse func(s
 	if v, ok := s.Labels[label]; !ok || v != g.op.UUID {
 		return refuse(fmt.Sprintf("%s names Secret %s/%s, which is not this operation's own copy: it does not carry the label %s=%s",
 			field, g.op.OADPNamespace, name, label, g.op.UUID))
+	}
+	if !g.op.Owns(s) {
+		return refuse(fmt.Sprintf("%s names Secret %s/%s, which is not this operation's own copy: %s",
+			field, g.op.OADPNamespace, name, g.op.notOwned(s)))
 	}
 	return nil
 }
@@ -618,11 +735,7 @@ func (g *guard) client() client.Client {
 			return c.Delete(ctx, obj, opts...)
 		},
 		DeleteAllOf: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteAllOfOption) error {
-			narrowed, err := g.deleteAllOf(obj, opts)
-			if err != nil {
-				return err
-			}
-			return c.DeleteAllOf(ctx, obj, narrowed)
+			return g.deleteOwned(ctx, c, obj, opts)
 		},
 		SubResourceGet: func(ctx context.Context, c client.Client, sub string, obj, subObj client.Object, opts ...client.SubResourceGetOption) error {
 			if err := g.read("get", obj, obj.GetNamespace(), obj.GetName()); err != nil {

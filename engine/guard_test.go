@@ -235,6 +235,71 @@ func (s *GuardSuite) TestDeleteAllOfNarrowed(c *C) {
 	}
 }
 
+// TestOwnershipNeedsOriginNamespace: an object carrying the operation's
+// NACUUID but made for another namespace is never deleted, updated or
+// patched by it, and what a phase creates gets the operation's origin
+// annotations.
+func (s *GuardSuite) TestOwnershipNeedsOriginNamespace(c *C) {
+	ctx := context.Background()
+	nabsl := v1alpha1.NabslOriginNACUUIDLabel
+	plant := func() {
+		c.Assert(s.cl.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: oadp, Name: "planted", Labels: labelled(nabsl, uuid),
+			Annotations: map[string]string{v1alpha1.NabslOriginNamespaceAnnotation: other}}}), IsNil)
+	}
+	for _, tc := range []struct {
+		about string
+		do    func(op *engine.Operation) error
+		msg   string
+	}{
+		{"deletecollection", func(op *engine.Operation) error {
+			return op.Client.DeleteAllOf(ctx, &corev1.Secret{}, client.InNamespace(oadp))
+		}, ""},
+		{"delete", func(op *engine.Operation) error {
+			return op.Client.Delete(ctx, secret(oadp, "planted", labelled(nabsl, uuid)))
+		}, `safety rule "writes only this operation's objects": phase hostile \(Probe\) may not delete Secret oadp/planted: it was not made for namespace tenant \(annotation openshift.io/oadp-nabsl-origin-namespace is "other-tenant"\)`},
+		{"patch", func(op *engine.Operation) error {
+			got := &corev1.Secret{}
+			if err := s.cl.Get(ctx, client.ObjectKey{Namespace: oadp, Name: "planted"}, got); err != nil {
+				return err
+			}
+			before := got.DeepCopy()
+			got.Annotations[v1alpha1.NabslOriginNamespaceAnnotation] = tenant
+			return op.Client.Patch(ctx, got, client.MergeFrom(before))
+		}, `safety rule "writes only this operation's objects": phase hostile \(Probe\) may not patch Secret oadp/planted: it was not made for namespace tenant .*`},
+	} {
+		s.SetUpTest(c)
+		plant()
+		err := s.run(c, nabslOp(), &probe{do: func(_ context.Context, op *engine.Operation) error { return tc.do(op) }})
+		if tc.msg == "" {
+			c.Check(err, IsNil, Commentf(tc.about))
+		} else {
+			refused(c, err, tc.msg, tc.about)
+		}
+		got := &corev1.Secret{}
+		c.Assert(s.cl.Get(ctx, client.ObjectKey{Namespace: oadp, Name: "planted"}, got), IsNil, Commentf(tc.about))
+		c.Check(got.Annotations[v1alpha1.NabslOriginNamespaceAnnotation], Equals, other, Commentf(tc.about))
+		if tc.about == "deletecollection" {
+			// It still removed the operation's own copy.
+			c.Check(apierrors.IsNotFound(s.cl.Get(ctx, client.ObjectKey{Namespace: oadp, Name: "own-copy"}, &corev1.Secret{})), Equals, true)
+		}
+	}
+
+	s.SetUpTest(c)
+	err := s.run(c, nabslOp(), &probe{do: func(_ context.Context, op *engine.Operation) error {
+		return op.Client.Create(ctx, secret(oadp, "new-copy", labelled(nabsl, uuid)))
+	}})
+	c.Assert(err, IsNil)
+	got := &corev1.Secret{}
+	c.Assert(s.cl.Get(ctx, client.ObjectKey{Namespace: oadp, Name: "new-copy"}, got), IsNil)
+	c.Check(got.Annotations, DeepEquals, map[string]string{v1alpha1.NabslOriginNamespaceAnnotation: tenant, v1alpha1.NabslOriginNameAnnotation: "loc"})
+	err = s.run(c, nabslOp(), &probe{do: func(_ context.Context, op *engine.Operation) error {
+		o := secret(oadp, "claims-other", labelled(nabsl, uuid))
+		o.Annotations = map[string]string{v1alpha1.NabslOriginNamespaceAnnotation: other}
+		return op.Client.Create(ctx, o)
+	}})
+	refused(c, err, `safety rule "writes only this operation's objects": phase hostile \(Probe\) may not create Secret oadp/claims-other: it was not made for namespace tenant .*`, "create for another namespace")
+}
+
 func (s *GuardSuite) TestReads(c *C) {
 	ctx := context.Background()
 	get := func(ns, name string) func(op *engine.Operation) error {
@@ -440,6 +505,12 @@ func (s *GuardSuite) TestCheckOwned(c *C) {
 	c.Check(op.CheckOwned("mirror", "Velero Backup", adopted, "u-0"), IsNil)
 	err := op.CheckOwned("mirror", "Velero Backup", adopted)
 	refused(c, err, `safety rule "references only this operation's objects": phase sync may not mirror Velero Backup oadp/adopted: it does not carry this operation's label openshift.io/oadp-nab-origin-nacuuid=u-1`, "not linked")
+	// This operation's NACUUID on an object made for another namespace (a
+	// label written into a Backup synced from a tenant's bucket) is not
+	// enough.
+	planted := &velerov1.Backup{ObjectMeta: metav1.ObjectMeta{Namespace: oadp, Name: "planted", Labels: labelled(v1alpha1.NabOriginNACUUIDLabel, uuid),
+		Annotations: map[string]string{v1alpha1.NabOriginNamespaceAnnotation: other}}}
+	refused(c, op.CheckOwned("mirror", "Velero Backup", planted), `safety rule "references only this operation's objects": phase sync may not mirror Velero Backup oadp/planted: it was not made for namespace tenant \(annotation openshift.io/oadp-nab-origin-namespace is "other-tenant"\)`, "planted")
 	// An empty label never matches an empty "also".
 	unlabelled := &velerov1.Backup{ObjectMeta: metav1.ObjectMeta{Namespace: oadp, Name: "admin"}}
 	refused(c, op.CheckOwned("mirror", "Velero Backup", unlabelled, ""), `safety rule .*`, "unlabelled")

@@ -24,10 +24,11 @@ type AdoptVeleroBackupArgs struct {
 // AdoptVeleroBackup links a NonAdminBackup made by backup sync to the
 // existing Velero Backup it was made from, creating nothing. The Velero
 // Backup is found by its openshift.io/oadp-nab-origin-nacuuid label in the
-// OADP namespace and must have been made for the NAB's own namespace (its
-// origin-namespace annotation): a NAB that claims another tenant's backup —
-// a forged sync label — is refused, and its NACUUID is never taken over, so
-// its deletion can never touch the other tenant's objects. The label is
+// OADP namespace and must have been made for this very NAB (its
+// origin-namespace and origin-name annotations): a NAB that claims another
+// tenant's backup — a forged sync label, or a forged status — is refused,
+// and its NACUUID is never taken over, so its deletion can never touch the
+// other tenant's objects. The label is
 // honoured only on NABs backup sync made: backup sync records the backup in
 // status.veleroBackup.nacuuid right after creating the NAB (the status
 // subresource, which tenant roles cannot write); a NAB whose status does not
@@ -67,18 +68,26 @@ func (f *AdoptVeleroBackup) Run(ctx context.Context, op *engine.Operation, args 
 		client.MatchingLabels{v1alpha1.NabOriginNACUUIDLabel: a.NACUUID}); err != nil {
 		return engine.Result{}, fmt.Errorf("listing Velero Backups of %s: %w", a.NACUUID, err)
 	}
-	if len(list.Items) != 1 {
-		return engine.Result{}, refuse(nab, v1alpha1.ReasonInvalidSyncLabel, fmt.Errorf("label %s: found %d Velero Backups with NACUUID %s, need exactly one",
-			v1alpha1.NabSyncedFromNACUUIDLabel, len(list.Items), a.NACUUID))
+	// Only a Backup made for this very NAB — its origin namespace and name
+	// annotations, which only nacflow, Velero and the admin write — can be
+	// adopted: a NACUUID is no secret, and Backups synced from a tenant's
+	// own bucket carry whatever labels the tenant wrote there.
+	var ofNamespace, mine []*velerov1.Backup
+	for i := range list.Items {
+		if b := &list.Items[i]; b.Annotations[v1alpha1.NabOriginNamespaceAnnotation] == nab.Namespace {
+			ofNamespace = append(ofNamespace, b)
+			if b.Annotations[v1alpha1.NabOriginNameAnnotation] == nab.Name {
+				mine = append(mine, b)
+			}
+		}
 	}
-	b := &list.Items[0]
-	if origin := b.Annotations[v1alpha1.NabOriginNamespaceAnnotation]; origin != nab.Namespace {
+	if len(list.Items) > 0 && len(ofNamespace) == 0 {
 		return engine.Result{}, refuse(nab, v1alpha1.ReasonInvalidSyncLabel, fmt.Errorf("label %s: refused: the Velero Backup with NACUUID %s was not made for namespace %s",
 			v1alpha1.NabSyncedFromNACUUIDLabel, a.NACUUID, nab.Namespace))
 	}
-	if vb := nab.Status.VeleroBackup; vb == nil || vb.NACUUID != a.NACUUID {
-		// Only backup sync records the backup in status (tenants cannot write
-		// status); it does so right after creating the NAB.
+	if vb := nab.Status.VeleroBackup; len(ofNamespace) > 0 && (vb == nil || vb.NACUUID != a.NACUUID) {
+		// Backup sync records the backup in status (tenant roles cannot
+		// write status) right after creating the NAB.
 		if time.Since(nab.CreationTimestamp.Time) < SyncRecordGrace {
 			return engine.Wait("waiting for backup sync to record the Velero Backup in status.veleroBackup.nacuuid", time.Second), nil
 		}
@@ -86,6 +95,17 @@ func (f *AdoptVeleroBackup) Run(ctx context.Context, op *engine.Operation, args 
 			"which records the Velero Backup in status.veleroBackup.nacuuid; this one was not: remove the label to make a new backup",
 			v1alpha1.NabSyncedFromNACUUIDLabel))
 	}
+	// Status is no proof where tenants are granted the status subresource:
+	// the Backup's own annotations must name this NAB.
+	if len(ofNamespace) > 0 && len(mine) == 0 {
+		return engine.Result{}, refuse(nab, v1alpha1.ReasonInvalidSyncLabel, fmt.Errorf("label %s: refused: the Velero Backup with NACUUID %s was made for NonAdminBackup %s/%s, not %s",
+			v1alpha1.NabSyncedFromNACUUIDLabel, a.NACUUID, nab.Namespace, ofNamespace[0].Annotations[v1alpha1.NabOriginNameAnnotation], nab.Name))
+	}
+	if len(mine) != 1 {
+		return engine.Result{}, refuse(nab, v1alpha1.ReasonInvalidSyncLabel, fmt.Errorf("label %s: found %d Velero Backups with NACUUID %s, need exactly one",
+			v1alpha1.NabSyncedFromNACUUIDLabel, len(mine), a.NACUUID))
+	}
+	b := mine[0]
 	nab.Status.Phase = v1alpha1.NonAdminPhaseCreated
 	nab.Status.VeleroBackup = &v1alpha1.VeleroBackup{NACUUID: a.NACUUID, Name: b.Name, Namespace: b.Namespace, Spec: b.Spec.DeepCopy()}
 	meta.SetStatusCondition(&nab.Status.Conditions, metav1.Condition{

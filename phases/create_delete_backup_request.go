@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -15,11 +14,16 @@ import (
 
 // CreateDeleteBackupRequest asks Velero to delete a NonAdminBackup's backup,
 // data included: a Velero DeleteBackupRequest in the OADP namespace for the
-// Backup linked in status.veleroBackup, named like it (so there is never a
-// second one for one backup), labelled velero.io/backup-name and
+// operation's own Velero Backup, named like it (so there is never a second
+// one for one backup), labelled velero.io/backup-name and
 // velero.io/backup-uid as Velero's own CLI does, plus the NAC labels and
 // annotations. An existing request with this operation's label is adopted.
 // It records the link in status.veleroDeleteBackupRequest.
+//
+// The Backup is the one carrying the operation's NACUUID label and made for
+// the NAB (its origin namespace and name annotations), found in the OADP
+// namespace: never one named by status alone. A status.veleroBackup.name
+// that names another is corrected, and the message says so.
 //
 // When there is no Velero Backup (the NAB never got one, or it is already
 // gone) there is nothing to ask: output name is "". Outputs: name. Errors: a
@@ -42,17 +46,14 @@ func (f *CreateDeleteBackupRequest) Run(ctx context.Context, op *engine.Operatio
 		return engine.Result{}, err
 	}
 	none := engine.Done("no Velero Backup to delete", map[string]string{"name": ""})
-	vb := nab.Status.VeleroBackup
-	if vb == nil || vb.Name == "" {
-		return none, nil
+	backup, err := ownBackup(ctx, op, nab)
+	if err != nil || backup == nil {
+		return none, err
 	}
-	backup := &velerov1.Backup{}
-	err = op.APIReader.Get(ctx, client.ObjectKey{Namespace: op.OADPNamespace, Name: vb.Name}, backup)
-	if apierrors.IsNotFound(err) {
-		return none, nil
-	}
-	if err != nil {
-		return engine.Result{}, fmt.Errorf("reading Velero Backup %s/%s: %w", op.OADPNamespace, vb.Name, err)
+	corrected := ""
+	if vb := nab.Status.VeleroBackup; vb != nil && vb.Name != backup.Name {
+		corrected = fmt.Sprintf(" (status.veleroBackup.name %q corrected: this operation's Velero Backup is %s)", vb.Name, backup.Name)
+		vb.Name, vb.Namespace, vb.NACUUID = backup.Name, backup.Namespace, op.UUID
 	}
 
 	labels, annotations := op.OwnerMeta()
@@ -73,6 +74,30 @@ func (f *CreateDeleteBackupRequest) Run(ctx context.Context, op *engine.Operatio
 	nab.Status.VeleroDeleteBackupRequest = &v1alpha1.VeleroDeleteBackupRequest{
 		NACUUID: op.UUID, Name: dbr.Name, Namespace: dbr.Namespace, Status: dbr.Status.DeepCopy(),
 	}
-	return engine.Done(fmt.Sprintf("%s Velero DeleteBackupRequest %s/%s", verb, dbr.Namespace, dbr.Name),
+	return engine.Done(fmt.Sprintf("%s Velero DeleteBackupRequest %s/%s%s", verb, dbr.Namespace, dbr.Name, corrected),
 		map[string]string{"name": dbr.Name}), nil
+}
+
+// ownBackup returns the operation's own Velero Backup of nab — the one in
+// the OADP namespace carrying op's NACUUID label and made for nab (its
+// origin namespace and name annotations), read from the API server — or
+// nil when there is none. Of several (a label written into Backups synced
+// from the tenant's bucket), the oldest. Errors are the API server's.
+func ownBackup(ctx context.Context, op *engine.Operation, nab *v1alpha1.NonAdminBackup) (*velerov1.Backup, error) {
+	list := &velerov1.BackupList{}
+	if err := op.APIReader.List(ctx, list, client.InNamespace(op.OADPNamespace),
+		client.MatchingLabels{v1alpha1.NabOriginNACUUIDLabel: op.UUID}); err != nil {
+		return nil, fmt.Errorf("listing the Velero Backups of %s: %w", op.UUID, err)
+	}
+	var own *velerov1.Backup
+	for i := range list.Items {
+		b := &list.Items[i]
+		if !op.Owns(b) || b.Annotations[v1alpha1.NabOriginNameAnnotation] != nab.Name {
+			continue
+		}
+		if own == nil || b.CreationTimestamp.Before(&own.CreationTimestamp) {
+			own = b
+		}
+	}
+	return own, nil
 }

@@ -38,8 +38,10 @@ var deletableKinds = map[string]func() client.Object{
 
 // DeleteObjects deletes the objects of the given kinds that this operation
 // created: only in the OADP namespace and only those labelled with the
-// operation's NACUUID (the engine's safety rule). Deleting a Velero Backup
-// object this way keeps its data in object storage.
+// operation's NACUUID — derived from the NAC object's UID, never read from
+// its status — and not made for another namespace (the engine's safety
+// rule, RuleWriteOwn). Deleting a Velero Backup object this way keeps its
+// data in object storage.
 //
 // Errors: an unknown kind is terminal; API errors are retryable.
 type DeleteObjects struct{}

@@ -51,7 +51,7 @@ func (*MarkDeleting) Doc() engine.FuncDoc {
 // Doc implements engine.Documented.
 func (*CreateDeleteBackupRequest) Doc() engine.FuncDoc {
 	return engine.FuncDoc{
-		Summary: "Asks Velero to delete the NonAdminBackup's backup and its data: one DeleteBackupRequest named like the backup, with Velero's backup-name/backup-uid labels; nothing when there is no Velero Backup.",
+		Summary: "Asks Velero to delete the NonAdminBackup's backup and its data: one DeleteBackupRequest named like the backup, with Velero's backup-name/backup-uid labels; nothing when there is no Velero Backup. The backup is the one carrying this operation's NACUUID and made for this NAB, never one named by status alone (a status.veleroBackup.name that disagrees is corrected, and the message says so).",
 		Outputs: []string{`name: the DeleteBackupRequest ("" when there was nothing to delete)`},
 		Errors:  "a name held by another operation's object is terminal; " + apiRetried,
 	}
@@ -60,7 +60,7 @@ func (*CreateDeleteBackupRequest) Doc() engine.FuncDoc {
 // Doc implements engine.Documented.
 func (*DeleteObjects) Doc() engine.FuncDoc {
 	return engine.FuncDoc{
-		Summary: "Deletes the objects of args.kinds that this operation created: only in the OADP namespace, only with its NACUUID label. Deleting a Velero Backup object keeps its data.",
+		Summary: "Deletes the objects of args.kinds that this operation created: only in the OADP namespace, only with its NACUUID label and not made for another namespace (origin-namespace annotation). Deleting a Velero Backup object keeps its data.",
 		Errors:  "an unknown kind is terminal; " + apiRetried,
 	}
 }
@@ -133,9 +133,9 @@ func (*DeleteBackupsUsingBSL) Doc() engine.FuncDoc {
 // Doc implements engine.Documented.
 func (*AdoptVeleroBackup) Doc() engine.FuncDoc {
 	return engine.FuncDoc{
-		Summary: "Links a NonAdminBackup made by backup sync to the existing Velero Backup with NACUUID args.nacuuid, creating nothing; refuses a backup made for another namespace.",
+		Summary: "Links a NonAdminBackup made by backup sync to the existing Velero Backup with NACUUID args.nacuuid, creating nothing; refuses a backup not made for this very NAB (origin namespace and name annotations).",
 		Outputs: []string{"name: the Velero Backup"},
-		Errors:  "no such backup or another namespace's backup is terminal; " + apiRetried,
+		Errors:  "no such backup, or another namespace's or NAB's backup, is terminal; " + apiRetried,
 	}
 }
 

@@ -148,6 +148,9 @@ func (f *ValidateDownloadRequest) backupOf(ctx context.Context, op *engine.Opera
 	if origin := b.Annotations[v1alpha1.NabOriginNamespaceAnnotation]; origin != ns {
 		return nil, "", invalid("spec.target.name: the Velero Backup %s of NonAdminBackup %s was not made for namespace %s", b.Name, name, ns)
 	}
+	if origin := b.Annotations[v1alpha1.NabOriginNameAnnotation]; origin != name {
+		return nil, "", invalid("spec.target.name: the Velero Backup %s named in the status of NonAdminBackup %s was not made for it", b.Name, name)
+	}
 	if !v1alpha1.BackupFinished(b.Status.Phase) {
 		return nil, fmt.Sprintf("Velero Backup %s of NonAdminBackup %s is %s: its files are in object storage once it ends", b.Name, name, phaseOr(string(b.Status.Phase))), nil
 	}
@@ -178,6 +181,9 @@ func (f *ValidateDownloadRequest) restoreOf(ctx context.Context, op *engine.Oper
 	}
 	if origin := r.Annotations[v1alpha1.NarOriginNamespaceAnnotation]; origin != ns {
 		return nil, "", invalid("spec.target.name: the Velero Restore %s of NonAdminRestore %s was not made for namespace %s", r.Name, name, ns)
+	}
+	if origin := r.Annotations[v1alpha1.NarOriginNameAnnotation]; origin != name {
+		return nil, "", invalid("spec.target.name: the Velero Restore %s named in the status of NonAdminRestore %s was not made for it", r.Name, name)
 	}
 	if !v1alpha1.RestoreFinished(r.Status.Phase) {
 		return nil, fmt.Sprintf("Velero Restore %s of NonAdminRestore %s is %s: its files are in object storage once it ends", r.Name, name, phaseOr(string(r.Status.Phase))), nil

@@ -75,9 +75,11 @@ type WaitForArgs struct {
 //     it completes the wait, quoting them (output deleted: "false").
 //
 // The object named must be the operation's own (its origin NACUUID label; for
-// a NonAdminBackup also the Backup it is linked to in status.veleroBackup),
-// and a RestorableBackup's Velero Backup one made for the operation's
-// namespace: the safety rule, whatever name a blueprint renders.
+// a NonAdminBackup also the Backup it is linked to in status.veleroBackup;
+// and made for the operation's namespace), and a RestorableBackup's Velero
+// Backup one made for that very NonAdminBackup (origin namespace and name
+// annotations: its status alone proves nothing): the safety rule, whatever
+// name a blueprint renders.
 //
 // Errors: an unknown kind, an empty Backup name or an object that is not the
 // operation's own is terminal; API errors are retryable.
@@ -206,6 +208,13 @@ func (f *WaitFor) restorable(ctx context.Context, op *engine.Operation, name str
 		return engine.Result{}, engine.Terminal(&engine.SafetyViolation{Rule: engine.RuleReferences, Phase: op.Phase, Func: op.Func,
 			Verb: waitVerb, Kind: "Velero Backup", Namespace: b.Namespace, Name: b.Name,
 			Reason: fmt.Sprintf("it was not made for namespace %s (annotation %s is %q)", ns, v1alpha1.NabOriginNamespaceAnnotation, origin)})
+	}
+	if origin := b.Annotations[v1alpha1.NabOriginNameAnnotation]; origin != name {
+		// The NAB's status names a Backup of another NAB: status is no
+		// proof of what a NAB owns.
+		return engine.Result{}, engine.Terminal(&engine.SafetyViolation{Rule: engine.RuleReferences, Phase: op.Phase, Func: op.Func,
+			Verb: waitVerb, Kind: "Velero Backup", Namespace: b.Namespace, Name: b.Name,
+			Reason: fmt.Sprintf("it was not made for NonAdminBackup %s/%s (annotation %s is %q)", ns, name, v1alpha1.NabOriginNameAnnotation, origin)})
 	}
 	switch b.Status.Phase {
 	case velerov1.BackupPhaseCompleted, velerov1.BackupPhasePartiallyFailed:

@@ -1,6 +1,25 @@
 package v1alpha1
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/google/uuid"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// nacuuidSpace is the name space of NACUUIDs derived from a NAC object's UID.
+var nacuuidSpace = uuid.MustParse("6f0d3a52-3c1e-4f8e-9a52-4b7a0d6c2e11")
+
+// NACUUIDOf returns the NACUUID of the operation of the NAC object with uid:
+// a name-based (SHA-1, RFC 4122 version 5) UUID of the UID, 36 characters.
+// Deriving it, rather than drawing a random one as OADP NAC does, means it
+// is known before anything is written, so a crash between creating a Velero
+// object and recording it can never lead to a second object; and what an
+// operation owns follows from the object itself, never from its status,
+// which whoever may write the status subresource can forge.
+func NACUUIDOf(uid types.UID) string {
+	return uuid.NewSHA1(nacuuidSpace, []byte(uid)).String()
+}
 
 // maxObjectNameLength is the longest name nacflow gives an object in the OADP
 // namespace: 63, so that the name is also a valid label value.
