@@ -396,12 +396,10 @@ func (t *VeleroTurns) snapshot(ctx context.Context, now time.Time, also string, 
 	return all, nil
 }
 
-// nacuuidOf returns the NACUUID of nab's operation: recorded in status, or
-// derived from its UID (as the NonAdminBackup controller picks it).
+// nacuuidOf returns the NACUUID of a waiting nab's operation: derived from
+// its UID, never read from status (operationIdentity). Only the adopt
+// action keeps a recorded NACUUID, and it never waits for a turn.
 func nacuuidOf(nab *v1alpha1.NonAdminBackup) string {
-	if vb := nab.Status.VeleroBackup; vb != nil {
-		return recordedOrDerived(vb.NACUUID, nab.UID)
-	}
 	return NACUUID(nab.UID)
 }
 
