@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nacflow/nacflow/engine"
+	"github.com/nacflow/nacflow/internal/endpoint"
 )
 
 // Clients are what phase functions talk to the cluster with.
@@ -48,6 +49,17 @@ type Options struct {
 	// DataProtectionApplication spec.nonAdmin (requireApprovalForBSL and the
 	// enforce*Spec a blueprint's args.enforce does not set).
 	Settings Settings
+	// Endpoints are the admin's endpoint rules for tenants' storage
+	// locations (nac --endpoint-allow-cidrs, --endpoint-deny-cidrs,
+	// --endpoint-allow-hosts, --endpoint-deny-hosts), merged with a
+	// blueprint's ValidateBSLSpec args.endpoints. Zero: the defaults only.
+	Endpoints endpoint.Policy
+	// UncheckedCredentialProviders are the storage location providers
+	// without a credential parser whose credentials and config the admin
+	// lets through unchecked (nac --unchecked-credential-providers).
+	UncheckedCredentialProviders []string
+	// Resolver resolves endpoint host names (nil: net.DefaultResolver).
+	Resolver endpoint.Resolver
 }
 
 // New returns the registry of every phase function, bound to o, each run
@@ -56,6 +68,7 @@ type Options struct {
 // malformed (programming errors).
 func New(c Clients, o Options) (*engine.Registry, error) {
 	t := tools{recorder: c.Recorder, queue: c.Queue, recent: newRecentCreates()}
+	content := newContentRules(o)
 	var settings Settings = noSettings{}
 	if o.Settings != nil {
 		settings = o.Settings
@@ -71,9 +84,9 @@ func New(c Clients, o Options) (*engine.Registry, error) {
 		&ValidateRestoreSpec{settings: settings},
 		&CreateVeleroRestore{tools: t},
 		&DeleteRestoresOfBackup{},
-		&ValidateBSLSpec{settings: settings},
+		&ValidateBSLSpec{settings: settings, content: content},
 		&RequestApproval{tools: t, required: o.RequireApprovalForBSL, settings: settings},
-		&CopySecret{tools: t},
+		&CopySecret{tools: t, content: content},
 		&CreateVeleroBSL{tools: t},
 		&DeleteBackupsUsingBSL{},
 		&AdoptVeleroBackup{},

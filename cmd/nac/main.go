@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -24,6 +25,7 @@ import (
 	"github.com/nacflow/nacflow/controllers"
 	"github.com/nacflow/nacflow/dpa"
 	"github.com/nacflow/nacflow/engine"
+	"github.com/nacflow/nacflow/internal/endpoint"
 	"github.com/nacflow/nacflow/internal/gctune"
 	"github.com/nacflow/nacflow/phases"
 )
@@ -84,6 +86,10 @@ type options struct {
 	eventQPS      float64
 	eventBurst    int
 	eventQueue    int
+	// endpoints are the --endpoint-* flags; unchecked is
+	// --unchecked-credential-providers.
+	endpoints endpoint.Lists
+	unchecked []string
 	// given are the flags given on the command line: those yield nothing
 	// to a DataProtectionApplication's settings.
 	given map[string]bool
@@ -201,9 +207,32 @@ func registerFlags(fs *flag.FlagSet, o *options) *zap.Options {
 		"Events held while --event-qps paces them (about 1 KiB each). When it is full, reconciles wait for room: events are delayed, never dropped (nacflow_events_dropped_total counts the API server's refusals and what is queued at exit).")
 	fs.DurationVar(&o.credCheck, "credential-check-period", controllers.DefaultCredentialCheckPeriod,
 		"How often each NonAdminBackupStorageLocation rechecks its credential Secret, so that a rotation reaches the copy (Secrets are not watched).")
+	listFlag(fs, &o.endpoints.AllowCIDRs, "endpoint-allow-cidrs",
+		"Comma-separated CIDRs (or addresses) tenants' storage location endpoints (s3Url, publicUrl, ...) may resolve to although they are denied by default (loopback, link-local, metadata, unspecified, multicast). May be repeated.")
+	listFlag(fs, &o.endpoints.DenyCIDRs, "endpoint-deny-cidrs",
+		"Comma-separated CIDRs (or addresses) no tenant storage location endpoint may resolve to, e.g. the cluster's pod and service ranges; a deny wins over every allow. May be repeated.")
+	listFlag(fs, &o.endpoints.AllowHosts, "endpoint-allow-hosts",
+		"Comma-separated endpoint hosts tenants may use whatever they resolve to (except into --endpoint-deny-cidrs): name, *.domain or address, each with an optional :port (127.0.0.1:9000 allows that port only). May be repeated.")
+	listFlag(fs, &o.endpoints.DenyHosts, "endpoint-deny-hosts",
+		"Comma-separated endpoint hosts tenants may never use (name, *.domain or address, optional :port); a deny wins over every allow. May be repeated.")
+	listFlag(fs, &o.unchecked, "unchecked-credential-providers",
+		"Comma-separated storage location providers other than aws, gcp and azure whose credentials and config tenants may hand Velero unchecked (nacflow cannot parse them; their plugins may run commands or use Velero's own identity). May be repeated.")
 	zapOpts := &zap.Options{}
 	zapOpts.BindFlags(fs)
 	return zapOpts
+}
+
+// listFlag registers a repeatable flag of comma-separated values on fs,
+// appended to *dst (empty items dropped).
+func listFlag(fs *flag.FlagSet, dst *[]string, name, usage string) {
+	fs.Func(name, usage, func(v string) error {
+		for _, item := range strings.Split(v, ",") {
+			if item = strings.TrimSpace(item); item != "" {
+				*dst = append(*dst, item)
+			}
+		}
+		return nil
+	})
 }
 
 func run(o options) error {
@@ -236,6 +265,10 @@ func run(o options) error {
 		return fmt.Errorf("--min-retry-delay must be positive and --max-retry-delay at least as long (got %s and %s)", o.minRetry, o.maxRetry)
 	}
 	cfg.QPS, cfg.Burst = float32(o.qps), o.burst
+	endpoints, err := o.endpoints.Compile("")
+	if err != nil {
+		return fmt.Errorf("--endpoint-* flags: %w", err)
+	}
 	if o.eventQueue <= 0 {
 		return fmt.Errorf("--event-queue-size must be positive, got %d", o.eventQueue)
 	}
@@ -266,7 +299,7 @@ func run(o options) error {
 	// OADP's DataProtectionApplication in the OADP namespace, read live.
 	settings := &dpa.Source{Reader: mgr.GetAPIReader(), Namespace: o.oadpNamespace, Flags: o.nonAdminFlags()}
 	registry, err := phases.New(phases.Clients{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorderFor("nacflow-blueprint"), Queue: queue},
-		phases.Options{RequireApprovalForBSL: o.bslApproval, Settings: settings})
+		phases.Options{RequireApprovalForBSL: o.bslApproval, Settings: settings, Endpoints: endpoints, UncheckedCredentialProviders: o.unchecked})
 	if err != nil {
 		return err
 	}
