@@ -3,7 +3,10 @@ package controllers_test
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/netip"
 	"strings"
+	"sync"
 	"time"
 
 	. "gopkg.in/check.v1"
@@ -131,4 +134,66 @@ func (s *ControllerSuite) TestRotationToForbiddenCredential(c *C) {
 		return bsl != nil && sec != nil && string(sec.Data["cloud"]) == staticCreds, "not back in force"
 	})
 	c.Check(meta.IsStatusConditionTrue(getNABSL(c, l).Status.Conditions, v1alpha1.ConditionAccepted), Equals, true)
+}
+
+// fakeDNS is the integration controllers' resolver: names map to one
+// address each, changeable while the controller runs; unknown names do not
+// exist. No test needs real DNS.
+type fakeDNS struct {
+	mu    sync.Mutex
+	names map[string]string
+}
+
+// testDNS resolves every test controller's endpoint host names.
+var testDNS = &fakeDNS{names: map[string]string{}}
+
+func (f *fakeDNS) set(host, addr string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.names[host] = addr
+}
+
+func (f *fakeDNS) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	a, ok := f.names[host]
+	if !ok {
+		return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+	}
+	return []netip.Addr{netip.MustParseAddr(a)}, nil
+}
+
+// TestEndpointRenamedAfterAcceptance: an accepted location whose s3Url's
+// name comes to resolve to the metadata address, with no change to the
+// location or its Secret, is validated again within the credential check
+// period and withdrawn (Velero BSL and copy removed, Accepted=False naming
+// the address); once the name resolves to a public address again, it is
+// back in force.
+func (s *ControllerSuite) TestEndpointRenamedAfterAcceptance(c *C) {
+	ctx := context.Background()
+	testDNS.set("store.rebind.test", "203.0.113.7")
+	ns := tenantWithCreds(c)
+	l := nabslOn(ns, "renamed", "renamed-bucket", "")
+	l.Spec.BackupStorageLocationSpec.Config = map[string]string{"region": "us-east-1", "s3Url": "http://store.rebind.test:9000"}
+	c.Assert(testClient.Create(ctx, l), IsNil)
+	s.approveAndAvailable(c, l)
+	nacuuid := controllers.NACUUID(getNABSL(c, l).UID)
+
+	testDNS.set("store.rebind.test", "169.254.169.254")
+	var got *v1alpha1.NonAdminBackupStorageLocation
+	eventually(c, 15*time.Second, func() (bool, string) {
+		_, bsl, sec := bslObjects(c, s.oadp, nacuuid)
+		got = getNABSL(c, l)
+		return bsl == nil && sec == nil && got.Status.Phase == v1alpha1.NonAdminPhaseBackingOff,
+			fmt.Sprintf("bsl %v, copy %v, phase %s", bsl != nil, sec != nil, got.Status.Phase)
+	})
+	cond := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionAccepted)
+	c.Assert(cond, NotNil)
+	c.Check(cond.Message, Matches, `spec.backupStorageLocationSpec.config.s3Url: host store.rebind.test resolves to 169.254.169.254, is the cloud metadata service .*`)
+
+	testDNS.set("store.rebind.test", "203.0.113.8")
+	eventually(c, 15*time.Second, func() (bool, string) {
+		_, bsl, sec := bslObjects(c, s.oadp, nacuuid)
+		return bsl != nil && sec != nil, "not back in force"
+	})
 }

@@ -3,6 +3,7 @@ package phases
 import (
 	"context"
 	"fmt"
+	"time"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 
@@ -88,4 +89,26 @@ func (r contentRules) checkCredential(provider string, config map[string]string,
 		return fmt.Errorf("spec.backupStorageLocationSpec.credential: %s", ce.Describe(source))
 	}
 	return fmt.Errorf("spec.backupStorageLocationSpec.credential: %s: %w", source, err)
+}
+
+// EndpointRevision returns a function giving, for a location's spec, a
+// fingerprint of what its URL-valued config keys' host names resolve to now
+// (endpoint.Fingerprint; "" when it has none), resolved with r (nil:
+// net.DefaultResolver), each lookup bounded by 2 s. The
+// NonAdminBackupStorageLocation controller puts it in a location's
+// revision (cmd wires it), so a name that comes to resolve elsewhere after
+// validation re-runs ValidateBSLSpec and its endpoint rules.
+func EndpointRevision(r endpoint.Resolver) func(ctx context.Context, spec *velerov1.BackupStorageLocationSpec) string {
+	return func(ctx context.Context, spec *velerov1.BackupStorageLocationSpec) string {
+		if spec == nil {
+			return ""
+		}
+		var urls []string
+		for _, k := range endpoint.URLKeys(credentials.Kind(spec.Provider)) {
+			if v, ok := spec.Config[k]; ok {
+				urls = append(urls, v)
+			}
+		}
+		return endpoint.Fingerprint(ctx, r, urls, 2*time.Second)
+	}
 }

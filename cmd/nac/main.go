@@ -335,7 +335,8 @@ func run(o options) error {
 	if err := nas.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the NonAdminSchedule controller: %w", err)
 	}
-	nabsl := &controllers.NonAdminBackupStorageLocationReconciler{Deps: deps("nonadminbackupstoragelocation-controller", "NonAdminBackupStorageLocation"), RequireApproval: o.bslApproval, Settings: settings, CredentialCheckPeriod: o.credCheck}
+	nabsl := &controllers.NonAdminBackupStorageLocationReconciler{Deps: deps("nonadminbackupstoragelocation-controller", "NonAdminBackupStorageLocation"), RequireApproval: o.bslApproval, Settings: settings, CredentialCheckPeriod: o.credCheck,
+		EndpointRevision: phases.EndpointRevision(nil)}
 	if err := nabsl.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the NonAdminBackupStorageLocation controller: %w", err)
 	}

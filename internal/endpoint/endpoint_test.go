@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
 
 	. "gopkg.in/check.v1"
 )
@@ -169,4 +170,18 @@ func (s *EndpointSuite) TestConfig(c *C) {
 	}
 	c.Check(URLKeys("aws"), DeepEquals, []string{"publicUrl", "s3Url"})
 	c.Check(URLKeys("azure"), DeepEquals, []string{"activeDirectoryAuthorityURI", "storageAccountURI"})
+}
+
+// Fingerprint changes when, and only when, what a name resolves to does;
+// addresses alone give none.
+func (s *EndpointSuite) TestFingerprint(c *C) {
+	r := fakeResolver{"s3.example.com": {"203.0.113.10"}}
+	ctx := context.Background()
+	c.Check(Fingerprint(ctx, r, []string{"http://127.0.0.1:9000", "http://[::1]"}, time.Second), Equals, "")
+	a := Fingerprint(ctx, r, []string{"https://S3.example.com."}, time.Second)
+	c.Check(a, Not(Equals), "")
+	c.Check(Fingerprint(ctx, r, []string{"https://s3.example.com:8443/x"}, time.Second), Equals, a)
+	r["s3.example.com"] = []string{"169.254.169.254"}
+	c.Check(Fingerprint(ctx, r, []string{"https://s3.example.com"}, time.Second), Not(Equals), a)
+	c.Check(Fingerprint(ctx, r, []string{"https://nowhere.example.com"}, time.Second), Not(Equals), "")
 }

@@ -2,12 +2,16 @@ package endpoint
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 	"net/url"
+	"sort"
 	"strings"
+	"time"
 )
 
 // Resolver resolves a host name to addresses (*net.Resolver does); tests
@@ -374,4 +378,50 @@ func parseCIDRs(field string, in []string) ([]netip.Prefix, error) {
 		out = append(out, netip.PrefixFrom(a, a.BitLen()))
 	}
 	return out, nil
+}
+
+// Fingerprint returns a short digest of what the host names of urls
+// resolve to now (sorted addresses, or that a name does not resolve), ""
+// when none of them names a host by DNS name (addresses never change). A
+// location's revision carries it, so that a name that comes to resolve
+// elsewhere re-runs the location's validation (Check) without a spec
+// change. Each lookup is bounded by timeout; one that fails counts as
+// "unresolved" (the next fingerprint may differ).
+func Fingerprint(ctx context.Context, r Resolver, urls []string, timeout time.Duration) string {
+	if r == nil {
+		r = net.DefaultResolver
+	}
+	var parts []string
+	for _, raw := range urls {
+		u, err := url.Parse(raw)
+		if err != nil {
+			continue
+		}
+		host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+		if host == "" {
+			continue
+		}
+		if _, err := netip.ParseAddr(host); err == nil {
+			continue
+		}
+		lctx, cancel := context.WithTimeout(ctx, timeout)
+		addrs, err := r.LookupNetIP(lctx, "ip", host)
+		cancel()
+		got := "unresolved"
+		if err == nil {
+			s := make([]string, len(addrs))
+			for i, a := range addrs {
+				s[i] = a.String()
+			}
+			sort.Strings(s)
+			got = strings.Join(s, ",")
+		}
+		parts = append(parts, host+"="+got)
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	sort.Strings(parts)
+	sum := sha256.Sum256([]byte(strings.Join(parts, ";")))
+	return hex.EncodeToString(sum[:8])
 }
