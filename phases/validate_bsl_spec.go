@@ -120,8 +120,9 @@ func (a *ValidateBSLSpecArgs) root(bucket string) (string, bool) {
 // provider's SDK reads it (package credentials). A provider without a
 // parser is refused unless nac --unchecked-credential-providers names it.
 // Every run of the action checks again (a new generation, a rotated
-// Secret, an admin's decision or setting), and CopySecret checks the bytes
-// it copies once more.
+// Secret, an admin's decision or setting, an endpoint name that resolves
+// elsewhere: EndpointRevision), and CopySecret checks the bytes it copies
+// once more.
 //
 // Without args.enforce, the enforceBSLSpec of OADP's
 // DataProtectionApplication applies, when there is one (package dpa).
