@@ -84,9 +84,12 @@ func CheckAWS(data []byte, profile string) error {
 			}
 		}
 	}
-	candidates := []string{profile, "profile " + profile}
-	if strings.HasPrefix(profile, "profile ") {
-		candidates = []string{profile}
+	// The credentials-file view drops sections named "profile ...", the
+	// config-file view reads "[profile P]" as P (shared_config.go
+	// processCredentialsSections, processConfigSections).
+	candidates := []string{"profile " + profile}
+	if !strings.HasPrefix(profile, "profile ") {
+		candidates = append(candidates, profile)
 	}
 	for _, name := range candidates {
 		s, ok := f.sections[name]

@@ -24,6 +24,7 @@ func FuzzCheckAWS(f *testing.F) {
 	f.Add("[default]\n"+static+"services = s\n[services s]\ns3 =\n  endpoint_url = http://x\n", "default")
 	f.Add("[ profile  team ] # c\nAWS_ACCESS_KEY_ID: 'A'\naws_secret_access_key=S ;c\n", "team")
 	f.Add("[default]\naws_access_key_id = A\n\taws_secret_access_key = S\n", "default")
+	f.Add("[profile team]\n"+static, "profile team")
 	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, data, profile string) {
 		if CheckAWS([]byte(data), profile) != nil {
