@@ -207,7 +207,7 @@ func (s *ChaosSuite) TestCrashInjection(c *C) {
 		ns := createNamespace(c, "chaos-tenant")
 		nss = append(nss, ns)
 		c.Assert(testClient.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "creds"},
-			Data: map[string][]byte{"cloud": []byte("[default]\naws_access_key_id=x\n")}}), IsNil)
+			Data: map[string][]byte{"cloud": []byte("[default]\naws_access_key_id=x\naws_secret_access_key=x-secret\n")}}), IsNil)
 	}
 	for _, ns := range nss {
 		for i := range 10 {

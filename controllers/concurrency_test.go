@@ -102,7 +102,7 @@ func (s *ConcurrencySuite) TestEditBetweenReadAndStatusWrite(c *C) {
 	defer r.stop()
 	ns := createNamespace(c, "concurrency")
 	c.Assert(testClient.Create(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "creds"},
-		Data: map[string][]byte{"cloud": []byte("x")}}), IsNil)
+		Data: map[string][]byte{"cloud": []byte("[default]\naws_access_key_id=x\naws_secret_access_key=x-secret\n")}}), IsNil)
 	key := types.NamespacedName{Namespace: ns, Name: "edited"}
 	meddle := func() {
 		l := &v1alpha1.NonAdminBackupStorageLocation{}

@@ -97,7 +97,7 @@ func (s *ControllerSuite) TestSafetyRuleHostileSecretName(c *C) {
 
 	ns := labelledNamespace(c, map[string]string{"safety": "steal-secret"})
 	c.Assert(testClient.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "creds"},
-		Data: map[string][]byte{"cloud": []byte("[default]\naws_access_key_id=tenant\n")}}), IsNil)
+		Data: map[string][]byte{"cloud": []byte("[default]\naws_access_key_id=tenant\naws_secret_access_key=tenant-secret\n")}}), IsNil)
 	for i, target := range []string{admin.Name, victimCopy.Name} {
 		thief := nabslOn(ns, fmt.Sprintf("thief-%d", i), fmt.Sprintf("guard-thief-%d", i), "")
 		thief.Annotations = map[string]string{"steal": target}

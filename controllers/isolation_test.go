@@ -145,7 +145,7 @@ func (s *ControllerSuite) TestTenantIsolationAttacks(c *C) {
 	// A storage location whose credential is another tenant's Secret (a
 	// Secret of that name exists only in the victim's namespace).
 	c.Assert(testClient.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: victim.Namespace, Name: "victim-creds"},
-		Data: map[string][]byte{"cloud": []byte("secret")}}), IsNil)
+		Data: map[string][]byte{"cloud": []byte("[default]\naws_access_key_id=victim\naws_secret_access_key=victim-secret\n")}}), IsNil)
 	steal := newNABSL(ns, "steal", "victim-creds")
 	c.Assert(testClient.Create(ctx, steal), IsNil)
 	msg := refusedByController(c, steal)
@@ -211,7 +211,7 @@ func adminBSL(c *C, oadp, name, bucket, prefix string) *velerov1.BackupStorageLo
 func tenantWithCreds(c *C) string {
 	ns := createNamespace(c, "storage-tenant")
 	c.Assert(testClient.Create(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "creds"},
-		Data: map[string][]byte{"cloud": []byte("[default]\naws_access_key_id=x\n")}}), IsNil)
+		Data: map[string][]byte{"cloud": []byte("[default]\naws_access_key_id=x\naws_secret_access_key=x-secret\n")}}), IsNil)
 	return ns
 }
 
@@ -395,11 +395,11 @@ func (s *ControllerSuite) TestApprovalCoversSpec(c *C) {
 	secret := &corev1.Secret{}
 	c.Assert(testClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "creds"}, secret), IsNil)
 	before := secret.DeepCopy()
-	secret.Data["cloud"] = []byte("[default]\naws_access_key_id=rotated\n")
+	secret.Data["cloud"] = []byte("[default]\naws_access_key_id=rotated\naws_secret_access_key=rotated-secret\n")
 	c.Assert(testClient.Patch(ctx, secret, client.MergeFrom(before)), IsNil)
 	eventually(c, 10*time.Second, func() (bool, string) {
 		_, _, sec := bslObjects(c, s.oadp, nacuuid)
-		return sec != nil && string(sec.Data["cloud"]) == "[default]\naws_access_key_id=rotated\n", "copy not rotated yet"
+		return sec != nil && string(sec.Data["cloud"]) == "[default]\naws_access_key_id=rotated\naws_secret_access_key=rotated-secret\n", "copy not rotated yet"
 	})
 	req, bsl, _ := bslObjects(c, s.oadp, nacuuid)
 	c.Check(req.Spec.ApprovalDecision, Equals, v1alpha1.ApprovalApprove)
@@ -447,7 +447,7 @@ func (s *ControllerSuite) TestApprovalCoversSpec(c *C) {
 	defer applyBlueprints(c, s.oadp, bp)()
 	strict := labelledNamespace(c, map[string]string{"approval": "strict"})
 	c.Assert(testClient.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: strict, Name: "creds"},
-		Data: map[string][]byte{"cloud": []byte("x")}}), IsNil)
+		Data: map[string][]byte{"cloud": []byte("[default]\naws_access_key_id=x\naws_secret_access_key=x-secret\n")}}), IsNil)
 	sl := nabslOn(strict, "strict", "strict-bucket", "")
 	c.Assert(testClient.Create(ctx, sl), IsNil)
 	s.approveAndAvailable(c, sl)

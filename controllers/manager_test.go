@@ -93,7 +93,7 @@ func startController(c *C, o controllerOptions) (stop func()) {
 	}
 	turns := controllers.NewVeleroTurns(mgr.GetClient(), o.oadp)
 	registry, err := phases.New(phases.Clients{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorderFor("nacflow-blueprint"), Queue: queue, Turns: turns},
-		phases.Options{RequireApprovalForBSL: o.requireApproval, Settings: settings, MaxBackupsInVelero: o.maxInVelero})
+		phases.Options{RequireApprovalForBSL: o.requireApproval, Settings: settings, MaxBackupsInVelero: o.maxInVelero, Resolver: testDNS})
 	c.Assert(err, IsNil)
 	deps := func(name, kind string) controllers.Deps {
 		recorder := mgr.GetEventRecorderFor(name)
@@ -115,7 +115,7 @@ func startController(c *C, o controllerOptions) (stop func()) {
 	nas := &controllers.NonAdminScheduleReconciler{Deps: deps("nonadminschedule-controller", "NonAdminSchedule"), TenantSpec: phases.SyncedBackupSpec}
 	c.Assert(nas.SetupWithManager(mgr), IsNil)
 	nabsl := &controllers.NonAdminBackupStorageLocationReconciler{Deps: deps("nonadminbackupstoragelocation-controller", "NonAdminBackupStorageLocation"),
-		RequireApproval: o.requireApproval, Settings: settings, CredentialCheckPeriod: time.Second}
+		RequireApproval: o.requireApproval, Settings: settings, CredentialCheckPeriod: time.Second, EndpointRevision: phases.EndpointRevision(testDNS)}
 	c.Assert(nabsl.SetupWithManager(mgr), IsNil)
 	bpr := &controllers.BlueprintReconciler{Client: mgr.GetClient(), Registry: registry,
 		Recorder: mgr.GetEventRecorderFor("blueprint-controller"), OADPNamespace: o.oadp}

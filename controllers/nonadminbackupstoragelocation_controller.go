@@ -47,9 +47,57 @@ type NonAdminBackupStorageLocationReconciler struct {
 	// credential Secret's version, so that a rotation reaches the copy
 	// without watching Secrets (0: DefaultCredentialCheckPeriod).
 	CredentialCheckPeriod time.Duration
+	// EndpointRevision, when set, fingerprints what a location's endpoint
+	// host names resolve to now (phases.EndpointRevision; cmd wires it). It
+	// is part of the revision, looked up at most once per
+	// CredentialCheckPeriod per location, so a name that comes to resolve
+	// elsewhere after validation re-runs the endpoint rules.
+	EndpointRevision func(ctx context.Context, spec *velerov1.BackupStorageLocationSpec) string
 
 	reads        readTracker
 	adminStorage adminStorage
+	endpoints    endpointRevisions
+}
+
+// endpointRevisions remembers each location's endpoint fingerprint for up
+// to a period, so that reconciles do not resolve names each time.
+type endpointRevisions struct {
+	mu   sync.Mutex
+	seen map[endpointKey]endpointSeen
+}
+
+type endpointKey struct {
+	uid        types.UID
+	generation int64
+}
+
+type endpointSeen struct {
+	fingerprint string
+	at          time.Time
+}
+
+// get returns n's fingerprint from compute, at most period old.
+func (e *endpointRevisions) get(n *v1alpha1.NonAdminBackupStorageLocation, period time.Duration, compute func() string) string {
+	key := endpointKey{n.UID, n.Generation}
+	e.mu.Lock()
+	if s, ok := e.seen[key]; ok && time.Since(s.at) < period {
+		e.mu.Unlock()
+		return s.fingerprint
+	}
+	e.mu.Unlock()
+	fp := compute()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.seen == nil {
+		e.seen = map[endpointKey]endpointSeen{}
+	}
+	for k, s := range e.seen {
+		if time.Since(s.at) >= period {
+			delete(e.seen, k)
+		}
+	}
+	e.seen[key] = endpointSeen{fp, time.Now()}
+	return fp
 }
 
 // adminStorage fingerprints the storage of the admin's BackupStorageLocations
@@ -149,8 +197,9 @@ const DefaultCredentialCheckPeriod = time.Minute
 
 // revision is what a create run is for: the spec's generation, the version
 // of the credential Secret (read from the API server: no Secret cache), the
-// admin's decision and the admin locations' storage (adminStorage). Deleting
-// runs are never restarted.
+// admin's decision, the admin locations' storage (adminStorage) and what the
+// location's endpoint host names resolve to (EndpointRevision, when set and
+// the location names a host). Deleting runs are never restarted.
 func (r *NonAdminBackupStorageLocationReconciler) revision(ctx context.Context, n *v1alpha1.NonAdminBackupStorageLocation) (string, error) {
 	if !n.DeletionTimestamp.IsZero() {
 		return "", nil
@@ -199,7 +248,13 @@ func (r *NonAdminBackupStorageLocationReconciler) revision(ctx context.Context, 
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("generation=%d,secret=%s,decision=%s,admin=%s,dpa=%s", n.Generation, secretRV, decision, admin, settingsRev), nil
+	rev := fmt.Sprintf("generation=%d,secret=%s,decision=%s,admin=%s,dpa=%s", n.Generation, secretRV, decision, admin, settingsRev)
+	if spec := n.Spec.BackupStorageLocationSpec; r.EndpointRevision != nil && spec != nil {
+		if fp := r.endpoints.get(n, period, func() string { return r.EndpointRevision(ctx, spec) }); fp != "" {
+			rev += ",endpoints=" + fp
+		}
+	}
+	return rev, nil
 }
 
 // mirror copies the linked Velero BSL's status into the location.

@@ -71,7 +71,7 @@ func (s *ControllerSuite) TestBSLLifecycle(c *C) {
 	ctx := context.Background()
 	ns := createNamespace(c, "tenant")
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "creds"}, Type: corev1.SecretTypeOpaque,
-		Data: map[string][]byte{"cloud": []byte("[default]\naws_access_key_id=one\n")}}
+		Data: map[string][]byte{"cloud": []byte("[default]\naws_access_key_id=one\naws_secret_access_key=one-secret\n")}}
 	c.Assert(testClient.Create(ctx, secret), IsNil)
 	nabsl := newNABSL(ns, "mybucket", "creds")
 	c.Assert(testClient.Create(ctx, nabsl), IsNil)
@@ -159,11 +159,11 @@ func (s *ControllerSuite) TestBSLLifecycle(c *C) {
 	// Credential rotation reaches the copy.
 	c.Assert(testClient.Get(ctx, client.ObjectKeyFromObject(secret), secret), IsNil)
 	before2 := secret.DeepCopy()
-	secret.Data["cloud"] = []byte("[default]\naws_access_key_id=two\n")
+	secret.Data["cloud"] = []byte("[default]\naws_access_key_id=two\naws_secret_access_key=two-secret\n")
 	c.Assert(testClient.Patch(ctx, secret, client.MergeFrom(before2)), IsNil)
 	eventually(c, 10*time.Second, func() (bool, string) {
 		_, _, sec = bslObjects(c, s.oadp, nacuuid)
-		return sec != nil && string(sec.Data["cloud"]) == "[default]\naws_access_key_id=two\n", "copy not rotated yet"
+		return sec != nil && string(sec.Data["cloud"]) == "[default]\naws_access_key_id=two\naws_secret_access_key=two-secret\n", "copy not rotated yet"
 	})
 
 	// Approval withdrawn: BSL and copy go, the location backs off.

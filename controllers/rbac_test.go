@@ -168,7 +168,7 @@ func (s *ChaosSuite) TestControllerRunsOnItsOwnRBAC(c *C) {
 	stop := startController(c, controllerOptions{cfg: cfg, oadp: r.oadp, selector: r.sel, restart: true})
 	defer stop()
 	c.Assert(testClient.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "creds"},
-		Data: map[string][]byte{"cloud": []byte("[default]\n")}}), IsNil)
+		Data: map[string][]byte{"cloud": []byte("[default]\naws_access_key_id=x\naws_secret_access_key=x-secret\n")}}), IsNil)
 	label := map[string]string{chaosRunLabel: r.run}
 	var ops []client.Object
 	for _, o := range []client.Object{newNAB(ns, "b0", velerov1.BackupSpec{}), newNAB(ns, "b1", velerov1.BackupSpec{}),

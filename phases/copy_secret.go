@@ -17,16 +17,24 @@ import (
 
 // CopySecret copies a NonAdminBackupStorageLocation's credential Secret from
 // the tenant's namespace into the OADP namespace, named like the location's
-// other objects: type and data only, with the NAC labels and annotations. An
-// existing copy is updated when the tenant's Secret changed (credential
-// rotation). The tenant's Secret is read from the API server, never from a
-// cluster-wide cache. Sets SecretSynced=True.
+// other objects: its type and the credential's key only (the one key Velero
+// reads), with the NAC labels and annotations. An existing copy is updated
+// when the tenant's Secret changed (credential rotation). The tenant's
+// Secret is read from the API server, never from a cluster-wide cache.
+// Sets SecretSynced=True.
 //
-// Outputs: name. Errors: a missing Secret refuses the location (terminal;
-// Accepted=False/InvalidBackupStorageLocationSpec, BackingOff); API errors
-// are retryable.
+// The bytes copied are checked again as ValidateBSLSpec checks them
+// (package credentials: static key material only, for the provider of the
+// accepted spec), since the Secret may change between validation and copy
+// (an approval can take days).
+//
+// Outputs: name. Errors: a missing Secret or key, or a credential that is
+// not static key material, refuses the location (terminal;
+// Accepted=False/InvalidBackupStorageLocationSpec, BackingOff) and removes
+// the Velero BSL and copy an earlier run made; API errors are retryable.
 type CopySecret struct {
-	tools tools
+	tools   tools
+	content contentRules
 }
 
 // Name implements engine.Func.
@@ -51,6 +59,25 @@ func (f *CopySecret) Run(ctx context.Context, op *engine.Operation, _ any) (engi
 	if err != nil {
 		return engine.Result{}, fmt.Errorf("reading Secret %s/%s: %w", nabsl.Namespace, cred.Name, err)
 	}
+	data, ok := src.Data[cred.Key]
+	var refusal error
+	if !ok {
+		refusal = fmt.Errorf("spec.backupStorageLocationSpec.credential: Secret %q has no key %q", cred.Name, cred.Key)
+	} else {
+		// The spec Velero's BSL is made from: the accepted one.
+		spec := nabsl.Spec.BackupStorageLocationSpec
+		if v := nabsl.Status.VeleroBackupStorageLocation; v != nil && v.Spec != nil {
+			spec = v.Spec
+		}
+		refusal = f.content.checkCredential(spec.Provider, spec.Config, data, fmt.Sprintf("Secret %s/%s", cred.Name, cred.Key))
+	}
+	if refusal != nil {
+		if err := withdrawBSL(ctx, op); err != nil {
+			return engine.Result{}, err
+		}
+		return engine.Result{}, refuse(nabsl, v1alpha1.ReasonInvalidBSLSpec, refusal)
+	}
+	copied := map[string][]byte{cred.Key: data}
 	labels, annotations := op.OwnerMeta()
 	want := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
@@ -58,16 +85,16 @@ func (f *CopySecret) Run(ctx context.Context, op *engine.Operation, _ any) (engi
 			Labels: labels, Annotations: annotations,
 		},
 		Type: src.Type,
-		Data: src.Data,
+		Data: copied,
 	}
 	obj, verb, err := createOrAdopt(ctx, op, f.tools.recent, "Secret", want)
 	if err != nil {
 		return engine.Result{}, err
 	}
 	got := obj.(*corev1.Secret)
-	if verb == "Adopted" && !equality.Semantic.DeepEqual(got.Data, src.Data) {
+	if verb == "Adopted" && !equality.Semantic.DeepEqual(got.Data, copied) {
 		before := got.DeepCopy()
-		got.Data = src.Data
+		got.Data = copied
 		if err := op.Client.Patch(ctx, got, client.MergeFrom(before)); err != nil {
 			return engine.Result{}, fmt.Errorf("updating Secret %s/%s: %w", got.Namespace, got.Name, err)
 		}

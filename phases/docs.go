@@ -91,9 +91,9 @@ func (*DeleteRestoresOfBackup) Doc() engine.FuncDoc {
 // Doc implements engine.Documented.
 func (*ValidateBSLSpec) Doc() engine.FuncDoc {
 	return engine.FuncDoc{
-		Summary: "Checks a NonAdminBackupStorageLocation (default false; provider, bucket, credential name and key required; the Secret exists in the namespace), applies args.enforce, forces the prefix under the namespace; sets Accepted and status.veleroBackupStorageLocation.spec.",
+		Summary: "Checks a NonAdminBackupStorageLocation (default false; provider, bucket, credential name and key required; the Secret exists in the namespace), applies args.enforce, forces the prefix under the namespace; checks what Velero will interpret: config keys by the provider plugin's allow-list, URL-valued keys (s3Url, publicUrl, ...) resolved against the endpoint rules (nac --endpoint-* flags plus args.endpoints), and the credential file as static key material only, as the provider's SDK parses it (aws, gcp, azure; others only with nac --unchecked-credential-providers); sets Accepted and status.veleroBackupStorageLocation.spec.",
 		Outputs: []string{"prefix: the effective prefix in object storage"},
-		Errors:  "a refusal is terminal (phase BackingOff); " + apiRetried,
+		Errors:  "a refusal is terminal (Accepted=False naming the field or key and why, phase BackingOff; the Velero BSL and copied Secret of an earlier run are removed); a DNS failure that may pass is retried; " + apiRetried,
 	}
 }
 
@@ -110,9 +110,9 @@ func (*RequestApproval) Doc() engine.FuncDoc {
 // Doc implements engine.Documented.
 func (*CopySecret) Doc() engine.FuncDoc {
 	return engine.FuncDoc{
-		Summary: "Copies the location's credential Secret (type and data) into the OADP namespace, named like its other objects; updates the copy when the tenant's Secret changed.",
+		Summary: "Copies the location's credential Secret (its type and the credential's key only) into the OADP namespace, named like its other objects, after checking the bytes copied as ValidateBSLSpec does (static key material only); updates the copy when the tenant's Secret changed.",
 		Outputs: []string{"name: the copy"},
-		Errors:  "a missing Secret is terminal; " + apiRetried,
+		Errors:  "a missing Secret or key, or a credential that is not static key material, is terminal (the Velero BSL and copy of an earlier run are removed); " + apiRetried,
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nacflow/nacflow/engine"
+	"github.com/nacflow/nacflow/internal/endpoint"
 	"github.com/nacflow/nacflow/internal/restorepolicy"
 )
 
@@ -69,6 +70,17 @@ type Options struct {
 	// Velero runs nacflow's plugin and reads the backup's items before a
 	// restore (false: it does nothing, as where no Velero runs).
 	RestorePrecheck bool
+	// Endpoints are the admin's endpoint rules for tenants' storage
+	// locations (nac --endpoint-allow-cidrs, --endpoint-deny-cidrs,
+	// --endpoint-allow-hosts, --endpoint-deny-hosts), merged with a
+	// blueprint's ValidateBSLSpec args.endpoints. Zero: the defaults only.
+	Endpoints endpoint.Policy
+	// UncheckedCredentialProviders are the storage location providers
+	// without a credential parser whose credentials and config the admin
+	// lets through unchecked (nac --unchecked-credential-providers).
+	UncheckedCredentialProviders []string
+	// Resolver resolves endpoint host names (nil: net.DefaultResolver).
+	Resolver endpoint.Resolver
 }
 
 // New returns the registry of every phase function, bound to o, each run
@@ -84,6 +96,7 @@ func New(c Clients, o Options) (*engine.Registry, error) {
 	if adminOwned == nil {
 		adminOwned = restorepolicy.DefaultAdminOwned
 	}
+	content := newContentRules(o)
 	var settings Settings = noSettings{}
 	if o.Settings != nil {
 		settings = o.Settings
@@ -100,9 +113,9 @@ func New(c Clients, o Options) (*engine.Registry, error) {
 		&CreateVeleroRestore{tools: t, tenantRole: tenantRole, adminOwned: adminOwned},
 		&CheckRestoreItems{tools: t, enabled: o.RestorePrecheck, tenantRole: tenantRole, adminOwned: adminOwned},
 		&DeleteRestoresOfBackup{},
-		&ValidateBSLSpec{settings: settings},
+		&ValidateBSLSpec{settings: settings, content: content},
 		&RequestApproval{tools: t, required: o.RequireApprovalForBSL, settings: settings},
-		&CopySecret{tools: t},
+		&CopySecret{tools: t, content: content},
 		&CreateVeleroBSL{tools: t},
 		&DeleteBackupsUsingBSL{},
 		&AdoptVeleroBackup{},

@@ -16,6 +16,7 @@ import (
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/dpa"
 	"github.com/nacflow/nacflow/engine"
+	"github.com/nacflow/nacflow/internal/endpoint"
 )
 
 // ValidateBSLSpecArgs are the args of ValidateBSLSpec.
@@ -26,6 +27,9 @@ type ValidateBSLSpecArgs struct {
 	// SharedBuckets are the buckets of admin locations that tenants may use
 	// too, each with the root their prefixes are forced under.
 	SharedBuckets []SharedBucket `json:"sharedBuckets,omitempty" doc:"buckets of admin locations tenants may share: [{bucket, root}]; a tenant prefix on one is forced to <root>/<namespace>[/<prefix>]"`
+	// Endpoints are endpoint rules added to nac's --endpoint-* flags for
+	// the locations this blueprint serves (package endpoint: deny wins).
+	Endpoints *endpoint.Lists `json:"endpoints,omitempty" doc:"endpoint rules added to nac's --endpoint-* flags: {allowCIDRs, denyCIDRs, allowHosts, denyHosts}; CIDRs or addresses, hosts as name, *.domain or address with an optional :port; a deny always wins"`
 }
 
 // SharedBucket is a bucket an admin shares with tenants (ValidateBSLSpec
@@ -56,7 +60,16 @@ func (a ValidateBSLSpecArgs) Validate() error {
 			return err
 		}
 	}
-	return nil
+	_, err := a.endpoints()
+	return err
+}
+
+// endpoints returns args.endpoints compiled (the zero Policy when unset).
+func (a *ValidateBSLSpecArgs) endpoints() (endpoint.Policy, error) {
+	if a.Endpoints == nil {
+		return endpoint.Policy{}, nil
+	}
+	return a.Endpoints.Compile("endpoints")
 }
 
 // root returns the root tenant prefixes are forced under on bucket ("" when
@@ -95,10 +108,27 @@ func (a *ValidateBSLSpecArgs) root(bucket string) (string, bool) {
 // BackingOff, and the Velero BSL and copied Secret an earlier run made are
 // removed, so a location that now overlaps stops writing at once.
 //
+// Content rules (DESIGN §3 Safety: Velero acts with the admin's power, so
+// what it will interpret is checked as it will read it): the effective
+// config may hold only the keys the provider's plugin reads that are safe
+// from a tenant (package endpoint, CheckConfig); every URL-valued key
+// (s3Url, publicUrl, storeEndpoint, storageAccountURI,
+// activeDirectoryAuthorityURI) must be http(s) to a host that resolves,
+// now, to no loopback, link-local, metadata, unspecified or multicast
+// address, under nac's --endpoint-* flags and args.endpoints (Policy.Check);
+// and the credential Secret's key must hold only static key material as the
+// provider's SDK reads it (package credentials). A provider without a
+// parser is refused unless nac --unchecked-credential-providers names it.
+// Every run of the action checks again (a new generation, a rotated
+// Secret, an admin's decision or setting, an endpoint name that resolves
+// elsewhere: EndpointRevision), and CopySecret checks the bytes it copies
+// once more.
+//
 // Without args.enforce, the enforceBSLSpec of OADP's
 // DataProtectionApplication applies, when there is one (package dpa).
 type ValidateBSLSpec struct {
 	settings Settings
+	content  contentRules
 }
 
 // Name implements engine.Func.
@@ -153,7 +183,16 @@ func (f *ValidateBSLSpec) Run(ctx context.Context, op *engine.Operation, args an
 		}
 	}
 	if refusal == nil {
-		if refusal, err = f.checkSecret(ctx, op, nabsl); err != nil {
+		extra, err := a.endpoints()
+		if err != nil {
+			return engine.Result{}, engine.Terminal(fmt.Errorf("args.%w", err))
+		}
+		if refusal, err = f.content.checkConfig(ctx, effective, extra); err != nil {
+			return engine.Result{}, err
+		}
+	}
+	if refusal == nil {
+		if refusal, err = f.checkSecret(ctx, op, nabsl, effective); err != nil {
 			return engine.Result{}, err
 		}
 	}
@@ -306,8 +345,10 @@ func validateBSLSpec(nabsl *v1alpha1.NonAdminBackupStorageLocation) error {
 }
 
 // checkSecret returns a refusal when the credential Secret is missing from
-// nabsl's namespace or lacks the key.
-func (f *ValidateBSLSpec) checkSecret(ctx context.Context, op *engine.Operation, nabsl *v1alpha1.NonAdminBackupStorageLocation) (refusal, err error) {
+// nabsl's namespace, lacks the key, or its key holds more than static key
+// material for the effective spec's provider (contentRules.checkCredential).
+func (f *ValidateBSLSpec) checkSecret(ctx context.Context, op *engine.Operation, nabsl *v1alpha1.NonAdminBackupStorageLocation,
+	effective *velerov1.BackupStorageLocationSpec) (refusal, err error) {
 	cred := nabsl.Spec.BackupStorageLocationSpec.Credential
 	s := &corev1.Secret{}
 	err = op.APIReader.Get(ctx, client.ObjectKey{Namespace: nabsl.Namespace, Name: cred.Name}, s)
@@ -317,8 +358,9 @@ func (f *ValidateBSLSpec) checkSecret(ctx context.Context, op *engine.Operation,
 	if err != nil {
 		return nil, fmt.Errorf("reading Secret %s/%s: %w", nabsl.Namespace, cred.Name, err)
 	}
-	if _, ok := s.Data[cred.Key]; !ok {
+	data, ok := s.Data[cred.Key]
+	if !ok {
 		return fmt.Errorf("spec.backupStorageLocationSpec.credential: Secret %q has no key %q", cred.Name, cred.Key), nil
 	}
-	return nil, nil
+	return f.content.checkCredential(effective.Provider, effective.Config, data, fmt.Sprintf("Secret %s/%s", cred.Name, cred.Key)), nil
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -26,6 +27,7 @@ import (
 	"github.com/nacflow/nacflow/controllers"
 	"github.com/nacflow/nacflow/dpa"
 	"github.com/nacflow/nacflow/engine"
+	"github.com/nacflow/nacflow/internal/endpoint"
 	"github.com/nacflow/nacflow/internal/gctune"
 	"github.com/nacflow/nacflow/internal/restorepolicy"
 	"github.com/nacflow/nacflow/phases"
@@ -93,6 +95,10 @@ type options struct {
 	tenantRole    string
 	adminOwned    string
 	precheck      bool
+	// endpoints are the --endpoint-* flags; unchecked is
+	// --unchecked-credential-providers.
+	endpoints endpoint.Lists
+	unchecked []string
 	// given are the flags given on the command line: those yield nothing
 	// to a DataProtectionApplication's settings.
 	given map[string]bool
@@ -222,9 +228,32 @@ func registerFlags(fs *flag.FlagSet, o *options) *zap.Options {
 		"Comma-separated resources[.group] the admin sets in tenant namespaces: a NonAdminRestore never updates them and creates them only where absent (and only if --tenant-role allows create), e.g. resourcequotas,limitranges,networkpolicies.networking.k8s.io.")
 	fs.BoolVar(&o.precheck, "restore-precheck", true,
 		"Before each NonAdminRestore's Velero Restore, check that Velero runs velero-plugin-nacflow (refused otherwise) and read the backup's items, naming those the tenant could not create (phase CheckRestoreItems of the built-in nonadminrestore blueprint). false: skip both (the plugin still enforces, if installed).")
+	listFlag(fs, &o.endpoints.AllowCIDRs, "endpoint-allow-cidrs",
+		"Comma-separated CIDRs (or addresses) tenants' storage location endpoints (s3Url, publicUrl, ...) may resolve to although they are denied by default (loopback, link-local, metadata, unspecified, multicast). May be repeated.")
+	listFlag(fs, &o.endpoints.DenyCIDRs, "endpoint-deny-cidrs",
+		"Comma-separated CIDRs (or addresses) no tenant storage location endpoint may resolve to, e.g. the cluster's pod and service ranges; a deny wins over every allow. May be repeated.")
+	listFlag(fs, &o.endpoints.AllowHosts, "endpoint-allow-hosts",
+		"Comma-separated endpoint hosts tenants may use whatever they resolve to (except into --endpoint-deny-cidrs): name, *.domain or address, each with an optional :port (127.0.0.1:9000 allows that port only). May be repeated.")
+	listFlag(fs, &o.endpoints.DenyHosts, "endpoint-deny-hosts",
+		"Comma-separated endpoint hosts tenants may never use (name, *.domain or address, optional :port); a deny wins over every allow. May be repeated.")
+	listFlag(fs, &o.unchecked, "unchecked-credential-providers",
+		"Comma-separated storage location providers other than aws, gcp and azure whose credentials and config tenants may hand Velero unchecked (nacflow cannot parse them; their plugins may run commands or use Velero's own identity). May be repeated.")
 	zapOpts := &zap.Options{}
 	zapOpts.BindFlags(fs)
 	return zapOpts
+}
+
+// listFlag registers a repeatable flag of comma-separated values on fs,
+// appended to *dst (empty items dropped).
+func listFlag(fs *flag.FlagSet, dst *[]string, name, usage string) {
+	fs.Func(name, usage, func(v string) error {
+		for _, item := range strings.Split(v, ",") {
+			if item = strings.TrimSpace(item); item != "" {
+				*dst = append(*dst, item)
+			}
+		}
+		return nil
+	})
 }
 
 func run(o options) error {
@@ -260,6 +289,10 @@ func run(o options) error {
 		return fmt.Errorf("--min-retry-delay must be positive and --max-retry-delay at least as long (got %s and %s)", o.minRetry, o.maxRetry)
 	}
 	cfg.QPS, cfg.Burst = float32(o.qps), o.burst
+	endpoints, err := o.endpoints.Compile("")
+	if err != nil {
+		return fmt.Errorf("--endpoint-* flags: %w", err)
+	}
 	if o.eventQueue <= 0 {
 		return fmt.Errorf("--event-queue-size must be positive, got %d", o.eventQueue)
 	}
@@ -299,7 +332,8 @@ func run(o options) error {
 	turns := controllers.NewVeleroTurns(mgr.GetClient(), o.oadpNamespace)
 	registry, err := phases.New(phases.Clients{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorderFor("nacflow-blueprint"), Queue: queue, Turns: turns},
 		phases.Options{RequireApprovalForBSL: o.bslApproval, Settings: settings, MaxBackupsInVelero: o.maxInVelero,
-			TenantRole: o.tenantRole, AdminOwned: adminOwned, RestorePrecheck: o.precheck})
+			TenantRole: o.tenantRole, AdminOwned: adminOwned, RestorePrecheck: o.precheck,
+			Endpoints: endpoints, UncheckedCredentialProviders: o.unchecked})
 	if err != nil {
 		return err
 	}
@@ -335,7 +369,8 @@ func run(o options) error {
 	if err := nas.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the NonAdminSchedule controller: %w", err)
 	}
-	nabsl := &controllers.NonAdminBackupStorageLocationReconciler{Deps: deps("nonadminbackupstoragelocation-controller", "NonAdminBackupStorageLocation"), RequireApproval: o.bslApproval, Settings: settings, CredentialCheckPeriod: o.credCheck}
+	nabsl := &controllers.NonAdminBackupStorageLocationReconciler{Deps: deps("nonadminbackupstoragelocation-controller", "NonAdminBackupStorageLocation"), RequireApproval: o.bslApproval, Settings: settings, CredentialCheckPeriod: o.credCheck,
+		EndpointRevision: phases.EndpointRevision(nil)}
 	if err := nabsl.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the NonAdminBackupStorageLocation controller: %w", err)
 	}

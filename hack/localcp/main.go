@@ -8,7 +8,10 @@
 // (the default location's) and "tenants" (--tenant-bucket, for tenants' own
 // locations), and a real Velero server with the default
 // BackupStorageLocation. It writes an admin kubeconfig, runs the command
-// after "--" (the controller) in the foreground with KUBECONFIG set, and
+// after "--" (the controller) in the foreground with KUBECONFIG set — with
+// --endpoint-allow-hosts=<the store's 127.0.0.1:PORT> appended (unless
+// --allow-store-endpoint=false), since nac refuses tenant endpoints on
+// loopback and the store is the one loopback address tenants may use — and
 // stops everything, in reverse order, when that command exits or on Ctrl-C.
 // Logs of kube-controller-manager, the store and Velero go to
 // DIR/kube-controller-manager.log, DIR/s3.log and DIR/velero.log, the
@@ -39,6 +42,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -90,6 +94,7 @@ type options struct {
 	tenantBucket        string
 	veleroSync          time.Duration // Velero's --backup-sync-period
 	veleroValidation    time.Duration // Velero's --store-validation-frequency
+	allowStore          bool          // add the store's address to the controller's --endpoint-allow-hosts
 	command             []string      // the controller and its arguments
 }
 
@@ -108,6 +113,7 @@ func main() {
 	flag.StringVar(&o.tenantBucket, "tenant-bucket", "tenants", "Second bucket of the object store, for tenants' own storage locations.")
 	flag.DurationVar(&o.veleroSync, "velero-backup-sync-period", time.Minute, "The Velero server's --backup-sync-period.")
 	flag.DurationVar(&o.veleroValidation, "velero-store-validation-frequency", time.Minute, "The Velero server's --store-validation-frequency: how often it revalidates storage locations.")
+	flag.BoolVar(&o.allowStore, "allow-store-endpoint", true, "Append --endpoint-allow-hosts=<the object store's host:port> to the controller's arguments, so that tenants' locations may use the store on loopback (nac refuses loopback endpoints by default).")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "Usage: localcp [flags] -- CONTROLLER [ARGS...]\n\nFlags:\n")
 		flag.PrintDefaults()
@@ -322,6 +328,15 @@ func run(o options) (err error) {
    object store:      %s, buckets %s (default location) and %s (for tenants' own locations)
    logs:              %s, %s`,
 			stack.s3URL, bucket, o.tenantBucket, filepath.Join(o.dir, "velero.log"), filepath.Join(o.dir, "s3.log"))
+		if o.allowStore && len(o.command) > 0 {
+			arg, err := storeAllowance(stack.s3URL)
+			if err != nil {
+				return err
+			}
+			o.command = append(o.command, arg)
+			velero += fmt.Sprintf(`
+   tenant endpoints:  the controller refuses loopback endpoints; localcp allows exactly this store (%s)`, arg)
+		}
 	}
 
 	step = "starting the controller"
@@ -347,6 +362,18 @@ func run(o options) (err error) {
 >> running the controller (Ctrl-C stops it, Velero, the object store and the control plane)
 `, cfg.Host, kcPath, o.oadpNS, o.tenantNS, velero, kcPath, o.tenantNS, o.tenantNS, o.oadpNS, scrapeHint(o.command[1:], o.oadpNS, o.metricsRole != ""))
 	return runController(ctx, o.command, kcPath, filepath.Join(o.dir, "nac.log"))
+}
+
+// storeAllowance returns the controller flag that allows tenants' locations
+// to use the object store at storeURL, and only it: its host and port
+// (--endpoint-allow-hosts=127.0.0.1:PORT), not all of loopback, where the
+// controller's own probe and metrics ports listen.
+func storeAllowance(storeURL string) (string, error) {
+	u, err := url.Parse(storeURL)
+	if err != nil || u.Host == "" {
+		return "", fmt.Errorf("the object store's URL %q has no host: %v", storeURL, err)
+	}
+	return "--endpoint-allow-hosts=" + u.Host, nil
 }
 
 // startControlPlane starts env's kube-apiserver and etcd and installs the

@@ -1,0 +1,134 @@
+// Package endpoint checks what a tenant's storage location tells Velero's
+// object store plugin to do besides its credentials: the keys of the
+// location's config (an allow-list per provider, as each plugin's Init reads
+// them) and the addresses its URL-valued keys make the Velero server
+// connect to (no loopback, link-local, cloud metadata, unspecified or
+// multicast address unless an admin allows it; admin denials always win).
+//
+// Velero connects from its own pod, with its own network position: an
+// endpoint on loopback or at the cloud metadata service is a request the
+// tenant could not make itself (server-side request forgery), whose error
+// text comes back in the location's status.
+package endpoint
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// keyRule says how one config key is treated.
+type keyRule int
+
+const (
+	plain    keyRule = iota // a value the plugin uses as it is, harmless
+	boolean                 // strconv.ParseBool
+	urlValue                // an endpoint the Velero server connects to: Policy.Check
+)
+
+// configKeys are the config keys accepted per provider kind (the
+// credentials package's Kind), from each plugin's Init:
+//
+//   - aws: velero-plugin-for-aws object_store.go (region, s3Url, publicUrl,
+//     kmsKeyId, s3ForcePathStyle, signatureVersion, profile,
+//     serverSideEncryption, insecureSkipTLSVerify, tagging,
+//     checksumAlgorithm). Refused: credentialsFile (a file of the Velero
+//     server, and Velero sets it itself), customerKeyEncryptionFile (a file
+//     of the Velero server), customerKeyEncryptionSecret (a Secret the
+//     plugin reads from the Velero namespace with Velero's rights),
+//     enableSharedConfig;
+//   - gcp: velero-plugin-for-gcp object_store.go (kmsKeyName,
+//     storeEndpoint). Refused: credentialsFile, serviceAccount (an identity
+//     to sign as, used with the Velero server's own credentials),
+//     universeDomain (the domain of every endpoint);
+//   - azure: velero-plugin-for-microsoft-azure object_store.go and Velero
+//     pkg/util/azure storage.go (resourceGroup, storageAccount,
+//     subscriptionId, blockSizeInBytes, useAAD, storageAccountKeyEnvVar,
+//     storageAccountURI, activeDirectoryAuthorityURI). Refused:
+//     credentialsFile.
+//
+// Keys Velero adds itself (bucket, prefix, caCert) are refused in a
+// tenant's config too: objectStorage sets them.
+var configKeys = map[string]map[string]keyRule{
+	"aws": {
+		"region": plain, "s3Url": urlValue, "publicUrl": urlValue, "kmsKeyId": plain, "s3ForcePathStyle": boolean,
+		"signatureVersion": plain, "profile": plain, "serverSideEncryption": plain, "insecureSkipTLSVerify": boolean,
+		"tagging": plain, "checksumAlgorithm": plain,
+	},
+	"gcp": {"kmsKeyName": plain, "storeEndpoint": urlValue},
+	"azure": {
+		"resourceGroup": plain, "storageAccount": plain, "subscriptionId": plain, "blockSizeInBytes": plain, "useAAD": boolean,
+		"storageAccountKeyEnvVar": plain, "storageAccountURI": urlValue, "activeDirectoryAuthorityURI": urlValue,
+	},
+}
+
+// whyRefused says why the keys plugins know but nacflow refuses are refused.
+var whyRefused = map[string]string{
+	"credentialsFile":             "it names a file in the Velero server (Velero sets it to the location's own credential)",
+	"customerKeyEncryptionFile":   "it names a file in the Velero server",
+	"customerKeyEncryptionSecret": "the plugin reads that Secret from Velero's namespace with Velero's rights",
+	"enableSharedConfig":          "it makes the AWS SDK read shared config beyond the location's credential",
+	"serviceAccount":              "it names a service account the plugin signs as with the Velero server's own credentials",
+	"universeDomain":              "it chooses the domain of every endpoint the plugin connects to",
+	"bucket":                      "Velero sets it from objectStorage.bucket",
+	"prefix":                      "Velero sets it from objectStorage.prefix",
+	"caCert":                      "Velero sets it from objectStorage.caCert",
+	"caCertEncoded":               "Velero sets it",
+}
+
+// URLKeys returns the config keys of provider kind whose values are
+// endpoints the Velero server connects to, sorted.
+func URLKeys(kind string) []string {
+	var out []string
+	for k, r := range configKeys[kind] {
+		if r == urlValue {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// CheckConfig returns the first key of config (in sorted order) that the
+// plugin of provider kind ("aws", "gcp", "azure") may not be given, as an
+// error naming the key and why; boolean keys must parse as Go booleans, as
+// the plugins parse them. URL-valued keys are only listed here: their
+// addresses are Policy.Check's. A kind without an allow-list ("") accepts
+// any config: the admin allowed the provider unchecked by name.
+func CheckConfig(kind string, config map[string]string) error {
+	allowed, ok := configKeys[kind]
+	if !ok {
+		return nil
+	}
+	keys := make([]string, 0, len(config))
+	for k := range config {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		rule, ok := allowed[k]
+		if !ok {
+			why, known := whyRefused[k]
+			if !known {
+				why = "the " + kind + " plugin does not read it, or nacflow does not know it to be safe"
+			}
+			return fmt.Errorf("key %q is not allowed: %s; accepted keys for provider %s: %s", k, why, kind, strings.Join(sortedKeys(allowed), ", "))
+		}
+		if rule == boolean {
+			if _, err := strconv.ParseBool(config[k]); err != nil {
+				return fmt.Errorf("key %q: %q is not a boolean", k, config[k])
+			}
+		}
+	}
+	return nil
+}
+
+func sortedKeys(m map[string]keyRule) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
