@@ -371,3 +371,85 @@ func (s *ControllerSuite) TestBackupSyncHostileOriginLabels(c *C) {
 func NACUUIDFor(name string) string {
 	return fmt.Sprintf("0c0c0c0c-1111-5222-8333-%012x", []byte(name + "\x00\x00\x00\x00\x00\x00")[:6])
 }
+
+// A tenant's own bucket may hold a backup whose metadata carries another
+// tenant's NACUUID (the tenant wrote velero-backup.json itself). Velero
+// syncs it into the OADP namespace next to the victim's real Backup, and
+// backup sync makes a NonAdminBackup of it in the tenant's namespace. That
+// NAB's deleteBackup and plain deletion touch only what was made for the
+// tenant's namespace: the victim's Velero Backup stays, and no
+// DeleteBackupRequest ever names it.
+func (s *ControllerSuite) TestPlantedNACUUIDFromATenantBucket(c *C) {
+	ctx := context.Background()
+	defaultBSL(c, s.oadp)
+	victimNAB, victimBackup := s.createdBackup(c, "theirs")
+	victimUUID := victimBackup.Labels[v1alpha1.NabOriginNACUUIDLabel]
+	c.Assert(victimUUID, Not(Equals), "")
+
+	attacker := createNamespace(c, "tenant")
+	c.Assert(testClient.Create(ctx, newNABSL(attacker, "own", "creds")), IsNil)
+	loc := &velerov1.BackupStorageLocation{
+		ObjectMeta: metav1.ObjectMeta{Namespace: s.oadp, Name: "planted-" + attacker,
+			Labels:      map[string]string{v1alpha1.NabslOriginNACUUIDLabel: "0d0d0d0d-1111-5222-8333-444455556666"},
+			Annotations: map[string]string{v1alpha1.NabslOriginNamespaceAnnotation: attacker, v1alpha1.NabslOriginNameAnnotation: "own"}},
+		Spec: velerov1.BackupStorageLocationSpec{Provider: "aws",
+			StorageType: velerov1.StorageType{ObjectStorage: &velerov1.ObjectStorageLocation{Bucket: "tenants", Prefix: attacker}}},
+	}
+	c.Assert(testClient.Create(ctx, loc), IsNil)
+	defer func() { c.Check(client.IgnoreNotFound(testClient.Delete(ctx, loc)), IsNil) }()
+	planted := veleroSyncedBackup(c, s.oadp, attacker, "mine", victimUUID, velerov1.BackupPhaseCompleted)
+	before := planted.DeepCopy()
+	planted.Spec.StorageLocation = loc.Name
+	planted.Labels["velero.io/storage-location"] = loc.Name
+	c.Assert(testClient.Patch(ctx, planted, client.MergeFrom(before)), IsNil)
+	defer func() { c.Check(client.IgnoreNotFound(testClient.Delete(ctx, planted)), IsNil) }()
+
+	sync := &controllers.BackupSync{Client: testClient, APIReader: testClient, OADPNamespace: s.oadp, TenantSpec: phases.SyncedBackupSpec}
+	_, _ = sync.SyncOnce(ctx) // other tests' leftovers may fail to sync; this one must not
+	mine := &v1alpha1.NonAdminBackup{ObjectMeta: metav1.ObjectMeta{Namespace: attacker, Name: "mine"}}
+	eventually(c, 15*time.Second, func() (bool, string) {
+		g := getNAB(c, mine)
+		return g.Status.Plan != nil && (g.Status.Plan.State == v1alpha1.PlanComplete || g.Status.Plan.State == v1alpha1.PlanFailed), fmt.Sprintf("%+v", g.Status.Plan)
+	})
+	c.Check(getNAB(c, mine).Labels[v1alpha1.NabSyncedFromNACUUIDLabel], Equals, victimUUID)
+
+	// A plain deletion (finalize) removes what was made for the tenant's
+	// namespace only.
+	c.Assert(testClient.Delete(ctx, getNAB(c, mine)), IsNil)
+	gone(c, "the tenant's NAB", mine)
+	exists(c, "the victim's objects after finalize", victimBackup, victimNAB)
+
+	// deleteBackup on a second planted backup: the DeleteBackupRequest it
+	// makes names the planted backup, never the victim's.
+	again := veleroSyncedBackup(c, s.oadp, attacker, "mine-again", victimUUID, velerov1.BackupPhaseCompleted)
+	before = again.DeepCopy()
+	again.Spec.StorageLocation = loc.Name
+	again.Labels["velero.io/storage-location"] = loc.Name
+	c.Assert(testClient.Patch(ctx, again, client.MergeFrom(before)), IsNil)
+	defer func() { c.Check(client.IgnoreNotFound(testClient.Delete(ctx, again)), IsNil) }()
+	_, _ = sync.SyncOnce(ctx)
+	mine = &v1alpha1.NonAdminBackup{ObjectMeta: metav1.ObjectMeta{Namespace: attacker, Name: "mine-again"}}
+	eventually(c, 15*time.Second, func() (bool, string) {
+		g := getNAB(c, mine)
+		return g.Status.Plan != nil && (g.Status.Plan.State == v1alpha1.PlanComplete || g.Status.Plan.State == v1alpha1.PlanFailed), fmt.Sprintf("%+v", g.Status.Plan)
+	})
+	g := getNAB(c, mine)
+	patched := g.DeepCopy()
+	patched.Spec.DeleteBackup = true
+	c.Assert(testClient.Patch(ctx, patched, client.MergeFrom(g)), IsNil)
+	eventually(c, 15*time.Second, func() (bool, string) {
+		g := getNAB(c, mine)
+		return g.Status.Plan != nil && g.Status.Plan.Action == "delete" && g.Status.Plan.Current != "", fmt.Sprintf("%+v", g.Status.Plan)
+	})
+	time.Sleep(time.Second)
+	dbrs := &velerov1.DeleteBackupRequestList{}
+	c.Assert(testClient.List(ctx, dbrs, client.InNamespace(s.oadp)), IsNil)
+	for _, d := range dbrs.Items {
+		c.Check(d.Spec.BackupName, Not(Equals), victimBackup.Name, Commentf("DeleteBackupRequest %s", d.Name))
+	}
+	c.Logf("the tenant's delete action: %s", getNAB(c, mine).Status.Plan.Current)
+	exists(c, "the victim's objects", victimBackup, victimNAB)
+	v := getNAB(c, victimNAB)
+	c.Check(v.Status.VeleroBackup.Name, Equals, victimBackup.Name)
+	c.Check(v.Status.Plan.State, Equals, v1alpha1.PlanComplete)
+}
