@@ -22,7 +22,7 @@ import (
 )
 
 // FairShareSuite: one tenant's burst of backups cannot fill Velero's queue
-// (issue 34, class 5). The test plays Velero by patching Backups' status and
+// (the fair share of Velero's queue). The test plays Velero by patching Backups' status and
 // watches every Backup the controller creates, in the API server's order.
 type FairShareSuite struct{}
 

@@ -347,7 +347,7 @@ const ExactPositions = 5
 // changed by at least a third of the recorded value (at least 1), or the
 // object is within the first ExactPositions (shown exactly), or none is recorded. Over a
 // queue of n draining one at a time, each object is rewritten O(log n)
-// times instead of n (issue 22's rule for estimatedQueuePosition, used by
+// times instead of n (the rule of estimatedQueuePosition, used by
 // every figure of a place in a queue).
 func PositionStale(recorded, now int) bool {
 	switch {
