@@ -276,11 +276,6 @@ func (n *NonAdminBackup) GetPlan() *PlanStatus { return n.Status.Plan }
 // SetPlan replaces the plan status.
 func (n *NonAdminBackup) SetPlan(p *PlanStatus) { n.Status.Plan = p }
 
-// GetConditions returns the status conditions.
-func (n *NonAdminBackup) GetConditions() []metav1.Condition { return n.Status.Conditions }
-
-// SetConditions replaces the status conditions.
-func (n *NonAdminBackup) SetConditions(c []metav1.Condition) { n.Status.Conditions = c }
 
 // +kubebuilder:object:root=true
 

@@ -208,11 +208,6 @@ func (n *NonAdminSchedule) GetPlan() *PlanStatus { return n.Status.Plan }
 // SetPlan replaces the plan status.
 func (n *NonAdminSchedule) SetPlan(p *PlanStatus) { n.Status.Plan = p }
 
-// GetConditions returns the status conditions.
-func (n *NonAdminSchedule) GetConditions() []metav1.Condition { return n.Status.Conditions }
-
-// SetConditions replaces the status conditions.
-func (n *NonAdminSchedule) SetConditions(c []metav1.Condition) { n.Status.Conditions = c }
 
 // +kubebuilder:object:root=true
 
