@@ -276,7 +276,6 @@ func (n *NonAdminBackup) GetPlan() *PlanStatus { return n.Status.Plan }
 // SetPlan replaces the plan status.
 func (n *NonAdminBackup) SetPlan(p *PlanStatus) { n.Status.Plan = p }
 
-
 // +kubebuilder:object:root=true
 
 // NonAdminBackupList is a list of NonAdminBackups.

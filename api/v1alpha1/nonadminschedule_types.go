@@ -208,7 +208,6 @@ func (n *NonAdminSchedule) GetPlan() *PlanStatus { return n.Status.Plan }
 // SetPlan replaces the plan status.
 func (n *NonAdminSchedule) SetPlan(p *PlanStatus) { n.Status.Plan = p }
 
-
 // +kubebuilder:object:root=true
 
 // NonAdminScheduleList is a list of NonAdminSchedules.
