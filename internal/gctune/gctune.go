@@ -14,14 +14,10 @@
 // rather than continuously (a fixed limit below the live heap makes the
 // runtime spend up to half the CPU on collection).
 //
-// On nacflow's bench machine (make bench, issue 22): at 1,000
-// NonAdminBackups (about 20 MB live) the budget is never reached and the
-// controller collects as at GOGC=50. At 10,000 (about 65 MB live, with
-// transient peaks) the budget holds the peak RSS at 143-144 MiB; the tuner
-// it replaces, which set GOGC from the live heap alone (16 MiB of growth,
-// between 25 and 50), held 143-146 MiB with about 5 % more CPU, because it
-// collected at 25 from 64 MB on whether or not the memory was near its
-// bound.
+// A budget rather than a GOGC derived from the live heap alone: the
+// latter collects hard from a fixed heap size whether or not the memory is
+// near its bound, and costs CPU for nothing (docs/performance.md has the
+// figures).
 package gctune
 
 import (

@@ -10,7 +10,7 @@ import (
 // TestDeleteDuringDeleteBackupWithRealVelero: kubectl delete right after
 // spec.deleteBackup: true lets the permanent deletion finish with the real
 // Velero server: no data left in the bucket, no Velero Backup or
-// DeleteBackupRequest left, the NAB gone (issue 16).
+// DeleteBackupRequest left, the NAB gone.
 func (s *E2ESuite) TestDeleteDuringDeleteBackupWithRealVelero(c *C) {
 	s.tenant(c, "tenant-k")
 	name := s.nabCompletes(c, "tenant-k", "doomed", "")

@@ -12,7 +12,7 @@ import (
 // TestScopedFiltersWithRealVelero: a tenant using Velero's newer filters
 // (includedNamespaceScopedResources) gets a Completed backup: nacflow adds
 // its exclusions in the same filter style, as Velero refuses a mix ("They
-// cannot be used together") (issue 17).
+// cannot be used together").
 func (s *E2ESuite) TestScopedFiltersWithRealVelero(c *C) {
 	s.tenant(c, "tenant-scoped")
 	s.kubectlIn(c, `apiVersion: oadp.openshift.io/v1alpha1

@@ -15,8 +15,8 @@ import (
 // (the one-file example) — then
 // Ctrl-C and a second `make run` on the same state: the stack comes up, the
 // admin's default location is Available after Velero revalidated it, and a
-// new backup completes (issue 15: a tenant location once made Velero mark the
-// default location Unavailable, and the next run waited forever).
+// new backup completes (a tenant location once made Velero mark the default
+// location Unavailable, and the next run waited forever).
 type ReadmeRestartSuite struct {
 	root, bin, dir string
 	st             *stack

@@ -98,7 +98,7 @@ func (s *E2ESuite) tenant(c *C, ns string, labels ...string) {
 // admin's default location (bucket velero, no prefix) is refused naming the
 // default location; nothing reaches Velero, the default location stays
 // Available across Velero's revalidation, and other tenants' backups still
-// complete (issue 15).
+// complete.
 func (s *E2ESuite) TestTenantLocationOnAdminBucketRefused(c *C) {
 	s.tenant(c, "tenant-g")
 	s.kubectlIn(c, fmt.Sprintf(tenantLocation, "tenant-g", "sneaky", "velero", "x", s.s3URL(c)), "apply", "-f", "-")
@@ -152,7 +152,7 @@ spec:
 // (ValidateBSLSpec args.sharedBuckets) next to an admin location with a
 // prefix on it; two tenants' and the admin's backups all complete in their
 // own folders, and every location — the default one too — stays Available
-// across Velero's revalidation (issue 15).
+// across Velero's revalidation.
 func (s *E2ESuite) TestSharedBucketWithRealVelero(c *C) {
 	s3 := s.s3URL(c)
 	createBucket(c, s3, "shared")
