@@ -1,6 +1,9 @@
 package v1alpha1
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
 
 func TestKindRegistry(t *testing.T) {
 	seen := map[string]bool{}
@@ -22,9 +25,25 @@ func TestKindRegistry(t *testing.T) {
 			}
 			seen[name] = true
 		}
+		if got, ok := KindNamed(k.Kind); !ok || got.Kind != k.Kind {
+			t.Errorf("KindNamed(%q) = %q, %v", k.Kind, got.Kind, ok)
+		}
+		if !slices.IsSorted(k.Actions) || !slices.Contains(k.Actions, "finalize") {
+			t.Errorf("%s: actions %v are not sorted or lack finalize", k.Kind, k.Actions)
+		}
+		if obj.GetPhase() != "" {
+			t.Errorf("%s: a new object has phase %q", k.Kind, obj.GetPhase())
+		}
+		obj.SetPhase(NonAdminPhaseNew)
+		if obj.GetPhase() != NonAdminPhaseNew {
+			t.Errorf("%s: SetPhase did not take", k.Kind)
+		}
 		if o := obj.OriginKeys(); o.Label != "openshift.io/oadp-"+k.Short+"-origin-nacuuid" {
 			t.Errorf("%s: origin label %q does not carry its short name %q", k.Kind, o.Label, k.Short)
 		}
+	}
+	if _, ok := KindNamed("nab"); ok {
+		t.Error("KindNamed(nab) found a NAC kind: it takes the API kind only")
 	}
 	if _, ok := LookupKind("Backup"); ok {
 		t.Error("LookupKind(Backup) found a NAC kind")
