@@ -48,7 +48,8 @@ type Object interface {
 	// (status.observedGeneration).
 	SetObservedGeneration(int64)
 	// OriginKeys returns the keys tying the objects made for this kind in
-	// the OADP namespace to an object of it.
+	// the OADP namespace to an object of it. They depend on the kind alone:
+	// it may be called on a nil pointer of the kind.
 	OriginKeys() Origin
 }
 
