@@ -1,7 +1,10 @@
 package v1alpha1
 
 import (
+	"os"
+	"regexp"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -50,5 +53,21 @@ func TestKindRegistry(t *testing.T) {
 	}
 	if _, ok := KindOf(&Blueprint{}); ok {
 		t.Error("KindOf(Blueprint) found a NAC kind")
+	}
+}
+
+// The Blueprint CRD's spec.kind enum (a kubebuilder marker, so a literal)
+// lists exactly the registry's kinds.
+func TestBlueprintKindEnumIsTheRegistry(t *testing.T) {
+	src, err := os.ReadFile("blueprint_types.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^\s*// \+kubebuilder:validation:Enum=(NonAdmin\S*)$`).FindSubmatch(src)
+	if m == nil {
+		t.Fatal("no spec.kind enum marker in blueprint_types.go")
+	}
+	if want := strings.ReplaceAll(KindNames(), ", ", ";"); string(m[1]) != want {
+		t.Errorf("Blueprint spec.kind enum is %s, the registry %s", m[1], want)
 	}
 }
