@@ -28,7 +28,7 @@ type Resolution struct {
 	Message string
 }
 
-// Resolver finds the blueprint action for an operation (DESIGN.md §5).
+// Resolver finds the blueprint action for an operation.
 //
 // Candidates are the Blueprints of the OADP namespace that serve the kind:
 // per-tenant ones (spec.namespaceSelector matching the tenant's Namespace

@@ -101,9 +101,9 @@ func (e *endpointRevisions) get(n *v1alpha1.NonAdminBackupStorageLocation, perio
 // server at most once per period: the manager's cache holds only
 // NAC-labelled locations. It is part of every location's revision, so an
 // admin location added, moved or removed re-runs every tenant location's
-// create action — and its storage check — within a period (issue 15: an
-// admin location added later turns an overlapping tenant location
-// BackingOff, never the admin's Unavailable).
+// create action — and its storage check — within a period: an admin
+// location added later turns an overlapping tenant location BackingOff,
+// never the admin's Unavailable.
 type adminStorage struct {
 	mu      sync.Mutex
 	value   string
