@@ -3,6 +3,7 @@ package blueprints
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -27,7 +28,7 @@ type Resolution struct {
 	Message string
 }
 
-// Resolver finds the blueprint action for an operation (DESIGN.md §5).
+// Resolver finds the blueprint action for an operation.
 //
 // Candidates are the Blueprints of the OADP namespace that serve the kind:
 // per-tenant ones (spec.namespaceSelector matching the tenant's Namespace
@@ -146,39 +147,21 @@ func BuiltInAction(name, action string) (Resolution, error) {
 }
 
 // KnownActions returns the actions the controllers run for a NAC kind,
-// sorted (nil for an unknown kind).
+// sorted (nil for an unknown kind): the kind registry's
+// (v1alpha1.Kind.Actions).
 func KnownActions(kind string) []string {
-	switch kind {
-	case "NonAdminBackup":
-		return []string{"adopt", "backup", "delete", "finalize", "forceDelete"}
-	case "NonAdminRestore":
-		return []string{"finalize", "restore"}
-	case "NonAdminBackupStorageLocation":
-		return []string{"create", "finalize"}
-	case "NonAdminDownloadRequest":
-		return []string{"download", "finalize"}
-	case "NonAdminSchedule":
-		return []string{"create", "finalize"}
+	k, ok := v1alpha1.KindNamed(kind)
+	if !ok {
+		return nil
 	}
-	return nil
+	return slices.Clone(k.Actions)
 }
 
 // BuiltInFor returns the built-in blueprint name of a NAC kind ("" for an
-// unknown kind).
+// unknown kind): the kind registry's (v1alpha1.Kind.Blueprint).
 func BuiltInFor(kind string) string {
-	switch kind {
-	case "NonAdminBackup":
-		return NonAdminBackup
-	case "NonAdminRestore":
-		return NonAdminRestore
-	case "NonAdminBackupStorageLocation":
-		return NonAdminBackupStorageLocation
-	case "NonAdminDownloadRequest":
-		return NonAdminDownloadRequest
-	case "NonAdminSchedule":
-		return NonAdminSchedule
-	}
-	return ""
+	k, _ := v1alpha1.KindNamed(kind)
+	return k.Blueprint
 }
 
 // Contains reports whether list holds s.

@@ -1,6 +1,7 @@
 package blueprints_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -164,4 +165,22 @@ func (s *SafetySuite) TestOptOutsDescribed(c *C) {
 		"backup": {SafetyOptOut: []string{"VerifyBackupContents", "ValidateBackupSpec"}}, "delete": {}}),
 		Equals, "backup: VerifyBackupContents, ValidateBackupSpec")
 	c.Check(blueprints.SafetyOptOuts("NonAdminBackup", nil), Equals, "")
+}
+
+// Each kind of the registry has its built-in blueprint, serving that kind,
+// with exactly the actions the registry says its controller runs.
+func (s *SafetySuite) TestEveryKindHasItsBuiltIn(c *C) {
+	for _, k := range v1alpha1.Kinds() {
+		bp, err := blueprints.BuiltIn(k.Blueprint)
+		c.Assert(err, IsNil, Commentf("%s", k.Kind))
+		c.Check(bp.Spec.Kind, Equals, k.Kind)
+		var actions []string
+		for name := range bp.Spec.Actions {
+			actions = append(actions, name)
+		}
+		slices.Sort(actions)
+		c.Check(actions, DeepEquals, blueprints.KnownActions(k.Kind), Commentf("%s", k.Kind))
+	}
+	c.Check(blueprints.KnownActions("nab"), IsNil)
+	c.Check(blueprints.BuiltInFor("Backup"), Equals, "")
 }

@@ -44,7 +44,7 @@ func ValidateBlueprint(bp *v1alpha1.Blueprint, reg *engine.Registry) []string {
 	var errs []string
 	known := blueprints.KnownActions(bp.Spec.Kind)
 	if known == nil {
-		errs = append(errs, fmt.Sprintf("spec.kind: %q is not a NAC kind (NonAdminBackup, NonAdminRestore, NonAdminBackupStorageLocation)", bp.Spec.Kind))
+		errs = append(errs, fmt.Sprintf("spec.kind: %q is not a NAC kind (%s)", bp.Spec.Kind, v1alpha1.KindNames()))
 	}
 	if sel := bp.Spec.NamespaceSelector; sel != nil {
 		if _, err := metav1.LabelSelectorAsSelector(sel); err != nil {

@@ -322,22 +322,21 @@ func (t *stringTable) object(obj any) {
 			t.phase(p.DeferPhase)
 		}
 	}
-	switch o := obj.(type) {
-	case *velerov1.Backup:
+	if o, ok := obj.(v1alpha1.Object); ok {
+		o.SetConditions(exact(o.GetConditions()))
+		t.conditions(o.GetConditions())
+	}
+	if o, ok := obj.(*velerov1.Backup); ok {
 		t.backupSpec(&o.Spec)
 		t.backupStatus(&o.Status)
-	case *v1alpha1.NonAdminBackup:
+	}
+	if o, ok := obj.(*v1alpha1.NonAdminBackup); ok {
 		o.Spec.BackupSpec = t.backupSpecPtr(o.Spec.BackupSpec)
-		o.Status.Conditions = exact(o.Status.Conditions)
-		t.conditions(o.Status.Conditions)
 		if vb := o.Status.VeleroBackup; vb != nil {
 			vb.Namespace = t.str(vb.Namespace)
 			vb.Spec = t.backupSpecPtr(vb.Spec)
 			vb.Status = t.phaseOnlyStatus(vb.Status)
 			t.backupStatus(vb.Status)
 		}
-	case *v1alpha1.NonAdminRestore:
-		o.Status.Conditions = exact(o.Status.Conditions)
-		t.conditions(o.Status.Conditions)
 	}
 }

@@ -3,6 +3,8 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"reflect"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -45,28 +47,29 @@ type GarbageCollector struct {
 
 // gcKind describes one kind the collector looks at.
 type gcKind struct {
-	name        string
-	list        client.ObjectList
-	label       string // NACUUID label of the origin kind
-	nsAnn, nAnn string // origin annotations
-	origin      func() client.Object
-	uncached    bool
+	name   string
+	list   client.ObjectList
+	origin v1alpha1.Kind
+	keys   v1alpha1.Origin
+	// uncached is true for Secrets: the manager caches none.
+	uncached bool
 }
 
+// kinds returns what the collector looks at, from the kind registry: for
+// each NAC kind, the objects it makes in the OADP namespace that outlive it
+// (v1alpha1.Kind.GarbageCollected), named by their kind (Backup, Secret,
+// ...).
 func (g *GarbageCollector) kinds() []gcKind {
-	nab := func() client.Object { return &v1alpha1.NonAdminBackup{} }
-	nabsl := func() client.Object { return &v1alpha1.NonAdminBackupStorageLocation{} }
-	return []gcKind{
-		{"Backup", &velerov1.BackupList{}, v1alpha1.NabOriginNACUUIDLabel, v1alpha1.NabOriginNamespaceAnnotation, v1alpha1.NabOriginNameAnnotation, nab, false},
-		{"DeleteBackupRequest", &velerov1.DeleteBackupRequestList{}, v1alpha1.NabOriginNACUUIDLabel, v1alpha1.NabOriginNamespaceAnnotation, v1alpha1.NabOriginNameAnnotation, nab, false},
-		{"Restore", &velerov1.RestoreList{}, v1alpha1.NarOriginNACUUIDLabel, v1alpha1.NarOriginNamespaceAnnotation, v1alpha1.NarOriginNameAnnotation,
-			func() client.Object { return &v1alpha1.NonAdminRestore{} }, false},
-		{"BackupStorageLocation", &velerov1.BackupStorageLocationList{}, v1alpha1.NabslOriginNACUUIDLabel, v1alpha1.NabslOriginNamespaceAnnotation, v1alpha1.NabslOriginNameAnnotation, nabsl, false},
-		{"Secret", &corev1.SecretList{}, v1alpha1.NabslOriginNACUUIDLabel, v1alpha1.NabslOriginNamespaceAnnotation, v1alpha1.NabslOriginNameAnnotation, nabsl, true},
-		{"NonAdminBackupStorageLocationRequest", &v1alpha1.NonAdminBackupStorageLocationRequestList{}, v1alpha1.NabslOriginNACUUIDLabel, v1alpha1.NabslOriginNamespaceAnnotation, v1alpha1.NabslOriginNameAnnotation, nabsl, false},
-		{"Schedule", &velerov1.ScheduleList{}, v1alpha1.NasOriginNACUUIDLabel, v1alpha1.NasOriginNamespaceAnnotation, v1alpha1.NasOriginNameAnnotation,
-			func() client.Object { return &v1alpha1.NonAdminSchedule{} }, false},
+	var out []gcKind
+	for _, k := range v1alpha1.Kinds() {
+		keys := k.New().OriginKeys()
+		for _, list := range k.GarbageCollected() {
+			_, secrets := list.(*corev1.SecretList)
+			name := strings.TrimSuffix(reflect.TypeOf(list).Elem().Name(), "List")
+			out = append(out, gcKind{name: name, list: list, origin: k, keys: keys, uncached: secrets})
+		}
 	}
+	return out
 }
 
 // CollectOnce does one pass and returns how many objects of each kind it
@@ -82,7 +85,7 @@ func (g *GarbageCollector) CollectOnce(ctx context.Context) (map[string]int, err
 		}
 		// The pass only reads what it lists and deletes by name: no deep
 		// copy of every cached Velero object (the API reader ignores this).
-		if err := reader.List(ctx, k.list, client.InNamespace(g.OADPNamespace), client.HasLabels{k.label}, client.UnsafeDisableDeepCopy); err != nil {
+		if err := reader.List(ctx, k.list, client.InNamespace(g.OADPNamespace), client.HasLabels{k.keys.Label}, client.UnsafeDisableDeepCopy); err != nil {
 			return deleted, fmt.Errorf("listing %s: %w", k.name, err)
 		}
 		objs, err := metaItems(k.list)
@@ -103,7 +106,7 @@ func (g *GarbageCollector) CollectOnce(ctx context.Context) (map[string]int, err
 			deleted[k.name]++
 			gcDeleted.WithLabelValues(k.name).Inc()
 			logger.Info("garbage collected an orphan", "kind", k.name, "name", obj.GetName(),
-				"originNamespace", obj.GetAnnotations()[k.nsAnn], "originName", obj.GetAnnotations()[k.nAnn])
+				"originNamespace", obj.GetAnnotations()[k.keys.NamespaceAnnotation], "originName", obj.GetAnnotations()[k.keys.NameAnnotation])
 		}
 	}
 	return deleted, nil
@@ -112,11 +115,11 @@ func (g *GarbageCollector) CollectOnce(ctx context.Context) (map[string]int, err
 // orphan reports whether obj's origin NAC object is gone (and, for a
 // finished Velero Backup, whether backup sync could not bring it back).
 func (g *GarbageCollector) orphan(ctx context.Context, k gcKind, obj client.Object) (bool, error) {
-	ns, name := obj.GetAnnotations()[k.nsAnn], obj.GetAnnotations()[k.nAnn]
+	ns, name := obj.GetAnnotations()[k.keys.NamespaceAnnotation], obj.GetAnnotations()[k.keys.NameAnnotation]
 	if ns == "" || name == "" {
 		return false, nil // not made by a NAC controller: not ours to judge
 	}
-	err := g.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, k.origin())
+	err := g.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, k.origin.New())
 	if err == nil || !apierrors.IsNotFound(err) {
 		return false, client.IgnoreNotFound(err)
 	}

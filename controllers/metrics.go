@@ -134,23 +134,12 @@ func (s *StateCollector) Describe(ch chan<- *prometheus.Desc) {
 func (s *StateCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	for _, k := range []struct {
-		kind string
-		obj  client.Object
-		list client.ObjectList
-	}{
-		{"NonAdminBackup", &v1alpha1.NonAdminBackup{}, &v1alpha1.NonAdminBackupList{}},
-		{"NonAdminRestore", &v1alpha1.NonAdminRestore{}, &v1alpha1.NonAdminRestoreList{}},
-		{"NonAdminBackupStorageLocation", &v1alpha1.NonAdminBackupStorageLocation{}, &v1alpha1.NonAdminBackupStorageLocationList{}},
-		{"NonAdminDownloadRequest", &v1alpha1.NonAdminDownloadRequest{}, &v1alpha1.NonAdminDownloadRequestList{}},
-		{"NonAdminSchedule", &v1alpha1.NonAdminSchedule{}, &v1alpha1.NonAdminScheduleList{}},
-	} {
+	for _, k := range v1alpha1.Kinds() {
 		active := 0
 		unverified := map[string]int{}
 		var schedules []prometheus.Metric
-		err := eachCached(ctx, s.Informers, s.Reader, k.obj, k.list, func(o client.Object) {
-			switch n := o.(type) {
-			case *v1alpha1.NonAdminSchedule:
+		err := eachCached(ctx, s.Informers, s.Reader, k.New(), k.NewList(), func(o client.Object) {
+			if n, ok := o.(*v1alpha1.NonAdminSchedule); ok {
 				// A schedule's plan keeps its Velero Schedule in step; it
 				// is not an operation in flight.
 				if n.Status.LastSuccessfulBackup != nil {
@@ -160,10 +149,9 @@ func (s *StateCollector) Collect(ch chan<- prometheus.Metric) {
 					schedules = append(schedules, prometheus.MustNewConstMetric(rpoDesc, prometheus.GaugeValue, n.Status.RPO.Duration.Seconds(), n.Namespace, n.Name))
 				}
 				return
-			case *v1alpha1.NonAdminBackup:
-				if meta.IsStatusConditionFalse(n.Status.Conditions, v1alpha1.ConditionVerified) {
-					unverified[n.Namespace]++
-				}
+			}
+			if n, ok := o.(*v1alpha1.NonAdminBackup); ok && meta.IsStatusConditionFalse(n.Status.Conditions, v1alpha1.ConditionVerified) {
+				unverified[n.Namespace]++
 			}
 			if h, ok := o.(planHolder); ok {
 				if p := h.GetPlan(); p != nil && p.State == v1alpha1.PlanRunning {
@@ -172,10 +160,10 @@ func (s *StateCollector) Collect(ch chan<- prometheus.Metric) {
 			}
 		})
 		if err != nil {
-			log.FromContext(ctx).Error(err, "reading the cache for nacflow_active_operations", "kind", k.kind)
+			log.FromContext(ctx).Error(err, "reading the cache for nacflow_active_operations", "kind", k.Kind)
 			continue
 		}
-		ch <- prometheus.MustNewConstMetric(activeDesc, prometheus.GaugeValue, float64(active), k.kind)
+		ch <- prometheus.MustNewConstMetric(activeDesc, prometheus.GaugeValue, float64(active), k.Kind)
 		for _, m := range schedules {
 			ch <- m
 		}

@@ -1,6 +1,6 @@
 // Package controllers holds nacflow's reconcilers: thin loops that fetch a NAC
 // object, handle its finalizer, pick the blueprint action its state calls for
-// and hand over to the engine (DESIGN.md §6).
+// and hand over to the engine.
 package controllers
 
 import (
@@ -23,7 +23,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
-	"github.com/nacflow/nacflow/blueprints"
 )
 
 // Actions of the nonadminbackup blueprint.
@@ -84,18 +83,9 @@ type NonAdminBackupReconciler struct {
 // otherwise; the Velero Backup is mirrored after each run of backup.
 func (r *NonAdminBackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	return reconcileNAC(ctx, &r.Deps, &r.reads, nacKind[*v1alpha1.NonAdminBackup]{
-		newObject: func() *v1alpha1.NonAdminBackup { return &v1alpha1.NonAdminBackup{} },
-		finalizer: v1alpha1.NonAdminBackupFinalizer,
-		blueprint: blueprints.NonAdminBackup, kind: "NonAdminBackup",
 		actionFor: actionFor,
 		refs:      backupRefs,
 		adopts:    true,
-		begin: func(nab *v1alpha1.NonAdminBackup) {
-			if nab.Status.Phase == "" {
-				nab.Status.Phase = v1alpha1.NonAdminPhaseNew
-			}
-		},
-		observed: func(nab *v1alpha1.NonAdminBackup, g int64) { nab.Status.ObservedGeneration = g },
 		afterRun: func(ctx context.Context, nab *v1alpha1.NonAdminBackup, action string, finished bool) error {
 			if action != ActionBackup && action != ActionAdopt {
 				return nil
@@ -207,10 +197,11 @@ func (r *NonAdminBackupReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			return err
 		}
 	}
-	return ctrl.NewControllerManagedBy(mgr).
-		Named("nonadminbackup").
-		WithOptions(r.controllerOptions()).
-		For(&v1alpha1.NonAdminBackup{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+	b, err := nacController[*v1alpha1.NonAdminBackup](mgr, &r.Deps)
+	if err != nil {
+		return err
+	}
+	return b.
 		// Status changes only where they change the turns: a waiter
 		// coming, going or admitted wakes the next one.
 		Watches(&v1alpha1.NonAdminBackup{}, r.turnEvents()).
@@ -259,9 +250,5 @@ func (r *NonAdminBackupReconciler) isNACObject(obj client.Object) bool {
 // backupToNAB maps a Velero Backup to the NonAdminBackup named by its origin
 // annotations.
 func (r *NonAdminBackupReconciler) backupToNAB(_ context.Context, obj client.Object) []reconcile.Request {
-	ns, name := obj.GetAnnotations()[v1alpha1.NabOriginNamespaceAnnotation], obj.GetAnnotations()[v1alpha1.NabOriginNameAnnotation]
-	if ns == "" || name == "" {
-		return nil
-	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
+	return originOf[*v1alpha1.NonAdminBackup](obj)
 }

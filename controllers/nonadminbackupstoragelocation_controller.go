@@ -17,12 +17,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
-	"github.com/nacflow/nacflow/blueprints"
 	"github.com/nacflow/nacflow/dpa"
 )
 
@@ -105,9 +101,9 @@ func (e *endpointRevisions) get(n *v1alpha1.NonAdminBackupStorageLocation, perio
 // server at most once per period: the manager's cache holds only
 // NAC-labelled locations. It is part of every location's revision, so an
 // admin location added, moved or removed re-runs every tenant location's
-// create action — and its storage check — within a period (issue 15: an
-// admin location added later turns an overlapping tenant location
-// BackingOff, never the admin's Unavailable).
+// create action — and its storage check — within a period: an admin
+// location added later turns an overlapping tenant location BackingOff,
+// never the admin's Unavailable.
 type adminStorage struct {
 	mu      sync.Mutex
 	value   string
@@ -155,29 +151,10 @@ func (a *adminStorage) get(ctx context.Context, r client.Reader, oadpNamespace s
 // same phases.
 func (r *NonAdminBackupStorageLocationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	res, err := reconcileNAC(ctx, &r.Deps, &r.reads, nacKind[*v1alpha1.NonAdminBackupStorageLocation]{
-		newObject: func() *v1alpha1.NonAdminBackupStorageLocation { return &v1alpha1.NonAdminBackupStorageLocation{} },
-		finalizer: v1alpha1.NonAdminBackupStorageLocationFinalizer,
-		blueprint: blueprints.NonAdminBackupStorageLocation, kind: "NonAdminBackupStorageLocation",
-		actionFor: func(n *v1alpha1.NonAdminBackupStorageLocation) string {
-			if !n.DeletionTimestamp.IsZero() {
-				return ActionFinalize
-			}
-			return ActionCreate
-		},
-		refs:     bslRefs,
-		revision: r.revision,
-		begin: func(n *v1alpha1.NonAdminBackupStorageLocation) {
-			if n.Status.Phase == "" {
-				n.Status.Phase = v1alpha1.NonAdminPhaseNew
-			}
-		},
-		observed: func(n *v1alpha1.NonAdminBackupStorageLocation, g int64) { n.Status.ObservedGeneration = g },
-		afterRun: func(ctx context.Context, n *v1alpha1.NonAdminBackupStorageLocation, action string, _ bool) error {
-			if action != ActionCreate {
-				return nil
-			}
-			return r.mirror(ctx, n)
-		},
+		actionFor: finalizeOr[*v1alpha1.NonAdminBackupStorageLocation](ActionCreate),
+		refs:      bslRefs,
+		revision:  r.revision,
+		afterRun:  after(ActionCreate, r.mirror),
 	}, req)
 	period := r.CredentialCheckPeriod
 	if period <= 0 {
@@ -263,8 +240,7 @@ func (r *NonAdminBackupStorageLocationReconciler) mirror(ctx context.Context, n 
 		return nil
 	}
 	v := n.Status.VeleroBackupStorageLocation
-	return mirrorVelero(ctx, &r.Deps, "BackupStorageLocation", v.Name, &velerov1.BackupStorageLocation{}, n,
-		v1alpha1.NabslOriginNACUUIDLabel, v1alpha1.NabslOriginNamespaceAnnotation, v.NACUUID,
+	return mirrorVelero(ctx, &r.Deps, "BackupStorageLocation", v.Name, &velerov1.BackupStorageLocation{}, n, v.NACUUID,
 		func(v *velerov1.BackupStorageLocation) { n.MirrorBSL(v) })
 }
 
@@ -274,23 +250,13 @@ func (r *NonAdminBackupStorageLocationReconciler) mirror(ctx context.Context, n 
 // (least privilege): each location rechecks its credential's version every
 // CredentialCheckPeriod.
 func (r *NonAdminBackupStorageLocationReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	inOADP := predicate.NewPredicateFuncs(func(o client.Object) bool {
-		return o.GetNamespace() == r.OADPNamespace && o.GetLabels()[v1alpha1.NabslOriginNACUUIDLabel] != ""
-	})
-	return ctrl.NewControllerManagedBy(mgr).
-		Named("nonadminbackupstoragelocation").
-		WithOptions(r.controllerOptions()).
-		For(&v1alpha1.NonAdminBackupStorageLocation{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&velerov1.BackupStorageLocation{}, handler.EnqueueRequestsFromMapFunc(toNABSL), builder.WithPredicates(inOADP)).
-		Watches(&v1alpha1.NonAdminBackupStorageLocationRequest{}, handler.EnqueueRequestsFromMapFunc(toNABSL), builder.WithPredicates(inOADP)).
-		Complete(r)
-}
-
-// toNABSL maps an object to the location named by its origin annotations.
-func toNABSL(_ context.Context, obj client.Object) []reconcile.Request {
-	ns, name := obj.GetAnnotations()[v1alpha1.NabslOriginNamespaceAnnotation], obj.GetAnnotations()[v1alpha1.NabslOriginNameAnnotation]
-	if ns == "" || name == "" {
-		return nil
+	b, err := nacController[*v1alpha1.NonAdminBackupStorageLocation](mgr, &r.Deps)
+	if err != nil {
+		return err
 	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
+	made := builder.WithPredicates(madeForKind[*v1alpha1.NonAdminBackupStorageLocation](r.OADPNamespace))
+	return b.
+		Watches(&velerov1.BackupStorageLocation{}, toOrigin[*v1alpha1.NonAdminBackupStorageLocation](), made).
+		Watches(&v1alpha1.NonAdminBackupStorageLocationRequest{}, toOrigin[*v1alpha1.NonAdminBackupStorageLocation](), made).
+		Complete(r)
 }

@@ -5,16 +5,10 @@ import (
 	"time"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
-	"github.com/nacflow/nacflow/blueprints"
 )
 
 // Actions of the nonadmindownloadrequest blueprint.
@@ -45,23 +39,8 @@ type NonAdminDownloadRequestReconciler struct {
 // whose URL has expired is deleted.
 func (r *NonAdminDownloadRequestReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	return reconcileNAC(ctx, &r.Deps, &r.reads, nacKind[*v1alpha1.NonAdminDownloadRequest]{
-		newObject: func() *v1alpha1.NonAdminDownloadRequest { return &v1alpha1.NonAdminDownloadRequest{} },
-		finalizer: v1alpha1.NonAdminDownloadRequestFinalizer,
-		blueprint: blueprints.NonAdminDownloadRequest, kind: "NonAdminDownloadRequest",
-		actionFor: func(nadr *v1alpha1.NonAdminDownloadRequest) string {
-			if !nadr.DeletionTimestamp.IsZero() {
-				return ActionFinalize
-			}
-			return ActionDownload
-		},
-		refs: downloadRefs,
-		begin: func(nadr *v1alpha1.NonAdminDownloadRequest) {
-			if nadr.Status.Phase == "" {
-				nadr.Status.Phase = v1alpha1.NonAdminPhaseNew
-			}
-		},
-		observed:  func(nadr *v1alpha1.NonAdminDownloadRequest, g int64) { nadr.Status.ObservedGeneration = g },
-		afterRun:  func(context.Context, *v1alpha1.NonAdminDownloadRequest, string, bool) error { return nil },
+		actionFor: finalizeOr[*v1alpha1.NonAdminDownloadRequest](ActionDownload),
+		refs:      downloadRefs,
 		expiresAt: downloadExpiry,
 	}, req)
 }
@@ -81,56 +60,24 @@ func downloadExpiry(nadr *v1alpha1.NonAdminDownloadRequest) time.Time {
 // annotations, and the Velero Backups and Restores of NAC objects, mapped to
 // the unfinished requests of their namespace that name them.
 func (r *NonAdminDownloadRequestReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	labelled := func(label string) predicate.Predicate {
-		return predicate.NewPredicateFuncs(func(o client.Object) bool {
-			return o.GetNamespace() == r.OADPNamespace && o.GetLabels()[label] != ""
-		})
+	b, err := nacController[*v1alpha1.NonAdminDownloadRequest](mgr, &r.Deps)
+	if err != nil {
+		return err
 	}
-	return ctrl.NewControllerManagedBy(mgr).
-		Named("nonadmindownloadrequest").
-		WithOptions(r.controllerOptions()).
-		For(&v1alpha1.NonAdminDownloadRequest{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&velerov1.DownloadRequest{}, handler.EnqueueRequestsFromMapFunc(downloadToNADR),
-			builder.WithPredicates(labelled(v1alpha1.NadrOriginNACUUIDLabel))).
-		Watches(&velerov1.Backup{}, handler.EnqueueRequestsFromMapFunc(r.targetToWaitingNADRs(v1alpha1.NabOriginNamespaceAnnotation, v1alpha1.NabOriginNameAnnotation)),
-			builder.WithPredicates(labelled(v1alpha1.NabOriginNACUUIDLabel))).
-		Watches(&velerov1.Restore{}, handler.EnqueueRequestsFromMapFunc(r.targetToWaitingNADRs(v1alpha1.NarOriginNamespaceAnnotation, v1alpha1.NarOriginNameAnnotation)),
-			builder.WithPredicates(labelled(v1alpha1.NarOriginNACUUIDLabel))).
+	return b.
+		Watches(&velerov1.DownloadRequest{}, toOrigin[*v1alpha1.NonAdminDownloadRequest](),
+			builder.WithPredicates(madeForKind[*v1alpha1.NonAdminDownloadRequest](r.OADPNamespace))).
+		Watches(&velerov1.Backup{}, toWaiters[*v1alpha1.NonAdminDownloadRequest, *v1alpha1.NonAdminBackup](r.Client, downloadsFrom),
+			builder.WithPredicates(madeForKind[*v1alpha1.NonAdminBackup](r.OADPNamespace))).
+		Watches(&velerov1.Restore{}, toWaiters[*v1alpha1.NonAdminDownloadRequest, *v1alpha1.NonAdminRestore](r.Client, downloadsFrom),
+			builder.WithPredicates(madeForKind[*v1alpha1.NonAdminRestore](r.OADPNamespace))).
 		Complete(r)
 }
 
-// targetToWaitingNADRs returns a map function from a Velero Backup or
-// Restore to the unfinished NonAdminDownloadRequests of its origin
-// namespace (annotation nsKey) that name its NAC object (annotation
-// nameKey).
-func (r *NonAdminDownloadRequestReconciler) targetToWaitingNADRs(nsKey, nameKey string) handler.MapFunc {
-	return func(ctx context.Context, obj client.Object) []reconcile.Request {
-		ns, name := obj.GetAnnotations()[nsKey], obj.GetAnnotations()[nameKey]
-		if ns == "" || name == "" {
-			return nil
-		}
-		list := &v1alpha1.NonAdminDownloadRequestList{}
-		if err := r.Client.List(ctx, list, client.InNamespace(ns)); err != nil {
-			return nil
-		}
-		var reqs []reconcile.Request
-		for _, nadr := range list.Items {
-			p := nadr.Status.Plan
-			if nadr.Spec.Target.Name != name || (p != nil && p.State != v1alpha1.PlanRunning) {
-				continue
-			}
-			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: nadr.Namespace, Name: nadr.Name}})
-		}
-		return reqs
-	}
-}
-
-// downloadToNADR maps a Velero DownloadRequest to the
-// NonAdminDownloadRequest named by its origin annotations.
-func downloadToNADR(_ context.Context, obj client.Object) []reconcile.Request {
-	ns, name := obj.GetAnnotations()[v1alpha1.NadrOriginNamespaceAnnotation], obj.GetAnnotations()[v1alpha1.NadrOriginNameAnnotation]
-	if ns == "" || name == "" {
-		return nil
-	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
+// downloadsFrom reports whether nadr, whose plan has not started or is
+// running, asks for a file of the NAC object called target (of its own
+// namespace).
+func downloadsFrom(nadr *v1alpha1.NonAdminDownloadRequest, target string) bool {
+	p := nadr.Status.Plan
+	return nadr.Spec.Target.Name == target && (p == nil || p.State == v1alpha1.PlanRunning)
 }

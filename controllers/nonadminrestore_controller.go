@@ -5,16 +5,13 @@ import (
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	velerov2alpha1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v2alpha1"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
-	"github.com/nacflow/nacflow/blueprints"
 )
 
 // Actions of the nonadminrestore blueprint.
@@ -47,28 +44,9 @@ type NonAdminRestoreReconciler struct {
 // otherwise, mirroring the Velero Restore after each run.
 func (r *NonAdminRestoreReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	return reconcileNAC(ctx, &r.Deps, &r.reads, nacKind[*v1alpha1.NonAdminRestore]{
-		newObject: func() *v1alpha1.NonAdminRestore { return &v1alpha1.NonAdminRestore{} },
-		finalizer: v1alpha1.NonAdminRestoreFinalizer,
-		blueprint: blueprints.NonAdminRestore, kind: "NonAdminRestore",
-		actionFor: func(nar *v1alpha1.NonAdminRestore) string {
-			if !nar.DeletionTimestamp.IsZero() {
-				return ActionFinalize
-			}
-			return ActionRestore
-		},
-		refs: restoreRefs,
-		begin: func(nar *v1alpha1.NonAdminRestore) {
-			if nar.Status.Phase == "" {
-				nar.Status.Phase = v1alpha1.NonAdminPhaseNew
-			}
-		},
-		observed: func(nar *v1alpha1.NonAdminRestore, g int64) { nar.Status.ObservedGeneration = g },
-		afterRun: func(ctx context.Context, nar *v1alpha1.NonAdminRestore, action string, _ bool) error {
-			if action != ActionRestore {
-				return nil
-			}
-			return r.mirror(ctx, nar)
-		},
+		actionFor: finalizeOr[*v1alpha1.NonAdminRestore](ActionRestore),
+		refs:      restoreRefs,
+		afterRun:  after(ActionRestore, r.mirror),
 	}, req)
 }
 
@@ -78,7 +56,7 @@ func (r *NonAdminRestoreReconciler) mirror(ctx context.Context, nar *v1alpha1.No
 		return nil
 	}
 	vr := nar.Status.VeleroRestore
-	return mirrorVelero(ctx, &r.Deps, "Restore", vr.Name, &velerov1.Restore{}, nar, v1alpha1.NarOriginNACUUIDLabel, v1alpha1.NarOriginNamespaceAnnotation, vr.NACUUID,
+	return mirrorVelero(ctx, &r.Deps, "Restore", vr.Name, &velerov1.Restore{}, nar, vr.NACUUID,
 		func(v *velerov1.Restore) { nar.MirrorRestore(v) })
 }
 
@@ -88,22 +66,17 @@ func (r *NonAdminRestoreReconciler) mirror(ctx context.Context, nar *v1alpha1.No
 // NonAdminBackups, mapped to the unfinished NonAdminRestores that wait for
 // them.
 func (r *NonAdminRestoreReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	inOADP := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == r.OADPNamespace })
-	return ctrl.NewControllerManagedBy(mgr).
-		Named("nonadminrestore").
-		WithOptions(r.controllerOptions()).
-		For(&v1alpha1.NonAdminRestore{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&velerov1.Restore{}, handler.EnqueueRequestsFromMapFunc(restoreToNAR),
-			builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
-				return o.GetNamespace() == r.OADPNamespace && o.GetLabels()[v1alpha1.NarOriginNACUUIDLabel] != ""
-			}))).
-		Watches(&velerov1.Backup{}, handler.EnqueueRequestsFromMapFunc(r.backupToWaitingNARs),
-			builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
-				return o.GetNamespace() == r.OADPNamespace && o.GetLabels()[v1alpha1.NabOriginNACUUIDLabel] != ""
-			}))).
+	b, err := nacController[*v1alpha1.NonAdminRestore](mgr, &r.Deps)
+	if err != nil {
+		return err
+	}
+	return b.
+		Watches(&velerov1.Restore{}, toOrigin[*v1alpha1.NonAdminRestore](), builder.WithPredicates(madeForKind[*v1alpha1.NonAdminRestore](r.OADPNamespace))).
+		Watches(&velerov1.Backup{}, toWaiters[*v1alpha1.NonAdminRestore, *v1alpha1.NonAdminBackup](r.Client, restoresBackup),
+			builder.WithPredicates(madeForKind[*v1alpha1.NonAdminBackup](r.OADPNamespace))).
 		// The node agent's volume work: the NAR's progress counters.
-		Watches(&velerov2alpha1.DataDownload{}, handler.EnqueueRequestsFromMapFunc(r.volumeToNAR), builder.WithPredicates(inOADP)).
-		Watches(&velerov1.PodVolumeRestore{}, handler.EnqueueRequestsFromMapFunc(r.volumeToNAR), builder.WithPredicates(inOADP)).
+		Watches(&velerov2alpha1.DataDownload{}, handler.EnqueueRequestsFromMapFunc(r.volumeToNAR), builder.WithPredicates(r.inOADP())).
+		Watches(&velerov1.PodVolumeRestore{}, handler.EnqueueRequestsFromMapFunc(r.volumeToNAR), builder.WithPredicates(r.inOADP())).
 		Complete(r)
 }
 
@@ -120,38 +93,13 @@ func (r *NonAdminRestoreReconciler) volumeToNAR(ctx context.Context, obj client.
 		restore.Labels[v1alpha1.NarOriginNACUUIDLabel] == "" {
 		return nil
 	}
-	return restoreToNAR(ctx, restore)
+	return originOf[*v1alpha1.NonAdminRestore](restore)
 }
 
-// backupToWaitingNARs maps a Velero Backup to the unfinished NonAdminRestores
-// of its NonAdminBackup's namespace that name that NonAdminBackup.
-func (r *NonAdminRestoreReconciler) backupToWaitingNARs(ctx context.Context, obj client.Object) []reconcile.Request {
-	ns, nab := obj.GetAnnotations()[v1alpha1.NabOriginNamespaceAnnotation], obj.GetAnnotations()[v1alpha1.NabOriginNameAnnotation]
-	if ns == "" || nab == "" {
-		return nil
-	}
-	list := &v1alpha1.NonAdminRestoreList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(ns)); err != nil {
-		return nil
-	}
-	var reqs []reconcile.Request
-	for _, nar := range list.Items {
-		p := nar.Status.Plan
-		if nar.Spec.RestoreSpec == nil || nar.Spec.RestoreSpec.BackupName != nab ||
-			(p != nil && (p.State == v1alpha1.PlanComplete || p.State == v1alpha1.PlanFailed)) {
-			continue
-		}
-		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: nar.Namespace, Name: nar.Name}})
-	}
-	return reqs
-}
-
-// restoreToNAR maps a Velero Restore to the NonAdminRestore named by its
-// origin annotations.
-func restoreToNAR(_ context.Context, obj client.Object) []reconcile.Request {
-	ns, name := obj.GetAnnotations()[v1alpha1.NarOriginNamespaceAnnotation], obj.GetAnnotations()[v1alpha1.NarOriginNameAnnotation]
-	if ns == "" || name == "" {
-		return nil
-	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
+// restoresBackup reports whether nar, not finished yet, restores the
+// NonAdminBackup called nab (of its own namespace).
+func restoresBackup(nar *v1alpha1.NonAdminRestore, nab string) bool {
+	p := nar.Status.Plan
+	return nar.Spec.RestoreSpec != nil && nar.Spec.RestoreSpec.BackupName == nab &&
+		(p == nil || p.State != v1alpha1.PlanComplete && p.State != v1alpha1.PlanFailed)
 }

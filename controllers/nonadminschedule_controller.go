@@ -19,13 +19,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
-	"github.com/nacflow/nacflow/blueprints"
 )
 
 // Event reasons of NonAdminSchedules.
@@ -80,29 +76,15 @@ func (r *NonAdminScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	var wake time.Time
 	found := false
 	res, err := reconcileNAC(ctx, &r.Deps, &r.reads, nacKind[*v1alpha1.NonAdminSchedule]{
-		newObject: func() *v1alpha1.NonAdminSchedule { return &v1alpha1.NonAdminSchedule{} },
-		finalizer: v1alpha1.NonAdminScheduleFinalizer,
-		blueprint: blueprints.NonAdminSchedule, kind: "NonAdminSchedule",
-		actionFor: func(n *v1alpha1.NonAdminSchedule) string {
-			if !n.DeletionTimestamp.IsZero() {
-				return ActionFinalize
-			}
-			return ActionCreate
-		},
-		refs: scheduleRefs,
+		actionFor: finalizeOr[*v1alpha1.NonAdminSchedule](ActionCreate),
+		refs:      scheduleRefs,
 		revision: func(_ context.Context, n *v1alpha1.NonAdminSchedule) (string, error) {
 			if !n.DeletionTimestamp.IsZero() {
 				return "", nil
 			}
 			return fmt.Sprintf("generation %d", n.Generation), nil
 		},
-		begin: func(n *v1alpha1.NonAdminSchedule) {
-			found = true
-			if n.Status.Phase == "" {
-				n.Status.Phase = v1alpha1.NonAdminPhaseNew
-			}
-		},
-		observed: func(n *v1alpha1.NonAdminSchedule, g int64) { n.Status.ObservedGeneration = g },
+		begin: func(*v1alpha1.NonAdminSchedule) { found = true },
 		afterRun: func(ctx context.Context, n *v1alpha1.NonAdminSchedule, action string, finished bool) error {
 			if action != ActionCreate {
 				return nil
@@ -399,24 +381,15 @@ func (r *NonAdminScheduleReconciler) judgeRPO(nas *v1alpha1.NonAdminSchedule, ru
 // SetupWithManager registers the controller: NonAdminSchedules (spec
 // changes), their Velero Schedules and the Backups those take.
 func (r *NonAdminScheduleReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	labelled := predicate.NewPredicateFuncs(func(o client.Object) bool {
-		return o.GetNamespace() == r.OADPNamespace && o.GetLabels()[v1alpha1.NasOriginNACUUIDLabel] != ""
-	})
-	return ctrl.NewControllerManagedBy(mgr).
-		Named("nonadminschedule").
-		WithOptions(r.controllerOptions()).
-		For(&v1alpha1.NonAdminSchedule{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&velerov1.Schedule{}, handler.EnqueueRequestsFromMapFunc(scheduleOrigin), builder.WithPredicates(labelled)).
-		Watches(&velerov1.Backup{}, handler.EnqueueRequestsFromMapFunc(scheduleOrigin), builder.WithPredicates(labelled)).
-		Complete(r)
-}
-
-// scheduleOrigin maps a Velero Schedule, or a Backup it took, to its
-// NonAdminSchedule (the origin annotations Velero copies).
-func scheduleOrigin(_ context.Context, obj client.Object) []reconcile.Request {
-	ns, name := obj.GetAnnotations()[v1alpha1.NasOriginNamespaceAnnotation], obj.GetAnnotations()[v1alpha1.NasOriginNameAnnotation]
-	if ns == "" || name == "" {
-		return nil
+	b, err := nacController[*v1alpha1.NonAdminSchedule](mgr, &r.Deps)
+	if err != nil {
+		return err
 	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
+	// A Backup the Velero Schedule took carries the schedule's origin keys,
+	// which Velero copies.
+	made := builder.WithPredicates(madeForKind[*v1alpha1.NonAdminSchedule](r.OADPNamespace))
+	return b.
+		Watches(&velerov1.Schedule{}, toOrigin[*v1alpha1.NonAdminSchedule](), made).
+		Watches(&velerov1.Backup{}, toOrigin[*v1alpha1.NonAdminSchedule](), made).
+		Complete(r)
 }

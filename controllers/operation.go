@@ -76,12 +76,12 @@ func (d *Deps) controllerOptions() controller.Options {
 	return controller.Options{RateLimiter: NewRateLimiter(d.MinRetryDelay, d.MaxRetryDelay)}
 }
 
-// nacKind tells the shared reconcile loop about one NAC kind.
-type nacKind[T engine.Object] struct {
-	newObject func() T
-	finalizer string
-	// blueprint is the built-in blueprint's name, kind the NAC kind it serves.
-	blueprint, kind string
+// nacKind tells the shared reconcile loop what is particular to one NAC
+// kind T. What every kind shares comes from the kind registry
+// (v1alpha1.KindOf: its name, finalizer, built-in blueprint, empty object)
+// and from v1alpha1.Object (status.phase New before the first run, the
+// observed generation after a successful one).
+type nacKind[T v1alpha1.Object] struct {
 	// actionFor picks the action the object's state calls for.
 	actionFor func(T) string
 	// refs returns the status fields naming the operation's Velero objects
@@ -94,11 +94,11 @@ type nacKind[T engine.Object] struct {
 	// revision returns what a run is for; a change starts a new run (nil: the
 	// action never re-runs).
 	revision func(context.Context, T) (string, error)
-	// begin prepares status before the run (status.phase New, ...).
+	// begin, when set, runs before each run, once the object is read and
+	// holds the finalizer.
 	begin func(T)
-	// observed records the generation reconciled.
-	observed func(T, int64)
-	// afterRun runs after each successful Run (mirroring Velero status).
+	// afterRun, when set, runs after each successful Run (mirroring Velero
+	// status).
 	afterRun func(ctx context.Context, obj T, action string, finished bool) error
 	// deleteWhenComplete names the actions after whose completion the
 	// object itself is deleted.
@@ -122,8 +122,12 @@ type nacKind[T engine.Object] struct {
 // first write); run the action its state calls for as far as it can go; write
 // status once, with a patch; then delete the object or remove the finalizer
 // when a deleting action has ended.
-func reconcileNAC[T engine.Object](ctx context.Context, d *Deps, reads *readTracker, k nacKind[T], req ctrl.Request) (ctrl.Result, error) {
-	obj := k.newObject()
+func reconcileNAC[T v1alpha1.Object](ctx context.Context, d *Deps, reads *readTracker, k nacKind[T], req ctrl.Request) (ctrl.Result, error) {
+	kind, err := kindOf[T]()
+	if err != nil {
+		return ctrl.Result{}, reconcile.TerminalError(err)
+	}
+	obj := kind.New().(T)
 	if err := d.Client.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
 			reads.forget(req.NamespacedName)
@@ -144,11 +148,11 @@ func reconcileNAC[T engine.Object](ctx context.Context, d *Deps, reads *readTrac
 	}()
 
 	deleting := !obj.GetDeletionTimestamp().IsZero()
-	if !controllerutil.ContainsFinalizer(obj, k.finalizer) {
+	if !controllerutil.ContainsFinalizer(obj, kind.Finalizer) {
 		if deleting {
 			return ctrl.Result{}, nil
 		}
-		controllerutil.AddFinalizer(obj, k.finalizer)
+		controllerutil.AddFinalizer(obj, kind.Finalizer)
 		if err := patchFinalizers(ctx, d.Client, obj); err != nil {
 			return ctrl.Result{}, fmt.Errorf("adding finalizer to %s: %w", req.NamespacedName, err)
 		}
@@ -165,11 +169,16 @@ func reconcileNAC[T engine.Object](ctx context.Context, d *Deps, reads *readTrac
 	logger, storyLog := loggersFor(log.FromContext(ctx).WithValues("action", action), level)
 	ctx = log.IntoContext(ctx, logger)
 	before := obj.DeepCopyObject().(client.Object)
-	k.begin(obj)
+	if obj.GetPhase() == "" {
+		obj.SetPhase(v1alpha1.NonAdminPhaseNew)
+	}
+	if k.begin != nil {
+		k.begin(obj)
+	}
 	events := &engine.EventBuffer{}
-	result, finished, err := runAction(ctx, d, k, obj, action, events)
+	result, finished, err := runAction(ctx, d, kind, k, obj, action, events)
 	if err == nil {
-		k.observed(obj, obj.GetGeneration())
+		obj.SetObservedGeneration(obj.GetGeneration())
 	}
 	if perr := engine.PatchStatus(ctx, d.Client, obj, before); perr != nil {
 		// What this run did is not recorded: neither are its events (the
@@ -195,7 +204,7 @@ func reconcileNAC[T engine.Object](ctx context.Context, d *Deps, reads *readTrac
 			if err := d.Client.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
 				return ctrl.Result{}, fmt.Errorf("deleting %s, expired: %w", req.NamespacedName, err)
 			}
-			log.FromContext(ctx).Info("deleted: expired", "kind", k.kind, "expiredAt", at)
+			log.FromContext(ctx).Info("deleted: expired", "kind", kind.Kind, "expiredAt", at)
 			return ctrl.Result{}, nil
 		}
 	}
@@ -205,7 +214,7 @@ func reconcileNAC[T engine.Object](ctx context.Context, d *Deps, reads *readTrac
 			return ctrl.Result{}, fmt.Errorf("deleting %s after its %s action: %w", req.NamespacedName, action, err)
 		}
 	case deleting:
-		controllerutil.RemoveFinalizer(obj, k.finalizer)
+		controllerutil.RemoveFinalizer(obj, kind.Finalizer)
 		err := patchFinalizers(ctx, d.Client, obj)
 		if apierrors.IsNotFound(err) {
 			return result, nil // an earlier reconcile removed it: it logged
@@ -213,9 +222,20 @@ func reconcileNAC[T engine.Object](ctx context.Context, d *Deps, reads *readTrac
 		if err != nil {
 			return ctrl.Result{}, fmt.Errorf("removing finalizer of %s: %w", req.NamespacedName, err)
 		}
-		log.FromContext(ctx).Info("finalized", "kind", k.kind, "action", action)
+		log.FromContext(ctx).Info("finalized", "kind", kind.Kind, "action", action)
 	}
 	return result, nil
+}
+
+// kindOf returns the registry entry of the NAC kind T (a pointer to one of
+// the API types), or an error for a type the registry lacks (a defect of the
+// build).
+func kindOf[T v1alpha1.Object]() (v1alpha1.Kind, error) {
+	var zero T
+	if k, ok := v1alpha1.KindOf(zero); ok {
+		return k, nil
+	}
+	return v1alpha1.Kind{}, fmt.Errorf("%T is not in the NAC kind registry (v1alpha1.Kinds)", zero)
 }
 
 // Object log levels (OADP NAC's NonAdminBackup spec.logLevel enum): the
@@ -289,13 +309,13 @@ func patchFinalizers(ctx context.Context, c client.Client, obj client.Object) er
 // runAction resolves (for a new operation) and runs action, then afterRun.
 // The run's events go to events, sent once its status is written.
 // finished is true once the plan, deferPhase included, has ended.
-func runAction[T engine.Object](ctx context.Context, d *Deps, k nacKind[T], obj T, action string, events *engine.EventBuffer) (ctrl.Result, bool, error) {
-	uuid, corrected, err := operationIdentity(ctx, d.Client, d.OADPNamespace, k.kind, obj, k.refs(obj), k.adopts)
+func runAction[T v1alpha1.Object](ctx context.Context, d *Deps, kind v1alpha1.Kind, k nacKind[T], obj T, action string, events *engine.EventBuffer) (ctrl.Result, bool, error) {
+	uuid, corrected, err := operationIdentity(ctx, d.Client, d.OADPNamespace, kind.Kind, obj, k.refs(obj), k.adopts)
 	if err != nil {
 		return ctrl.Result{}, false, err
 	}
 	if len(corrected) > 0 {
-		msg := correctedMessage(k.kind, corrected)
+		msg := correctedMessage(kind.Kind, corrected)
 		log.FromContext(ctx).Info("corrected status references", "corrected", corrected)
 		events.Event(obj, corev1.EventTypeWarning, EventStatusCorrected, msg)
 	}
@@ -315,7 +335,7 @@ func runAction[T engine.Object](ctx context.Context, d *Deps, k nacKind[T], obj 
 		// Only a new operation resolves its blueprint; a running one
 		// continues from its snapshot.
 		var err error
-		if plan, err = resolvePlan(ctx, d, obj, k.blueprint, k.kind, action, ns.Labels); err != nil {
+		if plan, err = resolvePlan(ctx, d, obj, kind.Blueprint, kind.Kind, action, ns.Labels); err != nil {
 			d.Recorder.Event(obj, corev1.EventTypeWarning, EventBlueprintInvalid, err.Error())
 			return ctrl.Result{}, false, reconcile.TerminalError(err)
 		}
@@ -329,8 +349,10 @@ func runAction[T engine.Object](ctx context.Context, d *Deps, k nacKind[T], obj 
 	if err != nil {
 		return ctrl.Result{}, false, err
 	}
-	if err := k.afterRun(ctx, obj, action, out.Finished); err != nil {
-		return ctrl.Result{}, false, err
+	if k.afterRun != nil {
+		if err := k.afterRun(ctx, obj, action, out.Finished); err != nil {
+			return ctrl.Result{}, false, err
+		}
 	}
 	return ctrl.Result{RequeueAfter: out.RequeueAfter}, out.Finished, nil
 }
@@ -352,11 +374,11 @@ func resolvePlan(ctx context.Context, d *Deps, obj engine.Object, name, kind, ac
 
 // mirrorVelero reads the Velero object called name (a kind such as
 // "Restore", for messages) from the OADP namespace into obj and, when it is
-// the operation's (madeFor owner with label and nsAnnotation, the origin
-// keys of the NAC kind), hands it to apply, which mirrors it into the NAC
+// the operation's (madeFor owner, with the origin keys of owner's kind),
+// hands it to apply, which mirrors it into the NAC
 // object's status. No name yet, no such object, or another operation's
 // object is not an error: there is nothing to mirror.
-func mirrorVelero[T client.Object](ctx context.Context, d *Deps, kind, name string, obj T, owner client.Object, label, nsAnnotation, nacuuid string, apply func(T)) error {
+func mirrorVelero[T client.Object](ctx context.Context, d *Deps, kind, name string, obj T, owner v1alpha1.Object, nacuuid string, apply func(T)) error {
 	if name == "" {
 		return nil
 	}
@@ -367,7 +389,8 @@ func mirrorVelero[T client.Object](ctx context.Context, d *Deps, kind, name stri
 	if err != nil {
 		return fmt.Errorf("reading Velero %s %s/%s: %w", kind, d.OADPNamespace, name, err)
 	}
-	if !madeFor(obj, owner, label, nsAnnotation, nacuuid) {
+	keys := owner.OriginKeys()
+	if !madeFor(obj, owner, keys.Label, keys.NamespaceAnnotation, nacuuid) {
 		return nil
 	}
 	apply(obj)

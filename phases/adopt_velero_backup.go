@@ -56,7 +56,7 @@ const SyncRecordGrace = 10 * time.Second
 // Run implements engine.Func.
 func (f *AdoptVeleroBackup) Run(ctx context.Context, op *engine.Operation, args any) (engine.Result, error) {
 	a := args.(*AdoptVeleroBackupArgs)
-	nab, err := asBackup(f.Name(), op)
+	nab, err := as[*v1alpha1.NonAdminBackup](f.Name(), op)
 	if err != nil {
 		return engine.Result{}, err
 	}

@@ -122,7 +122,7 @@ func (*CheckRestoreItems) SafetyExceptions() []engine.Exception {
 // Run implements engine.Func.
 func (f *CheckRestoreItems) Run(ctx context.Context, op *engine.Operation, args any) (engine.Result, error) {
 	a := args.(*CheckRestoreItemsArgs)
-	nar, err := asRestore(f.Name(), op)
+	nar, err := as[*v1alpha1.NonAdminRestore](f.Name(), op)
 	if err != nil {
 		return engine.Result{}, err
 	}

@@ -45,7 +45,7 @@ func (*CopySecret) NewArgs() any { return &noArgs{} }
 
 // Run implements engine.Func.
 func (f *CopySecret) Run(ctx context.Context, op *engine.Operation, _ any) (engine.Result, error) {
-	nabsl, err := asBSL(f.Name(), op)
+	nabsl, err := as[*v1alpha1.NonAdminBackupStorageLocation](f.Name(), op)
 	if err != nil {
 		return engine.Result{}, err
 	}

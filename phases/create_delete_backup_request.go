@@ -41,7 +41,7 @@ func (*CreateDeleteBackupRequest) NewArgs() any { return &noArgs{} }
 
 // Run implements engine.Func.
 func (f *CreateDeleteBackupRequest) Run(ctx context.Context, op *engine.Operation, _ any) (engine.Result, error) {
-	nab, err := asBackup(f.Name(), op)
+	nab, err := as[*v1alpha1.NonAdminBackup](f.Name(), op)
 	if err != nil {
 		return engine.Result{}, err
 	}

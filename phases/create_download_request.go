@@ -45,7 +45,7 @@ func (*CreateDownloadRequest) NewArgs() any { return &CreateDownloadRequestArgs{
 // Run implements engine.Func.
 func (f *CreateDownloadRequest) Run(ctx context.Context, op *engine.Operation, args any) (engine.Result, error) {
 	a := args.(*CreateDownloadRequestArgs)
-	nadr, err := asDownloadRequest(f.Name(), op)
+	nadr, err := as[*v1alpha1.NonAdminDownloadRequest](f.Name(), op)
 	if err != nil {
 		return engine.Result{}, err
 	}

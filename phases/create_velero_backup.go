@@ -51,7 +51,7 @@ func (*CreateVeleroBackup) NewArgs() any { return &ObjectMetaArgs{} }
 // Run implements engine.Func.
 func (f *CreateVeleroBackup) Run(ctx context.Context, op *engine.Operation, args any) (engine.Result, error) {
 	extra := args.(*ObjectMetaArgs)
-	nab, err := asBackup(f.Name(), op)
+	nab, err := as[*v1alpha1.NonAdminBackup](f.Name(), op)
 	if err != nil {
 		return engine.Result{}, err
 	}

@@ -49,7 +49,7 @@ func (*CreateVeleroBSL) NewArgs() any { return &CreateVeleroBSLArgs{} }
 // Run implements engine.Func.
 func (f *CreateVeleroBSL) Run(ctx context.Context, op *engine.Operation, args any) (engine.Result, error) {
 	a := args.(*CreateVeleroBSLArgs)
-	nabsl, err := asBSL(f.Name(), op)
+	nabsl, err := as[*v1alpha1.NonAdminBackupStorageLocation](f.Name(), op)
 	if err != nil {
 		return engine.Result{}, err
 	}

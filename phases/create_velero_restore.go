@@ -58,7 +58,7 @@ func (*CreateVeleroRestore) NewArgs() any { return &CreateVeleroRestoreArgs{} }
 // Run implements engine.Func.
 func (f *CreateVeleroRestore) Run(ctx context.Context, op *engine.Operation, args any) (engine.Result, error) {
 	a := args.(*CreateVeleroRestoreArgs)
-	nar, err := asRestore(f.Name(), op)
+	nar, err := as[*v1alpha1.NonAdminRestore](f.Name(), op)
 	if err != nil {
 		return engine.Result{}, err
 	}

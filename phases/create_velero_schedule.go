@@ -48,9 +48,9 @@ func (*CreateVeleroSchedule) NewArgs() any { return &ObjectMetaArgs{} }
 // Run implements engine.Func.
 func (f *CreateVeleroSchedule) Run(ctx context.Context, op *engine.Operation, args any) (engine.Result, error) {
 	extra := args.(*ObjectMetaArgs)
-	nas, ok := op.Object.(*v1alpha1.NonAdminSchedule)
-	if !ok {
-		return engine.Result{}, engine.Terminalf("%s serves NonAdminSchedule, not %T", f.Name(), op.Object)
+	nas, err := as[*v1alpha1.NonAdminSchedule](f.Name(), op)
+	if err != nil {
+		return engine.Result{}, err
 	}
 	vs := nas.Status.VeleroSchedule
 	if vs == nil || vs.Spec == nil {

@@ -35,7 +35,7 @@ func (*DeleteBackupsUsingBSL) SafetyExceptions() []engine.Exception {
 
 // Run implements engine.Func.
 func (f *DeleteBackupsUsingBSL) Run(ctx context.Context, op *engine.Operation, _ any) (engine.Result, error) {
-	nabsl, err := asBSL(f.Name(), op)
+	nabsl, err := as[*v1alpha1.NonAdminBackupStorageLocation](f.Name(), op)
 	if err != nil {
 		return engine.Result{}, err
 	}

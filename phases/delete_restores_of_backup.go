@@ -35,7 +35,7 @@ func (*DeleteRestoresOfBackup) SafetyExceptions() []engine.Exception {
 
 // Run implements engine.Func.
 func (f *DeleteRestoresOfBackup) Run(ctx context.Context, op *engine.Operation, _ any) (engine.Result, error) {
-	nab, err := asBackup(f.Name(), op)
+	nab, err := as[*v1alpha1.NonAdminBackup](f.Name(), op)
 	if err != nil {
 		return engine.Result{}, err
 	}

@@ -19,14 +19,15 @@ import (
 // rejected by the strict decode.
 type noArgs struct{}
 
-// asBackup returns the operation's NonAdminBackup, or a terminal error naming
-// fn when a blueprint gave the function another kind.
-func asBackup(fn string, op *engine.Operation) (*v1alpha1.NonAdminBackup, error) {
-	nab, ok := op.Object.(*v1alpha1.NonAdminBackup)
+// as returns the operation's object as the NAC kind T, or a terminal error
+// naming fn when a blueprint gave the function another kind.
+func as[T v1alpha1.Object](fn string, op *engine.Operation) (T, error) {
+	obj, ok := op.Object.(T)
 	if !ok {
-		return nil, engine.Terminalf("%s serves NonAdminBackup, not %T", fn, op.Object)
+		k, _ := v1alpha1.KindOf(obj) // obj is T's nil: its kind still shows
+		return obj, engine.Terminalf("%s serves %s, not %T", fn, k.Kind, op.Object)
 	}
-	return nab, nil
+	return obj, nil
 }
 
 // originLabels returns nab's own labels as JSON, for the Velero Backup's
@@ -45,74 +46,29 @@ func originLabels(nab *v1alpha1.NonAdminBackup) string {
 	return string(data)
 }
 
-// asRestore returns the operation's NonAdminRestore, or a terminal error
-// naming fn when a blueprint gave the function another kind.
-func asRestore(fn string, op *engine.Operation) (*v1alpha1.NonAdminRestore, error) {
-	nar, ok := op.Object.(*v1alpha1.NonAdminRestore)
-	if !ok {
-		return nil, engine.Terminalf("%s serves NonAdminRestore, not %T", fn, op.Object)
-	}
-	return nar, nil
-}
-
-// asDownloadRequest returns the operation's NonAdminDownloadRequest, or a
-// terminal error naming fn when a blueprint gave the function another kind.
-func asDownloadRequest(fn string, op *engine.Operation) (*v1alpha1.NonAdminDownloadRequest, error) {
-	nadr, ok := op.Object.(*v1alpha1.NonAdminDownloadRequest)
-	if !ok {
-		return nil, engine.Terminalf("%s serves NonAdminDownloadRequest, not %T", fn, op.Object)
-	}
-	return nadr, nil
-}
-
-// asBSL returns the operation's NonAdminBackupStorageLocation, or a terminal
-// error naming fn when a blueprint gave the function another kind.
-func asBSL(fn string, op *engine.Operation) (*v1alpha1.NonAdminBackupStorageLocation, error) {
-	nabsl, ok := op.Object.(*v1alpha1.NonAdminBackupStorageLocation)
-	if !ok {
-		return nil, engine.Terminalf("%s serves NonAdminBackupStorageLocation, not %T", fn, op.Object)
-	}
-	return nabsl, nil
-}
-
-// nacStatus returns pointers to the phase and conditions of obj's status
-// when obj is a NonAdminBackup, NonAdminRestore,
-// NonAdminBackupStorageLocation or NonAdminDownloadRequest (OADP NAC's common
-// status shape), and
-// ok=false for any other object.
-func nacStatus(obj engine.Object) (phase *v1alpha1.NonAdminPhase, conditions *[]metav1.Condition, ok bool) {
-	switch o := obj.(type) {
-	case *v1alpha1.NonAdminBackup:
-		return &o.Status.Phase, &o.Status.Conditions, true
-	case *v1alpha1.NonAdminRestore:
-		return &o.Status.Phase, &o.Status.Conditions, true
-	case *v1alpha1.NonAdminBackupStorageLocation:
-		return &o.Status.Phase, &o.Status.Conditions, true
-	case *v1alpha1.NonAdminDownloadRequest:
-		return &o.Status.Phase, &o.Status.Conditions, true
-	case *v1alpha1.NonAdminSchedule:
-		return &o.Status.Phase, &o.Status.Conditions, true
-	}
-	return nil, nil, false
-}
-
-// refuse records a refusal on obj, a NonAdminBackup, NonAdminRestore or
-// NonAdminBackupStorageLocation, the way OADP NAC does for every kind and
+// refuse records a refusal on obj the way OADP NAC does for every kind and
 // whatever phase refuses: status.phase BackingOff and condition
 // Accepted=False with reason and err's message (which names the field or
 // label at fault). It returns err as a terminal error: the same input will
-// never pass. Any other object only gets the terminal error.
+// never pass. An object of no NAC kind only gets the terminal error.
 func refuse(obj engine.Object, reason string, err error) error {
-	phase, conditions, ok := nacStatus(obj)
-	if !ok {
-		return engine.Terminal(err)
+	if nac, ok := obj.(v1alpha1.Object); ok {
+		setPhaseAndCondition(nac, v1alpha1.NonAdminPhaseBackingOff, metav1.Condition{
+			Type: v1alpha1.ConditionAccepted, Status: metav1.ConditionFalse, Reason: reason,
+			Message: err.Error(), ObservedGeneration: obj.GetGeneration(),
+		})
 	}
-	*phase = v1alpha1.NonAdminPhaseBackingOff
-	meta.SetStatusCondition(conditions, metav1.Condition{
-		Type: v1alpha1.ConditionAccepted, Status: metav1.ConditionFalse, Reason: reason,
-		Message: err.Error(), ObservedGeneration: obj.GetGeneration(),
-	})
 	return engine.Terminal(err)
+}
+
+// setPhaseAndCondition sets obj's status.phase, and its condition c with
+// meta.SetStatusCondition (the transition time moves only when the status
+// does): OADP NAC's common status shape.
+func setPhaseAndCondition(obj v1alpha1.Object, phase v1alpha1.NonAdminPhase, c metav1.Condition) {
+	obj.SetPhase(phase)
+	conditions := obj.GetConditions()
+	meta.SetStatusCondition(&conditions, c)
+	obj.SetConditions(conditions)
 }
 
 // withdrawBSL removes the Velero BSL and the copied Secret of the

@@ -3,7 +3,9 @@ package phases
 import (
 	"context"
 	"fmt"
+	"slices"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
@@ -24,6 +26,10 @@ func (a LimitActiveOperationsArgs) Validate() error {
 	}
 	return nil
 }
+
+// limitedKinds are the NAC kinds LimitActiveOperations serves: those whose
+// objects are one-off operations.
+var limitedKinds = []string{"NonAdminBackup", "NonAdminRestore"}
 
 // LimitActiveOperations is a per-tenant concurrency limit: it refuses the
 // operation (terminal; Accepted=False/ActiveOperationsLimit, BackingOff, like
@@ -49,36 +55,30 @@ func (*LimitActiveOperations) NewArgs() any { return &LimitActiveOperationsArgs{
 func (f *LimitActiveOperations) Run(ctx context.Context, op *engine.Operation, args any) (engine.Result, error) {
 	a := args.(*LimitActiveOperationsArgs)
 	ns := op.Object.GetNamespace()
+	k, _ := v1alpha1.KindOf(op.Object)
+	if !slices.Contains(limitedKinds, k.Kind) {
+		return engine.Result{}, engine.Terminalf("LimitActiveOperations serves NonAdminBackup and NonAdminRestore, not %T", op.Object)
+	}
+	kind := k.Kind + "s"
+	list := k.NewList()
+	if err := op.Client.List(ctx, list, client.InNamespace(ns)); err != nil {
+		return engine.Result{}, fmt.Errorf("listing %s in %s: %w", kind, ns, err)
+	}
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		return engine.Result{}, fmt.Errorf("reading the %s of %s: %w", kind, ns, err)
+	}
 	var plans []*v1alpha1.PlanStatus
 	var names []string
-	kind := ""
-	switch op.Object.(type) {
-	case *v1alpha1.NonAdminBackup:
-		kind = "NonAdminBackups"
-		list := &v1alpha1.NonAdminBackupList{}
-		if err := op.Client.List(ctx, list, client.InNamespace(ns)); err != nil {
-			return engine.Result{}, fmt.Errorf("listing NonAdminBackups in %s: %w", ns, err)
+	for _, item := range items {
+		obj := item.(v1alpha1.Object)
+		p := obj.GetPlan()
+		if nab, ok := obj.(*v1alpha1.NonAdminBackup); ok && scheduledRunActive(nab) {
+			// A scheduled run's plan (adopt) ends at once; Velero's
+			// backup is what runs.
+			p = &v1alpha1.PlanStatus{State: v1alpha1.PlanRunning}
 		}
-		for i := range list.Items {
-			p := list.Items[i].Status.Plan
-			if scheduledRunActive(&list.Items[i]) {
-				// A scheduled run's plan (adopt) ends at once; Velero's
-				// backup is what runs.
-				p = &v1alpha1.PlanStatus{State: v1alpha1.PlanRunning}
-			}
-			plans, names = append(plans, p), append(names, list.Items[i].Name)
-		}
-	case *v1alpha1.NonAdminRestore:
-		kind = "NonAdminRestores"
-		list := &v1alpha1.NonAdminRestoreList{}
-		if err := op.Client.List(ctx, list, client.InNamespace(ns)); err != nil {
-			return engine.Result{}, fmt.Errorf("listing NonAdminRestores in %s: %w", ns, err)
-		}
-		for i := range list.Items {
-			plans, names = append(plans, list.Items[i].Status.Plan), append(names, list.Items[i].Name)
-		}
-	default:
-		return engine.Result{}, engine.Terminalf("LimitActiveOperations serves NonAdminBackup and NonAdminRestore, not %T", op.Object)
+		plans, names = append(plans, p), append(names, obj.GetName())
 	}
 	cached := make(map[string]planActivity, len(plans))
 	for i, p := range plans {

@@ -3,7 +3,6 @@ package phases
 import (
 	"context"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
@@ -33,12 +32,11 @@ func (f *MarkDeleting) Run(_ context.Context, op *engine.Operation, args any) (e
 	if a.Message == "" {
 		return engine.Result{}, engine.Terminalf("MarkDeleting: args.message is empty")
 	}
-	phase, conds, ok := nacStatus(op.Object)
+	obj, ok := op.Object.(v1alpha1.Object)
 	if !ok {
 		return engine.Result{}, engine.Terminalf("MarkDeleting serves the NAC kinds, not %T", op.Object)
 	}
-	*phase = v1alpha1.NonAdminPhaseDeleting
-	meta.SetStatusCondition(conds, metav1.Condition{
+	setPhaseAndCondition(obj, v1alpha1.NonAdminPhaseDeleting, metav1.Condition{
 		Type: v1alpha1.ConditionDeleting, Status: metav1.ConditionTrue,
 		Reason: v1alpha1.ReasonDeletionPending, Message: a.Message, ObservedGeneration: op.Object.GetGeneration(),
 	})

@@ -113,7 +113,7 @@ func (*RequestApproval) NewArgs() any { return &RequestApprovalArgs{} }
 // Run implements engine.Func.
 func (f *RequestApproval) Run(ctx context.Context, op *engine.Operation, args any) (engine.Result, error) {
 	a := args.(*RequestApprovalArgs)
-	nabsl, err := asBSL(f.Name(), op)
+	nabsl, err := as[*v1alpha1.NonAdminBackupStorageLocation](f.Name(), op)
 	if err != nil {
 		return engine.Result{}, err
 	}

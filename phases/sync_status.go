@@ -48,7 +48,7 @@ func (f *SyncStatus) Run(ctx context.Context, op *engine.Operation, args any) (e
 	a := args.(*SyncStatusArgs)
 	switch a.Kind {
 	case "Backup":
-		nab, err := asBackup(f.Name(), op)
+		nab, err := as[*v1alpha1.NonAdminBackup](f.Name(), op)
 		if err != nil {
 			return engine.Result{}, err
 		}
@@ -57,7 +57,7 @@ func (f *SyncStatus) Run(ctx context.Context, op *engine.Operation, args any) (e
 			return string(b.Status.Phase), string(b.Status.Phase)
 		})
 	case "DeleteBackupRequest":
-		nab, err := asBackup(f.Name(), op)
+		nab, err := as[*v1alpha1.NonAdminBackup](f.Name(), op)
 		if err != nil {
 			return engine.Result{}, err
 		}
@@ -69,7 +69,7 @@ func (f *SyncStatus) Run(ctx context.Context, op *engine.Operation, args any) (e
 			return string(dbr.Status.Phase), phaseOr(string(dbr.Status.Phase))
 		})
 	case "Restore":
-		nar, err := asRestore(f.Name(), op)
+		nar, err := as[*v1alpha1.NonAdminRestore](f.Name(), op)
 		if err != nil {
 			return engine.Result{}, err
 		}
@@ -78,7 +78,7 @@ func (f *SyncStatus) Run(ctx context.Context, op *engine.Operation, args any) (e
 			return string(r.Status.Phase), phaseOr(string(r.Status.Phase))
 		})
 	case "BackupStorageLocation":
-		nabsl, err := asBSL(f.Name(), op)
+		nabsl, err := as[*v1alpha1.NonAdminBackupStorageLocation](f.Name(), op)
 		if err != nil {
 			return engine.Result{}, err
 		}
@@ -87,7 +87,7 @@ func (f *SyncStatus) Run(ctx context.Context, op *engine.Operation, args any) (e
 			return string(b.Status.Phase), phaseOr(string(b.Status.Phase))
 		})
 	case "DownloadRequest":
-		nadr, err := asDownloadRequest(f.Name(), op)
+		nadr, err := as[*v1alpha1.NonAdminDownloadRequest](f.Name(), op)
 		if err != nil {
 			return engine.Result{}, err
 		}

@@ -79,7 +79,7 @@ func (*ValidateBackupSpec) NewArgs() any { return &ValidateBackupSpecArgs{} }
 // Run implements engine.Func.
 func (f *ValidateBackupSpec) Run(ctx context.Context, op *engine.Operation, args any) (engine.Result, error) {
 	a := args.(*ValidateBackupSpecArgs)
-	nab, err := asBackup(f.Name(), op)
+	nab, err := as[*v1alpha1.NonAdminBackup](f.Name(), op)
 	if err != nil {
 		return engine.Result{}, err
 	}

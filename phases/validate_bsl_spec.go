@@ -149,7 +149,7 @@ func (*ValidateBSLSpec) SafetyExceptions() []engine.Exception {
 // Run implements engine.Func.
 func (f *ValidateBSLSpec) Run(ctx context.Context, op *engine.Operation, args any) (engine.Result, error) {
 	a := args.(*ValidateBSLSpecArgs)
-	nabsl, err := asBSL(f.Name(), op)
+	nabsl, err := as[*v1alpha1.NonAdminBackupStorageLocation](f.Name(), op)
 	if err != nil {
 		return engine.Result{}, err
 	}

@@ -53,7 +53,7 @@ func (*ValidateDownloadRequest) NewArgs() any { return &ValidateDownloadRequestA
 // Run implements engine.Func.
 func (f *ValidateDownloadRequest) Run(ctx context.Context, op *engine.Operation, args any) (engine.Result, error) {
 	a := args.(*ValidateDownloadRequestArgs)
-	nadr, err := asDownloadRequest(f.Name(), op)
+	nadr, err := as[*v1alpha1.NonAdminDownloadRequest](f.Name(), op)
 	if err != nil {
 		return engine.Result{}, err
 	}

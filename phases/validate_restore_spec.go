@@ -56,7 +56,7 @@ func (*ValidateRestoreSpec) NewArgs() any { return &ValidateRestoreSpecArgs{} }
 // Run implements engine.Func.
 func (f *ValidateRestoreSpec) Run(ctx context.Context, op *engine.Operation, args any) (engine.Result, error) {
 	a := args.(*ValidateRestoreSpecArgs)
-	nar, err := asRestore(f.Name(), op)
+	nar, err := as[*v1alpha1.NonAdminRestore](f.Name(), op)
 	if err != nil {
 		return engine.Result{}, err
 	}

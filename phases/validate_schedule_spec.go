@@ -79,9 +79,9 @@ func (*ValidateScheduleSpec) NewArgs() any { return &ValidateScheduleSpecArgs{} 
 // Run implements engine.Func.
 func (f *ValidateScheduleSpec) Run(ctx context.Context, op *engine.Operation, args any) (engine.Result, error) {
 	a := args.(*ValidateScheduleSpecArgs)
-	nas, ok := op.Object.(*v1alpha1.NonAdminSchedule)
-	if !ok {
-		return engine.Result{}, engine.Terminalf("%s serves NonAdminSchedule, not %T", f.Name(), op.Object)
+	nas, err := as[*v1alpha1.NonAdminSchedule](f.Name(), op)
+	if err != nil {
+		return engine.Result{}, err
 	}
 	hours, err := ParseHours(a.AllowedHours)
 	if err != nil {

@@ -85,7 +85,7 @@ func (*VerifyBackupContents) NewArgs() any { return &VerifyBackupContentsArgs{} 
 // Run implements engine.Func.
 func (f *VerifyBackupContents) Run(ctx context.Context, op *engine.Operation, args any) (engine.Result, error) {
 	a := args.(*VerifyBackupContentsArgs)
-	nab, err := asBackup(f.Name(), op)
+	nab, err := as[*v1alpha1.NonAdminBackup](f.Name(), op)
 	if err != nil {
 		return engine.Result{}, err
 	}

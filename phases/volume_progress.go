@@ -111,40 +111,31 @@ func phasesOf(ctx context.Context, op *engine.Operation, list client.ObjectList,
 	return out, nil
 }
 
-// volumeProgress records in op's NonAdminBackup (or NonAdminRestore) status
-// the counts by phase of the volume objects of its Velero Backup (Restore)
-// name — DataUploads and PodVolumeBackups (DataDownloads and
-// PodVolumeRestores) — with OADP NAC's field names, and returns the summary
-// for a wait message ("3 of 5 volumes uploaded"; "" without volumes or for
-// another kind). Errors: the cache's (retryable).
+// volumeProgress records in the status of op's object, when its kind's
+// Velero operation moves volume data (v1alpha1.VolumeOperation:
+// NonAdminBackup, NonAdminRestore), the counts by phase of the node agent's
+// objects of its Velero Backup (Restore) name — DataUploads and
+// PodVolumeBackups (DataDownloads and PodVolumeRestores) — with OADP NAC's
+// field names, and returns the summary for a wait message ("3 of 5 volumes
+// uploaded"; "" without volumes or for another kind). Errors: the cache's
+// (retryable).
 func volumeProgress(ctx context.Context, op *engine.Operation, name string) (string, error) {
-	switch obj := op.Object.(type) {
-	case *v1alpha1.NonAdminBackup:
-		du, err := phasesOf(ctx, op, &velerov2alpha1.DataUploadList{}, velerov1.BackupNameLabel, name)
-		if err != nil {
-			return "", err
-		}
-		pvb, err := phasesOf(ctx, op, &velerov1.PodVolumeBackupList{}, velerov1.BackupNameLabel, name)
-		if err != nil {
-			return "", err
-		}
-		obj.Status.DataMoverDataUploads, obj.Status.FileSystemPodVolumeBackups = byPhase(du), fsByPhase(pvb)
-		return progressSummary(obj.Status.DataMoverDataUploads, obj.Status.FileSystemPodVolumeBackups, "uploaded"), nil
-	case *v1alpha1.NonAdminRestore:
-		dd, err := phasesOf(ctx, op, &velerov2alpha1.DataDownloadList{}, velerov1.RestoreNameLabel, name)
-		if err != nil {
-			return "", err
-		}
-		pvr, err := phasesOf(ctx, op, &velerov1.PodVolumeRestoreList{}, velerov1.RestoreNameLabel, name)
-		if err != nil {
-			return "", err
-		}
-		dm, fs := byPhase(dd), fsByPhase(pvr)
-		obj.Status.DataMoverDataDownloads = (*v1alpha1.DataMoverDataDownloads)(dm)
-		obj.Status.FileSystemPodVolumeRestores = (*v1alpha1.FileSystemPodVolumeRestores)(fs)
-		return progressSummary(dm, fs, "restored"), nil
+	obj, ok := op.Object.(v1alpha1.VolumeOperation)
+	if !ok {
+		return "", nil
 	}
-	return "", nil
+	w := obj.VolumeWork()
+	dataMover, err := phasesOf(ctx, op, w.DataMover, w.NameLabel, name)
+	if err != nil {
+		return "", err
+	}
+	fileSystem, err := phasesOf(ctx, op, w.FileSystem, w.NameLabel, name)
+	if err != nil {
+		return "", err
+	}
+	dm, fs := byPhase(dataMover), fsByPhase(fileSystem)
+	obj.SetVolumeProgress(dm, fs)
+	return progressSummary(dm, fs, w.Done), nil
 }
 
 // withProgress appends summary to msg ("msg; 3 of 5 volumes uploaded").

@@ -93,7 +93,7 @@ func (*WaitForTurn) NewArgs() any { return &WaitForTurnArgs{} }
 // Run implements engine.Func.
 func (f *WaitForTurn) Run(ctx context.Context, op *engine.Operation, args any) (engine.Result, error) {
 	a := args.(*WaitForTurnArgs)
-	nab, err := asBackup(f.Name(), op)
+	nab, err := as[*v1alpha1.NonAdminBackup](f.Name(), op)
 	if err != nil {
 		return engine.Result{}, err
 	}

@@ -3,14 +3,20 @@ package v1alpha1
 import (
 	"strings"
 
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // Kind describes one NAC kind, once: the names users and the API server
-// know it by, its finalizer, its built-in blueprint and how to make an empty
-// object and list of it. The kind registry (Kinds) drives the controllers,
-// the engine's safety rule, the cache transform, garbage collection and the
-// CLI; adding a kind is its types file, its blueprint and one entry here.
+// know it by, its finalizer, its built-in blueprint and the actions the
+// controller runs from it, how to make an empty object and list of it, and
+// what garbage collection removes once an object of it is gone. The kind
+// registry (Kinds) drives the controllers, the engine's safety rule, the
+// cache transform, garbage collection, metrics and the CLI; adding a kind is
+// its types file (implementing Object), its blueprint and one entry here.
+//
+// +kubebuilder:object:generate=false
 type Kind struct {
 	// Kind is the API kind, e.g. NonAdminBackup.
 	Kind string
@@ -24,25 +30,58 @@ type Kind struct {
 	// Blueprint is the name of the kind's built-in blueprint (and of an
 	// admin's override of it).
 	Blueprint string
+	// Actions are the blueprint actions the kind's controller runs, sorted:
+	// a Blueprint for the kind may define only these.
+	Actions []string
 	// New returns an empty object of the kind.
 	New func() Object
 	// NewList returns an empty list of the kind.
 	NewList func() client.ObjectList
+	// GarbageCollected returns empty lists of the kinds of object nacflow
+	// makes for an object of this kind in the OADP namespace (labelled with
+	// its origin keys) that garbage collection deletes once that object is
+	// gone (OADP NAC's garbage collector). A NonAdminDownloadRequest's
+	// Velero DownloadRequest is not among them: Velero deletes it itself
+	// once it has expired.
+	GarbageCollected func() []client.ObjectList
 }
 
 // kinds is the registry, in the order OADP NAC introduced the kinds.
-var kinds = []Kind{
-	{Kind: "NonAdminBackup", Resource: "nonadminbackups", Short: "nab", Finalizer: NonAdminBackupFinalizer, Blueprint: "nonadminbackup",
-		New: func() Object { return &NonAdminBackup{} }, NewList: func() client.ObjectList { return &NonAdminBackupList{} }},
-	{Kind: "NonAdminRestore", Resource: "nonadminrestores", Short: "nar", Finalizer: NonAdminRestoreFinalizer, Blueprint: "nonadminrestore",
-		New: func() Object { return &NonAdminRestore{} }, NewList: func() client.ObjectList { return &NonAdminRestoreList{} }},
-	{Kind: "NonAdminBackupStorageLocation", Resource: "nonadminbackupstoragelocations", Short: "nabsl", Finalizer: NonAdminBackupStorageLocationFinalizer, Blueprint: "nonadminbackupstoragelocation",
-		New: func() Object { return &NonAdminBackupStorageLocation{} }, NewList: func() client.ObjectList { return &NonAdminBackupStorageLocationList{} }},
-	{Kind: "NonAdminDownloadRequest", Resource: "nonadmindownloadrequests", Short: "nadr", Finalizer: NonAdminDownloadRequestFinalizer, Blueprint: "nonadmindownloadrequest",
-		New: func() Object { return &NonAdminDownloadRequest{} }, NewList: func() client.ObjectList { return &NonAdminDownloadRequestList{} }},
-	{Kind: "NonAdminSchedule", Resource: "nonadminschedules", Short: "nas", Finalizer: NonAdminScheduleFinalizer, Blueprint: "nonadminschedule",
-		New: func() Object { return &NonAdminSchedule{} }, NewList: func() client.ObjectList { return &NonAdminScheduleList{} }},
-}
+var kinds = []Kind{{
+	Kind: "NonAdminBackup", Resource: "nonadminbackups", Short: "nab",
+	Finalizer: NonAdminBackupFinalizer, Blueprint: "nonadminbackup",
+	Actions: []string{"adopt", "backup", "delete", "finalize", "forceDelete"},
+	New:     func() Object { return &NonAdminBackup{} }, NewList: func() client.ObjectList { return &NonAdminBackupList{} },
+	GarbageCollected: func() []client.ObjectList {
+		return []client.ObjectList{&velerov1.BackupList{}, &velerov1.DeleteBackupRequestList{}}
+	},
+}, {
+	Kind: "NonAdminRestore", Resource: "nonadminrestores", Short: "nar",
+	Finalizer: NonAdminRestoreFinalizer, Blueprint: "nonadminrestore",
+	Actions: []string{"finalize", "restore"},
+	New:     func() Object { return &NonAdminRestore{} }, NewList: func() client.ObjectList { return &NonAdminRestoreList{} },
+	GarbageCollected: func() []client.ObjectList { return []client.ObjectList{&velerov1.RestoreList{}} },
+}, {
+	Kind: "NonAdminBackupStorageLocation", Resource: "nonadminbackupstoragelocations", Short: "nabsl",
+	Finalizer: NonAdminBackupStorageLocationFinalizer, Blueprint: "nonadminbackupstoragelocation",
+	Actions: []string{"create", "finalize"},
+	New:     func() Object { return &NonAdminBackupStorageLocation{} }, NewList: func() client.ObjectList { return &NonAdminBackupStorageLocationList{} },
+	GarbageCollected: func() []client.ObjectList {
+		return []client.ObjectList{&velerov1.BackupStorageLocationList{}, &corev1.SecretList{}, &NonAdminBackupStorageLocationRequestList{}}
+	},
+}, {
+	Kind: "NonAdminDownloadRequest", Resource: "nonadmindownloadrequests", Short: "nadr",
+	Finalizer: NonAdminDownloadRequestFinalizer, Blueprint: "nonadmindownloadrequest",
+	Actions: []string{"download", "finalize"},
+	New:     func() Object { return &NonAdminDownloadRequest{} }, NewList: func() client.ObjectList { return &NonAdminDownloadRequestList{} },
+	GarbageCollected: func() []client.ObjectList { return nil },
+}, {
+	Kind: "NonAdminSchedule", Resource: "nonadminschedules", Short: "nas",
+	Finalizer: NonAdminScheduleFinalizer, Blueprint: "nonadminschedule",
+	Actions: []string{"create", "finalize"},
+	New:     func() Object { return &NonAdminSchedule{} }, NewList: func() client.ObjectList { return &NonAdminScheduleList{} },
+	GarbageCollected: func() []client.ObjectList { return []client.ObjectList{&velerov1.ScheduleList{}} },
+}}
 
 // Kinds returns every NAC kind, a new slice each call.
 func Kinds() []Kind { return append([]Kind(nil), kinds...) }
@@ -54,6 +93,17 @@ func KindNames() string {
 		names[i] = k.Kind
 	}
 	return strings.Join(names, ", ")
+}
+
+// KindNamed returns the NAC kind whose API kind is exactly kind (as a
+// Blueprint's spec.kind names it); ok is false for any other name.
+func KindNamed(kind string) (k Kind, ok bool) {
+	for _, k := range kinds {
+		if k.Kind == kind {
+			return k, true
+		}
+	}
+	return Kind{}, false
 }
 
 // LookupKind returns the NAC kind named name: its kind, resource (plural or

@@ -9,6 +9,8 @@ import (
 // namespace to the NAC object it was made for (OADP NAC): the label holding
 // the NAC object's NACUUID, and the annotations holding its name and
 // namespace, openshift.io/oadp-<nab|nar|nabsl|nadr|nas>-origin-*.
+//
+// +kubebuilder:object:generate=false
 type Origin struct {
 	// Label is the key of the NACUUID label.
 	Label string
@@ -18,11 +20,14 @@ type Origin struct {
 }
 
 // Object is what every NAC kind is to the engine, the controllers and the
-// CLI: a namespaced object with a phase plan, status conditions, an observed
-// generation and the origin keys of what it makes in the OADP namespace (in
+// CLI: a namespaced object with a phase plan, status conditions and phase
+// (OADP NAC's common status shape), an observed generation and the origin
+// keys of what it makes in the OADP namespace (in
 // the spirit of cluster-api's conditions.Setter). Every NAC kind implements
 // it; nothing outside this package needs to know which kind it holds to use
 // these.
+//
+// +kubebuilder:object:generate=false
 type Object interface {
 	metav1.Object
 	runtime.Object
@@ -34,11 +39,17 @@ type Object interface {
 	GetConditions() []metav1.Condition
 	// SetConditions replaces the status conditions.
 	SetConditions([]metav1.Condition)
+	// GetPhase returns status.phase, OADP NAC's one-word summary of the
+	// object ("" before the first reconcile).
+	GetPhase() NonAdminPhase
+	// SetPhase replaces status.phase.
+	SetPhase(NonAdminPhase)
 	// SetObservedGeneration records the generation last reconciled
 	// (status.observedGeneration).
 	SetObservedGeneration(int64)
 	// OriginKeys returns the keys tying the objects made for this kind in
-	// the OADP namespace to an object of it.
+	// the OADP namespace to an object of it. They depend on the kind alone:
+	// it may be called on a nil pointer of the kind.
 	OriginKeys() Origin
 }
 
@@ -125,3 +136,33 @@ func (n *NonAdminSchedule) GetConditions() []metav1.Condition { return n.Status.
 
 // SetConditions implements Object.
 func (n *NonAdminSchedule) SetConditions(c []metav1.Condition) { n.Status.Conditions = c }
+
+// GetPhase implements Object.
+func (n *NonAdminBackup) GetPhase() NonAdminPhase { return n.Status.Phase }
+
+// SetPhase implements Object.
+func (n *NonAdminBackup) SetPhase(p NonAdminPhase) { n.Status.Phase = p }
+
+// GetPhase implements Object.
+func (n *NonAdminRestore) GetPhase() NonAdminPhase { return n.Status.Phase }
+
+// SetPhase implements Object.
+func (n *NonAdminRestore) SetPhase(p NonAdminPhase) { n.Status.Phase = p }
+
+// GetPhase implements Object.
+func (n *NonAdminBackupStorageLocation) GetPhase() NonAdminPhase { return n.Status.Phase }
+
+// SetPhase implements Object.
+func (n *NonAdminBackupStorageLocation) SetPhase(p NonAdminPhase) { n.Status.Phase = p }
+
+// GetPhase implements Object.
+func (n *NonAdminDownloadRequest) GetPhase() NonAdminPhase { return n.Status.Phase }
+
+// SetPhase implements Object.
+func (n *NonAdminDownloadRequest) SetPhase(p NonAdminPhase) { n.Status.Phase = p }
+
+// GetPhase implements Object.
+func (n *NonAdminSchedule) GetPhase() NonAdminPhase { return n.Status.Phase }
+
+// SetPhase implements Object.
+func (n *NonAdminSchedule) SetPhase(p NonAdminPhase) { n.Status.Phase = p }

@@ -1,0 +1,130 @@
+package controllers
+
+import (
+	"context"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/nacflow/nacflow/api/v1alpha1"
+)
+
+// nacController starts the controller of the NAC kind T: named for the kind
+// in lower case (nonadminbackup, ...), with d's options, watching objects of
+// the kind cluster-wide on spec changes only, so that its own status
+// patches do not retrigger it. The caller adds the watches of what the kind
+// makes in the OADP namespace and completes it.
+func nacController[T v1alpha1.Object](mgr ctrl.Manager, d *Deps) (*builder.Builder, error) {
+	kind, err := kindOf[T]()
+	if err != nil {
+		return nil, err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(strings.ToLower(kind.Kind)).
+		WithOptions(d.controllerOptions()).
+		For(kind.New(), builder.WithPredicates(predicate.GenerationChangedPredicate{})), nil
+}
+
+// inOADP is the predicate of objects of the OADP namespace.
+func (d *Deps) inOADP() predicate.Predicate {
+	return predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == d.OADPNamespace })
+}
+
+// madeForKind is the predicate of objects of the OADP namespace that carry
+// the NACUUID label of the NAC kind T: those nacflow made for objects of T.
+func madeForKind[T v1alpha1.Object](oadpNamespace string) predicate.Predicate {
+	var kind T // OriginKeys depends on the kind alone
+	label := kind.OriginKeys().Label
+	return predicate.NewPredicateFuncs(func(o client.Object) bool {
+		return o.GetNamespace() == oadpNamespace && o.GetLabels()[label] != ""
+	})
+}
+
+// originName returns the NAC object of kind T that obj, an object of the
+// OADP namespace, was made for: the one its origin annotations (T's origin
+// keys) name. ok is false when they are missing: obj was not made by
+// nacflow.
+func originName[T v1alpha1.Object](obj client.Object) (key types.NamespacedName, ok bool) {
+	var kind T // OriginKeys depends on the kind alone
+	keys := kind.OriginKeys()
+	ns, name := obj.GetAnnotations()[keys.NamespaceAnnotation], obj.GetAnnotations()[keys.NameAnnotation]
+	return types.NamespacedName{Namespace: ns, Name: name}, ns != "" && name != ""
+}
+
+// originOf returns the request of the NAC object of kind T that obj was made
+// for (originName; none when unknown).
+func originOf[T v1alpha1.Object](obj client.Object) []reconcile.Request {
+	if key, ok := originName[T](obj); ok {
+		return []reconcile.Request{{NamespacedName: key}}
+	}
+	return nil
+}
+
+// toOrigin maps objects of the OADP namespace to the NAC object of kind T
+// they were made for (originOf).
+func toOrigin[T v1alpha1.Object]() handler.EventHandler {
+	return handler.EnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []reconcile.Request {
+		return originOf[T](obj)
+	})
+}
+
+// toWaiters maps an object of the OADP namespace made for a NAC object of
+// kind Target to the objects of kind T in that NAC object's namespace that
+// wait for it: those for which waits(waiter, name of the Target object)
+// holds. A list that fails maps to nothing (the waiters' timed rechecks
+// remain).
+func toWaiters[T, Target v1alpha1.Object](c client.Reader, waits func(waiter T, target string) bool) handler.EventHandler {
+	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
+		target, ok := originName[Target](obj)
+		if !ok {
+			return nil
+		}
+		kind, err := kindOf[T]()
+		if err != nil {
+			return nil
+		}
+		list := kind.NewList()
+		if err := c.List(ctx, list, client.InNamespace(target.Namespace)); err != nil {
+			return nil
+		}
+		items, err := meta.ExtractList(list)
+		if err != nil {
+			return nil
+		}
+		var reqs []reconcile.Request
+		for _, item := range items {
+			if w, ok := item.(T); ok && waits(w, target.Name) {
+				reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: w.GetNamespace(), Name: w.GetName()}})
+			}
+		}
+		return reqs
+	})
+}
+
+// finalizeOr returns the actionFor of a kind that runs action until its
+// object is being deleted, and then finalize.
+func finalizeOr[T v1alpha1.Object](action string) func(T) string {
+	return func(obj T) string {
+		if !obj.GetDeletionTimestamp().IsZero() {
+			return ActionFinalize
+		}
+		return action
+	}
+}
+
+// after returns an afterRun that calls fn after the runs of action only.
+func after[T v1alpha1.Object](action string, fn func(context.Context, T) error) func(context.Context, T, string, bool) error {
+	return func(ctx context.Context, obj T, ran string, _ bool) error {
+		if ran != action {
+			return nil
+		}
+		return fn(ctx, obj)
+	}
+}
