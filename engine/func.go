@@ -26,14 +26,11 @@ import (
 	nacv1alpha1 "github.com/nacflow/nacflow/api/v1alpha1"
 )
 
-// Object is a NAC custom resource that carries a plan in its status.
-type Object interface {
-	client.Object
-	// GetPlan returns the plan status, nil before the first operation.
-	GetPlan() *nacv1alpha1.PlanStatus
-	// SetPlan replaces the plan status.
-	SetPlan(*nacv1alpha1.PlanStatus)
-}
+// Object is what the engine runs operations for: an object with a plan in
+// its status, conditions, an observed generation and the origin keys that
+// tie what its operations create in the OADP namespace to it. The engine
+// needs nothing else of it, and no switch over its kinds.
+type Object = nacv1alpha1.Object
 
 // Operation is what a phase function sees of the operation it serves. Object
 // is the live NAC object: a function may change its status (the runner

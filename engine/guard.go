@@ -215,38 +215,6 @@ type documentedGuardedFunc struct {
 // Doc implements Documented: the wrapped function's.
 func (g *documentedGuardedFunc) Doc() FuncDoc { return g.doc.Doc() }
 
-// origin holds the keys that tie an object in the OADP namespace to the NAC
-// object it was made for (OADP NAC): the NACUUID label and the name and
-// namespace annotations.
-type origin struct{ label, name, namespace string }
-
-// originOf returns the origin keys of obj's kind; ok is false for a kind
-// that makes nothing in the OADP namespace.
-func originOf(obj Object) (o origin, ok bool) {
-	switch obj.(type) {
-	case *nacv1alpha1.NonAdminBackup:
-		return origin{nacv1alpha1.NabOriginNACUUIDLabel, nacv1alpha1.NabOriginNameAnnotation, nacv1alpha1.NabOriginNamespaceAnnotation}, true
-	case *nacv1alpha1.NonAdminRestore:
-		return origin{nacv1alpha1.NarOriginNACUUIDLabel, nacv1alpha1.NarOriginNameAnnotation, nacv1alpha1.NarOriginNamespaceAnnotation}, true
-	case *nacv1alpha1.NonAdminBackupStorageLocation:
-		return origin{nacv1alpha1.NabslOriginNACUUIDLabel, nacv1alpha1.NabslOriginNameAnnotation, nacv1alpha1.NabslOriginNamespaceAnnotation}, true
-	case *nacv1alpha1.NonAdminDownloadRequest:
-		return origin{nacv1alpha1.NadrOriginNACUUIDLabel, nacv1alpha1.NadrOriginNameAnnotation, nacv1alpha1.NadrOriginNamespaceAnnotation}, true
-	case *nacv1alpha1.NonAdminSchedule:
-		return origin{nacv1alpha1.NasOriginNACUUIDLabel, nacv1alpha1.NasOriginNameAnnotation, nacv1alpha1.NasOriginNamespaceAnnotation}, true
-	}
-	return origin{}, false
-}
-
-// OriginKeys returns the keys tying objects of the OADP namespace to a NAC
-// object of obj's kind (OADP NAC): the NACUUID label and the origin name and
-// namespace annotations, openshift.io/oadp-<nab|nar|nabsl|nadr|nas>-origin-*;
-// ok is false for a kind that makes nothing in the OADP namespace.
-func OriginKeys(obj Object) (label, nameAnnotation, namespaceAnnotation string, ok bool) {
-	o, ok := originOf(obj)
-	return o.label, o.name, o.namespace, ok
-}
-
 // Owns reports whether obj, an object of the OADP namespace, is op's: it
 // carries op's origin label with op.UUID, or with one of also, and was not
 // made for another namespace — its origin-namespace annotation, which every
@@ -254,15 +222,15 @@ func OriginKeys(obj Object) (label, nameAnnotation, namespaceAnnotation string, 
 // phases create), names op's namespace, or it has none (RuleWriteOwn).
 // Every object of another tenant is thus excluded, whatever its label.
 func (op *Operation) Owns(obj client.Object, also ...string) bool {
-	o, ok := originOf(op.Object)
-	if !ok {
+	o := op.Object.OriginKeys()
+	if o.Label == "" {
 		return false
 	}
-	got, labelled := obj.GetLabels()[o.label]
+	got, labelled := obj.GetLabels()[o.Label]
 	if !labelled || got == "" || (got != op.UUID && !slices.Contains(also, got)) {
 		return false
 	}
-	ns, made := obj.GetAnnotations()[o.namespace]
+	ns, made := obj.GetAnnotations()[o.NamespaceAnnotation]
 	return !made || ns == op.Object.GetNamespace()
 }
 
@@ -270,8 +238,7 @@ func (op *Operation) Owns(obj client.Object, also ...string) bool {
 // objects it creates: openshift.io/oadp-<nab|nar|nabsl>-origin-nacuuid by the
 // NAC object's kind ("" for another kind).
 func (op *Operation) OriginLabel() string {
-	o, _ := originOf(op.Object)
-	return o.label
+	return op.Object.OriginKeys().Label
 }
 
 // OwnerMeta returns new maps of the labels and annotations every object op
@@ -283,10 +250,10 @@ func (op *Operation) OriginLabel() string {
 func (op *Operation) OwnerMeta() (labels, annotations map[string]string) {
 	labels = map[string]string{nacv1alpha1.OADPLabel: nacv1alpha1.OADPLabelValue, nacv1alpha1.ManagedByLabel: nacv1alpha1.ManagedByLabelValue}
 	annotations = map[string]string{}
-	if o, ok := originOf(op.Object); ok {
-		labels[o.label] = op.UUID
-		annotations[o.name] = op.Object.GetName()
-		annotations[o.namespace] = op.Object.GetNamespace()
+	if o := op.Object.OriginKeys(); o.Label != "" {
+		labels[o.Label] = op.UUID
+		annotations[o.NameAnnotation] = op.Object.GetName()
+		annotations[o.NamespaceAnnotation] = op.Object.GetNamespace()
 	}
 	return labels, annotations
 }
@@ -308,14 +275,14 @@ func (op *Operation) CheckOwned(verb, kind string, obj client.Object, also ...st
 // notOwned says why op does not own obj: its label (neither op.UUID nor one
 // of also), or its origin namespace.
 func (op *Operation) notOwned(obj client.Object, also ...string) string {
-	o, ok := originOf(op.Object)
-	if !ok {
+	o := op.Object.OriginKeys()
+	if o.Label == "" {
 		return "this operation's kind makes no objects"
 	}
-	if got := obj.GetLabels()[o.label]; got == "" || (got != op.UUID && !slices.Contains(also, got)) {
-		return fmt.Sprintf("it does not carry this operation's label %s=%s", o.label, op.UUID)
+	if got := obj.GetLabels()[o.Label]; got == "" || (got != op.UUID && !slices.Contains(also, got)) {
+		return fmt.Sprintf("it does not carry this operation's label %s=%s", o.Label, op.UUID)
 	}
-	return fmt.Sprintf("it was not made for namespace %s (annotation %s is %q)", op.Object.GetNamespace(), o.namespace, obj.GetAnnotations()[o.namespace])
+	return fmt.Sprintf("it was not made for namespace %s (annotation %s is %q)", op.Object.GetNamespace(), o.NamespaceAnnotation, obj.GetAnnotations()[o.NamespaceAnnotation])
 }
 
 // guard decides, for one operation, phase and function, what the safety
@@ -429,19 +396,19 @@ func (g *guard) write(ctx context.Context, verb, sub string, obj client.Object) 
 // everything a phase creates is tied to its NAC object; a value that differs
 // is left for Owns to refuse.
 func (g *guard) stampOrigin(obj client.Object) {
-	o, ok := originOf(g.op.Object)
-	if !ok {
+	o := g.op.Object.OriginKeys()
+	if o.Label == "" {
 		return
 	}
 	a := obj.GetAnnotations()
 	if a == nil {
 		a = map[string]string{}
 	}
-	if _, set := a[o.namespace]; !set {
-		a[o.namespace] = g.op.Object.GetNamespace()
+	if _, set := a[o.NamespaceAnnotation]; !set {
+		a[o.NamespaceAnnotation] = g.op.Object.GetNamespace()
 	}
-	if _, set := a[o.name]; !set {
-		a[o.name] = g.op.Object.GetName()
+	if _, set := a[o.NameAnnotation]; !set {
+		a[o.NameAnnotation] = g.op.Object.GetName()
 	}
 	obj.SetAnnotations(a)
 }
