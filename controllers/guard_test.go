@@ -18,6 +18,7 @@ import (
 	"github.com/nacflow/nacflow/blueprints"
 	"github.com/nacflow/nacflow/controllers"
 	"github.com/nacflow/nacflow/engine"
+	"github.com/nacflow/nacflow/phases"
 )
 
 // The engine's safety rule against hostile blueprints, on a real API
@@ -225,7 +226,7 @@ func (s *ControllerSuite) TestSafetyRuleHostileWrite(c *C) {
 	victimBSL := s.approveAndAvailable(c, victim)
 	_, _, victimCopy := bslObjects(c, s.oadp, controllers.NACUUID(getNABSL(c, victim).UID))
 
-	reg, err := engine.NewGuardedRegistry(testClient, testClient, &deleteNamed{})
+	reg, err := engine.NewGuardedRegistry(testClient, testClient, phases.VeleroReferences{}, &deleteNamed{})
 	c.Assert(err, IsNil)
 	runner := &engine.Runner{Registry: reg}
 	ns := createNamespace(c, "thief")

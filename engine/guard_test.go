@@ -23,6 +23,8 @@ import (
 // clients a guarded registry hands it.
 type GuardSuite struct {
 	cl client.Client
+	// refs are the registry's reference rules (nil: none).
+	refs engine.ReferenceRules
 }
 
 var _ = Suite(&GuardSuite{})
@@ -57,39 +59,26 @@ func secret(ns, name string, labels map[string]string) *corev1.Secret {
 func (s *GuardSuite) SetUpTest(c *C) {
 	sc := runtime.NewScheme()
 	c.Assert(clientgoscheme.AddToScheme(sc), IsNil)
-	c.Assert(velerov1.AddToScheme(sc), IsNil)
 	c.Assert(v1alpha1.AddToScheme(sc), IsNil)
-	nabsl, nab := v1alpha1.NabslOriginNACUUIDLabel, v1alpha1.NabOriginNACUUIDLabel
+	nabsl := v1alpha1.NabslOriginNACUUIDLabel
+	s.refs = nil
 	s.cl = fake.NewClientBuilder().WithScheme(sc).WithObjects(
 		secret(oadp, "cloud-credentials", nil),
 		secret(oadp, "own-copy", labelled(nabsl, uuid)),
 		secret(oadp, "other-copy", labelled(nabsl, theirs)),
 		secret(tenant, "creds", nil),
 		secret(other, "creds", nil),
-		&velerov1.Backup{ObjectMeta: metav1.ObjectMeta{Namespace: oadp, Name: "mine", Labels: labelled(nab, uuid),
-			Annotations: map[string]string{v1alpha1.NabOriginNamespaceAnnotation: tenant}}},
-		&velerov1.Backup{ObjectMeta: metav1.ObjectMeta{Namespace: oadp, Name: "theirs", Labels: labelled(nab, theirs),
-			Annotations: map[string]string{v1alpha1.NabOriginNamespaceAnnotation: other}}},
-		&velerov1.BackupStorageLocation{ObjectMeta: metav1.ObjectMeta{Namespace: oadp, Name: "theirs-bsl", Labels: labelled(nabsl, theirs),
-			Annotations: map[string]string{v1alpha1.NabslOriginNamespaceAnnotation: other}}},
-		&velerov1.BackupStorageLocation{ObjectMeta: metav1.ObjectMeta{Namespace: oadp, Name: "own-bsl", Labels: labelled(nabsl, uuid),
-			Annotations: map[string]string{v1alpha1.NabslOriginNamespaceAnnotation: tenant}},
-			Spec: velerov1.BackupStorageLocationSpec{Credential: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "own-copy"}}}},
-		&velerov1.Restore{ObjectMeta: metav1.ObjectMeta{Namespace: oadp, Name: "my-restore", Labels: labelled(v1alpha1.NarOriginNACUUIDLabel, uuid),
-			Annotations: map[string]string{v1alpha1.NarOriginNamespaceAnnotation: tenant}}},
-		&velerov1.Restore{ObjectMeta: metav1.ObjectMeta{Namespace: oadp, Name: "their-restore", Labels: labelled(v1alpha1.NarOriginNACUUIDLabel, theirs),
-			Annotations: map[string]string{v1alpha1.NarOriginNamespaceAnnotation: other}}},
 		&v1alpha1.NonAdminRestore{ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: "r1"}},
 		&v1alpha1.NonAdminRestore{ObjectMeta: metav1.ObjectMeta{Namespace: other, Name: "r2"}},
 		&v1alpha1.NonAdminBackupStorageLocation{ObjectMeta: metav1.ObjectMeta{Namespace: other, Name: "loc"}},
 		&v1alpha1.NonAdminBackupStorageLocationRequest{ObjectMeta: metav1.ObjectMeta{Namespace: oadp, Name: "theirs-req", Labels: labelled(nabsl, theirs)}},
-	).WithStatusSubresource(&v1alpha1.NonAdminBackupStorageLocationRequest{}, &velerov1.Backup{}).Build()
+	).WithStatusSubresource(&v1alpha1.NonAdminBackupStorageLocationRequest{}).Build()
 }
 
 // run runs p as phase "hostile" of an operation on obj (uuid u-1) and
 // returns its error.
 func (s *GuardSuite) run(c *C, obj engine.Object, p *probe) error {
-	reg, err := engine.NewGuardedRegistry(s.cl, s.cl, p)
+	reg, err := engine.NewGuardedRegistry(s.cl, s.cl, s.refs, p)
 	c.Assert(err, IsNil)
 	fn, _ := reg.Get("Probe")
 	_, err = fn.Run(context.Background(), &engine.Operation{Object: obj, OADPNamespace: oadp, UUID: uuid, Phase: "hostile"}, fn.NewArgs())
@@ -388,91 +377,93 @@ func (s *GuardSuite) TestExceptions(c *C) {
 		{Verbs: []string{"deletecollection"}, Kind: v1alpha1.GroupVersion.WithKind("NonAdminRestore").GroupKind(), Scope: engine.InOperationNamespace},
 		{Verbs: []string{"get"}, Kind: v1alpha1.GroupVersion.WithKind("NonAdminRestore").GroupKind(), Scope: "the moon"},
 	} {
-		_, err := engine.NewGuardedRegistry(s.cl, s.cl, &probe{exceptions: []engine.Exception{e}})
+		_, err := engine.NewGuardedRegistry(s.cl, s.cl, nil, &probe{exceptions: []engine.Exception{e}})
 		c.Check(err, NotNil, Commentf("%s", e))
 	}
 }
 
-// TestReferences: an object a phase creates or changes references only the
-// operation's own objects.
-func (s *GuardSuite) TestReferences(c *C) {
+// referenceRules are test rules: check is called for each write they see.
+type referenceRules struct {
+	check func(ctx context.Context, w engine.ReferenceCheck, obj client.Object) error
+}
+
+func (r *referenceRules) CheckReferences(ctx context.Context, w engine.ReferenceCheck, obj client.Object) error {
+	return r.check(ctx, w, obj)
+}
+
+// TestReferenceRules: the registry's reference rules see every create,
+// update and patch of an object the operation owns, with the operation and
+// both readers, and refuse it under RuleReferences; deletes, status writes
+// and writes the guard refused already never reach them. (The rules of
+// Velero's kinds are tested with them, in phases.)
+func (s *GuardSuite) TestReferenceRules(c *C) {
 	ctx := context.Background()
 	nabsl := v1alpha1.NabslOriginNACUUIDLabel
-	bsl := func(secretName string) *velerov1.BackupStorageLocation {
-		b := &velerov1.BackupStorageLocation{ObjectMeta: metav1.ObjectMeta{Namespace: oadp, Name: "new-bsl", Labels: labelled(nabsl, uuid)}}
-		if secretName != "" {
-			b.Spec.Credential = &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: secretName}, Key: "cloud"}
+	own := func(name string) *corev1.Secret {
+		return secret(oadp, name, map[string]string{nabsl: uuid})
+	}
+	var seen []string
+	rules := &referenceRules{check: func(ctx context.Context, w engine.ReferenceCheck, obj client.Object) error {
+		seen = append(seen, obj.GetName())
+		c.Check(w.Op.UUID, Equals, uuid)
+		c.Check(w.Op.Phase, Equals, "hostile")
+		c.Check(w.Op.Object.GetName(), Equals, "loc")
+		// The rules' readers are not the phase's: they read what an
+		// object names, wherever the guard lets it be written.
+		c.Check(w.Cached.Get(ctx, client.ObjectKey{Namespace: other, Name: "creds"}, &corev1.Secret{}), IsNil)
+		c.Check(w.Live.Get(ctx, client.ObjectKey{Namespace: oadp, Name: "cloud-credentials"}, &corev1.Secret{}), IsNil)
+		if obj.GetAnnotations()["points-at"] != "" {
+			return w.Refuse("it points at " + obj.GetAnnotations()["points-at"])
 		}
-		return b
-	}
-	restore := func(backup string, edit func(*velerov1.Restore)) *velerov1.Restore {
-		r := &velerov1.Restore{ObjectMeta: metav1.ObjectMeta{Namespace: oadp, Name: "new-restore", Labels: labelled(v1alpha1.NarOriginNACUUIDLabel, uuid)},
-			Spec: velerov1.RestoreSpec{BackupName: backup, IncludedNamespaces: []string{tenant}}}
-		if edit != nil {
-			edit(r)
-		}
-		return r
-	}
-	backup := func(edit func(*velerov1.Backup)) *velerov1.Backup {
-		b := &velerov1.Backup{ObjectMeta: metav1.ObjectMeta{Namespace: oadp, Name: "new-backup", Labels: labelled(v1alpha1.NabOriginNACUUIDLabel, uuid)},
-			Spec: velerov1.BackupSpec{IncludedNamespaces: []string{tenant}}}
-		if edit != nil {
-			edit(b)
-		}
-		return b
-	}
-	dbr := func(backup string) *velerov1.DeleteBackupRequest {
-		return &velerov1.DeleteBackupRequest{ObjectMeta: metav1.ObjectMeta{Namespace: oadp, Name: "new-dbr", Labels: labelled(v1alpha1.NabOriginNACUUIDLabel, uuid)},
-			Spec: velerov1.DeleteBackupRequestSpec{BackupName: backup}}
-	}
-	download := func(label string, kind velerov1.DownloadTargetKind, target string) *velerov1.DownloadRequest {
-		return &velerov1.DownloadRequest{ObjectMeta: metav1.ObjectMeta{Namespace: oadp, Name: "new-dr", Labels: labelled(label, uuid)},
-			Spec: velerov1.DownloadRequestSpec{Target: velerov1.DownloadTarget{Kind: kind, Name: target}}}
-	}
-	nadr := v1alpha1.NadrOriginNACUUIDLabel
+		return nil
+	}}
 	const refs = `safety rule "references only this operation's objects": phase hostile \(Probe\) may not `
 	for _, tc := range []struct {
 		about string
-		op    engine.Object
-		obj   client.Object
-		msg   string
+		do    func(op *engine.Operation) error
+		seen  []string
+		msg   string // "" = allowed
 	}{
-		{"BSL on its own Secret copy", nabslOp(), bsl("own-copy"), ""},
-		{"BSL on the admin's credentials", nabslOp(), bsl("cloud-credentials"),
-			refs + `create BackupStorageLocation oadp/new-bsl: spec.credential names Secret oadp/cloud-credentials, which is not this operation's own copy: it does not carry the label openshift.io/oadp-nabsl-origin-nacuuid=u-1`},
-		{"BSL on another operation's copy", nabslOp(), bsl("other-copy"), refs + `create BackupStorageLocation oadp/new-bsl: spec.credential names Secret oadp/other-copy, which is not this operation's own copy: .*`},
-		{"BSL on a missing Secret", nabslOp(), bsl("nope"), refs + `create BackupStorageLocation oadp/new-bsl: spec.credential names Secret oadp/nope, which does not exist: .*`},
-		{"BSL without a credential (Velero's own)", nabslOp(), bsl(""), refs + `create BackupStorageLocation oadp/new-bsl: spec.credential must name this operation's own Secret copy.*`},
-		{"Restore of the tenant's backup", narOp(), restore("mine", nil), ""},
-		{"Restore of another tenant's backup", narOp(), restore("theirs", nil),
-			refs + `create Restore oadp/new-restore: spec.backupName names Velero Backup oadp/theirs, which was not made for namespace tenant .*`},
-		{"Restore of a schedule", narOp(), restore("mine", func(r *velerov1.Restore) { r.Spec.ScheduleName = "admin-daily" }), refs + `create Restore .*: spec.scheduleName "admin-daily": .*`},
-		{"Restore into another namespace", narOp(), restore("mine", func(r *velerov1.Restore) { r.Spec.NamespaceMapping = map[string]string{tenant: other} }),
-			refs + `create Restore .*: spec.namespaceMapping maps tenant to other-tenant: .*`},
-		{"Restore of other namespaces", narOp(), restore("mine", func(r *velerov1.Restore) { r.Spec.IncludedNamespaces = []string{"*"} }),
-			refs + `create Restore .*: spec.includedNamespaces is \[\*\]: it must be exactly \[tenant\], the tenant's namespace`},
-		{"Backup of the tenant's namespace", nabOp(), backup(nil), ""},
-		{"Backup on the admin's location", nabOp(), backup(func(b *velerov1.Backup) { b.Spec.StorageLocation = "default" }), ""},
-		{"Backup on another tenant's location", nabOp(), backup(func(b *velerov1.Backup) { b.Spec.StorageLocation = "theirs-bsl" }),
-			refs + `create Backup oadp/new-backup: spec.storageLocation names Velero BackupStorageLocation oadp/theirs-bsl of namespace "other-tenant", not of namespace tenant`},
-		{"Backup of another namespace", nabOp(), backup(func(b *velerov1.Backup) { b.Spec.IncludedNamespaces = []string{tenant, other} }),
-			refs + `create Backup .*: spec.includedNamespaces is \[tenant other-tenant\]: .*`},
-		{"DeleteBackupRequest of the tenant's backup", nabOp(), dbr("mine"), ""},
-		{"DeleteBackupRequest of another tenant's backup", nabOp(), dbr("theirs"), refs + `create DeleteBackupRequest oadp/new-dbr: spec.backupName names Velero Backup oadp/theirs, which was not made for namespace tenant .*`},
-		{"DownloadRequest of the tenant's backup log", nadrOp(), download(nadr, velerov1.DownloadTargetKindBackupLog, "mine"), ""},
-		{"DownloadRequest of the tenant's restore log", nadrOp(), download(nadr, velerov1.DownloadTargetKindRestoreLog, "my-restore"), ""},
-		{"DownloadRequest of a backup's resource list, for its verification", nabOp(), download(v1alpha1.NabOriginNACUUIDLabel, velerov1.DownloadTargetKindBackupResourceList, "mine"), ""},
-		{"DownloadRequest of another tenant's backup", nadrOp(), download(nadr, velerov1.DownloadTargetKindBackupContents, "theirs"),
-			refs + `create DownloadRequest oadp/new-dr: spec.target.name names Velero Backup oadp/theirs, which was not made for namespace tenant .*`},
-		{"DownloadRequest of another tenant's restore", nadrOp(), download(nadr, velerov1.DownloadTargetKindRestoreResults, "their-restore"),
-			refs + `create DownloadRequest oadp/new-dr: spec.target.name names Velero Restore oadp/their-restore, which was not made for namespace tenant .*`},
-		{"DownloadRequest of a Restore kind naming a backup", nadrOp(), download(nadr, velerov1.DownloadTargetKindRestoreLog, "mine"),
-			refs + `create DownloadRequest oadp/new-dr: spec.target.name names Velero Restore oadp/mine, which does not exist`},
-		{"DownloadRequest of a kind Velero does not serve", nadrOp(), download(nadr, "BackupSecrets", "mine"),
-			refs + `create DownloadRequest oadp/new-dr: spec.target.kind "BackupSecrets" is not a kind of file of a Velero Backup or Restore`},
+		{"create", func(op *engine.Operation) error { return op.Client.Create(ctx, own("x")) }, []string{"x"}, ""},
+		{"create pointing elsewhere", func(op *engine.Operation) error {
+			o := own("x")
+			o.Annotations = map[string]string{"points-at": "the admin's"}
+			return op.Client.Create(ctx, o)
+		}, []string{"x"}, refs + `create Secret oadp/x: it points at the admin's`},
+		{"patch pointing elsewhere", func(op *engine.Operation) error {
+			got := &corev1.Secret{}
+			if err := op.Client.Get(ctx, client.ObjectKey{Namespace: oadp, Name: "own-copy"}, got); err != nil {
+				return err
+			}
+			before := got.DeepCopy()
+			got.Annotations = map[string]string{"points-at": "another tenant's"}
+			return op.Client.Patch(ctx, got, client.MergeFrom(before))
+		}, []string{"own-copy"}, refs + `patch Secret oadp/own-copy: it points at another tenant's`},
+		{"update", func(op *engine.Operation) error {
+			got := &corev1.Secret{}
+			if err := op.Client.Get(ctx, client.ObjectKey{Namespace: oadp, Name: "own-copy"}, got); err != nil {
+				return err
+			}
+			return op.Client.Update(ctx, got)
+		}, []string{"own-copy"}, ""},
+		{"delete", func(op *engine.Operation) error { return op.Client.Delete(ctx, own("own-copy")) }, nil, ""},
+		{"status patch", func(op *engine.Operation) error {
+			req := &v1alpha1.NonAdminBackupStorageLocationRequest{ObjectMeta: metav1.ObjectMeta{Namespace: oadp, Name: "own-req", Labels: labelled(nabsl, uuid)}}
+			if err := s.cl.Create(ctx, req); err != nil {
+				return err
+			}
+			before := req.DeepCopy()
+			req.Status.Phase = v1alpha1.NonAdminBSLRequestPhaseApproved
+			return op.Client.Status().Patch(ctx, req, client.MergeFrom(before))
+		}, nil, ""},
+		{"create refused as another operation's", func(op *engine.Operation) error {
+			return op.Client.Create(ctx, secret(oadp, "x", labelled(nabsl, theirs)))
+		}, nil, `safety rule "writes only this operation's objects": .*`},
 	} {
 		s.SetUpTest(c)
-		err := s.run(c, tc.op, &probe{do: func(ctx context.Context, op *engine.Operation) error { return op.Client.Create(ctx, tc.obj) }})
+		s.refs, seen = rules, nil
+		err := s.run(c, nabslOp(), &probe{do: func(_ context.Context, op *engine.Operation) error { return tc.do(op) }})
+		c.Check(seen, DeepEquals, tc.seen, Commentf(tc.about))
 		if tc.msg == "" {
 			c.Check(err, IsNil, Commentf(tc.about))
 			continue
@@ -480,21 +471,14 @@ func (s *GuardSuite) TestReferences(c *C) {
 		refused(c, err, tc.msg, tc.about)
 	}
 
-	// A patch is checked like a create: no repointing an existing BSL.
+	// A read error of the rules is returned as it is: retried, not refused.
 	s.SetUpTest(c)
-	err := s.run(c, nabslOp(), &probe{do: func(ctx context.Context, op *engine.Operation) error {
-		got := &velerov1.BackupStorageLocation{}
-		if err := op.Client.Get(ctx, client.ObjectKey{Namespace: oadp, Name: "own-bsl"}, got); err != nil {
-			return err
-		}
-		before := got.DeepCopy()
-		got.Spec.Credential.Name = "cloud-credentials"
-		return op.Client.Patch(ctx, got, client.MergeFrom(before))
-	}})
-	refused(c, err, refs+`patch BackupStorageLocation oadp/own-bsl: spec.credential names Secret oadp/cloud-credentials, .*`, "repoint")
-	got := &velerov1.BackupStorageLocation{}
-	c.Assert(s.cl.Get(ctx, client.ObjectKey{Namespace: oadp, Name: "own-bsl"}, got), IsNil)
-	c.Check(got.Spec.Credential.Name, Equals, "own-copy")
+	s.refs = &referenceRules{check: func(ctx context.Context, w engine.ReferenceCheck, obj client.Object) error {
+		return w.Live.Get(ctx, client.ObjectKey{Namespace: oadp, Name: "missing"}, &corev1.Secret{})
+	}}
+	err := s.run(c, nabslOp(), &probe{do: func(_ context.Context, op *engine.Operation) error { return op.Client.Create(ctx, own("x")) }})
+	c.Check(apierrors.IsNotFound(err), Equals, true, Commentf("%v", err))
+	c.Check(engine.IsSafetyViolation(err), Equals, false)
 }
 
 func (s *GuardSuite) TestCheckOwned(c *C) {

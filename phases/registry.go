@@ -84,7 +84,8 @@ type Options struct {
 }
 
 // New returns the registry of every phase function, bound to o, each run
-// with c's clients guarded for its operation (engine.NewGuardedRegistry). It
+// with c's clients guarded for its operation (engine.NewGuardedRegistry,
+// with VeleroReferences for what the Velero objects they write name). It
 // returns an error only if two functions share a name or an exception is
 // malformed (programming errors).
 func New(c Clients, o Options) (*engine.Registry, error) {
@@ -101,7 +102,7 @@ func New(c Clients, o Options) (*engine.Registry, error) {
 	if o.Settings != nil {
 		settings = o.Settings
 	}
-	return engine.NewGuardedRegistry(c.Client, c.APIReader,
+	return engine.NewGuardedRegistry(c.Client, c.APIReader, VeleroReferences{},
 		&ValidateBackupSpec{settings: settings},
 		&CreateVeleroBackup{tools: t},
 		&WaitFor{tools: t},
