@@ -1,8 +1,12 @@
 // Package engine compiles a blueprint action into a phase plan and runs it:
-// the Kanister-style workflow engine of nacflow (DESIGN.md §3).
+// the Kanister-style workflow engine of nacflow (docs/architecture.md, "The
+// engine contract").
 //
 // The engine knows phase functions only through the Registry it is given; it
-// never imports one. A run is level-triggered and resumable: every call to
+// never imports one. Nor does it know the kinds it serves or the objects
+// phases make: an operation's object is a v1alpha1.Object, and what the
+// objects phases write may reference is said by the ReferenceRules the
+// registry is given. A run is level-triggered and resumable: every call to
 // Runner.Run continues from the plan recorded in the object's status.
 package engine
 
@@ -160,10 +164,9 @@ type Registry struct {
 
 	// checked holds the actions Compile found valid, by blueprint,
 	// generation and action, so that the operations a blueprint
-	// generation starts are checked once, not once each (CheckAction
-	// decodes every literal arg: a tenth of what the controller allocated
-	// per NonAdminBackup; make bench, issue 22). An entry is used only for
-	// an equal action.
+	// generation starts are checked once, not once each: CheckAction
+	// decodes every literal arg, a large share of what starting an
+	// operation allocates. An entry is used only for an equal action.
 	mu      sync.Mutex
 	checked map[checkKey]*nacv1alpha1.BlueprintAction
 }

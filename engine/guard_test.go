@@ -18,9 +18,9 @@ import (
 	"github.com/nacflow/nacflow/engine"
 )
 
-// GuardSuite checks each part of the engine's safety rule (DESIGN.md §4)
-// with a phase function that does whatever a test asks, through the
-// clients a guarded registry hands it.
+// GuardSuite checks each part of the engine's safety rule with a phase
+// function that does whatever a test asks, through the clients a guarded
+// registry hands it.
 type GuardSuite struct {
 	cl client.Client
 	// refs are the registry's reference rules (nil: none).

@@ -14,13 +14,13 @@ import (
 	nacv1alpha1 "github.com/nacflow/nacflow/api/v1alpha1"
 )
 
-// Event reasons the runner emits on the NAC object, on transitions only
-// (DESIGN.md §3). kubectl describe reads them as a phase-by-phase story:
+// Event reasons the runner emits on the NAC object, on transitions only.
+// kubectl describe reads them as a phase-by-phase story:
 // one event per phase — how it ended (with its function and duration),
 // or that it started waiting (the start of a wait), or why it failed — plus
-// the action's start and end. A phase's start has no event of its own
-// (issue 22: the event that ends it, or starts its wait, says it ran), so
-// a NAB reaches "waiting" with 4 events, not 7.
+// the action's start and end. A phase's start has no event of its own (the
+// event that ends it, or starts its wait, says it ran): each event is an
+// API write, and a NAB reaches "waiting" with 4 events, not 7.
 const (
 	EventStartedAction   = "StartedAction"
 	EventPhaseWaiting    = "PhaseWaiting"
@@ -286,9 +286,9 @@ func ended(plan *nacv1alpha1.PlanStatus) bool {
 }
 
 // supersede ends plan, which was running when req asked for another action
-// or revision (DESIGN.md §3: the deferPhase always runs): its pending and
-// running phases are skipped with the reason, its deferPhase runs (over as
-// many calls as it needs: Outcome.Finished is false while it waits), then
+// or revision (the deferPhase always runs, as Kanister's does): its pending
+// and running phases are skipped with the reason, its deferPhase runs (over
+// as many calls as it needs: Outcome.Finished is false while it waits), then
 // the plan is marked superseded with an EndedAction event and the Observer
 // told (as not complete). A plan whose record is damaged is only marked.
 func (r *Runner) supersede(ctx context.Context, req Request, plan *nacv1alpha1.PlanStatus) (Outcome, error) {

@@ -1,8 +1,9 @@
 // Package phases holds nacflow's phase functions, one file each, and the
-// registry that gives them to the engine (DESIGN.md §4). Functions are
-// stateless and hold no client: they reach the cluster only through the
-// guarded clients the engine puts in each engine.Operation, so the engine's
-// safety rule holds whatever a blueprint asks of them.
+// registry that gives them to the engine, with the reference rules of the
+// Velero objects they make (docs/architecture.md, "The engine contract").
+// Functions are stateless and hold no client: they reach the cluster only
+// through the guarded clients the engine puts in each engine.Operation, so
+// the engine's safety rule holds whatever a blueprint asks of them.
 package phases
 
 import (
