@@ -16,6 +16,7 @@ import (
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/engine"
+	"github.com/nacflow/nacflow/engine/enginetest"
 )
 
 // GuardSuite checks each part of the engine's safety rule with a phase
@@ -36,19 +37,6 @@ const (
 	uuid   = "u-1"
 	theirs = "u-2"
 )
-
-// probe is a phase function that runs do with the operation it is given.
-type probe struct {
-	do         func(ctx context.Context, op *engine.Operation) error
-	exceptions []engine.Exception
-}
-
-func (*probe) Name() string { return "Probe" }
-func (*probe) NewArgs() any { return &struct{}{} }
-func (p *probe) Run(ctx context.Context, op *engine.Operation, _ any) (engine.Result, error) {
-	return engine.Done("", nil), p.do(ctx, op)
-}
-func (p *probe) SafetyExceptions() []engine.Exception { return p.exceptions }
 
 func labelled(label, id string) map[string]string { return map[string]string{label: id} }
 
@@ -75,14 +63,10 @@ func (s *GuardSuite) SetUpTest(c *C) {
 	).WithStatusSubresource(&v1alpha1.NonAdminBackupStorageLocationRequest{}).Build()
 }
 
-// run runs p as phase "hostile" of an operation on obj (uuid u-1) and
-// returns its error.
-func (s *GuardSuite) run(c *C, obj engine.Object, p *probe) error {
-	reg, err := engine.NewGuardedRegistry(s.cl, s.cl, s.refs, p)
-	c.Assert(err, IsNil)
-	fn, _ := reg.Get("Probe")
-	_, err = fn.Run(context.Background(), &engine.Operation{Object: obj, OADPNamespace: oadp, UUID: uuid, Phase: "hostile"}, fn.NewArgs())
-	return err
+// run runs p as phase "hostile" of an operation on obj (uuid u-1), with
+// the suite's reference rules, and returns its error.
+func (s *GuardSuite) run(_ *C, obj engine.Object, p *enginetest.Probe) error {
+	return enginetest.RunGuarded(context.Background(), s.cl, s.refs, engine.Operation{Object: obj, OADPNamespace: oadp, UUID: uuid}, p)
 }
 
 func nabslOp() engine.Object {
@@ -101,11 +85,7 @@ func narOp() engine.Object {
 // refused checks that err is a terminal safety violation whose message
 // matches msg (a regexp).
 func refused(c *C, err error, msg string, about string) {
-	c.Check(engine.IsSafetyViolation(err), Equals, true, Commentf("%s: %v", about, err))
-	c.Check(engine.IsTerminal(err), Equals, true, Commentf("%s: %v", about, err))
-	if err != nil {
-		c.Check(err.Error(), Matches, msg, Commentf(about))
-	}
+	c.Check(enginetest.Refusal(err, msg), IsNil, Commentf(about))
 }
 
 func (s *GuardSuite) TestWrites(c *C) {
@@ -179,7 +159,7 @@ func (s *GuardSuite) TestWrites(c *C) {
 		}, `safety rule "writes only in the OADP namespace": phase hostile \(Probe\) may not deletecollection Secret cluster-wide: .*`},
 	} {
 		s.SetUpTest(c)
-		err := s.run(c, nabslOp(), &probe{do: func(_ context.Context, op *engine.Operation) error { return tc.do(op) }})
+		err := s.run(c, nabslOp(), &enginetest.Probe{Do: func(_ context.Context, op *engine.Operation) error { return tc.do(op) }})
 		if tc.msg == "" {
 			c.Check(err, IsNil, Commentf(tc.about))
 			continue
@@ -210,7 +190,7 @@ func (s *GuardSuite) TestDeleteAllOfNarrowed(c *C) {
 	} {
 		opts := tc.opts
 		s.SetUpTest(c)
-		err := s.run(c, nabslOp(), &probe{do: func(_ context.Context, op *engine.Operation) error {
+		err := s.run(c, nabslOp(), &enginetest.Probe{Do: func(_ context.Context, op *engine.Operation) error {
 			return op.Client.DeleteAllOf(ctx, &corev1.Secret{}, opts...)
 		}})
 		c.Assert(err, IsNil)
@@ -258,7 +238,7 @@ func (s *GuardSuite) TestOwnershipNeedsOriginNamespace(c *C) {
 	} {
 		s.SetUpTest(c)
 		plant()
-		err := s.run(c, nabslOp(), &probe{do: func(_ context.Context, op *engine.Operation) error { return tc.do(op) }})
+		err := s.run(c, nabslOp(), &enginetest.Probe{Do: func(_ context.Context, op *engine.Operation) error { return tc.do(op) }})
 		if tc.msg == "" {
 			c.Check(err, IsNil, Commentf(tc.about))
 		} else {
@@ -274,14 +254,14 @@ func (s *GuardSuite) TestOwnershipNeedsOriginNamespace(c *C) {
 	}
 
 	s.SetUpTest(c)
-	err := s.run(c, nabslOp(), &probe{do: func(_ context.Context, op *engine.Operation) error {
+	err := s.run(c, nabslOp(), &enginetest.Probe{Do: func(_ context.Context, op *engine.Operation) error {
 		return op.Client.Create(ctx, secret(oadp, "new-copy", labelled(nabsl, uuid)))
 	}})
 	c.Assert(err, IsNil)
 	got := &corev1.Secret{}
 	c.Assert(s.cl.Get(ctx, client.ObjectKey{Namespace: oadp, Name: "new-copy"}, got), IsNil)
 	c.Check(got.Annotations, DeepEquals, map[string]string{v1alpha1.NabslOriginNamespaceAnnotation: tenant, v1alpha1.NabslOriginNameAnnotation: "loc"})
-	err = s.run(c, nabslOp(), &probe{do: func(_ context.Context, op *engine.Operation) error {
+	err = s.run(c, nabslOp(), &enginetest.Probe{Do: func(_ context.Context, op *engine.Operation) error {
 		o := secret(oadp, "claims-other", labelled(nabsl, uuid))
 		o.Annotations = map[string]string{v1alpha1.NabslOriginNamespaceAnnotation: other}
 		return op.Client.Create(ctx, o)
@@ -326,7 +306,7 @@ func (s *GuardSuite) TestReads(c *C) {
 			return err
 		}, `safety rule "reads only .*": phase hostile \(Probe\) may not watch Secret in namespace tenant: phases do not watch.*`},
 	} {
-		err := s.run(c, nabOp(), &probe{do: func(_ context.Context, op *engine.Operation) error { return tc.do(op) }})
+		err := s.run(c, nabOp(), &enginetest.Probe{Do: func(_ context.Context, op *engine.Operation) error { return tc.do(op) }})
 		if tc.msg == "" {
 			c.Check(err, IsNil, Commentf(tc.about))
 			continue
@@ -347,19 +327,19 @@ func (s *GuardSuite) TestExceptions(c *C) {
 		}
 	}
 	// Without the exception: refused.
-	refused(c, s.run(c, nabOp(), &probe{do: deleteNAR(tenant, "r1")}),
+	refused(c, s.run(c, nabOp(), &enginetest.Probe{Do: deleteNAR(tenant, "r1")}),
 		`safety rule "writes only in the OADP namespace": phase hostile \(Probe\) may not delete NonAdminRestore tenant/r1: .*`, "no exception")
 	// With it: only in the operation's namespace.
-	refused(c, s.run(c, nabOp(), &probe{do: deleteNAR(other, "r2"), exceptions: deleteNARs}),
+	refused(c, s.run(c, nabOp(), &enginetest.Probe{Do: deleteNAR(other, "r2"), Exceptions: deleteNARs}),
 		`safety rule "writes only in the OADP namespace": phase hostile \(Probe\) may not delete NonAdminRestore other-tenant/r2: .*`, "another namespace")
 	// Nor another kind or verb.
-	refused(c, s.run(c, nabOp(), &probe{exceptions: deleteNARs, do: func(ctx context.Context, op *engine.Operation) error {
+	refused(c, s.run(c, nabOp(), &enginetest.Probe{Exceptions: deleteNARs, Do: func(ctx context.Context, op *engine.Operation) error {
 		return op.Client.Delete(ctx, secret(tenant, "creds", nil))
 	}}), `safety rule "writes only in the OADP namespace": .* may not delete Secret tenant/creds: .*`, "another kind")
-	refused(c, s.run(c, nabOp(), &probe{exceptions: deleteNARs, do: func(ctx context.Context, op *engine.Operation) error {
+	refused(c, s.run(c, nabOp(), &enginetest.Probe{Exceptions: deleteNARs, Do: func(ctx context.Context, op *engine.Operation) error {
 		return op.Client.Create(ctx, &v1alpha1.NonAdminRestore{ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: "new"}})
 	}}), `safety rule "writes only in the OADP namespace": .* may not create NonAdminRestore tenant/new: .*`, "another verb")
-	c.Check(s.run(c, nabOp(), &probe{do: deleteNAR(tenant, "r1"), exceptions: deleteNARs}), IsNil)
+	c.Check(s.run(c, nabOp(), &enginetest.Probe{Do: deleteNAR(tenant, "r1"), Exceptions: deleteNARs}), IsNil)
 	c.Check(apierrors.IsNotFound(s.cl.Get(ctx, client.ObjectKey{Namespace: tenant, Name: "r1"}, &v1alpha1.NonAdminRestore{})), Equals, true)
 	c.Check(s.cl.Get(ctx, client.ObjectKey{Namespace: other, Name: "r2"}, &v1alpha1.NonAdminRestore{}), IsNil)
 
@@ -367,8 +347,8 @@ func (s *GuardSuite) TestExceptions(c *C) {
 	readNABSL := func(ctx context.Context, op *engine.Operation) error {
 		return op.APIReader.Get(ctx, client.ObjectKey{Namespace: other, Name: "loc"}, &v1alpha1.NonAdminBackupStorageLocation{})
 	}
-	refused(c, s.run(c, nabslOp(), &probe{do: readNABSL}), `safety rule "reads only .*`, "no read exception")
-	c.Check(s.run(c, nabslOp(), &probe{do: readNABSL, exceptions: []engine.Exception{{Verbs: []string{"get"},
+	refused(c, s.run(c, nabslOp(), &enginetest.Probe{Do: readNABSL}), `safety rule "reads only .*`, "no read exception")
+	c.Check(s.run(c, nabslOp(), &enginetest.Probe{Do: readNABSL, Exceptions: []engine.Exception{{Verbs: []string{"get"},
 		Kind: v1alpha1.GroupVersion.WithKind("NonAdminBackupStorageLocation").GroupKind(), Scope: engine.InAnyNamespace}}}), IsNil)
 
 	// Malformed exceptions.
@@ -377,7 +357,7 @@ func (s *GuardSuite) TestExceptions(c *C) {
 		{Verbs: []string{"deletecollection"}, Kind: v1alpha1.GroupVersion.WithKind("NonAdminRestore").GroupKind(), Scope: engine.InOperationNamespace},
 		{Verbs: []string{"get"}, Kind: v1alpha1.GroupVersion.WithKind("NonAdminRestore").GroupKind(), Scope: "the moon"},
 	} {
-		_, err := engine.NewGuardedRegistry(s.cl, s.cl, nil, &probe{exceptions: []engine.Exception{e}})
+		_, err := engine.NewGuardedRegistry(s.cl, s.cl, nil, &enginetest.Probe{Exceptions: []engine.Exception{e}})
 		c.Check(err, NotNil, Commentf("%s", e))
 	}
 }
@@ -462,7 +442,7 @@ func (s *GuardSuite) TestReferenceRules(c *C) {
 	} {
 		s.SetUpTest(c)
 		s.refs, seen = rules, nil
-		err := s.run(c, nabslOp(), &probe{do: func(_ context.Context, op *engine.Operation) error { return tc.do(op) }})
+		err := s.run(c, nabslOp(), &enginetest.Probe{Do: func(_ context.Context, op *engine.Operation) error { return tc.do(op) }})
 		c.Check(seen, DeepEquals, tc.seen, Commentf(tc.about))
 		if tc.msg == "" {
 			c.Check(err, IsNil, Commentf(tc.about))
@@ -476,7 +456,7 @@ func (s *GuardSuite) TestReferenceRules(c *C) {
 	s.refs = &referenceRules{check: func(ctx context.Context, w engine.ReferenceCheck, obj client.Object) error {
 		return w.Live.Get(ctx, client.ObjectKey{Namespace: oadp, Name: "missing"}, &corev1.Secret{})
 	}}
-	err := s.run(c, nabslOp(), &probe{do: func(_ context.Context, op *engine.Operation) error { return op.Client.Create(ctx, own("x")) }})
+	err := s.run(c, nabslOp(), &enginetest.Probe{Do: func(_ context.Context, op *engine.Operation) error { return op.Client.Create(ctx, own("x")) }})
 	c.Check(apierrors.IsNotFound(err), Equals, true, Commentf("%v", err))
 	c.Check(engine.IsSafetyViolation(err), Equals, false)
 }

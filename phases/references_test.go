@@ -14,6 +14,7 @@ import (
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/engine"
+	"github.com/nacflow/nacflow/engine/enginetest"
 	"github.com/nacflow/nacflow/phases"
 )
 
@@ -33,18 +34,6 @@ const (
 	uuid   = "u-1"
 	theirs = "u-2"
 )
-
-// writer is a phase function that runs write with the operation it is
-// given.
-type writer struct {
-	write func(ctx context.Context, op *engine.Operation) error
-}
-
-func (*writer) Name() string { return "Probe" }
-func (*writer) NewArgs() any { return &struct{}{} }
-func (w *writer) Run(ctx context.Context, op *engine.Operation, _ any) (engine.Result, error) {
-	return engine.Result{}, w.write(ctx, op)
-}
 
 func labelled(label, id string) map[string]string { return map[string]string{label: id} }
 
@@ -77,37 +66,21 @@ func (s *ReferencesSuite) SetUpTest(c *C) {
 	).WithStatusSubresource(&velerov1.Backup{}).Build()
 }
 
-// run runs w as phase "hostile" of an operation on obj (uuid u-1), in a
-// registry guarded with VeleroReferences, and returns its error.
-func (s *ReferencesSuite) run(c *C, obj engine.Object, w *writer) error {
-	reg, err := engine.NewGuardedRegistry(s.cl, s.cl, phases.VeleroReferences{}, w)
-	c.Assert(err, IsNil)
-	fn, _ := reg.Get("Probe")
-	_, err = fn.Run(context.Background(), &engine.Operation{Object: obj, OADPNamespace: oadp, UUID: uuid, Phase: "hostile"}, fn.NewArgs())
-	return err
+// run has a phase of an operation on obj (uuid u-1) do write, with clients
+// guarded with VeleroReferences, and returns its error.
+func (s *ReferencesSuite) run(obj engine.Object, write func(ctx context.Context, op *engine.Operation) error) error {
+	return enginetest.RunGuarded(context.Background(), s.cl, phases.VeleroReferences{}, engine.Operation{Object: obj, OADPNamespace: oadp, UUID: uuid},
+		&enginetest.Probe{Do: write})
 }
 
-func nabslOp() engine.Object {
-	return &v1alpha1.NonAdminBackupStorageLocation{ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: "loc"}}
-}
-func nabOp() engine.Object {
-	return &v1alpha1.NonAdminBackup{ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: "nab"}}
-}
-func nadrOp() engine.Object {
-	return &v1alpha1.NonAdminDownloadRequest{ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: "nadr"}}
-}
-func narOp() engine.Object {
-	return &v1alpha1.NonAdminRestore{ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: "nar"}}
-}
-
-// refused checks that err is a terminal safety violation whose message
-// matches msg (a regexp).
-func refused(c *C, err error, msg string, about string) {
-	c.Check(engine.IsSafetyViolation(err), Equals, true, Commentf("%s: %v", about, err))
-	c.Check(engine.IsTerminal(err), Equals, true, Commentf("%s: %v", about, err))
-	if err != nil {
-		c.Check(err.Error(), Matches, msg, Commentf(about))
-	}
+// tenants returns a new NAC object of kind (a name LookupKind knows) in the
+// tenant's namespace.
+func tenants(kind, name string) engine.Object {
+	k, _ := v1alpha1.LookupKind(kind)
+	obj := k.New()
+	obj.SetNamespace(tenant)
+	obj.SetName(name)
+	return obj
 }
 
 // TestReferences: an object a phase creates or changes references only the
@@ -147,6 +120,7 @@ func (s *ReferencesSuite) TestReferences(c *C) {
 			Spec: velerov1.DownloadRequestSpec{Target: velerov1.DownloadTarget{Kind: kind, Name: target}}}
 	}
 	nadr := v1alpha1.NadrOriginNACUUIDLabel
+	nabslOp, nabOp, nadrOp, narOp := tenants("nabsl", "loc"), tenants("nab", "nab"), tenants("nadr", "nadr"), tenants("nar", "nar")
 	const refs = `safety rule "references only this operation's objects": phase hostile \(Probe\) may not `
 	for _, tc := range []struct {
 		about string
@@ -154,52 +128,52 @@ func (s *ReferencesSuite) TestReferences(c *C) {
 		obj   client.Object
 		msg   string
 	}{
-		{"BSL on its own Secret copy", nabslOp(), bsl("own-copy"), ""},
-		{"BSL on the admin's credentials", nabslOp(), bsl("cloud-credentials"),
+		{"BSL on its own Secret copy", nabslOp, bsl("own-copy"), ""},
+		{"BSL on the admin's credentials", nabslOp, bsl("cloud-credentials"),
 			refs + `create BackupStorageLocation oadp/new-bsl: spec.credential names Secret oadp/cloud-credentials, which is not this operation's own copy: it does not carry the label openshift.io/oadp-nabsl-origin-nacuuid=u-1`},
-		{"BSL on another operation's copy", nabslOp(), bsl("other-copy"), refs + `create BackupStorageLocation oadp/new-bsl: spec.credential names Secret oadp/other-copy, which is not this operation's own copy: .*`},
-		{"BSL on a missing Secret", nabslOp(), bsl("nope"), refs + `create BackupStorageLocation oadp/new-bsl: spec.credential names Secret oadp/nope, which does not exist: .*`},
-		{"BSL without a credential (Velero's own)", nabslOp(), bsl(""), refs + `create BackupStorageLocation oadp/new-bsl: spec.credential must name this operation's own Secret copy.*`},
-		{"Restore of the tenant's backup", narOp(), restore("mine", nil), ""},
-		{"Restore of another tenant's backup", narOp(), restore("theirs", nil),
+		{"BSL on another operation's copy", nabslOp, bsl("other-copy"), refs + `create BackupStorageLocation oadp/new-bsl: spec.credential names Secret oadp/other-copy, which is not this operation's own copy: .*`},
+		{"BSL on a missing Secret", nabslOp, bsl("nope"), refs + `create BackupStorageLocation oadp/new-bsl: spec.credential names Secret oadp/nope, which does not exist: .*`},
+		{"BSL without a credential (Velero's own)", nabslOp, bsl(""), refs + `create BackupStorageLocation oadp/new-bsl: spec.credential must name this operation's own Secret copy.*`},
+		{"Restore of the tenant's backup", narOp, restore("mine", nil), ""},
+		{"Restore of another tenant's backup", narOp, restore("theirs", nil),
 			refs + `create Restore oadp/new-restore: spec.backupName names Velero Backup oadp/theirs, which was not made for namespace tenant .*`},
-		{"Restore of a schedule", narOp(), restore("mine", func(r *velerov1.Restore) { r.Spec.ScheduleName = "admin-daily" }), refs + `create Restore .*: spec.scheduleName "admin-daily": .*`},
-		{"Restore into another namespace", narOp(), restore("mine", func(r *velerov1.Restore) { r.Spec.NamespaceMapping = map[string]string{tenant: other} }),
+		{"Restore of a schedule", narOp, restore("mine", func(r *velerov1.Restore) { r.Spec.ScheduleName = "admin-daily" }), refs + `create Restore .*: spec.scheduleName "admin-daily": .*`},
+		{"Restore into another namespace", narOp, restore("mine", func(r *velerov1.Restore) { r.Spec.NamespaceMapping = map[string]string{tenant: other} }),
 			refs + `create Restore .*: spec.namespaceMapping maps tenant to other-tenant: .*`},
-		{"Restore of other namespaces", narOp(), restore("mine", func(r *velerov1.Restore) { r.Spec.IncludedNamespaces = []string{"*"} }),
+		{"Restore of other namespaces", narOp, restore("mine", func(r *velerov1.Restore) { r.Spec.IncludedNamespaces = []string{"*"} }),
 			refs + `create Restore .*: spec.includedNamespaces is \[\*\]: it must be exactly \[tenant\], the tenant's namespace`},
-		{"Backup of the tenant's namespace", nabOp(), backup(nil), ""},
-		{"Backup on the admin's location", nabOp(), backup(func(b *velerov1.Backup) { b.Spec.StorageLocation = "default" }), ""},
-		{"Backup on another tenant's location", nabOp(), backup(func(b *velerov1.Backup) { b.Spec.StorageLocation = "theirs-bsl" }),
+		{"Backup of the tenant's namespace", nabOp, backup(nil), ""},
+		{"Backup on the admin's location", nabOp, backup(func(b *velerov1.Backup) { b.Spec.StorageLocation = "default" }), ""},
+		{"Backup on another tenant's location", nabOp, backup(func(b *velerov1.Backup) { b.Spec.StorageLocation = "theirs-bsl" }),
 			refs + `create Backup oadp/new-backup: spec.storageLocation names Velero BackupStorageLocation oadp/theirs-bsl of namespace "other-tenant", not of namespace tenant`},
-		{"Backup of another namespace", nabOp(), backup(func(b *velerov1.Backup) { b.Spec.IncludedNamespaces = []string{tenant, other} }),
+		{"Backup of another namespace", nabOp, backup(func(b *velerov1.Backup) { b.Spec.IncludedNamespaces = []string{tenant, other} }),
 			refs + `create Backup .*: spec.includedNamespaces is \[tenant other-tenant\]: .*`},
-		{"DeleteBackupRequest of the tenant's backup", nabOp(), dbr("mine"), ""},
-		{"DeleteBackupRequest of another tenant's backup", nabOp(), dbr("theirs"), refs + `create DeleteBackupRequest oadp/new-dbr: spec.backupName names Velero Backup oadp/theirs, which was not made for namespace tenant .*`},
-		{"DownloadRequest of the tenant's backup log", nadrOp(), download(nadr, velerov1.DownloadTargetKindBackupLog, "mine"), ""},
-		{"DownloadRequest of the tenant's restore log", nadrOp(), download(nadr, velerov1.DownloadTargetKindRestoreLog, "my-restore"), ""},
-		{"DownloadRequest of a backup's resource list, for its verification", nabOp(), download(v1alpha1.NabOriginNACUUIDLabel, velerov1.DownloadTargetKindBackupResourceList, "mine"), ""},
-		{"DownloadRequest of another tenant's backup", nadrOp(), download(nadr, velerov1.DownloadTargetKindBackupContents, "theirs"),
+		{"DeleteBackupRequest of the tenant's backup", nabOp, dbr("mine"), ""},
+		{"DeleteBackupRequest of another tenant's backup", nabOp, dbr("theirs"), refs + `create DeleteBackupRequest oadp/new-dbr: spec.backupName names Velero Backup oadp/theirs, which was not made for namespace tenant .*`},
+		{"DownloadRequest of the tenant's backup log", nadrOp, download(nadr, velerov1.DownloadTargetKindBackupLog, "mine"), ""},
+		{"DownloadRequest of the tenant's restore log", nadrOp, download(nadr, velerov1.DownloadTargetKindRestoreLog, "my-restore"), ""},
+		{"DownloadRequest of a backup's resource list, for its verification", nabOp, download(v1alpha1.NabOriginNACUUIDLabel, velerov1.DownloadTargetKindBackupResourceList, "mine"), ""},
+		{"DownloadRequest of another tenant's backup", nadrOp, download(nadr, velerov1.DownloadTargetKindBackupContents, "theirs"),
 			refs + `create DownloadRequest oadp/new-dr: spec.target.name names Velero Backup oadp/theirs, which was not made for namespace tenant .*`},
-		{"DownloadRequest of another tenant's restore", nadrOp(), download(nadr, velerov1.DownloadTargetKindRestoreResults, "their-restore"),
+		{"DownloadRequest of another tenant's restore", nadrOp, download(nadr, velerov1.DownloadTargetKindRestoreResults, "their-restore"),
 			refs + `create DownloadRequest oadp/new-dr: spec.target.name names Velero Restore oadp/their-restore, which was not made for namespace tenant .*`},
-		{"DownloadRequest of a Restore kind naming a backup", nadrOp(), download(nadr, velerov1.DownloadTargetKindRestoreLog, "mine"),
+		{"DownloadRequest of a Restore kind naming a backup", nadrOp, download(nadr, velerov1.DownloadTargetKindRestoreLog, "mine"),
 			refs + `create DownloadRequest oadp/new-dr: spec.target.name names Velero Restore oadp/mine, which does not exist`},
-		{"DownloadRequest of a kind Velero does not serve", nadrOp(), download(nadr, "BackupSecrets", "mine"),
+		{"DownloadRequest of a kind Velero does not serve", nadrOp, download(nadr, "BackupSecrets", "mine"),
 			refs + `create DownloadRequest oadp/new-dr: spec.target.kind "BackupSecrets" is not a kind of file of a Velero Backup or Restore`},
 	} {
 		s.SetUpTest(c)
-		err := s.run(c, tc.op, &writer{write: func(ctx context.Context, op *engine.Operation) error { return op.Client.Create(ctx, tc.obj) }})
+		err := s.run(tc.op, func(ctx context.Context, op *engine.Operation) error { return op.Client.Create(ctx, tc.obj) })
 		if tc.msg == "" {
 			c.Check(err, IsNil, Commentf(tc.about))
 			continue
 		}
-		refused(c, err, tc.msg, tc.about)
+		c.Check(enginetest.Refusal(err, tc.msg), IsNil, Commentf(tc.about))
 	}
 
 	// A patch is checked like a create: no repointing an existing BSL.
 	s.SetUpTest(c)
-	err := s.run(c, nabslOp(), &writer{write: func(ctx context.Context, op *engine.Operation) error {
+	err := s.run(nabslOp, func(ctx context.Context, op *engine.Operation) error {
 		got := &velerov1.BackupStorageLocation{}
 		if err := op.Client.Get(ctx, client.ObjectKey{Namespace: oadp, Name: "own-bsl"}, got); err != nil {
 			return err
@@ -207,8 +181,8 @@ func (s *ReferencesSuite) TestReferences(c *C) {
 		before := got.DeepCopy()
 		got.Spec.Credential.Name = "cloud-credentials"
 		return op.Client.Patch(ctx, got, client.MergeFrom(before))
-	}})
-	refused(c, err, refs+`patch BackupStorageLocation oadp/own-bsl: spec.credential names Secret oadp/cloud-credentials, .*`, "repoint")
+	})
+	c.Check(enginetest.Refusal(err, refs+`patch BackupStorageLocation oadp/own-bsl: spec.credential names Secret oadp/cloud-credentials, .*`), IsNil, Commentf("repoint"))
 	got := &velerov1.BackupStorageLocation{}
 	c.Assert(s.cl.Get(ctx, client.ObjectKey{Namespace: oadp, Name: "own-bsl"}, got), IsNil)
 	c.Check(got.Spec.Credential.Name, Equals, "own-copy")
