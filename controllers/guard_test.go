@@ -240,7 +240,7 @@ func (s *ControllerSuite) TestSafetyRuleHostileWrite(c *C) {
 			Args: map[string]apiextensionsv1.JSON{"kind": {Raw: []byte(`"` + target.kind + `"`)},
 				"name": {Raw: []byte(`"{{ index .Object.metadata.annotations \"steal\" }}"`)}}}}}
 		out, err := runner.Run(ctx, engine.Request{Object: thief, UUID: "thief-uuid", OADPNamespace: s.oadp,
-			Plan: engine.Plan{Action: "create", Blueprint: "hostile", BlueprintGeneration: "1", Spec: spec}})
+			Action: engine.ResolvedAction{Name: "create", Blueprint: "hostile", BlueprintGeneration: "1", Spec: spec}})
 		c.Assert(err, IsNil)
 		c.Check(out.Finished, Equals, true)
 		c.Check(thief.Status.Plan.State, Equals, v1alpha1.PlanFailed)

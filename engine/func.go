@@ -178,21 +178,21 @@ type checkKey struct{ blueprint, generation, action string }
 const maxChecked = 256
 
 // knownValid reports whether p's action was found valid before.
-func (r *Registry) knownValid(p Plan) bool {
+func (r *Registry) knownValid(p ResolvedAction) bool {
 	r.mu.Lock()
-	spec := r.checked[checkKey{p.Blueprint, p.BlueprintGeneration, p.Action}]
+	spec := r.checked[checkKey{p.Blueprint, p.BlueprintGeneration, p.Name}]
 	r.mu.Unlock()
 	return spec != nil && equality.Semantic.DeepEqual(spec, p.Spec)
 }
 
 // rememberValid records that p's action is valid.
-func (r *Registry) rememberValid(p Plan) {
+func (r *Registry) rememberValid(p ResolvedAction) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.checked == nil || len(r.checked) >= maxChecked {
 		r.checked = map[checkKey]*nacv1alpha1.BlueprintAction{}
 	}
-	r.checked[checkKey{p.Blueprint, p.BlueprintGeneration, p.Action}] = p.Spec.DeepCopy()
+	r.checked[checkKey{p.Blueprint, p.BlueprintGeneration, p.Name}] = p.Spec.DeepCopy()
 }
 
 // NewRegistry returns a registry of funcs. It returns an error when a name is

@@ -80,9 +80,10 @@ type Request struct {
 	// Object is the NAC object; Run changes its status in memory only: the
 	// caller persists it with PatchStatus.
 	Object Object
-	// Plan names and resolves the action. When the object's plan is for
-	// another action, or it has none, Plan is compiled and snapshotted.
-	Plan Plan
+	// Action names the action to run and, for a new operation, resolves
+	// it. When the object's plan is for another action or revision, or it
+	// has none, Action is compiled and snapshotted as the new plan.
+	Action ResolvedAction
 	// UUID is the operation's NACUUID.
 	UUID string
 	// OADPNamespace is the namespace Velero runs in.
@@ -137,7 +138,7 @@ func (r *Runner) Run(ctx context.Context, req Request) (Outcome, error) {
 		r = &rr
 	}
 	obj := req.Object
-	if NeedsNewPlan(obj, req.Plan.Action, req.Revision) {
+	if NeedsNewPlan(obj, req.Action.Name, req.Revision) {
 		if out, err := r.startPlan(ctx, req); err != nil || !out.Finished {
 			return out, err
 		}
@@ -183,7 +184,7 @@ func (r *Runner) startPlan(ctx context.Context, req Request) (Outcome, error) {
 		}
 		previous = supersededRecord(old)
 	}
-	plan, err := Compile(req.Plan, r.Registry, r.now())
+	plan, err := Compile(req.Action, r.Registry, r.now())
 	if err != nil {
 		return Outcome{}, Terminal(err)
 	}
@@ -294,9 +295,9 @@ func ended(plan *nacv1alpha1.PlanStatus) bool {
 func (r *Runner) supersede(ctx context.Context, req Request, plan *nacv1alpha1.PlanStatus) (Outcome, error) {
 	obj := req.Object
 	if plan.State != nacv1alpha1.PlanSuperseded {
-		why := fmt.Sprintf("superseded by a new run of action %s (revision changed)", req.Plan.Action)
-		if plan.Action != req.Plan.Action {
-			why = fmt.Sprintf("superseded by action %s", req.Plan.Action)
+		why := fmt.Sprintf("superseded by a new run of action %s (revision changed)", req.Action.Name)
+		if plan.Action != req.Action.Name {
+			why = fmt.Sprintf("superseded by action %s", req.Action.Name)
 		}
 		plan.State, plan.Message = nacv1alpha1.PlanSuperseded, why
 		now := metav1.NewTime(r.now())

@@ -84,12 +84,12 @@ type Options struct {
 	Resolver endpoint.Resolver
 }
 
-// New returns the registry of every phase function, bound to o, each run
+// NewRegistry returns the registry of every phase function, bound to o, each run
 // with c's clients guarded for its operation (engine.NewGuardedRegistry,
 // with VeleroReferences for what the Velero objects they write name). It
 // returns an error only if two functions share a name or an exception is
 // malformed (programming errors).
-func New(c Clients, o Options) (*engine.Registry, error) {
+func NewRegistry(c Clients, o Options) (*engine.Registry, error) {
 	t := tools{recorder: c.Recorder, queue: c.Queue, turns: c.Turns, recent: newRecentCreates()}
 	tenantRole, adminOwned := o.TenantRole, o.AdminOwned
 	if tenantRole == "" {
