@@ -266,8 +266,9 @@ func (op *Operation) Owns(obj client.Object, also ...string) bool {
 }
 
 // OriginLabel returns the key of the label holding op's NACUUID on the
-// objects it creates: openshift.io/oadp-<nab|nar|nabsl>-origin-nacuuid by the
-// NAC object's kind ("" for another kind).
+// objects it creates, as op.Object's OriginKeys say
+// (openshift.io/oadp-<nab|nar|nabsl|nadr|nas>-origin-nacuuid; "" for an
+// object whose kind makes nothing).
 func (op *Operation) OriginLabel() string {
 	return op.Object.OriginKeys().Label
 }
