@@ -62,7 +62,7 @@ func ValidateBlueprint(bp *v1alpha1.Blueprint, reg *engine.Registry) []string {
 			continue
 		}
 		a := bp.Spec.Actions[name]
-		for _, err := range engine.CheckAction(engine.Plan{Action: name, Blueprint: bp.Name, Spec: &a}, reg) {
+		for _, err := range engine.CheckAction(engine.ResolvedAction{Name: name, Blueprint: bp.Name, Spec: &a}, reg) {
 			errs = append(errs, fmt.Sprintf("spec.actions.%s.%v", name, err))
 		}
 		for _, err := range blueprints.SafetyErrors(bp.Spec.Kind, name, &a) {

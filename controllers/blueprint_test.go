@@ -84,7 +84,7 @@ func (s *ControllerSuite) backupOf(c *C, ns, name string) (*v1alpha1.NonAdminBac
 func examplesDir() string { return filepath.Join("..", "examples", "blueprints") }
 
 func (s *ControllerSuite) TestExampleBlueprintsValidate(c *C) {
-	reg, err := phases.New(phases.Clients{}, phases.Options{})
+	reg, err := phases.NewRegistry(phases.Clients{}, phases.Options{})
 	c.Assert(err, IsNil)
 	files, err := filepath.Glob(filepath.Join(examplesDir(), "*.yaml"))
 	c.Assert(err, IsNil)

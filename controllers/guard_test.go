@@ -18,6 +18,7 @@ import (
 	"github.com/nacflow/nacflow/blueprints"
 	"github.com/nacflow/nacflow/controllers"
 	"github.com/nacflow/nacflow/engine"
+	"github.com/nacflow/nacflow/phases"
 )
 
 // The engine's safety rule against hostile blueprints, on a real API
@@ -225,7 +226,7 @@ func (s *ControllerSuite) TestSafetyRuleHostileWrite(c *C) {
 	victimBSL := s.approveAndAvailable(c, victim)
 	_, _, victimCopy := bslObjects(c, s.oadp, controllers.NACUUID(getNABSL(c, victim).UID))
 
-	reg, err := engine.NewGuardedRegistry(testClient, testClient, &deleteNamed{})
+	reg, err := engine.NewGuardedRegistry(testClient, testClient, phases.VeleroReferences{}, &deleteNamed{})
 	c.Assert(err, IsNil)
 	runner := &engine.Runner{Registry: reg}
 	ns := createNamespace(c, "thief")
@@ -239,7 +240,7 @@ func (s *ControllerSuite) TestSafetyRuleHostileWrite(c *C) {
 			Args: map[string]apiextensionsv1.JSON{"kind": {Raw: []byte(`"` + target.kind + `"`)},
 				"name": {Raw: []byte(`"{{ index .Object.metadata.annotations \"steal\" }}"`)}}}}}
 		out, err := runner.Run(ctx, engine.Request{Object: thief, UUID: "thief-uuid", OADPNamespace: s.oadp,
-			Plan: engine.Plan{Action: "create", Blueprint: "hostile", BlueprintGeneration: "1", Spec: spec}})
+			Action: engine.ResolvedAction{Name: "create", Blueprint: "hostile", BlueprintGeneration: "1", Spec: spec}})
 		c.Assert(err, IsNil)
 		c.Check(out.Finished, Equals, true)
 		c.Check(thief.Status.Plan.State, Equals, v1alpha1.PlanFailed)

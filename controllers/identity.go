@@ -105,7 +105,8 @@ func scheduleRefs(n *v1alpha1.NonAdminSchedule) []statusRef {
 // since, which is kept but never followed. A namespace other than the OADP
 // namespace is corrected to it. Errors are the cache's.
 func operationIdentity(ctx context.Context, c client.Reader, oadpNamespace, kind string, obj engine.Object, refs []statusRef, adopts bool) (string, []string, error) {
-	label, nameAnn, nsAnn, _ := engine.OriginKeys(obj)
+	keys := obj.OriginKeys()
+	label, nameAnn, nsAnn := keys.Label, keys.NameAnnotation, keys.NamespaceAnnotation
 	derived := NACUUID(obj.GetUID())
 	ours := func(o client.Object, uuid string) bool {
 		return o != nil && o.GetLabels()[label] == uuid && o.GetAnnotations()[nsAnn] == obj.GetNamespace() && o.GetAnnotations()[nameAnn] == obj.GetName()

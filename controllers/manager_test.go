@@ -92,7 +92,7 @@ func startController(c *C, o controllerOptions) (stop func()) {
 		settings.Flags.RequireApprovalForBSL = &o.requireApproval
 	}
 	turns := controllers.NewVeleroTurns(mgr.GetClient(), o.oadp)
-	registry, err := phases.New(phases.Clients{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorderFor("nacflow-blueprint"), Queue: queue, Turns: turns},
+	registry, err := phases.NewRegistry(phases.Clients{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorderFor("nacflow-blueprint"), Queue: queue, Turns: turns},
 		phases.Options{RequireApprovalForBSL: o.requireApproval, Settings: settings, MaxBackupsInVelero: o.maxInVelero, Resolver: testDNS})
 	c.Assert(err, IsNil)
 	deps := func(name, kind string) controllers.Deps {

@@ -332,7 +332,7 @@ var _ = Suite(&CrashSuite{})
 // reconciler returns a NonAdminBackupReconciler over cl that records events
 // in a fake recorder.
 func reconciler(c *C, cl client.Client, oadp string) *controllers.NonAdminBackupReconciler {
-	registry, err := phases.New(phases.Clients{Client: cl, APIReader: cl}, phases.Options{})
+	registry, err := phases.NewRegistry(phases.Clients{Client: cl, APIReader: cl}, phases.Options{})
 	c.Assert(err, IsNil)
 	rec := record.NewFakeRecorder(1000)
 	return &controllers.NonAdminBackupReconciler{Deps: controllers.Deps{

@@ -330,17 +330,17 @@ func runAction[T v1alpha1.Object](ctx context.Context, d *Deps, kind v1alpha1.Ki
 	if err := d.Client.Get(ctx, client.ObjectKey{Name: obj.GetNamespace()}, ns); client.IgnoreNotFound(err) != nil {
 		return ctrl.Result{}, false, fmt.Errorf("reading namespace %s: %w", obj.GetNamespace(), err)
 	}
-	plan := engine.Plan{Action: action}
+	plan := engine.ResolvedAction{Name: action}
 	if engine.NeedsNewPlan(obj, action, revision) {
 		// Only a new operation resolves its blueprint; a running one
 		// continues from its snapshot.
 		var err error
-		if plan, err = resolvePlan(ctx, d, obj, kind.Blueprint, kind.Kind, action, ns.Labels); err != nil {
+		if plan, err = resolveAction(ctx, d, obj, kind.Blueprint, kind.Kind, action, ns.Labels); err != nil {
 			d.Recorder.Event(obj, corev1.EventTypeWarning, EventBlueprintInvalid, err.Error())
 			return ctrl.Result{}, false, reconcile.TerminalError(err)
 		}
 	}
-	out, err := d.Runner.Run(ctx, engine.Request{Object: obj, Plan: plan, UUID: uuid, OADPNamespace: d.OADPNamespace,
+	out, err := d.Runner.Run(ctx, engine.Request{Object: obj, Action: plan, UUID: uuid, OADPNamespace: d.OADPNamespace,
 		Revision: revision, NamespaceLabels: ns.Labels, Recorder: events})
 	if engine.IsTerminal(err) {
 		d.Recorder.Event(obj, corev1.EventTypeWarning, EventBlueprintInvalid, err.Error())
@@ -357,19 +357,19 @@ func runAction[T v1alpha1.Object](ctx context.Context, d *Deps, kind v1alpha1.Ki
 	return ctrl.Result{RequeueAfter: out.RequeueAfter}, out.Finished, nil
 }
 
-// resolvePlan returns the blueprint action to run (see blueprints.Resolver:
+// resolveAction returns the blueprint action to run (see blueprints.Resolver:
 // per-tenant blueprints, the override, the built-in; only validated
 // generations). When a blueprint was passed over, the reason is recorded in
 // the plan (status.plan.blueprintMessage) and a Warning event on obj.
-func resolvePlan(ctx context.Context, d *Deps, obj engine.Object, name, kind, action string, nsLabels map[string]string) (engine.Plan, error) {
+func resolveAction(ctx context.Context, d *Deps, obj engine.Object, name, kind, action string, nsLabels map[string]string) (engine.ResolvedAction, error) {
 	res, err := d.Blueprints.Resolve(ctx, name, kind, action, nsLabels)
 	if err != nil {
-		return engine.Plan{}, err
+		return engine.ResolvedAction{}, err
 	}
 	if res.Message != "" {
 		d.Recorder.Event(obj, corev1.EventTypeWarning, EventBlueprintInvalid, res.Message)
 	}
-	return engine.Plan{Action: action, Blueprint: res.Blueprint, BlueprintGeneration: res.Generation, Spec: res.Action, Message: res.Message}, nil
+	return engine.ResolvedAction{Name: action, Blueprint: res.Blueprint, BlueprintGeneration: res.Generation, Spec: res.Action, Message: res.Message}, nil
 }
 
 // mirrorVelero reads the Velero object called name (a kind such as

@@ -39,7 +39,7 @@ func benchRegistry(b *testing.B) *engine.Registry {
 // BenchmarkCompile: checking and compiling a five-phase action.
 func BenchmarkCompile(b *testing.B) {
 	reg := benchRegistry(b)
-	p := engine.Plan{Action: "backup", Blueprint: "bp", Spec: benchAction()}
+	p := engine.ResolvedAction{Name: "backup", Blueprint: "bp", Spec: benchAction()}
 	now := time.Now()
 	b.ReportAllocs()
 	for b.Loop() {
@@ -76,7 +76,7 @@ func BenchmarkRun(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		nab := &v1alpha1.NonAdminBackup{ObjectMeta: metav1.ObjectMeta{Name: "nab", Namespace: "tenant"}}
-		out, err := runner.Run(context.Background(), engine.Request{Object: nab, Plan: engine.Plan{Action: "backup", Blueprint: "bp", Spec: spec}, UUID: "u"})
+		out, err := runner.Run(context.Background(), engine.Request{Object: nab, Action: engine.ResolvedAction{Name: "backup", Blueprint: "bp", Spec: spec}, UUID: "u"})
 		if err != nil || !out.Finished {
 			b.Fatalf("%v %+v", err, out)
 		}
@@ -89,7 +89,7 @@ func BenchmarkResumeWaiting(b *testing.B) {
 	reg, _ := engine.NewRegistry(fn)
 	runner := &engine.Runner{Registry: reg}
 	nab := &v1alpha1.NonAdminBackup{ObjectMeta: metav1.ObjectMeta{Name: "nab", Namespace: "tenant"}}
-	req := engine.Request{Object: nab, Plan: engine.Plan{Action: "backup", Blueprint: "bp", Spec: benchAction()}, UUID: "u"}
+	req := engine.Request{Object: nab, Action: engine.ResolvedAction{Name: "backup", Blueprint: "bp", Spec: benchAction()}, UUID: "u"}
 	if _, err := runner.Run(context.Background(), req); err != nil {
 		b.Fatal(err)
 	}

@@ -15,10 +15,12 @@ import (
 	nacv1alpha1 "github.com/nacflow/nacflow/api/v1alpha1"
 )
 
-// Plan describes the operation to compile: which action of which blueprint.
-type Plan struct {
-	// Action is the blueprint action's name (backup, delete, ...).
-	Action string
+// ResolvedAction is the blueprint action an operation runs, as the
+// blueprint resolver chose it: which action of which blueprint generation,
+// and its spec. Compile turns it into a plan.
+type ResolvedAction struct {
+	// Name is the blueprint action's name (backup, delete, ...).
+	Name string
 	// Blueprint is the blueprint's name.
 	Blueprint string
 	// BlueprintGeneration is its metadata.generation, or
@@ -36,16 +38,16 @@ type Plan struct {
 // returns CheckAction's errors, joined, when there are any. An action found
 // valid is remembered in reg (by blueprint, generation and action; used
 // only for an equal action), and not checked again.
-func Compile(p Plan, reg *Registry, now time.Time) (*nacv1alpha1.PlanStatus, error) {
+func Compile(p ResolvedAction, reg *Registry, now time.Time) (*nacv1alpha1.PlanStatus, error) {
 	if !reg.knownValid(p) {
 		if errs := CheckAction(p, reg); len(errs) > 0 {
-			return nil, fmt.Errorf("blueprint %q action %q: %w", p.Blueprint, p.Action, errors.Join(errs...))
+			return nil, fmt.Errorf("blueprint %q action %q: %w", p.Blueprint, p.Name, errors.Join(errs...))
 		}
 		reg.rememberValid(p)
 	}
 	start := metav1.NewTime(now)
 	plan := &nacv1alpha1.PlanStatus{
-		Action:              p.Action,
+		Action:              p.Name,
 		Blueprint:           p.Blueprint,
 		BlueprintGeneration: p.BlueprintGeneration,
 		BlueprintMessage:    bounded(p.Message),
@@ -77,7 +79,7 @@ var (
 // func does not take; a literal (untemplated) arg value that fails the
 // func's strict decode (a wrong type, a value the func refuses). Templated
 // values are checked when the phase runs. It is pure.
-func CheckAction(p Plan, reg *Registry) []error {
+func CheckAction(p ResolvedAction, reg *Registry) []error {
 	if p.Spec == nil || len(p.Spec.Phases) == 0 {
 		return []error{errors.New("no phases")}
 	}

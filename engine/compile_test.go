@@ -60,7 +60,7 @@ func (s *CompileSuite) TestCompileErrors(c *C) {
 		{"disallowed func", &v1alpha1.BlueprintAction{Phases: []v1alpha1.BlueprintPhase{{Name: "a", Func: "Echo", Args: args(c, map[string]any{"value": `{{ env "HOME" }}`})}}},
 			`(?s).*args.value: .*function "env" not defined.*`},
 	} {
-		_, err := engine.Compile(engine.Plan{Action: "a", Blueprint: "bp", Spec: tc.spec}, testRegistry(c), time.Now())
+		_, err := engine.Compile(engine.ResolvedAction{Name: "a", Blueprint: "bp", Spec: tc.spec}, testRegistry(c), time.Now())
 		c.Check(err, ErrorMatches, tc.err, Commentf(tc.about))
 	}
 }
@@ -71,7 +71,7 @@ func (s *CompileSuite) TestCompileSnapshotsAction(c *C) {
 		DeferPhase: &v1alpha1.BlueprintPhase{Name: "cleanup", Func: "Echo"},
 	}
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	plan, err := engine.Compile(engine.Plan{Action: "backup", Blueprint: "bp", BlueprintGeneration: "7", Spec: spec}, testRegistry(c), now)
+	plan, err := engine.Compile(engine.ResolvedAction{Name: "backup", Blueprint: "bp", BlueprintGeneration: "7", Spec: spec}, testRegistry(c), now)
 	c.Assert(err, IsNil)
 	c.Check(plan.Action, Equals, "backup")
 	c.Check(plan.Blueprint, Equals, "bp")
@@ -96,7 +96,7 @@ func (s *CompileSuite) TestCompileSnapshotsAction(c *C) {
 func (s *CompileSuite) TestCompileRemembersValidOnlyForEqual(c *C) {
 	reg := testRegistry(c)
 	valid := &v1alpha1.BlueprintAction{Phases: []v1alpha1.BlueprintPhase{{Name: "a", Func: "Echo", Args: args(c, map[string]any{"value": "x"})}}}
-	p := engine.Plan{Action: "backup", Blueprint: "bp", BlueprintGeneration: "1", Spec: valid}
+	p := engine.ResolvedAction{Name: "backup", Blueprint: "bp", BlueprintGeneration: "1", Spec: valid}
 	for range 2 {
 		_, err := engine.Compile(p, reg, time.Now())
 		c.Assert(err, IsNil)

@@ -1,8 +1,12 @@
 // Package engine compiles a blueprint action into a phase plan and runs it:
-// the Kanister-style workflow engine of nacflow (DESIGN.md §3).
+// the Kanister-style workflow engine of nacflow (docs/architecture.md, "The
+// engine contract").
 //
 // The engine knows phase functions only through the Registry it is given; it
-// never imports one. A run is level-triggered and resumable: every call to
+// never imports one. Nor does it know the kinds it serves or the objects
+// phases make: an operation's object is a v1alpha1.Object, and what the
+// objects phases write may reference is said by the ReferenceRules the
+// registry is given. A run is level-triggered and resumable: every call to
 // Runner.Run continues from the plan recorded in the object's status.
 package engine
 
@@ -26,14 +30,11 @@ import (
 	nacv1alpha1 "github.com/nacflow/nacflow/api/v1alpha1"
 )
 
-// Object is a NAC custom resource that carries a plan in its status.
-type Object interface {
-	client.Object
-	// GetPlan returns the plan status, nil before the first operation.
-	GetPlan() *nacv1alpha1.PlanStatus
-	// SetPlan replaces the plan status.
-	SetPlan(*nacv1alpha1.PlanStatus)
-}
+// Object is what the engine runs operations for: an object with a plan in
+// its status, conditions, an observed generation and the origin keys that
+// tie what its operations create in the OADP namespace to it. The engine
+// needs nothing else of it, and no switch over its kinds.
+type Object = nacv1alpha1.Object
 
 // Operation is what a phase function sees of the operation it serves. Object
 // is the live NAC object: a function may change its status (the runner
@@ -163,10 +164,9 @@ type Registry struct {
 
 	// checked holds the actions Compile found valid, by blueprint,
 	// generation and action, so that the operations a blueprint
-	// generation starts are checked once, not once each (CheckAction
-	// decodes every literal arg: a tenth of what the controller allocated
-	// per NonAdminBackup; make bench, issue 22). An entry is used only for
-	// an equal action.
+	// generation starts are checked once, not once each: CheckAction
+	// decodes every literal arg, a large share of what starting an
+	// operation allocates. An entry is used only for an equal action.
 	mu      sync.Mutex
 	checked map[checkKey]*nacv1alpha1.BlueprintAction
 }
@@ -178,21 +178,21 @@ type checkKey struct{ blueprint, generation, action string }
 const maxChecked = 256
 
 // knownValid reports whether p's action was found valid before.
-func (r *Registry) knownValid(p Plan) bool {
+func (r *Registry) knownValid(p ResolvedAction) bool {
 	r.mu.Lock()
-	spec := r.checked[checkKey{p.Blueprint, p.BlueprintGeneration, p.Action}]
+	spec := r.checked[checkKey{p.Blueprint, p.BlueprintGeneration, p.Name}]
 	r.mu.Unlock()
 	return spec != nil && equality.Semantic.DeepEqual(spec, p.Spec)
 }
 
 // rememberValid records that p's action is valid.
-func (r *Registry) rememberValid(p Plan) {
+func (r *Registry) rememberValid(p ResolvedAction) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.checked == nil || len(r.checked) >= maxChecked {
 		r.checked = map[checkKey]*nacv1alpha1.BlueprintAction{}
 	}
-	r.checked[checkKey{p.Blueprint, p.BlueprintGeneration, p.Action}] = p.Spec.DeepCopy()
+	r.checked[checkKey{p.Blueprint, p.BlueprintGeneration, p.Name}] = p.Spec.DeepCopy()
 }
 
 // NewRegistry returns a registry of funcs. It returns an error when a name is

@@ -7,9 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -25,11 +22,13 @@ import (
 	nacv1alpha1 "github.com/nacflow/nacflow/api/v1alpha1"
 )
 
-// The safety rule of the engine (DESIGN.md §4): whatever a blueprint says, a
-// phase may only write objects in the OADP namespace that carry its
-// operation's NACUUID label, may only read the operation's own namespace and
-// the OADP namespace, and an object it creates may only reference objects of
-// its own operation. The operation's own NAC object is written by the runner
+// The safety rule of the engine (docs/architecture.md, "The safety rule"):
+// whatever a blueprint says, a phase may only write objects in the OADP
+// namespace that carry its operation's NACUUID label, may only read the
+// operation's own namespace and the OADP namespace, and an object it creates
+// may only reference objects of its own operation (what an object
+// references is for the registry's ReferenceRules to say: the engine knows
+// no kind's fields). The operation's own NAC object is written by the runner
 // (its status), never by a phase through the client. Each rule has a name,
 // quoted in every refusal.
 const (
@@ -51,10 +50,9 @@ const (
 	// watches.
 	RuleRead = "reads only in the operation's namespace and the OADP namespace"
 	// RuleReferences: an object a phase creates or changes references only
-	// objects of its own operation (a BSL's credential is the operation's own
-	// Secret copy; a Restore or DeleteBackupRequest names a Backup of the
-	// tenant's namespace; a DownloadRequest a Backup or Restore of the
-	// tenant's namespace; a Backup uses no other tenant's location).
+	// objects of its own operation, or of its tenant's namespace, as the
+	// registry's ReferenceRules read its fields; a phase that acts on an
+	// object it found by a templated name checks it with CheckOwned.
 	RuleReferences = "references only this operation's objects"
 )
 
@@ -147,6 +145,36 @@ var (
 	writeVerbs = []string{"create", "update", "patch", "delete"}
 )
 
+// ReferenceRules say what an object a phase writes may point at
+// (RuleReferences). What an object references is in fields of its kind,
+// which the engine does not know: the phase functions' side, which makes
+// those objects, provides the rules (phases.VeleroReferences for Velero's
+// kinds) to NewGuardedRegistry.
+type ReferenceRules interface {
+	// CheckReferences returns nil when obj, which a phase of w.Op is about
+	// to create, update or patch in the OADP namespace (the guard has
+	// checked that w.Op owns it), references only objects w.Op may use;
+	// else the error of w.Refuse, or a read error (retried as the API
+	// server's). An object of a kind the rules do not know references
+	// nothing.
+	CheckReferences(ctx context.Context, w ReferenceCheck, obj client.Object) error
+}
+
+// ReferenceCheck is what ReferenceRules see of the write they check.
+type ReferenceCheck struct {
+	// Op is the operation whose phase writes: its NAC object, OADP
+	// namespace and NACUUID.
+	Op *Operation
+	// Cached reads through the manager's cache; Live reads the API server,
+	// for objects the cache may not hold yet, or never holds (Secrets).
+	// Neither is guarded: a rule reads only what the object names.
+	Cached, Live client.Reader
+	// Refuse returns the terminal *SafetyViolation of RuleReferences that
+	// refuses this write, with reason (what the object names, and why that
+	// is not the operation's).
+	Refuse func(reason string) error
+}
+
 // NewGuardedRegistry returns a registry of funcs, as NewRegistry, in which
 // every function sees, in Operation.Client and Operation.APIReader, clients
 // over c and r guarded for the operation and phase it runs: they refuse
@@ -154,10 +182,12 @@ var (
 // the function's declared Exceptions. Phase functions hold no client of
 // their own: this is the only way they reach the cluster. c reads through
 // the cache and writes; r reads from the API server (the live objects the
-// rule checks). It returns an error when a name is empty or used twice, or
-// when an exception is malformed (a write anywhere but the operation's
-// namespace, an unknown verb).
-func NewGuardedRegistry(c client.Client, r client.Reader, funcs ...Func) (*Registry, error) {
+// rule checks). refs check what each object a phase creates or changes
+// references (nil: only that the object itself is the operation's). It
+// returns an error when a name is empty or used twice, or when an exception
+// is malformed (a write anywhere but the operation's namespace, an unknown
+// verb).
+func NewGuardedRegistry(c client.Client, r client.Reader, refs ReferenceRules, funcs ...Func) (*Registry, error) {
 	guarded := make([]Func, len(funcs))
 	for i, f := range funcs {
 		var exceptions []Exception
@@ -177,7 +207,7 @@ func NewGuardedRegistry(c client.Client, r client.Reader, funcs ...Func) (*Regis
 				return nil, fmt.Errorf("%s: exception %s: unknown scope", f.Name(), e)
 			}
 		}
-		g := &guardedFunc{Func: f, client: c, reader: r, exceptions: exceptions}
+		g := &guardedFunc{Func: f, client: c, reader: r, rules: refs, exceptions: exceptions}
 		if d, ok := f.(Documented); ok {
 			guarded[i] = &documentedGuardedFunc{guardedFunc: g, doc: d}
 		} else {
@@ -192,6 +222,7 @@ type guardedFunc struct {
 	Func
 	client     client.Client
 	reader     client.Reader
+	rules      ReferenceRules
 	exceptions []Exception
 }
 
@@ -202,7 +233,7 @@ func (g *guardedFunc) SafetyExceptions() []Exception { return g.exceptions }
 // Client and APIReader are guarded for op, this phase and this function.
 func (g *guardedFunc) Run(ctx context.Context, op *Operation, args any) (Result, error) {
 	o := *op
-	gd := &guard{op: &o, fn: g.Name(), exceptions: g.exceptions, base: g.client, live: g.reader}
+	gd := &guard{op: &o, fn: g.Name(), exceptions: g.exceptions, rules: g.rules, base: g.client, live: g.reader}
 	o.Func, o.Client, o.APIReader = g.Name(), gd.client(), &guardedReader{g: gd, r: g.reader}
 	return g.Func.Run(ctx, &o, args)
 }
@@ -215,38 +246,6 @@ type documentedGuardedFunc struct {
 // Doc implements Documented: the wrapped function's.
 func (g *documentedGuardedFunc) Doc() FuncDoc { return g.doc.Doc() }
 
-// origin holds the keys that tie an object in the OADP namespace to the NAC
-// object it was made for (OADP NAC): the NACUUID label and the name and
-// namespace annotations.
-type origin struct{ label, name, namespace string }
-
-// originOf returns the origin keys of obj's kind; ok is false for a kind
-// that makes nothing in the OADP namespace.
-func originOf(obj Object) (o origin, ok bool) {
-	switch obj.(type) {
-	case *nacv1alpha1.NonAdminBackup:
-		return origin{nacv1alpha1.NabOriginNACUUIDLabel, nacv1alpha1.NabOriginNameAnnotation, nacv1alpha1.NabOriginNamespaceAnnotation}, true
-	case *nacv1alpha1.NonAdminRestore:
-		return origin{nacv1alpha1.NarOriginNACUUIDLabel, nacv1alpha1.NarOriginNameAnnotation, nacv1alpha1.NarOriginNamespaceAnnotation}, true
-	case *nacv1alpha1.NonAdminBackupStorageLocation:
-		return origin{nacv1alpha1.NabslOriginNACUUIDLabel, nacv1alpha1.NabslOriginNameAnnotation, nacv1alpha1.NabslOriginNamespaceAnnotation}, true
-	case *nacv1alpha1.NonAdminDownloadRequest:
-		return origin{nacv1alpha1.NadrOriginNACUUIDLabel, nacv1alpha1.NadrOriginNameAnnotation, nacv1alpha1.NadrOriginNamespaceAnnotation}, true
-	case *nacv1alpha1.NonAdminSchedule:
-		return origin{nacv1alpha1.NasOriginNACUUIDLabel, nacv1alpha1.NasOriginNameAnnotation, nacv1alpha1.NasOriginNamespaceAnnotation}, true
-	}
-	return origin{}, false
-}
-
-// OriginKeys returns the keys tying objects of the OADP namespace to a NAC
-// object of obj's kind (OADP NAC): the NACUUID label and the origin name and
-// namespace annotations, openshift.io/oadp-<nab|nar|nabsl|nadr|nas>-origin-*;
-// ok is false for a kind that makes nothing in the OADP namespace.
-func OriginKeys(obj Object) (label, nameAnnotation, namespaceAnnotation string, ok bool) {
-	o, ok := originOf(obj)
-	return o.label, o.name, o.namespace, ok
-}
-
 // Owns reports whether obj, an object of the OADP namespace, is op's: it
 // carries op's origin label with op.UUID, or with one of also, and was not
 // made for another namespace — its origin-namespace annotation, which every
@@ -254,24 +253,24 @@ func OriginKeys(obj Object) (label, nameAnnotation, namespaceAnnotation string, 
 // phases create), names op's namespace, or it has none (RuleWriteOwn).
 // Every object of another tenant is thus excluded, whatever its label.
 func (op *Operation) Owns(obj client.Object, also ...string) bool {
-	o, ok := originOf(op.Object)
-	if !ok {
+	o := op.Object.OriginKeys()
+	if o.Label == "" {
 		return false
 	}
-	got, labelled := obj.GetLabels()[o.label]
+	got, labelled := obj.GetLabels()[o.Label]
 	if !labelled || got == "" || (got != op.UUID && !slices.Contains(also, got)) {
 		return false
 	}
-	ns, made := obj.GetAnnotations()[o.namespace]
+	ns, made := obj.GetAnnotations()[o.NamespaceAnnotation]
 	return !made || ns == op.Object.GetNamespace()
 }
 
 // OriginLabel returns the key of the label holding op's NACUUID on the
-// objects it creates: openshift.io/oadp-<nab|nar|nabsl>-origin-nacuuid by the
-// NAC object's kind ("" for another kind).
+// objects it creates, as op.Object's OriginKeys say
+// (openshift.io/oadp-<nab|nar|nabsl|nadr|nas>-origin-nacuuid; "" for an
+// object whose kind makes nothing).
 func (op *Operation) OriginLabel() string {
-	o, _ := originOf(op.Object)
-	return o.label
+	return op.Object.OriginKeys().Label
 }
 
 // OwnerMeta returns new maps of the labels and annotations every object op
@@ -283,10 +282,10 @@ func (op *Operation) OriginLabel() string {
 func (op *Operation) OwnerMeta() (labels, annotations map[string]string) {
 	labels = map[string]string{nacv1alpha1.OADPLabel: nacv1alpha1.OADPLabelValue, nacv1alpha1.ManagedByLabel: nacv1alpha1.ManagedByLabelValue}
 	annotations = map[string]string{}
-	if o, ok := originOf(op.Object); ok {
-		labels[o.label] = op.UUID
-		annotations[o.name] = op.Object.GetName()
-		annotations[o.namespace] = op.Object.GetNamespace()
+	if o := op.Object.OriginKeys(); o.Label != "" {
+		labels[o.Label] = op.UUID
+		annotations[o.NameAnnotation] = op.Object.GetName()
+		annotations[o.NamespaceAnnotation] = op.Object.GetNamespace()
 	}
 	return labels, annotations
 }
@@ -302,20 +301,21 @@ func (op *Operation) CheckOwned(verb, kind string, obj client.Object, also ...st
 		return nil
 	}
 	return Terminal(&SafetyViolation{Rule: RuleReferences, Phase: op.Phase, Func: op.Func, Verb: verb, Kind: kind,
-		Namespace: obj.GetNamespace(), Name: obj.GetName(), Reason: op.notOwned(obj, also...)})
+		Namespace: obj.GetNamespace(), Name: obj.GetName(), Reason: op.WhyNotOwned(obj, also...)})
 }
 
-// notOwned says why op does not own obj: its label (neither op.UUID nor one
-// of also), or its origin namespace.
-func (op *Operation) notOwned(obj client.Object, also ...string) string {
-	o, ok := originOf(op.Object)
-	if !ok {
+// WhyNotOwned says why op does not own obj (Owns is false): its label is
+// neither op.UUID nor one of also, or it was made for another namespace (its
+// origin-namespace annotation). Refusals quote it.
+func (op *Operation) WhyNotOwned(obj client.Object, also ...string) string {
+	o := op.Object.OriginKeys()
+	if o.Label == "" {
 		return "this operation's kind makes no objects"
 	}
-	if got := obj.GetLabels()[o.label]; got == "" || (got != op.UUID && !slices.Contains(also, got)) {
-		return fmt.Sprintf("it does not carry this operation's label %s=%s", o.label, op.UUID)
+	if got := obj.GetLabels()[o.Label]; got == "" || (got != op.UUID && !slices.Contains(also, got)) {
+		return fmt.Sprintf("it does not carry this operation's label %s=%s", o.Label, op.UUID)
 	}
-	return fmt.Sprintf("it was not made for namespace %s (annotation %s is %q)", op.Object.GetNamespace(), o.namespace, obj.GetAnnotations()[o.namespace])
+	return fmt.Sprintf("it was not made for namespace %s (annotation %s is %q)", op.Object.GetNamespace(), o.NamespaceAnnotation, obj.GetAnnotations()[o.NamespaceAnnotation])
 }
 
 // guard decides, for one operation, phase and function, what the safety
@@ -324,6 +324,8 @@ type guard struct {
 	op         *Operation
 	fn         string
 	exceptions []Exception
+	// rules check what a written object references (nil: none).
+	rules ReferenceRules
 	// base is the unguarded client (reads through the cache, writes).
 	base client.Client
 	// live reads the API server: the labels of an object about to be
@@ -400,7 +402,7 @@ func (g *guard) write(ctx context.Context, verb, sub string, obj client.Object) 
 		g.stampOrigin(obj)
 	}
 	if verb != "delete" && !g.op.Owns(obj) {
-		return g.violation(RuleWriteOwn, verb, gvk.Kind, ns, name, g.op.notOwned(obj))
+		return g.violation(RuleWriteOwn, verb, gvk.Kind, ns, name, g.op.WhyNotOwned(obj))
 	}
 	if verb != "create" {
 		liveObj, err := g.base.Scheme().New(gvk)
@@ -415,7 +417,7 @@ func (g *guard) write(ctx context.Context, verb, sub string, obj client.Object) 
 			return err // as the API server says: NotFound, or retryable
 		}
 		if !g.op.Owns(current) {
-			return g.violation(RuleWriteOwn, verb, gvk.Kind, ns, name, g.op.notOwned(current))
+			return g.violation(RuleWriteOwn, verb, gvk.Kind, ns, name, g.op.WhyNotOwned(current))
 		}
 	}
 	if verb == "delete" || sub != "" {
@@ -429,19 +431,19 @@ func (g *guard) write(ctx context.Context, verb, sub string, obj client.Object) 
 // everything a phase creates is tied to its NAC object; a value that differs
 // is left for Owns to refuse.
 func (g *guard) stampOrigin(obj client.Object) {
-	o, ok := originOf(g.op.Object)
-	if !ok {
+	o := g.op.Object.OriginKeys()
+	if o.Label == "" {
 		return
 	}
 	a := obj.GetAnnotations()
 	if a == nil {
 		a = map[string]string{}
 	}
-	if _, set := a[o.namespace]; !set {
-		a[o.namespace] = g.op.Object.GetNamespace()
+	if _, set := a[o.NamespaceAnnotation]; !set {
+		a[o.NamespaceAnnotation] = g.op.Object.GetNamespace()
 	}
-	if _, set := a[o.name]; !set {
-		a[o.name] = g.op.Object.GetName()
+	if _, set := a[o.NameAnnotation]; !set {
+		a[o.NameAnnotation] = g.op.Object.GetName()
 	}
 	obj.SetAnnotations(a)
 }
@@ -483,7 +485,7 @@ func (g *guard) deleteOwned(ctx context.Context, c client.Client, obj client.Obj
 		}
 		if !g.op.Owns(item) {
 			log.FromContext(ctx).Info("safety rule: skipped an object carrying this operation's label that was made for another namespace",
-				"rule", RuleWriteOwn, "kind", gvk.Kind, "name", item.GetName(), "reason", g.op.notOwned(item))
+				"rule", RuleWriteOwn, "kind", gvk.Kind, "name", item.GetName(), "reason", g.op.WhyNotOwned(item))
 			continue
 		}
 		del := o.DeleteOptions
@@ -525,167 +527,17 @@ func (g *guard) deleteAllOf(obj client.Object, opts []client.DeleteAllOfOption) 
 	return o, nil
 }
 
-// references checks what obj, about to be created or changed, points at
-// (RuleReferences). Kinds not listed reference nothing the rule knows of.
+// references has the registry's ReferenceRules check what obj, about to be
+// created, updated or patched, points at (RuleReferences); without rules it
+// points at nothing the guard knows of.
 func (g *guard) references(ctx context.Context, verb, kind string, obj client.Object) error {
-	refuse := func(reason string) error {
-		return g.violation(RuleReferences, verb, kind, obj.GetNamespace(), obj.GetName(), reason)
-	}
-	switch o := obj.(type) {
-	case *velerov1.BackupStorageLocation:
-		// Without a credential Velero would use its own: the admin's.
-		if o.Spec.Credential == nil || o.Spec.Credential.Name == "" {
-			return refuse("spec.credential must name this operation's own Secret copy (without one Velero uses the admin's credentials)")
-		}
-		if err := g.ownSecret(ctx, "spec.credential", o.Spec.Credential.Name, refuse); err != nil {
-			return err
-		}
-		if o.Spec.ObjectStorage != nil && o.Spec.ObjectStorage.CACertRef != nil {
-			return g.ownSecret(ctx, "spec.objectStorage.caCertRef", o.Spec.ObjectStorage.CACertRef.Name, refuse)
-		}
-	case *velerov1.Backup:
-		if err := g.onlyOwnNamespace("spec.includedNamespaces", o.Spec.IncludedNamespaces, refuse); err != nil {
-			return err
-		}
-		if o.Spec.StorageLocation != "" {
-			return g.notOtherTenantsBSL(ctx, o.Spec.StorageLocation, refuse)
-		}
-	case *velerov1.Restore:
-		if err := g.onlyOwnNamespace("spec.includedNamespaces", o.Spec.IncludedNamespaces, refuse); err != nil {
-			return err
-		}
-		for from, to := range o.Spec.NamespaceMapping {
-			if from != g.op.Object.GetNamespace() || to != g.op.Object.GetNamespace() {
-				return refuse(fmt.Sprintf("spec.namespaceMapping maps %s to %s: only namespace %s is the tenant's", from, to, g.op.Object.GetNamespace()))
-			}
-		}
-		if o.Spec.ScheduleName != "" {
-			return refuse(fmt.Sprintf("spec.scheduleName %q: a tenant restores only its own backups, named by spec.backupName", o.Spec.ScheduleName))
-		}
-		return g.tenantBackup(ctx, "spec.backupName", o.Spec.BackupName, refuse)
-	case *velerov1.DeleteBackupRequest:
-		return g.tenantBackup(ctx, "spec.backupName", o.Spec.BackupName, refuse)
-	case *velerov1.DownloadRequest:
-		switch nacv1alpha1.DownloadTargetOf(o.Spec.Target.Kind) {
-		case "NonAdminBackup":
-			return g.tenantBackup(ctx, "spec.target.name", o.Spec.Target.Name, refuse)
-		case "NonAdminRestore":
-			return g.tenantRestore(ctx, "spec.target.name", o.Spec.Target.Name, refuse)
-		default:
-			return refuse(fmt.Sprintf("spec.target.kind %q is not a kind of file of a Velero Backup or Restore", o.Spec.Target.Kind))
-		}
-	}
-	return nil
-}
-
-// tenantRestore checks that the Velero Restore name in the OADP namespace
-// was made for the operation's namespace (its origin-namespace annotation).
-func (g *guard) tenantRestore(ctx context.Context, field, name string, refuse func(string) error) error {
-	if name == "" {
-		return refuse(field + " is empty: it must name a Velero Restore of namespace " + g.op.Object.GetNamespace())
-	}
-	r := &velerov1.Restore{}
-	key := client.ObjectKey{Namespace: g.op.OADPNamespace, Name: name}
-	err := g.base.Get(ctx, key, r)
-	if apierrors.IsNotFound(err) {
-		err = g.live.Get(ctx, key, r) // the cache may be behind
-	}
-	if apierrors.IsNotFound(err) {
-		return refuse(fmt.Sprintf("%s names Velero Restore %s/%s, which does not exist", field, g.op.OADPNamespace, name))
-	}
-	if err != nil {
-		return fmt.Errorf("reading Velero Restore %s/%s: %w", g.op.OADPNamespace, name, err)
-	}
-	own := g.op.Object.GetNamespace()
-	if got := r.Annotations[nacv1alpha1.NarOriginNamespaceAnnotation]; got != own {
-		return refuse(fmt.Sprintf("%s names Velero Restore %s/%s, which was not made for namespace %s (annotation %s is %q)",
-			field, g.op.OADPNamespace, name, own, nacv1alpha1.NarOriginNamespaceAnnotation, got))
-	}
-	return nil
-}
-
-// ownSecret checks that the Secret name in the OADP namespace carries the
-// operation's label.
-func (g *guard) ownSecret(ctx context.Context, field, name string, refuse func(string) error) error {
-	s := &corev1.Secret{}
-	// Secrets are read from the API server: there is no Secret cache.
-	err := g.live.Get(ctx, client.ObjectKey{Namespace: g.op.OADPNamespace, Name: name}, s)
-	if apierrors.IsNotFound(err) {
-		return refuse(fmt.Sprintf("%s names Secret %s/%s, which does not exist: it must be this operation's own copy", field, g.op.OADPNamespace, name))
-	}
-	if err != nil {
-		return fmt.Errorf("reading Secret %s/%s: %w", g.op.OADPNamespace, name, err)
-	}
-	label := g.op.OriginLabel()
-	if v, ok := s.Labels[label]; !ok || v != g.op.UUID {
-		return refuse(fmt.Sprintf("%s names Secret %s/%s, which is not this operation's own copy: it does not carry the label %s=%s",
-			field, g.op.OADPNamespace, name, label, g.op.UUID))
-	}
-	if !g.op.Owns(s) {
-		return refuse(fmt.Sprintf("%s names Secret %s/%s, which is not this operation's own copy: %s",
-			field, g.op.OADPNamespace, name, g.op.notOwned(s)))
-	}
-	return nil
-}
-
-// onlyOwnNamespace checks that namespaces is exactly the operation's
-// namespace.
-func (g *guard) onlyOwnNamespace(field string, namespaces []string, refuse func(string) error) error {
-	own := g.op.Object.GetNamespace()
-	if len(namespaces) != 1 || namespaces[0] != own {
-		return refuse(fmt.Sprintf("%s is %v: it must be exactly [%s], the tenant's namespace", field, namespaces, own))
-	}
-	return nil
-}
-
-// tenantBackup checks that the Velero Backup name in the OADP namespace was
-// made for the operation's namespace (its origin-namespace annotation).
-func (g *guard) tenantBackup(ctx context.Context, field, name string, refuse func(string) error) error {
-	if name == "" {
-		return refuse(field + " is empty: it must name a Velero Backup of namespace " + g.op.Object.GetNamespace())
-	}
-	b := &velerov1.Backup{}
-	key := client.ObjectKey{Namespace: g.op.OADPNamespace, Name: name}
-	err := g.base.Get(ctx, key, b)
-	if apierrors.IsNotFound(err) {
-		err = g.live.Get(ctx, key, b) // the cache may be behind
-	}
-	if apierrors.IsNotFound(err) {
-		return refuse(fmt.Sprintf("%s names Velero Backup %s/%s, which does not exist", field, g.op.OADPNamespace, name))
-	}
-	if err != nil {
-		return fmt.Errorf("reading Velero Backup %s/%s: %w", g.op.OADPNamespace, name, err)
-	}
-	own := g.op.Object.GetNamespace()
-	if got := b.Annotations[nacv1alpha1.NabOriginNamespaceAnnotation]; got != own {
-		return refuse(fmt.Sprintf("%s names Velero Backup %s/%s, which was not made for namespace %s (annotation %s is %q)",
-			field, g.op.OADPNamespace, name, own, nacv1alpha1.NabOriginNamespaceAnnotation, got))
-	}
-	return nil
-}
-
-// notOtherTenantsBSL checks that the Velero BSL name, when it is a tenant's
-// (it carries the NABSL origin label), is one of the operation's namespace.
-// The admin's locations are the admin's to grant (args.enforce); tenant
-// locations are in the manager's cache, so this costs no API call.
-func (g *guard) notOtherTenantsBSL(ctx context.Context, name string, refuse func(string) error) error {
-	bsl := &velerov1.BackupStorageLocation{}
-	err := g.base.Get(ctx, client.ObjectKey{Namespace: g.op.OADPNamespace, Name: name}, bsl)
-	if apierrors.IsNotFound(err) {
-		return nil // not a tenant's location (or none at all: Velero refuses the backup)
-	}
-	if err != nil {
-		return fmt.Errorf("reading Velero BackupStorageLocation %s/%s: %w", g.op.OADPNamespace, name, err)
-	}
-	if _, tenant := bsl.Labels[nacv1alpha1.NabslOriginNACUUIDLabel]; !tenant {
+	if g.rules == nil {
 		return nil
 	}
-	own := g.op.Object.GetNamespace()
-	if got := bsl.Annotations[nacv1alpha1.NabslOriginNamespaceAnnotation]; got != own {
-		return refuse(fmt.Sprintf("spec.storageLocation names Velero BackupStorageLocation %s/%s of namespace %q, not of namespace %s",
-			g.op.OADPNamespace, name, got, own))
-	}
-	return nil
+	return g.rules.CheckReferences(ctx, ReferenceCheck{Op: g.op, Cached: g.base, Live: g.live,
+		Refuse: func(reason string) error {
+			return g.violation(RuleReferences, verb, kind, obj.GetNamespace(), obj.GetName(), reason)
+		}}, obj)
 }
 
 // client returns the guarded client over g.base.

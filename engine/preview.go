@@ -38,9 +38,9 @@ type PreviewPlan struct {
 // known yet: they render as "<phases.NAME.output.KEY>". Unset timeouts show
 // waitTimeout (the controller's --wait-timeout), unset retries
 // DefaultRetries. It returns CheckAction's errors, or the first render error.
-func Preview(p Plan, req Request, reg *Registry, waitTimeout time.Duration, now time.Time) (*PreviewPlan, error) {
+func Preview(p ResolvedAction, req Request, reg *Registry, waitTimeout time.Duration, now time.Time) (*PreviewPlan, error) {
 	if errs := CheckAction(p, reg); len(errs) > 0 {
-		return nil, fmt.Errorf("blueprint %q action %q: %w", p.Blueprint, p.Action, errors.Join(errs...))
+		return nil, fmt.Errorf("blueprint %q action %q: %w", p.Blueprint, p.Name, errors.Join(errs...))
 	}
 	start := metav1.NewTime(now)
 	plan := &nacv1alpha1.PlanStatus{StartTime: &start}
@@ -63,7 +63,7 @@ func Preview(p Plan, req Request, reg *Registry, waitTimeout time.Duration, now 
 	}
 	out := &PreviewPlan{
 		Object: fmt.Sprintf("%s %s/%s", req.Object.GetObjectKind().GroupVersionKind().Kind, req.Object.GetNamespace(), req.Object.GetName()),
-		Action: p.Action, Blueprint: p.Blueprint, BlueprintGeneration: p.BlueprintGeneration, BlueprintMessage: p.Message,
+		Action: p.Name, Blueprint: p.Blueprint, BlueprintGeneration: p.BlueprintGeneration, BlueprintMessage: p.Message,
 	}
 	if p.Spec.Deadline != nil {
 		out.Deadline = p.Spec.Deadline.Duration.String()

@@ -14,13 +14,13 @@ import (
 	nacv1alpha1 "github.com/nacflow/nacflow/api/v1alpha1"
 )
 
-// Event reasons the runner emits on the NAC object, on transitions only
-// (DESIGN.md §3). kubectl describe reads them as a phase-by-phase story:
+// Event reasons the runner emits on the NAC object, on transitions only.
+// kubectl describe reads them as a phase-by-phase story:
 // one event per phase — how it ended (with its function and duration),
 // or that it started waiting (the start of a wait), or why it failed — plus
-// the action's start and end. A phase's start has no event of its own
-// (issue 22: the event that ends it, or starts its wait, says it ran), so
-// a NAB reaches "waiting" with 4 events, not 7.
+// the action's start and end. A phase's start has no event of its own (the
+// event that ends it, or starts its wait, says it ran): each event is an
+// API write, and a NAB reaches "waiting" with 4 events, not 7.
 const (
 	EventStartedAction   = "StartedAction"
 	EventPhaseWaiting    = "PhaseWaiting"
@@ -80,9 +80,10 @@ type Request struct {
 	// Object is the NAC object; Run changes its status in memory only: the
 	// caller persists it with PatchStatus.
 	Object Object
-	// Plan names and resolves the action. When the object's plan is for
-	// another action, or it has none, Plan is compiled and snapshotted.
-	Plan Plan
+	// Action names the action to run and, for a new operation, resolves
+	// it. When the object's plan is for another action or revision, or it
+	// has none, Action is compiled and snapshotted as the new plan.
+	Action ResolvedAction
 	// UUID is the operation's NACUUID.
 	UUID string
 	// OADPNamespace is the namespace Velero runs in.
@@ -137,7 +138,7 @@ func (r *Runner) Run(ctx context.Context, req Request) (Outcome, error) {
 		r = &rr
 	}
 	obj := req.Object
-	if NeedsNewPlan(obj, req.Plan.Action, req.Revision) {
+	if NeedsNewPlan(obj, req.Action.Name, req.Revision) {
 		if out, err := r.startPlan(ctx, req); err != nil || !out.Finished {
 			return out, err
 		}
@@ -183,7 +184,7 @@ func (r *Runner) startPlan(ctx context.Context, req Request) (Outcome, error) {
 		}
 		previous = supersededRecord(old)
 	}
-	plan, err := Compile(req.Plan, r.Registry, r.now())
+	plan, err := Compile(req.Action, r.Registry, r.now())
 	if err != nil {
 		return Outcome{}, Terminal(err)
 	}
@@ -286,17 +287,17 @@ func ended(plan *nacv1alpha1.PlanStatus) bool {
 }
 
 // supersede ends plan, which was running when req asked for another action
-// or revision (DESIGN.md §3: the deferPhase always runs): its pending and
-// running phases are skipped with the reason, its deferPhase runs (over as
-// many calls as it needs: Outcome.Finished is false while it waits), then
+// or revision (the deferPhase always runs, as Kanister's does): its pending
+// and running phases are skipped with the reason, its deferPhase runs (over
+// as many calls as it needs: Outcome.Finished is false while it waits), then
 // the plan is marked superseded with an EndedAction event and the Observer
 // told (as not complete). A plan whose record is damaged is only marked.
 func (r *Runner) supersede(ctx context.Context, req Request, plan *nacv1alpha1.PlanStatus) (Outcome, error) {
 	obj := req.Object
 	if plan.State != nacv1alpha1.PlanSuperseded {
-		why := fmt.Sprintf("superseded by a new run of action %s (revision changed)", req.Plan.Action)
-		if plan.Action != req.Plan.Action {
-			why = fmt.Sprintf("superseded by action %s", req.Plan.Action)
+		why := fmt.Sprintf("superseded by a new run of action %s (revision changed)", req.Action.Name)
+		if plan.Action != req.Action.Name {
+			why = fmt.Sprintf("superseded by action %s", req.Action.Name)
 		}
 		plan.State, plan.Message = nacv1alpha1.PlanSuperseded, why
 		now := metav1.NewTime(r.now())

@@ -81,7 +81,7 @@ func (s *RunSuite) request(c *C, mutate func(*v1alpha1.BlueprintAction)) engine.
 	if mutate != nil {
 		mutate(spec)
 	}
-	return engine.Request{Object: s.nab, Plan: engine.Plan{Action: "backup", Blueprint: "bp", Spec: spec}, UUID: "u", OADPNamespace: "oadp"}
+	return engine.Request{Object: s.nab, Action: engine.ResolvedAction{Name: "backup", Blueprint: "bp", Spec: spec}, UUID: "u", OADPNamespace: "oadp"}
 }
 
 // events drains the recorded events as "Type Reason" strings.

@@ -15,8 +15,9 @@ import (
 )
 
 // allowedSprig lists the sprig functions templates may call: those whose
-// output depends on their inputs alone (DESIGN.md §3: the same plan renders
-// the same args on every reconcile and every replica). Left out on purpose:
+// output depends on their inputs alone (the same plan renders the same args
+// on every reconcile and every replica: the engine contract,
+// docs/architecture.md). Left out on purpose:
 // env and expandenv (controller environment), getHostByName (network), now
 // and ago (they read the clock: use .Time), dateInZone and htmlDateInZone
 // (their output depends on the controller's time-zone database), random and

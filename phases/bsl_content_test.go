@@ -50,7 +50,7 @@ func runContent(c *C, fn string, o phases.Options, args map[string]any, provider
 	c.Assert(v1alpha1.AddToScheme(s), IsNil)
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "creds"}, Data: map[string][]byte{"cloud": []byte(data), "other": []byte("x")}}
 	cl := fake.NewClientBuilder().WithScheme(s).WithObjects(secret).Build()
-	reg, err := phases.New(phases.Clients{Client: cl, APIReader: cl}, o)
+	reg, err := phases.NewRegistry(phases.Clients{Client: cl, APIReader: cl}, o)
 	c.Assert(err, IsNil)
 	f, ok := reg.Get(fn)
 	c.Assert(ok, Equals, true)

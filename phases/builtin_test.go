@@ -18,7 +18,7 @@ var _ = Suite(&BuiltInSuite{})
 // against the real registry, and each phase's literal args decode strictly
 // into its function's arg struct.
 func (s *BuiltInSuite) TestBuiltInsCompile(c *C) {
-	reg, err := phases.New(phases.Clients{}, phases.Options{})
+	reg, err := phases.NewRegistry(phases.Clients{}, phases.Options{})
 	c.Assert(err, IsNil)
 	for _, name := range []string{blueprints.NonAdminBackup, blueprints.NonAdminRestore, blueprints.NonAdminBackupStorageLocation, blueprints.NonAdminDownloadRequest} {
 		bp, err := blueprints.BuiltIn(name)
@@ -28,7 +28,7 @@ func (s *BuiltInSuite) TestBuiltInsCompile(c *C) {
 		for action := range bp.Spec.Actions {
 			spec, err := blueprints.Action(bp, action)
 			c.Assert(err, IsNil)
-			_, err = engine.Compile(engine.Plan{Action: action, Blueprint: name, Spec: spec}, reg, time.Now())
+			_, err = engine.Compile(engine.ResolvedAction{Name: action, Blueprint: name, Spec: spec}, reg, time.Now())
 			c.Check(err, IsNil, Commentf("%s/%s", name, action))
 		}
 	}
@@ -54,7 +54,7 @@ func (s *BuiltInSuite) TestBuiltInsCompile(c *C) {
 // TestEveryFuncIsDocumented: the reference (nac funcs, docs/functions.md)
 // covers every registered function and every argument.
 func (s *BuiltInSuite) TestEveryFuncIsDocumented(c *C) {
-	reg, err := phases.New(phases.Clients{}, phases.Options{})
+	reg, err := phases.NewRegistry(phases.Clients{}, phases.Options{})
 	c.Assert(err, IsNil)
 	for _, name := range reg.Names() {
 		fn, _ := reg.Get(name)

@@ -52,7 +52,7 @@ func (s *GuardedSuite) TestFunctionsHoldNoClient(c *C) {
 		&phases.VerifyBackupContents{}, &phases.ValidateScheduleSpec{}, &phases.CreateVeleroSchedule{}, &phases.WaitForTurn{},
 		&phases.CheckRestoreItems{},
 	}
-	reg, err := phases.New(phases.Clients{}, phases.Options{})
+	reg, err := phases.NewRegistry(phases.Clients{}, phases.Options{})
 	c.Assert(err, IsNil)
 	c.Assert(funcs, HasLen, len(reg.Names()), Commentf("a new function: add it here"))
 	for _, f := range funcs {

@@ -92,7 +92,7 @@ func (f *LimitActiveOperations) Run(ctx context.Context, op *engine.Operation, a
 		}
 	}
 	if f.ledger == nil {
-		return engine.Result{}, engine.Terminalf("LimitActiveOperations has no admission ledger: build it with phases.New")
+		return engine.Result{}, engine.Terminalf("LimitActiveOperations has no admission ledger: build it with phases.NewRegistry")
 	}
 	active, admitted := f.ledger.admit(ns+"/"+kind, op.Object.GetName(), cached, a.Max)
 	if !admitted {

@@ -53,7 +53,7 @@ func (s *RecentSuite) TestWaitAfterCreateSkipsAPIRead(c *C) {
 		},
 	})
 	reader := &countingReader{Reader: server}
-	reg, err := phases.New(phases.Clients{Client: lagging, APIReader: reader}, phases.Options{})
+	reg, err := phases.NewRegistry(phases.Clients{Client: lagging, APIReader: reader}, phases.Options{})
 	c.Assert(err, IsNil)
 	create, _ := reg.Get("CreateVeleroBackup")
 	wait, _ := reg.Get("WaitFor")
@@ -99,7 +99,7 @@ func (s *RecentSuite) TestCreateRecordsQueuePosition(c *C) {
 	c.Assert(v1alpha1.AddToScheme(sc), IsNil)
 	server := fake.NewClientBuilder().WithScheme(sc).Build()
 	queue := &fakeQueue{pos: 7, recorded: map[string]int{}}
-	reg, err := phases.New(phases.Clients{Client: server, APIReader: server, Queue: queue}, phases.Options{})
+	reg, err := phases.NewRegistry(phases.Clients{Client: server, APIReader: server, Queue: queue}, phases.Options{})
 	c.Assert(err, IsNil)
 	create, _ := reg.Get("CreateVeleroBackup")
 	nab := &v1alpha1.NonAdminBackup{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "nightly", UID: "u"},

@@ -1,8 +1,9 @@
 // Package phases holds nacflow's phase functions, one file each, and the
-// registry that gives them to the engine (DESIGN.md §4). Functions are
-// stateless and hold no client: they reach the cluster only through the
-// guarded clients the engine puts in each engine.Operation, so the engine's
-// safety rule holds whatever a blueprint asks of them.
+// registry that gives them to the engine, with the reference rules of the
+// Velero objects they make (docs/architecture.md, "The engine contract").
+// Functions are stateless and hold no client: they reach the cluster only
+// through the guarded clients the engine puts in each engine.Operation, so
+// the engine's safety rule holds whatever a blueprint asks of them.
 package phases
 
 import (
@@ -83,11 +84,12 @@ type Options struct {
 	Resolver endpoint.Resolver
 }
 
-// New returns the registry of every phase function, bound to o, each run
-// with c's clients guarded for its operation (engine.NewGuardedRegistry). It
+// NewRegistry returns the registry of every phase function, bound to o, each run
+// with c's clients guarded for its operation (engine.NewGuardedRegistry,
+// with VeleroReferences for what the Velero objects they write name). It
 // returns an error only if two functions share a name or an exception is
 // malformed (programming errors).
-func New(c Clients, o Options) (*engine.Registry, error) {
+func NewRegistry(c Clients, o Options) (*engine.Registry, error) {
 	t := tools{recorder: c.Recorder, queue: c.Queue, turns: c.Turns, recent: newRecentCreates()}
 	tenantRole, adminOwned := o.TenantRole, o.AdminOwned
 	if tenantRole == "" {
@@ -101,7 +103,7 @@ func New(c Clients, o Options) (*engine.Registry, error) {
 	if o.Settings != nil {
 		settings = o.Settings
 	}
-	return engine.NewGuardedRegistry(c.Client, c.APIReader,
+	return engine.NewGuardedRegistry(c.Client, c.APIReader, VeleroReferences{},
 		&ValidateBackupSpec{settings: settings},
 		&CreateVeleroBackup{tools: t},
 		&WaitFor{tools: t},

@@ -29,7 +29,7 @@ func approval(c *C, required bool) (*v1alpha1.NonAdminBackupStorageLocation, eng
 	c.Assert(velerov1.AddToScheme(s), IsNil)
 	c.Assert(v1alpha1.AddToScheme(s), IsNil)
 	cl := fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(&v1alpha1.NonAdminBackupStorageLocationRequest{}).Build()
-	reg, err := phases.New(phases.Clients{Client: cl, APIReader: cl}, phases.Options{RequireApprovalForBSL: required})
+	reg, err := phases.NewRegistry(phases.Clients{Client: cl, APIReader: cl}, phases.Options{RequireApprovalForBSL: required})
 	c.Assert(err, IsNil)
 	fn, ok := reg.Get("RequestApproval")
 	c.Assert(ok, Equals, true)

@@ -80,5 +80,11 @@ func (s *ValidateSuite) TestWrongKindIsTerminal(c *C) {
 // fakeObject is a NAC object of another kind.
 type fakeObject struct{ v1alpha1.Blueprint }
 
-func (*fakeObject) GetPlan() *v1alpha1.PlanStatus { return nil }
-func (*fakeObject) SetPlan(*v1alpha1.PlanStatus)  {}
+func (*fakeObject) GetPlan() *v1alpha1.PlanStatus     { return nil }
+func (*fakeObject) SetPlan(*v1alpha1.PlanStatus)      {}
+func (*fakeObject) GetConditions() []metav1.Condition { return nil }
+func (*fakeObject) SetConditions([]metav1.Condition)  {}
+func (*fakeObject) SetObservedGeneration(int64)       {}
+func (*fakeObject) OriginKeys() v1alpha1.Origin       { return v1alpha1.Origin{} }
+func (*fakeObject) GetPhase() v1alpha1.NonAdminPhase  { return "" }
+func (*fakeObject) SetPhase(v1alpha1.NonAdminPhase)   {}

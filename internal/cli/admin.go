@@ -32,7 +32,7 @@ var errInvalid = errors.New("invalid")
 // offlineRegistry returns the phase registry without clients: enough to
 // validate, preview and document (nothing runs).
 func offlineRegistry() *engine.Registry {
-	reg, err := phases.New(phases.Clients{}, phases.Options{})
+	reg, err := phases.NewRegistry(phases.Clients{}, phases.Options{})
 	if err != nil {
 		panic(err) // two functions with one name: a build defect
 	}
@@ -313,7 +313,7 @@ func newPlanCommand(o *Options) *cobra.Command {
 			if obj.GetUID() != "" {
 				uuid = controllers.NACUUID(obj.GetUID())
 			}
-			preview, err := engine.Preview(engine.Plan{Action: action, Blueprint: res.Blueprint, BlueprintGeneration: res.Generation, Spec: res.Action, Message: res.Message},
+			preview, err := engine.Preview(engine.ResolvedAction{Name: action, Blueprint: res.Blueprint, BlueprintGeneration: res.Generation, Spec: res.Action, Message: res.Message},
 				engine.Request{Object: obj, UUID: uuid, OADPNamespace: o.OADPNamespace, NamespaceLabels: nsLabels}, offlineRegistry(), waitTimeout, o.now())
 			if err != nil {
 				return err
