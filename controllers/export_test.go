@@ -37,9 +37,6 @@ func EventsDropped(reason string) float64 {
 // EventQueueWaitSeconds returns nacflow_event_queue_wait_seconds_total.
 func EventQueueWaitSeconds() float64 { return testutil.ToFloat64(eventsBlocked) }
 
-// CacheTransform returns a fresh instance of the manager cache's transform.
-func CacheTransform() func(any) (any, error) { return cacheTransform() }
-
 // NewTurnsFakeClient returns a fake client holding objs with the cache
 // indexes VeleroTurns reads, for unit tests of the turns.
 func NewTurnsFakeClient(scheme *runtime.Scheme, objs ...client.Object) client.WithWatch {

@@ -165,7 +165,7 @@ func (s *StateCollector) Collect(ch chan<- prometheus.Metric) {
 					unverified[n.Namespace]++
 				}
 			}
-			if h, ok := o.(planHolder); ok {
+			if h, ok := o.(v1alpha1.Object); ok {
 				if p := h.GetPlan(); p != nil && p.State == v1alpha1.PlanRunning {
 					active++
 				}
