@@ -18,6 +18,7 @@ import (
 	"github.com/nacflow/nacflow/controllers"
 	"github.com/nacflow/nacflow/dpa"
 	"github.com/nacflow/nacflow/engine"
+	"github.com/nacflow/nacflow/internal/restmapper"
 	"github.com/nacflow/nacflow/phases"
 )
 
@@ -70,7 +71,7 @@ func startController(c *C, o controllerOptions) (stop func()) {
 		Scheme:           testScheme,
 		Metrics:          metricsserver.Options{BindAddress: "0"},
 		Cache:            cacheOpts,
-		MapperProvider:   controllers.NewRESTMapper,
+		MapperProvider:   restmapper.New,
 		EventBroadcaster: broadcaster, //nolint:staticcheck // shut down with the manager below
 		Controller:       config.Controller{SkipNameValidation: &o.restart, MaxConcurrentReconciles: o.concurrency},
 	}

@@ -29,6 +29,8 @@ import (
 	"github.com/nacflow/nacflow/engine"
 	"github.com/nacflow/nacflow/internal/endpoint"
 	"github.com/nacflow/nacflow/internal/gctune"
+	"github.com/nacflow/nacflow/internal/periodic"
+	"github.com/nacflow/nacflow/internal/restmapper"
 	"github.com/nacflow/nacflow/internal/restorepolicy"
 	"github.com/nacflow/nacflow/phases"
 )
@@ -308,7 +310,7 @@ func run(o options) error {
 		LeaderElectionID:        "nacflow.oadp.openshift.io",
 		LeaderElectionNamespace: o.oadpNamespace,
 		Cache:                   controllers.CacheOptions(o.oadpNamespace),
-		MapperProvider:          controllers.NewRESTMapper,
+		MapperProvider:          restmapper.New,
 		Controller:              config.Controller{MaxConcurrentReconciles: o.concurrency},
 		PprofBindAddress:        o.pprofAddr,
 		EventBroadcaster:        events, //nolint:staticcheck // lives as long as the process
@@ -391,7 +393,7 @@ func run(o options) error {
 			return d, source
 		}
 	}
-	for _, p := range []*controllers.Periodic{
+	for _, p := range []*periodic.Loop{
 		{Name: "backup-sync", PeriodFunc: period(dpa.BackupSyncPeriod, o.syncPeriod),
 			Pass: func(ctx context.Context) error { _, err := sync.SyncOnce(ctx); return err }},
 		{Name: "garbage-collection", PeriodFunc: period(dpa.GarbageCollectionPeriod, o.gcPeriod),
