@@ -18,6 +18,7 @@ import (
 	"github.com/nacflow/nacflow/controllers"
 	"github.com/nacflow/nacflow/dpa"
 	"github.com/nacflow/nacflow/engine"
+	"github.com/nacflow/nacflow/internal/events"
 	"github.com/nacflow/nacflow/internal/restmapper"
 	"github.com/nacflow/nacflow/phases"
 )
@@ -40,7 +41,7 @@ type controllerOptions struct {
 	restart bool
 	// events, when set, is the manager's event broadcaster (the caller
 	// shuts it down); else an unpaced one.
-	events *controllers.EventBroadcaster
+	events *events.Broadcaster
 	// maxInVelero is --max-backups-in-velero-per-namespace (0: unlimited,
 	// what the suites written before it expect).
 	maxInVelero int
@@ -65,7 +66,7 @@ func startController(c *C, o controllerOptions) (stop func()) {
 	}
 	broadcaster := o.events
 	if broadcaster == nil {
-		broadcaster = controllers.NewEventBroadcaster(0, 0, 0) // unlimited: tests read events at once
+		broadcaster = events.NewBroadcaster(0, 0, 0) // unlimited: tests read events at once
 	}
 	opts := ctrl.Options{
 		Scheme:           testScheme,

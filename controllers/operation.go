@@ -24,6 +24,7 @@ import (
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/blueprints"
 	"github.com/nacflow/nacflow/engine"
+	"github.com/nacflow/nacflow/internal/events"
 )
 
 // Deps are what every NAC reconciler is given.
@@ -166,8 +167,8 @@ func reconcileNAC[T engine.Object](ctx context.Context, d *Deps, reads *readTrac
 	ctx = log.IntoContext(ctx, logger)
 	before := obj.DeepCopyObject().(client.Object)
 	k.begin(obj)
-	events := &engine.EventBuffer{}
-	result, finished, err := runAction(ctx, d, k, obj, action, events)
+	buffer := &events.Buffer{}
+	result, finished, err := runAction(ctx, d, k, obj, action, buffer)
 	if err == nil {
 		k.observed(obj, obj.GetGeneration())
 	}
@@ -176,10 +177,10 @@ func reconcileNAC[T engine.Object](ctx context.Context, d *Deps, reads *readTrac
 		// retry, from a fresh read, tells the story once).
 		return ctrl.Result{}, errors.Join(err, perr)
 	}
-	events.Each(func(eventType, reason, message string) {
+	buffer.Each(func(eventType, reason, message string) {
 		storyLog.Info(message, "event", reason, "type", eventType)
 	})
-	events.Flush(d.Recorder)
+	buffer.Flush(d.Recorder)
 	if obj.GetResourceVersion() != passed[len(passed)-1] {
 		wrote()
 	}
@@ -287,9 +288,9 @@ func patchFinalizers(ctx context.Context, c client.Client, obj client.Object) er
 }
 
 // runAction resolves (for a new operation) and runs action, then afterRun.
-// The run's events go to events, sent once its status is written.
+// The run's events go to buffer, sent once its status is written.
 // finished is true once the plan, deferPhase included, has ended.
-func runAction[T engine.Object](ctx context.Context, d *Deps, k nacKind[T], obj T, action string, events *engine.EventBuffer) (ctrl.Result, bool, error) {
+func runAction[T engine.Object](ctx context.Context, d *Deps, k nacKind[T], obj T, action string, buffer *events.Buffer) (ctrl.Result, bool, error) {
 	uuid, corrected, err := operationIdentity(ctx, d.Client, d.OADPNamespace, k.kind, obj, k.refs(obj), k.adopts)
 	if err != nil {
 		return ctrl.Result{}, false, err
@@ -297,7 +298,7 @@ func runAction[T engine.Object](ctx context.Context, d *Deps, k nacKind[T], obj 
 	if len(corrected) > 0 {
 		msg := correctedMessage(k.kind, corrected)
 		log.FromContext(ctx).Info("corrected status references", "corrected", corrected)
-		events.Event(obj, corev1.EventTypeWarning, EventStatusCorrected, msg)
+		buffer.Event(obj, corev1.EventTypeWarning, EventStatusCorrected, msg)
 	}
 	revision := ""
 	if k.revision != nil {
@@ -321,7 +322,7 @@ func runAction[T engine.Object](ctx context.Context, d *Deps, k nacKind[T], obj 
 		}
 	}
 	out, err := d.Runner.Run(ctx, engine.Request{Object: obj, Plan: plan, UUID: uuid, OADPNamespace: d.OADPNamespace,
-		Revision: revision, NamespaceLabels: ns.Labels, Recorder: events})
+		Revision: revision, NamespaceLabels: ns.Labels, Recorder: buffer})
 	if engine.IsTerminal(err) {
 		d.Recorder.Event(obj, corev1.EventTypeWarning, EventBlueprintInvalid, err.Error())
 		return ctrl.Result{}, false, reconcile.TerminalError(err)

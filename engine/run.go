@@ -95,7 +95,7 @@ type Request struct {
 	// new run of the action starts. "" for kinds that never re-run.
 	Revision string
 	// Recorder, when set, receives this run's events instead of the
-	// Runner's (an EventBuffer the caller flushes once the status is
+	// Runner's (a buffer the caller flushes once the status is
 	// written).
 	Recorder record.EventRecorder
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/nacflow/nacflow/dpa"
 	"github.com/nacflow/nacflow/engine"
 	"github.com/nacflow/nacflow/internal/endpoint"
+	"github.com/nacflow/nacflow/internal/events"
 	"github.com/nacflow/nacflow/internal/gctune"
 	"github.com/nacflow/nacflow/internal/periodic"
 	"github.com/nacflow/nacflow/internal/restmapper"
@@ -215,10 +216,10 @@ func registerFlags(fs *flag.FlagSet, o *options) *zap.Options {
 		"Backoff after a NAC object's first failed reconcile (an API error, a phase error); it doubles with each failure in a row.")
 	fs.DurationVar(&o.maxRetry, "max-retry-delay", controllers.DefaultMaxRetryDelay,
 		"Longest backoff between failed reconciles of one NAC object: after an API server outage, operations resume within this.")
-	fs.Float64Var(&o.eventQPS, "event-qps", controllers.DefaultEventQPS,
+	fs.Float64Var(&o.eventQPS, "event-qps", events.DefaultQPS,
 		"Events written per second at most (a bound on a flood, above what reconciles produce); under a burst of operations the rest wait in the event queue. 0: no limit.")
-	fs.IntVar(&o.eventBurst, "event-burst", controllers.DefaultEventBurst, "Burst above --event-qps.")
-	fs.IntVar(&o.eventQueue, "event-queue-size", controllers.DefaultEventQueueSize,
+	fs.IntVar(&o.eventBurst, "event-burst", events.DefaultBurst, "Burst above --event-qps.")
+	fs.IntVar(&o.eventQueue, "event-queue-size", events.DefaultQueueSize,
 		"Events held while --event-qps paces them (about 1 KiB each). When it is full, reconciles wait for room: events are delayed, never dropped (nacflow_events_dropped_total counts the API server's refusals and what is queued at exit).")
 	fs.DurationVar(&o.credCheck, "credential-check-period", controllers.DefaultCredentialCheckPeriod,
 		"How often each NonAdminBackupStorageLocation rechecks its credential Secret, so that a rotation reaches the copy (Secrets are not watched).")
@@ -300,8 +301,8 @@ func run(o options) error {
 	}
 	// The manager does not stop a broadcaster it was given: run does, after
 	// the manager, so that what is still queued is written (for up to 5 s).
-	events := controllers.NewEventBroadcaster(float32(o.eventQPS), o.eventBurst, o.eventQueue)
-	defer events.Shutdown()
+	broadcaster := events.NewBroadcaster(float32(o.eventQPS), o.eventBurst, o.eventQueue)
+	defer broadcaster.Shutdown()
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
 		Metrics:                 metricsOptions(o),
@@ -313,7 +314,7 @@ func run(o options) error {
 		MapperProvider:          restmapper.New,
 		Controller:              config.Controller{MaxConcurrentReconciles: o.concurrency},
 		PprofBindAddress:        o.pprofAddr,
-		EventBroadcaster:        events, //nolint:staticcheck // lives as long as the process
+		EventBroadcaster:        broadcaster, //nolint:staticcheck // lives as long as the process
 	})
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
