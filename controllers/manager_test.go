@@ -20,6 +20,7 @@ import (
 	"github.com/nacflow/nacflow/engine"
 	"github.com/nacflow/nacflow/internal/events"
 	"github.com/nacflow/nacflow/internal/restmapper"
+	"github.com/nacflow/nacflow/internal/veleroqueue"
 	"github.com/nacflow/nacflow/phases"
 )
 
@@ -87,13 +88,13 @@ func startController(c *C, o controllerOptions) (stop func()) {
 	}
 	mgr, err := ctrl.NewManager(cfg, opts)
 	c.Assert(err, IsNil)
-	queue := controllers.NewBackupQueue()
+	queue := veleroqueue.NewBackupQueue()
 	// As cmd/nac: flags given win, else the OADP namespace's DPA.
 	settings := &dpa.Source{Reader: mgr.GetAPIReader(), Namespace: o.oadp}
 	if o.requireApproval {
 		settings.Flags.RequireApprovalForBSL = &o.requireApproval
 	}
-	turns := controllers.NewVeleroTurns(mgr.GetClient(), o.oadp)
+	turns := veleroqueue.NewTurns(mgr.GetClient(), o.oadp)
 	registry, err := phases.New(phases.Clients{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorderFor("nacflow-blueprint"), Queue: queue, Turns: turns},
 		phases.Options{RequireApprovalForBSL: o.requireApproval, Settings: settings, MaxBackupsInVelero: o.maxInVelero, Resolver: testDNS})
 	c.Assert(err, IsNil)

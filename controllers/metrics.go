@@ -13,6 +13,7 @@ import (
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/engine"
+	"github.com/nacflow/nacflow/internal/veleroqueue"
 )
 
 // nacflow's Prometheus metrics, served with controller-runtime's own
@@ -104,7 +105,7 @@ type StateCollector struct {
 	// or gives no store for a kind.
 	Reader client.Reader
 	// Queue is the index of unfinished Velero Backups (nil: no depth).
-	Queue *BackupQueue
+	Queue *veleroqueue.BackupQueue
 }
 
 var (

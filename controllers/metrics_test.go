@@ -16,6 +16,7 @@ import (
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/controllers"
+	"github.com/nacflow/nacflow/internal/veleroqueue"
 )
 
 // metricValue sums the samples of the metric family name (a counter, or a
@@ -71,7 +72,7 @@ func (s *ControllerSuite) TestMetrics(c *C) {
 	c.Check(metricValue(c, "nacflow_phase_duration_seconds", create)-p0, Equals, 1.0)
 
 	// While it runs: counted as active, its Backup in Velero's queue.
-	queue := controllers.NewBackupQueue()
+	queue := veleroqueue.NewBackupQueue()
 	b := &velerov1.Backup{}
 	c.Assert(testClient.Get(context.Background(), client.ObjectKey{Namespace: s.oadp, Name: got.Status.VeleroBackup.Name}, b), IsNil)
 	queue.Observe(b)

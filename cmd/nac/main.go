@@ -33,6 +33,7 @@ import (
 	"github.com/nacflow/nacflow/internal/periodic"
 	"github.com/nacflow/nacflow/internal/restmapper"
 	"github.com/nacflow/nacflow/internal/restorepolicy"
+	"github.com/nacflow/nacflow/internal/veleroqueue"
 	"github.com/nacflow/nacflow/phases"
 )
 
@@ -198,7 +199,7 @@ func registerFlags(fs *flag.FlagSet, o *options) *zap.Options {
 		"Address the /healthz and /readyz probes bind to.")
 	fs.BoolVar(&o.leaderElect, "leader-elect", false,
 		"Elect a leader (a Lease in the OADP namespace) so that only one replica reconciles.")
-	fs.DurationVar(&o.queueWindow, "queue-refresh-window", controllers.DefaultQueueRefreshWindow,
+	fs.DurationVar(&o.queueWindow, "queue-refresh-window", veleroqueue.DefaultRefreshWindow,
 		"How long waiting NonAdminBackups' queue positions may lag a finished backup; all completions within it cost one status write per waiting NAB.")
 	fs.BoolVar(&o.bslApproval, "require-approval-for-bsl", false,
 		"Tenants' NonAdminBackupStorageLocations wait for a cluster admin to approve their NonAdminBackupStorageLocationRequest in the OADP namespace; without it requests are approved automatically. Given, it wins over a DataProtectionApplication's spec.nonAdmin.requireApprovalForBSL.")
@@ -320,7 +321,7 @@ func run(o options) error {
 		return fmt.Errorf("creating manager: %w", err)
 	}
 
-	queue := controllers.NewBackupQueue()
+	queue := veleroqueue.NewBackupQueue()
 	metrics.Registry.MustRegister(&controllers.StateCollector{Informers: mgr.GetCache(), Reader: mgr.GetClient(), Queue: queue})
 	// The admin's non-admin settings: flags given on the command line, else
 	// OADP's DataProtectionApplication in the OADP namespace, read live.
@@ -332,7 +333,7 @@ func run(o options) error {
 		return errors.New("--tenant-role is empty: name the ClusterRole bounding tenants' restores (admin)")
 	}
 	settings := &dpa.Source{Reader: mgr.GetAPIReader(), Namespace: o.oadpNamespace, Flags: o.nonAdminFlags()}
-	turns := controllers.NewVeleroTurns(mgr.GetClient(), o.oadpNamespace)
+	turns := veleroqueue.NewTurns(mgr.GetClient(), o.oadpNamespace)
 	registry, err := phases.New(phases.Clients{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorderFor("nacflow-blueprint"), Queue: queue, Turns: turns},
 		phases.Options{RequireApprovalForBSL: o.bslApproval, Settings: settings, MaxBackupsInVelero: o.maxInVelero,
 			TenantRole: o.tenantRole, AdminOwned: adminOwned, RestorePrecheck: o.precheck,

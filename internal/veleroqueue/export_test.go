@@ -1,4 +1,4 @@
-package controllers
+package veleroqueue
 
 import (
 	"k8s.io/apimachinery/pkg/runtime"
@@ -9,7 +9,7 @@ import (
 )
 
 // NewTurnsFakeClient returns a fake client holding objs with the cache
-// indexes VeleroTurns reads, for unit tests of the turns.
+// indexes Turns reads, for unit tests of the turns.
 func NewTurnsFakeClient(scheme *runtime.Scheme, objs ...client.Object) client.WithWatch {
 	b := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithStatusSubresource(&v1alpha1.NonAdminBackup{})
 	for _, i := range turnsIndexes {
