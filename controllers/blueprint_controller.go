@@ -19,6 +19,7 @@ import (
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/blueprints"
 	"github.com/nacflow/nacflow/engine"
+	"github.com/nacflow/nacflow/internal/metrics"
 )
 
 // Event reasons of the Blueprint controller.
@@ -131,7 +132,7 @@ func (r *BlueprintReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		switch {
 		case len(errs) > 0:
 			r.Recorder.Event(bp, corev1.EventTypeWarning, EventBlueprintInvalid, cond.Message)
-			blueprintFailures.WithLabelValues(bp.Name).Inc()
+			metrics.BlueprintValidationFailures.WithLabelValues(bp.Name).Inc()
 		case !wasValid || before.Status.ObservedGeneration != bp.Generation:
 			msg := fmt.Sprintf("Blueprint generation %d is valid", bp.Generation)
 			if out := blueprints.SafetyOptOuts(bp.Spec.Kind, bp.Spec.Actions); out != "" {

@@ -19,6 +19,7 @@ import (
 	"github.com/nacflow/nacflow/dpa"
 	"github.com/nacflow/nacflow/engine"
 	"github.com/nacflow/nacflow/internal/events"
+	nacmetrics "github.com/nacflow/nacflow/internal/metrics"
 	"github.com/nacflow/nacflow/internal/restmapper"
 	"github.com/nacflow/nacflow/internal/veleroqueue"
 	"github.com/nacflow/nacflow/phases"
@@ -103,7 +104,7 @@ func startController(c *C, o controllerOptions) (stop func()) {
 		return controllers.Deps{
 			Client:        mgr.GetClient(),
 			APIReader:     mgr.GetAPIReader(),
-			Runner:        &engine.Runner{Registry: registry, Recorder: recorder, Observer: controllers.MetricsObserver{Kind: kind}},
+			Runner:        &engine.Runner{Registry: registry, Recorder: recorder, Observer: nacmetrics.Observer{Kind: kind}},
 			Recorder:      recorder,
 			Blueprints:    &blueprints.Resolver{Reader: mgr.GetClient(), Namespace: o.oadp},
 			OADPNamespace: o.oadp,

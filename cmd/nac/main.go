@@ -30,6 +30,7 @@ import (
 	"github.com/nacflow/nacflow/internal/endpoint"
 	"github.com/nacflow/nacflow/internal/events"
 	"github.com/nacflow/nacflow/internal/gctune"
+	nacmetrics "github.com/nacflow/nacflow/internal/metrics"
 	"github.com/nacflow/nacflow/internal/periodic"
 	"github.com/nacflow/nacflow/internal/restmapper"
 	"github.com/nacflow/nacflow/internal/restorepolicy"
@@ -322,7 +323,7 @@ func run(o options) error {
 	}
 
 	queue := veleroqueue.NewBackupQueue()
-	metrics.Registry.MustRegister(&controllers.StateCollector{Informers: mgr.GetCache(), Reader: mgr.GetClient(), Queue: queue})
+	metrics.Registry.MustRegister(&nacmetrics.StateCollector{Informers: mgr.GetCache(), Reader: mgr.GetClient(), Queue: queue})
 	// The admin's non-admin settings: flags given on the command line, else
 	// OADP's DataProtectionApplication in the OADP namespace, read live.
 	adminOwned, err := restorepolicy.ParseAdminOwned(o.adminOwned)
@@ -349,7 +350,7 @@ func run(o options) error {
 			Client:    mgr.GetClient(),
 			APIReader: mgr.GetAPIReader(),
 			Runner: &engine.Runner{Registry: registry, Recorder: recorder, WaitTimeout: o.waitTimeout,
-				Observer: controllers.MetricsObserver{Kind: kind}},
+				Observer: nacmetrics.Observer{Kind: kind}},
 			Recorder:      recorder,
 			Blueprints:    &blueprints.Resolver{Reader: mgr.GetClient(), Namespace: o.oadpNamespace},
 			OADPNamespace: o.oadpNamespace,

@@ -1,4 +1,4 @@
-package controllers
+package metrics
 
 import (
 	"context"
@@ -39,28 +39,28 @@ var (
 		Help:    "Time from a phase's start to its end (seconds; whole seconds, from status times), by NAC kind, phase function and result (complete, failed).",
 		Buckets: prometheus.ExponentialBuckets(1, 4, 9),
 	}, []string{"kind", "func", "result"})
-	blueprintFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
+	BlueprintValidationFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "nacflow_blueprint_validation_failures_total",
 		Help: "Blueprint generations found invalid (and so not used), by blueprint name.",
 	}, []string{"blueprint"})
-	backupSyncFailures = prometheus.NewCounter(prometheus.CounterOpts{
+	BackupSyncFailures = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "nacflow_backup_sync_failures_total",
 		Help: "Velero Backups the backup sync could not turn into a NonAdminBackup (each skipped pass counts once; the error is in the log).",
 	})
 )
 
 func init() {
-	metrics.Registry.MustRegister(operationsStarted, operationsFinished, operationDuration, phaseDuration, blueprintFailures, backupSyncFailures)
+	metrics.Registry.MustRegister(operationsStarted, operationsFinished, operationDuration, phaseDuration, BlueprintValidationFailures, BackupSyncFailures)
 }
 
-// MetricsObserver records a kind's operations and phases in nacflow's
+// Observer records a kind's operations and phases in nacflow's
 // Prometheus metrics; it implements engine.Observer.
-type MetricsObserver struct {
+type Observer struct {
 	// Kind is the NAC kind label (NonAdminBackup, ...).
 	Kind string
 }
 
-var _ engine.Observer = MetricsObserver{}
+var _ engine.Observer = Observer{}
 
 func result(failed bool) string {
 	if failed {
@@ -70,18 +70,18 @@ func result(failed bool) string {
 }
 
 // ActionStarted implements engine.Observer.
-func (m MetricsObserver) ActionStarted(_ engine.Object, action string) {
+func (m Observer) ActionStarted(_ engine.Object, action string) {
 	operationsStarted.WithLabelValues(m.Kind, action).Inc()
 }
 
 // ActionEnded implements engine.Observer.
-func (m MetricsObserver) ActionEnded(_ engine.Object, action string, failed bool, d time.Duration) {
+func (m Observer) ActionEnded(_ engine.Object, action string, failed bool, d time.Duration) {
 	operationsFinished.WithLabelValues(m.Kind, action, result(failed)).Inc()
 	operationDuration.WithLabelValues(m.Kind, action, result(failed)).Observe(d.Seconds())
 }
 
 // PhaseEnded implements engine.Observer.
-func (m MetricsObserver) PhaseEnded(_ engine.Object, fn string, failed bool, d time.Duration) {
+func (m Observer) PhaseEnded(_ engine.Object, fn string, failed bool, d time.Duration) {
 	phaseDuration.WithLabelValues(m.Kind, fn, result(failed)).Observe(d.Seconds())
 }
 
