@@ -20,6 +20,7 @@ import (
 	"github.com/nacflow/nacflow/blueprints"
 	"github.com/nacflow/nacflow/engine"
 	"github.com/nacflow/nacflow/internal/metrics"
+	"github.com/nacflow/nacflow/internal/patch"
 )
 
 // Event reasons of the Blueprint controller.
@@ -125,7 +126,7 @@ func (r *BlueprintReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	meta.SetStatusCondition(&bp.Status.Conditions, cond)
 	bp.Status.ObservedGeneration = bp.Generation
 	changed := !equality.Semantic.DeepEqual(before.Status, bp.Status)
-	if err := engine.PatchStatus(ctx, r.Client, bp, before); err != nil {
+	if err := patch.Status(ctx, r.Client, bp, before); err != nil {
 		return ctrl.Result{}, err
 	}
 	if changed {

@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -11,7 +10,6 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -25,6 +23,7 @@ import (
 	"github.com/nacflow/nacflow/blueprints"
 	"github.com/nacflow/nacflow/engine"
 	"github.com/nacflow/nacflow/internal/events"
+	"github.com/nacflow/nacflow/internal/patch"
 )
 
 // Deps are what every NAC reconciler is given.
@@ -150,7 +149,7 @@ func reconcileNAC[T engine.Object](ctx context.Context, d *Deps, reads *readTrac
 			return ctrl.Result{}, nil
 		}
 		controllerutil.AddFinalizer(obj, k.finalizer)
-		if err := patchFinalizers(ctx, d.Client, obj); err != nil {
+		if err := patch.Finalizers(ctx, d.Client, obj); err != nil {
 			return ctrl.Result{}, fmt.Errorf("adding finalizer to %s: %w", req.NamespacedName, err)
 		}
 		wrote()
@@ -172,7 +171,7 @@ func reconcileNAC[T engine.Object](ctx context.Context, d *Deps, reads *readTrac
 	if err == nil {
 		k.observed(obj, obj.GetGeneration())
 	}
-	if perr := engine.PatchStatus(ctx, d.Client, obj, before); perr != nil {
+	if perr := patch.Status(ctx, d.Client, obj, before); perr != nil {
 		// What this run did is not recorded: neither are its events (the
 		// retry, from a fresh read, tells the story once).
 		return ctrl.Result{}, errors.Join(err, perr)
@@ -207,7 +206,7 @@ func reconcileNAC[T engine.Object](ctx context.Context, d *Deps, reads *readTrac
 		}
 	case deleting:
 		controllerutil.RemoveFinalizer(obj, k.finalizer)
-		err := patchFinalizers(ctx, d.Client, obj)
+		err := patch.Finalizers(ctx, d.Client, obj)
 		if apierrors.IsNotFound(err) {
 			return result, nil // an earlier reconcile removed it: it logged
 		}
@@ -270,22 +269,6 @@ func (s errorsOnly) WithValues(kv ...any) logr.LogSink {
 
 // WithName implements logr.LogSink.
 func (s errorsOnly) WithName(name string) logr.LogSink { return errorsOnly{s.LogSink.WithName(name)} }
-
-// patchFinalizers writes obj's finalizers with a JSON merge patch (the list is
-// replaced whole, as any merge patch of a list does) whose precondition is
-// the resourceVersion obj was read at: when anyone changed the object since —
-// another controller adding its finalizer, say — the API server refuses it
-// with a Conflict (transient: the reconcile is retried from a fresh read)
-// instead of dropping or resurrecting a finalizer. It reads back only the new
-// resourceVersion (engine.PatchMetadataOnly).
-func patchFinalizers(ctx context.Context, c client.Client, obj client.Object) error {
-	data, err := json.Marshal(map[string]any{"metadata": map[string]any{
-		"finalizers": obj.GetFinalizers(), "resourceVersion": obj.GetResourceVersion()}})
-	if err != nil {
-		return err
-	}
-	return engine.PatchMetadataOnly(ctx, c, obj, client.RawPatch(types.MergePatchType, data), false)
-}
 
 // runAction resolves (for a new operation) and runs action, then afterRun.
 // The run's events go to buffer, sent once its status is written.

@@ -78,7 +78,7 @@ type Observer interface {
 // blueprint action used if the operation has not started yet.
 type Request struct {
 	// Object is the NAC object; Run changes its status in memory only: the
-	// caller persists it with PatchStatus.
+	// caller persists it with a status patch.
 	Object Object
 	// Plan names and resolves the action. When the object's plan is for
 	// another action, or it has none, Plan is compiled and snapshotted.

@@ -1,7 +1,8 @@
-package engine_test
+package patch_test
 
 import (
 	"context"
+	"testing"
 
 	. "gopkg.in/check.v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -12,8 +13,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
-	"github.com/nacflow/nacflow/engine"
+	"github.com/nacflow/nacflow/internal/patch"
 )
+
+// Test hooks gocheck into go test.
+func Test(t *testing.T) { TestingT(t) }
 
 type PatchStatusSuite struct{}
 
@@ -47,7 +51,7 @@ func (s *PatchStatusSuite) TestStatusWithResourceVersion(c *C) {
 	obj := before.DeepCopy()
 	obj.Status.Phase = v1alpha1.NonAdminPhaseCreated
 	obj.Status.QueueInfo = nil // dropped: sent as absent, not merged
-	c.Assert(engine.PatchStatus(context.Background(), patchRecorder(c, &sent), obj, before), IsNil)
+	c.Assert(patch.Status(context.Background(), patchRecorder(c, &sent), obj, before), IsNil)
 	c.Assert(sent, DeepEquals, []string{`[{"op":"replace","path":"/metadata/resourceVersion","value":"7"},` +
 		`{"op":"add","path":"/status","value":{"phase":"Created"}}]`})
 	c.Assert(obj.ResourceVersion, Equals, "8")
@@ -60,10 +64,10 @@ func (s *PatchStatusSuite) TestMetadataNotSent(c *C) {
 	before := &v1alpha1.NonAdminBackup{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "t", ResourceVersion: "7"}}
 	obj := before.DeepCopy()
 	obj.Labels = map[string]string{"x": "y"}
-	c.Assert(engine.PatchStatus(context.Background(), patchRecorder(c, &sent), obj, before), IsNil)
+	c.Assert(patch.Status(context.Background(), patchRecorder(c, &sent), obj, before), IsNil)
 	c.Assert(sent, HasLen, 0)
 	obj.Status.Phase = v1alpha1.NonAdminPhaseCreated
-	c.Assert(engine.PatchStatus(context.Background(), patchRecorder(c, &sent), obj, before), IsNil)
+	c.Assert(patch.Status(context.Background(), patchRecorder(c, &sent), obj, before), IsNil)
 	c.Assert(sent, DeepEquals, []string{`[{"op":"replace","path":"/metadata/resourceVersion","value":"7"},` +
 		`{"op":"add","path":"/status","value":{"phase":"Created"}}]`})
 }
@@ -73,12 +77,41 @@ func (s *PatchStatusSuite) TestMetadataNotSent(c *C) {
 func (s *PatchStatusSuite) TestNoChangeNoLock(c *C) {
 	var sent []string
 	before := &v1alpha1.NonAdminBackup{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "t", ResourceVersion: "7"}}
-	c.Assert(engine.PatchStatus(context.Background(), patchRecorder(c, &sent), before.DeepCopy(), before), IsNil)
+	c.Assert(patch.Status(context.Background(), patchRecorder(c, &sent), before.DeepCopy(), before), IsNil)
 	c.Assert(sent, HasLen, 0)
 	before.ResourceVersion = ""
 	obj := before.DeepCopy()
 	obj.Status.Phase = v1alpha1.NonAdminPhaseCreated
-	err := engine.PatchStatus(context.Background(), patchRecorder(c, &sent), obj, before)
+	err := patch.Status(context.Background(), patchRecorder(c, &sent), obj, before)
 	c.Assert(err, ErrorMatches, `patching status of t/b: the object has no resourceVersion to lock on`)
 	c.Assert(sent, HasLen, 0)
+}
+
+type FinalizersSuite struct{}
+
+var _ = Suite(&FinalizersSuite{})
+
+// Finalizers are written with a merge patch locked on the resourceVersion
+// obj was read at, and only the new metadata is read back into obj.
+func (s *FinalizersSuite) TestFinalizersWithResourceVersion(c *C) {
+	scheme := runtime.NewScheme()
+	c.Assert(v1alpha1.AddToScheme(scheme), IsNil)
+	var sent []string
+	cl := interceptor.NewClient(fake.NewClientBuilder().WithScheme(scheme).Build(), interceptor.Funcs{
+		Patch: func(_ context.Context, _ client.WithWatch, obj client.Object, patch client.Patch, _ ...client.PatchOption) error {
+			c.Check(patch.Type(), Equals, types.MergePatchType)
+			_, metadataOnly := obj.(*metav1.PartialObjectMetadata)
+			c.Check(metadataOnly, Equals, true)
+			data, err := patch.Data(obj)
+			c.Assert(err, IsNil)
+			sent = append(sent, string(data))
+			obj.SetResourceVersion("8")
+			return nil
+		},
+	})
+	obj := &v1alpha1.NonAdminBackup{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "t", ResourceVersion: "7",
+		Finalizers: []string{"nonadminbackup.oadp.openshift.io/finalizer"}}}
+	c.Assert(patch.Finalizers(context.Background(), cl, obj), IsNil)
+	c.Assert(sent, DeepEquals, []string{`{"metadata":{"finalizers":["nonadminbackup.oadp.openshift.io/finalizer"],"resourceVersion":"7"}}`})
+	c.Assert(obj.ResourceVersion, Equals, "8")
 }
