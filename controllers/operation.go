@@ -7,7 +7,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/record"
@@ -23,6 +22,7 @@ import (
 	"github.com/nacflow/nacflow/blueprints"
 	"github.com/nacflow/nacflow/engine"
 	"github.com/nacflow/nacflow/internal/events"
+	"github.com/nacflow/nacflow/internal/loglevel"
 	"github.com/nacflow/nacflow/internal/patch"
 )
 
@@ -162,7 +162,7 @@ func reconcileNAC[T engine.Object](ctx context.Context, d *Deps, reads *readTrac
 	if k.logLevel != nil {
 		level = k.logLevel(obj)
 	}
-	logger, storyLog := loggersFor(log.FromContext(ctx).WithValues("action", action), level)
+	logger, storyLog := loglevel.Loggers(log.FromContext(ctx).WithValues("action", action), level)
 	ctx = log.IntoContext(ctx, logger)
 	before := obj.DeepCopyObject().(client.Object)
 	k.begin(obj)
@@ -217,58 +217,6 @@ func reconcileNAC[T engine.Object](ctx context.Context, d *Deps, reads *readTrac
 	}
 	return result, nil
 }
-
-// Object log levels (OADP NAC's NonAdminBackup spec.logLevel enum): the
-// verbose ones log the run's story at info, the quiet ones keep only errors.
-var (
-	verboseLevels = map[string]bool{"debug": true, "trace": true}
-	quietLevels   = map[string]bool{"warning": true, "error": true, "fatal": true, "panic": true}
-)
-
-// loggersFor returns the logger of a reconcile of an object with log level
-// level (NonAdminBackup spec.logLevel; "" for none) and the logger its
-// story — the run's events — is written to: base and base.V(1) for the
-// controller's own level; base twice for debug and trace, so that the story
-// shows at info; for warning and above, loggers that drop every info line
-// and keep errors.
-func loggersFor(base logr.Logger, level string) (logger, story logr.Logger) {
-	switch {
-	case verboseLevels[level]:
-		return base, base
-	case quietLevels[level]:
-		sink := base.GetSink()
-		if cd, ok := sink.(logr.CallDepthLogSink); ok {
-			// errorsOnly's own frame sits between the caller and sink.
-			sink = cd.WithCallDepth(1)
-		}
-		quiet := logr.New(errorsOnly{sink})
-		return quiet, quiet
-	default:
-		return base, base.V(1)
-	}
-}
-
-// errorsOnly is a logr.LogSink that passes errors on and drops every info
-// line, for an object whose log level is warning or above.
-type errorsOnly struct{ logr.LogSink }
-
-// Init implements logr.LogSink: the wrapped sink is initialized already
-// (and shared: it must not be changed).
-func (errorsOnly) Init(logr.RuntimeInfo) {}
-
-// Enabled implements logr.LogSink: no info line is enabled.
-func (errorsOnly) Enabled(int) bool { return false }
-
-// Info implements logr.LogSink: dropped.
-func (errorsOnly) Info(int, string, ...any) {}
-
-// WithValues implements logr.LogSink.
-func (s errorsOnly) WithValues(kv ...any) logr.LogSink {
-	return errorsOnly{s.LogSink.WithValues(kv...)}
-}
-
-// WithName implements logr.LogSink.
-func (s errorsOnly) WithName(name string) logr.LogSink { return errorsOnly{s.LogSink.WithName(name)} }
 
 // runAction resolves (for a new operation) and runs action, then afterRun.
 // The run's events go to buffer, sent once its status is written.
