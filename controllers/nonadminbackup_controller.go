@@ -24,6 +24,7 @@ import (
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/blueprints"
+	"github.com/nacflow/nacflow/internal/staleness"
 	"github.com/nacflow/nacflow/internal/veleroqueue"
 	"github.com/nacflow/nacflow/phases"
 )
@@ -67,7 +68,7 @@ type NonAdminBackupReconciler struct {
 	// woken but by its timed recheck.
 	Turns *veleroqueue.Turns
 
-	reads readTracker
+	reads staleness.Tracker
 	// refreshAt is when the scheduled queue refresh runs; until then further
 	// completions need no new one.
 	refreshMu sync.Mutex

@@ -15,6 +15,7 @@ import (
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/blueprints"
+	"github.com/nacflow/nacflow/internal/staleness"
 )
 
 // Actions of the nonadmindownloadrequest blueprint.
@@ -33,7 +34,7 @@ const (
 type NonAdminDownloadRequestReconciler struct {
 	Deps
 
-	reads readTracker
+	reads staleness.Tracker
 }
 
 // +kubebuilder:rbac:groups=oadp.openshift.io,resources=nonadmindownloadrequests,verbs=get;list;watch;update;patch;delete

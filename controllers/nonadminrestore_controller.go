@@ -15,6 +15,7 @@ import (
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/blueprints"
+	"github.com/nacflow/nacflow/internal/staleness"
 )
 
 // Actions of the nonadminrestore blueprint.
@@ -29,7 +30,7 @@ const (
 type NonAdminRestoreReconciler struct {
 	Deps
 
-	reads readTracker
+	reads staleness.Tracker
 }
 
 // +kubebuilder:rbac:groups=oadp.openshift.io,resources=nonadminrestores,verbs=get;list;watch;update;patch;delete

@@ -26,6 +26,7 @@ import (
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/blueprints"
+	"github.com/nacflow/nacflow/internal/staleness"
 )
 
 // Event reasons of NonAdminSchedules.
@@ -63,7 +64,7 @@ type NonAdminScheduleReconciler struct {
 	// CheckPeriod is DefaultRunCheckPeriod when 0.
 	CheckPeriod time.Duration
 
-	reads readTracker
+	reads staleness.Tracker
 }
 
 // +kubebuilder:rbac:groups=oadp.openshift.io,resources=nonadminschedules,verbs=get;list;watch;update;patch

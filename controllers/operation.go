@@ -24,6 +24,7 @@ import (
 	"github.com/nacflow/nacflow/internal/events"
 	"github.com/nacflow/nacflow/internal/loglevel"
 	"github.com/nacflow/nacflow/internal/patch"
+	"github.com/nacflow/nacflow/internal/staleness"
 )
 
 // Deps are what every NAC reconciler is given.
@@ -122,15 +123,15 @@ type nacKind[T engine.Object] struct {
 // first write); run the action its state calls for as far as it can go; write
 // status once, with a patch; then delete the object or remove the finalizer
 // when a deleting action has ended.
-func reconcileNAC[T engine.Object](ctx context.Context, d *Deps, reads *readTracker, k nacKind[T], req ctrl.Request) (ctrl.Result, error) {
+func reconcileNAC[T engine.Object](ctx context.Context, d *Deps, reads *staleness.Tracker, k nacKind[T], req ctrl.Request) (ctrl.Result, error) {
 	obj := k.newObject()
 	if err := d.Client.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
-			reads.forget(req.NamespacedName)
+			reads.Forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if stale, after := reads.isStale(req.NamespacedName, obj.GetResourceVersion()); stale {
+	if stale, after := reads.IsStale(req.NamespacedName, obj.GetResourceVersion()); stale {
 		return ctrl.Result{RequeueAfter: after}, nil
 	}
 	// Every version this reconcile reads or writes, but the last, is behind
@@ -139,7 +140,7 @@ func reconcileNAC[T engine.Object](ctx context.Context, d *Deps, reads *readTrac
 	wrote := func() { passed = append(passed, obj.GetResourceVersion()) }
 	defer func() {
 		if last := len(passed) - 1; last > 0 {
-			reads.wrote(req.NamespacedName, passed[:last]...)
+			reads.Wrote(req.NamespacedName, passed[:last]...)
 		}
 	}()
 
