@@ -111,7 +111,7 @@ func waitingTurn(nab *v1alpha1.NonAdminBackup) *v1alpha1.PhaseStatus {
 // TurnState is what a NonAdminBackup shows of its turn: 0 none, 1 waiting,
 // 2 admitted (its WaitForTurn phase complete in a running plan, with a
 // limit: an unlimited one took no turn, and waking anyone for it would only
-// cost the bench's unlimited wave a cache read per NAB).
+// cost a wave of unlimited NABs a cache read each).
 func TurnState(nab *v1alpha1.NonAdminBackup) int {
 	if waitingTurn(nab) != nil {
 		return 1
