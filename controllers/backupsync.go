@@ -37,7 +37,7 @@ type BackupSync struct {
 	OADPNamespace string
 	// TenantSpec returns the spec a NonAdminBackup of a namespace asks for,
 	// given its Velero Backup's spec, and what it removed by field name
-	// (cmd wires phases.SyncedBackupSpec: controllers do not import phases).
+	// (cmd wires phases.SyncedBackupSpec).
 	// Required.
 	TenantSpec func(spec *velerov1.BackupSpec, namespace string) (*velerov1.BackupSpec, map[string][]string)
 }
