@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
+	"github.com/nacflow/nacflow/internal/metrics"
 )
 
 // DefaultBackupSyncPeriod is --backup-sync-period's default.
@@ -36,7 +37,7 @@ type BackupSync struct {
 	OADPNamespace string
 	// TenantSpec returns the spec a NonAdminBackup of a namespace asks for,
 	// given its Velero Backup's spec, and what it removed by field name
-	// (cmd wires phases.SyncedBackupSpec: controllers do not import phases).
+	// (cmd wires phases.SyncedBackupSpec).
 	// Required.
 	TenantSpec func(spec *velerov1.BackupSpec, namespace string) (*velerov1.BackupSpec, map[string][]string)
 }
@@ -84,7 +85,7 @@ func (s *BackupSync) SyncOnce(ctx context.Context) (int, error) {
 			// One backup that cannot be synced (a spec the NAB CRD refuses,
 			// a conflict) never stops the others.
 			log.FromContext(ctx).Error(err, "backup sync skipped a Velero Backup", "veleroBackup", b.Name)
-			backupSyncFailures.Inc()
+			metrics.BackupSyncFailures.Inc()
 			errs = append(errs, err)
 			continue
 		}

@@ -19,6 +19,8 @@ import (
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/blueprints"
 	"github.com/nacflow/nacflow/engine"
+	"github.com/nacflow/nacflow/internal/metrics"
+	"github.com/nacflow/nacflow/internal/patch"
 )
 
 // Event reasons of the Blueprint controller.
@@ -124,14 +126,14 @@ func (r *BlueprintReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	meta.SetStatusCondition(&bp.Status.Conditions, cond)
 	bp.Status.ObservedGeneration = bp.Generation
 	changed := !equality.Semantic.DeepEqual(before.Status, bp.Status)
-	if err := engine.PatchStatus(ctx, r.Client, bp, before); err != nil {
+	if err := patch.Status(ctx, r.Client, bp, before); err != nil {
 		return ctrl.Result{}, err
 	}
 	if changed {
 		switch {
 		case len(errs) > 0:
 			r.Recorder.Event(bp, corev1.EventTypeWarning, EventBlueprintInvalid, cond.Message)
-			blueprintFailures.WithLabelValues(bp.Name).Inc()
+			metrics.BlueprintValidationFailures.WithLabelValues(bp.Name).Inc()
 		case !wasValid || before.Status.ObservedGeneration != bp.Generation:
 			msg := fmt.Sprintf("Blueprint generation %d is valid", bp.Generation)
 			if out := blueprints.SafetyOptOuts(bp.Spec.Kind, bp.Spec.Actions); out != "" {

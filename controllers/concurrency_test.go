@@ -17,8 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
-	"github.com/nacflow/nacflow/controllers"
 	"github.com/nacflow/nacflow/engine"
+	"github.com/nacflow/nacflow/internal/events"
 )
 
 // ConcurrencySuite: every write the controller makes to a NAC object carries
@@ -157,10 +157,10 @@ func (s *ConcurrencySuite) TestEditBetweenReadAndStatusWrite(c *C) {
 func (s *ConcurrencySuite) TestEventWaveNotDropped(c *C) {
 	r := newFaultRun(c)
 	defer r.stop()
-	events := controllers.NewEventBroadcaster(20, 5, 4)
-	defer events.Shutdown()
-	dropped0, waited0 := droppedTotal(), controllers.EventQueueWaitSeconds()
-	stop := startController(c, controllerOptions{oadp: r.oadp, selector: r.sel, restart: true, events: events})
+	broadcaster := events.NewBroadcaster(20, 5, 4)
+	defer broadcaster.Shutdown()
+	dropped0, waited0 := droppedTotal(c), queueWaitSeconds(c)
+	stop := startController(c, controllerOptions{oadp: r.oadp, selector: r.sel, restart: true, events: broadcaster})
 	defer stop()
 	ns := createNamespace(c, "wave")
 	const n = 60
@@ -182,6 +182,14 @@ func (s *ConcurrencySuite) TestEventWaveNotDropped(c *C) {
 	for name, k := range started {
 		c.Check(k, Equals, 1, Commentf("%s: actions started", name))
 	}
-	c.Check(droppedTotal()-dropped0, Equals, 0.0)
-	c.Check(controllers.EventQueueWaitSeconds() > waited0, Equals, true, Commentf("the queue of 4 was full at times"))
+	c.Check(droppedTotal(c)-dropped0, Equals, 0.0)
+	c.Check(queueWaitSeconds(c) > waited0, Equals, true, Commentf("the queue of 4 was full at times"))
+}
+
+// droppedTotal is nacflow_events_dropped_total, every reason summed.
+func droppedTotal(c *C) float64 { return metricValue(c, "nacflow_events_dropped_total", nil) }
+
+// queueWaitSeconds is nacflow_event_queue_wait_seconds_total.
+func queueWaitSeconds(c *C) float64 {
+	return metricValue(c, "nacflow_event_queue_wait_seconds_total", nil)
 }

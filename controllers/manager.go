@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
+	"github.com/nacflow/nacflow/internal/cachetransform"
 )
 
 // RBAC the manager needs besides its reconcilers': leader election,
@@ -46,7 +47,7 @@ func CacheOptions(oadpNamespace string) cache.Options {
 	return cache.Options{
 		// managedFields are never read: not keeping them saves memory on
 		// every cached object; equal plan snapshots are kept once.
-		DefaultTransform: cacheTransform(),
+		DefaultTransform: cachetransform.New(),
 		ByObject: map[client.Object]cache.ByObject{
 			// Every Backup of the OADP namespace, NAC's or not: all of them
 			// take a place in Velero's queue.

@@ -18,6 +18,10 @@ import (
 	"github.com/nacflow/nacflow/controllers"
 	"github.com/nacflow/nacflow/dpa"
 	"github.com/nacflow/nacflow/engine"
+	"github.com/nacflow/nacflow/internal/events"
+	nacmetrics "github.com/nacflow/nacflow/internal/metrics"
+	"github.com/nacflow/nacflow/internal/restmapper"
+	"github.com/nacflow/nacflow/internal/veleroqueue"
 	"github.com/nacflow/nacflow/phases"
 )
 
@@ -39,7 +43,7 @@ type controllerOptions struct {
 	restart bool
 	// events, when set, is the manager's event broadcaster (the caller
 	// shuts it down); else an unpaced one.
-	events *controllers.EventBroadcaster
+	events *events.Broadcaster
 	// maxInVelero is --max-backups-in-velero-per-namespace (0: unlimited,
 	// what the suites written before it expect).
 	maxInVelero int
@@ -64,13 +68,13 @@ func startController(c *C, o controllerOptions) (stop func()) {
 	}
 	broadcaster := o.events
 	if broadcaster == nil {
-		broadcaster = controllers.NewEventBroadcaster(0, 0, 0) // unlimited: tests read events at once
+		broadcaster = events.NewBroadcaster(0, 0, 0) // unlimited: tests read events at once
 	}
 	opts := ctrl.Options{
 		Scheme:           testScheme,
 		Metrics:          metricsserver.Options{BindAddress: "0"},
 		Cache:            cacheOpts,
-		MapperProvider:   controllers.NewRESTMapper,
+		MapperProvider:   restmapper.New,
 		EventBroadcaster: broadcaster, //nolint:staticcheck // shut down with the manager below
 		Controller:       config.Controller{SkipNameValidation: &o.restart, MaxConcurrentReconciles: o.concurrency},
 	}
@@ -85,13 +89,13 @@ func startController(c *C, o controllerOptions) (stop func()) {
 	}
 	mgr, err := ctrl.NewManager(cfg, opts)
 	c.Assert(err, IsNil)
-	queue := controllers.NewBackupQueue()
+	queue := veleroqueue.NewBackupQueue()
 	// As cmd/nac: flags given win, else the OADP namespace's DPA.
 	settings := &dpa.Source{Reader: mgr.GetAPIReader(), Namespace: o.oadp}
 	if o.requireApproval {
 		settings.Flags.RequireApprovalForBSL = &o.requireApproval
 	}
-	turns := controllers.NewVeleroTurns(mgr.GetClient(), o.oadp)
+	turns := veleroqueue.NewTurns(mgr.GetClient(), o.oadp)
 	registry, err := phases.NewRegistry(phases.Clients{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorderFor("nacflow-blueprint"), Queue: queue, Turns: turns},
 		phases.Options{RequireApprovalForBSL: o.requireApproval, Settings: settings, MaxBackupsInVelero: o.maxInVelero, Resolver: testDNS})
 	c.Assert(err, IsNil)
@@ -100,7 +104,7 @@ func startController(c *C, o controllerOptions) (stop func()) {
 		return controllers.Deps{
 			Client:        mgr.GetClient(),
 			APIReader:     mgr.GetAPIReader(),
-			Runner:        &engine.Runner{Registry: registry, Recorder: recorder, Observer: controllers.MetricsObserver{Kind: kind}},
+			Runner:        &engine.Runner{Registry: registry, Recorder: recorder, Observer: nacmetrics.Observer{Kind: kind}},
 			Recorder:      recorder,
 			Blueprints:    &blueprints.Resolver{Reader: mgr.GetClient(), Namespace: o.oadp},
 			OADPNamespace: o.oadp,

@@ -15,7 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
-	"github.com/nacflow/nacflow/controllers"
+	nacmetrics "github.com/nacflow/nacflow/internal/metrics"
+	"github.com/nacflow/nacflow/internal/veleroqueue"
 )
 
 // metricValue sums the samples of the metric family name (a counter, or a
@@ -71,11 +72,11 @@ func (s *ControllerSuite) TestMetrics(c *C) {
 	c.Check(metricValue(c, "nacflow_phase_duration_seconds", create)-p0, Equals, 1.0)
 
 	// While it runs: counted as active, its Backup in Velero's queue.
-	queue := controllers.NewBackupQueue()
+	queue := veleroqueue.NewBackupQueue()
 	b := &velerov1.Backup{}
 	c.Assert(testClient.Get(context.Background(), client.ObjectKey{Namespace: s.oadp, Name: got.Status.VeleroBackup.Name}, b), IsNil)
 	queue.Observe(b)
-	collector := &controllers.StateCollector{Reader: testClient, Queue: queue}
+	collector := &nacmetrics.StateCollector{Reader: testClient, Queue: queue}
 	expected := fmt.Sprintf("# HELP nacflow_velero_backup_queue_depth Unfinished Velero Backups in the OADP namespace: Velero's queue, tenants' and the admin's.\n"+
 		"# TYPE nacflow_velero_backup_queue_depth gauge\nnacflow_velero_backup_queue_depth %d\n", 1)
 	c.Check(testutil.CollectAndCompare(collector, strings.NewReader(expected), "nacflow_velero_backup_queue_depth"), IsNil)
@@ -90,7 +91,7 @@ func (s *ControllerSuite) TestMetrics(c *C) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { _ = informers.Start(ctx) }()
-	inPlace := &controllers.StateCollector{Informers: informers, Queue: queue}
+	inPlace := &nacmetrics.StateCollector{Informers: informers, Queue: queue}
 	c.Check(testutil.CollectAndCount(inPlace, "nacflow_active_operations"), Equals, 5)
 	active = activeOperations(c, inPlace, "NonAdminBackup")
 	c.Check(active >= 1, Equals, true, Commentf("%v active, read in place", active))
@@ -102,12 +103,12 @@ func (s *ControllerSuite) TestMetrics(c *C) {
 }
 
 // activeOperations is the nacflow_active_operations sample of kind.
-func activeOperations(c *C, collector *controllers.StateCollector, kind string) float64 {
+func activeOperations(c *C, collector *nacmetrics.StateCollector, kind string) float64 {
 	return gaugeSample(c, collector, "nacflow_active_operations", "kind", kind)
 }
 
 // gaugeSample is the value of collector's gauge name whose label is value.
-func gaugeSample(c *C, collector *controllers.StateCollector, name, label, value string) float64 {
+func gaugeSample(c *C, collector *nacmetrics.StateCollector, name, label, value string) float64 {
 	reg := prometheus.NewPedanticRegistry()
 	c.Assert(reg.Register(collector), IsNil)
 	families, err := reg.Gather()

@@ -23,6 +23,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
+	"github.com/nacflow/nacflow/internal/staleness"
+	"github.com/nacflow/nacflow/internal/veleroqueue"
+	"github.com/nacflow/nacflow/phases"
 )
 
 // Actions of the nonadminbackup blueprint.
@@ -52,19 +55,19 @@ type NonAdminBackupReconciler struct {
 	Deps
 	// QueueRefreshWindow is how long waiting NABs' queue positions may lag a
 	// completion; completions within it cost one refresh. 0 means
-	// DefaultQueueRefreshWindow.
+	// veleroqueue.DefaultRefreshWindow.
 	QueueRefreshWindow time.Duration
 	// Queue indexes the unfinished Velero Backups for queue positions (shared
 	// with the phases, which set the first position); nil: no positions
 	// beyond Velero's own and 0 once finished.
-	Queue *BackupQueue
+	Queue *veleroqueue.BackupQueue
 	// Turns shares Velero's queue between namespaces (shared with
 	// WaitForTurn, which asks it for turns); the reconciler wakes the
 	// waiters whose turn a change may have brought. nil: no waiter is
 	// woken but by its timed recheck.
-	Turns *VeleroTurns
+	Turns *veleroqueue.Turns
 
-	reads readTracker
+	reads staleness.Tracker
 	// refreshAt is when the scheduled queue refresh runs; until then further
 	// completions need no new one.
 	refreshMu sync.Mutex
@@ -178,7 +181,7 @@ func (r *NonAdminBackupReconciler) mirror(ctx context.Context, nab *v1alpha1.Non
 		}
 		// The figure is an estimate: rewritten when it drifted (the rule),
 		// or for free when the status is written anyway.
-		if QueuePositionStale(recorded, pos) || mirrorChanged && recorded != pos {
+		if phases.PositionStale(recorded, pos) || mirrorChanged && recorded != pos {
 			nab.Status.QueueInfo = &v1alpha1.QueueInfo{EstimatedQueuePosition: pos}
 			recorded = pos
 		}
@@ -193,7 +196,7 @@ func (r *NonAdminBackupReconciler) mirror(ctx context.Context, nab *v1alpha1.Non
 // labels, mapped back to their NAB by the origin annotations.
 func (r *NonAdminBackupReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Turns != nil {
-		if err := IndexTurns(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		if err := veleroqueue.IndexTurns(context.Background(), mgr.GetFieldIndexer()); err != nil {
 			return err
 		}
 	}

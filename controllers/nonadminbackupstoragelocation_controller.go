@@ -20,6 +20,7 @@ import (
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/dpa"
+	"github.com/nacflow/nacflow/internal/staleness"
 )
 
 // ActionCreate creates or updates a NonAdminBackupStorageLocation's Velero
@@ -50,7 +51,7 @@ type NonAdminBackupStorageLocationReconciler struct {
 	// elsewhere after validation re-runs the endpoint rules.
 	EndpointRevision func(ctx context.Context, spec *velerov1.BackupStorageLocationSpec) string
 
-	reads        readTracker
+	reads        staleness.Tracker
 	adminStorage adminStorage
 	endpoints    endpointRevisions
 }

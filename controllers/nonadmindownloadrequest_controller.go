@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
+	"github.com/nacflow/nacflow/internal/staleness"
 )
 
 // Actions of the nonadmindownloadrequest blueprint.
@@ -27,7 +28,7 @@ const (
 type NonAdminDownloadRequestReconciler struct {
 	Deps
 
-	reads readTracker
+	reads staleness.Tracker
 }
 
 // +kubebuilder:rbac:groups=oadp.openshift.io,resources=nonadmindownloadrequests,verbs=get;list;watch;update;patch;delete

@@ -19,6 +19,7 @@ import (
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/blueprints"
 	"github.com/nacflow/nacflow/controllers"
+	nacmetrics "github.com/nacflow/nacflow/internal/metrics"
 )
 
 func newNADR(ns, name string, kind velerov1.DownloadTargetKind, target string) *v1alpha1.NonAdminDownloadRequest {
@@ -343,5 +344,5 @@ func (s *ControllerSuite) TestBackupVerificationFindsStrangers(c *C) {
 
 // unverifiedBackups is the nacflow_backups_unverified sample of ns.
 func unverifiedBackups(c *C, ns string) float64 {
-	return gaugeSample(c, &controllers.StateCollector{Reader: testClient}, "nacflow_backups_unverified", "namespace", ns)
+	return gaugeSample(c, &nacmetrics.StateCollector{Reader: testClient}, "nacflow_backups_unverified", "namespace", ns)
 }

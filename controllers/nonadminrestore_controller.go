@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
+	"github.com/nacflow/nacflow/internal/staleness"
 )
 
 // Actions of the nonadminrestore blueprint.
@@ -26,7 +27,7 @@ const (
 type NonAdminRestoreReconciler struct {
 	Deps
 
-	reads readTracker
+	reads staleness.Tracker
 }
 
 // +kubebuilder:rbac:groups=oadp.openshift.io,resources=nonadminrestores,verbs=get;list;watch;update;patch;delete

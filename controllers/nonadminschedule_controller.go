@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
+	"github.com/nacflow/nacflow/internal/staleness"
 )
 
 // Event reasons of NonAdminSchedules.
@@ -59,7 +60,7 @@ type NonAdminScheduleReconciler struct {
 	// CheckPeriod is DefaultRunCheckPeriod when 0.
 	CheckPeriod time.Duration
 
-	reads readTracker
+	reads staleness.Tracker
 }
 
 // +kubebuilder:rbac:groups=oadp.openshift.io,resources=nonadminschedules,verbs=get;list;watch;update;patch

@@ -21,6 +21,7 @@ import (
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/blueprints"
 	"github.com/nacflow/nacflow/controllers"
+	nacmetrics "github.com/nacflow/nacflow/internal/metrics"
 )
 
 func newNAS(ns, name, schedule string, spec velerov1.BackupSpec) *v1alpha1.NonAdminSchedule {
@@ -316,7 +317,7 @@ func (s *ControllerSuite) TestScheduleRPO(c *C) {
 	})
 	c.Check(got.Status.RPO.Duration, Equals, 6*time.Second)
 	// The gauges an alert compares: last success and the objective.
-	collector := &controllers.StateCollector{Reader: testClient}
+	collector := &nacmetrics.StateCollector{Reader: testClient}
 	expected := fmt.Sprintf("# HELP nacflow_schedule_rpo_seconds The recovery-point objective in force of a NonAdminSchedule (status.rpo), in seconds; absent without one.\n"+
 		"# TYPE nacflow_schedule_rpo_seconds gauge\nnacflow_schedule_rpo_seconds{name=\"protected\",namespace=%q} 6\n", ns)
 	c.Check(filteredCompare(collector, "nacflow_schedule_rpo_seconds", ns, expected), IsNil)

@@ -2,16 +2,13 @@ package controllers
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"time"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -24,6 +21,10 @@ import (
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/blueprints"
 	"github.com/nacflow/nacflow/engine"
+	"github.com/nacflow/nacflow/internal/events"
+	"github.com/nacflow/nacflow/internal/loglevel"
+	"github.com/nacflow/nacflow/internal/patch"
+	"github.com/nacflow/nacflow/internal/staleness"
 )
 
 // Deps are what every NAC reconciler is given.
@@ -122,7 +123,7 @@ type nacKind[T v1alpha1.Object] struct {
 // first write); run the action its state calls for as far as it can go; write
 // status once, with a patch; then delete the object or remove the finalizer
 // when a deleting action has ended.
-func reconcileNAC[T v1alpha1.Object](ctx context.Context, d *Deps, reads *readTracker, k nacKind[T], req ctrl.Request) (ctrl.Result, error) {
+func reconcileNAC[T v1alpha1.Object](ctx context.Context, d *Deps, reads *staleness.Tracker, k nacKind[T], req ctrl.Request) (ctrl.Result, error) {
 	kind, err := kindOf[T]()
 	if err != nil {
 		return ctrl.Result{}, reconcile.TerminalError(err)
@@ -130,11 +131,11 @@ func reconcileNAC[T v1alpha1.Object](ctx context.Context, d *Deps, reads *readTr
 	obj := kind.New().(T)
 	if err := d.Client.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
-			reads.forget(req.NamespacedName)
+			reads.Forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if stale, after := reads.isStale(req.NamespacedName, obj.GetResourceVersion()); stale {
+	if stale, after := reads.IsStale(req.NamespacedName, obj.GetResourceVersion()); stale {
 		return ctrl.Result{RequeueAfter: after}, nil
 	}
 	// Every version this reconcile reads or writes, but the last, is behind
@@ -143,7 +144,7 @@ func reconcileNAC[T v1alpha1.Object](ctx context.Context, d *Deps, reads *readTr
 	wrote := func() { passed = append(passed, obj.GetResourceVersion()) }
 	defer func() {
 		if last := len(passed) - 1; last > 0 {
-			reads.wrote(req.NamespacedName, passed[:last]...)
+			reads.Wrote(req.NamespacedName, passed[:last]...)
 		}
 	}()
 
@@ -153,7 +154,7 @@ func reconcileNAC[T v1alpha1.Object](ctx context.Context, d *Deps, reads *readTr
 			return ctrl.Result{}, nil
 		}
 		controllerutil.AddFinalizer(obj, kind.Finalizer)
-		if err := patchFinalizers(ctx, d.Client, obj); err != nil {
+		if err := patch.Finalizers(ctx, d.Client, obj); err != nil {
 			return ctrl.Result{}, fmt.Errorf("adding finalizer to %s: %w", req.NamespacedName, err)
 		}
 		wrote()
@@ -166,7 +167,7 @@ func reconcileNAC[T v1alpha1.Object](ctx context.Context, d *Deps, reads *readTr
 	if k.logLevel != nil {
 		level = k.logLevel(obj)
 	}
-	logger, storyLog := loggersFor(log.FromContext(ctx).WithValues("action", action), level)
+	logger, storyLog := loglevel.Loggers(log.FromContext(ctx).WithValues("action", action), level)
 	ctx = log.IntoContext(ctx, logger)
 	before := obj.DeepCopyObject().(client.Object)
 	if obj.GetPhase() == "" {
@@ -175,20 +176,20 @@ func reconcileNAC[T v1alpha1.Object](ctx context.Context, d *Deps, reads *readTr
 	if k.begin != nil {
 		k.begin(obj)
 	}
-	events := &engine.EventBuffer{}
-	result, finished, err := runAction(ctx, d, kind, k, obj, action, events)
+	buffer := &events.Buffer{}
+	result, finished, err := runAction(ctx, d, kind, k, obj, action, buffer)
 	if err == nil {
 		obj.SetObservedGeneration(obj.GetGeneration())
 	}
-	if perr := engine.PatchStatus(ctx, d.Client, obj, before); perr != nil {
+	if perr := patch.Status(ctx, d.Client, obj, before); perr != nil {
 		// What this run did is not recorded: neither are its events (the
 		// retry, from a fresh read, tells the story once).
 		return ctrl.Result{}, errors.Join(err, perr)
 	}
-	events.Each(func(eventType, reason, message string) {
+	buffer.Each(func(eventType, reason, message string) {
 		storyLog.Info(message, "event", reason, "type", eventType)
 	})
-	events.Flush(d.Recorder)
+	buffer.Flush(d.Recorder)
 	if obj.GetResourceVersion() != passed[len(passed)-1] {
 		wrote()
 	}
@@ -215,7 +216,7 @@ func reconcileNAC[T v1alpha1.Object](ctx context.Context, d *Deps, reads *readTr
 		}
 	case deleting:
 		controllerutil.RemoveFinalizer(obj, kind.Finalizer)
-		err := patchFinalizers(ctx, d.Client, obj)
+		err := patch.Finalizers(ctx, d.Client, obj)
 		if apierrors.IsNotFound(err) {
 			return result, nil // an earlier reconcile removed it: it logged
 		}
@@ -238,78 +239,10 @@ func kindOf[T v1alpha1.Object]() (v1alpha1.Kind, error) {
 	return v1alpha1.Kind{}, fmt.Errorf("%T is not in the NAC kind registry (v1alpha1.Kinds)", zero)
 }
 
-// Object log levels (OADP NAC's NonAdminBackup spec.logLevel enum): the
-// verbose ones log the run's story at info, the quiet ones keep only errors.
-var (
-	verboseLevels = map[string]bool{"debug": true, "trace": true}
-	quietLevels   = map[string]bool{"warning": true, "error": true, "fatal": true, "panic": true}
-)
-
-// loggersFor returns the logger of a reconcile of an object with log level
-// level (NonAdminBackup spec.logLevel; "" for none) and the logger its
-// story — the run's events — is written to: base and base.V(1) for the
-// controller's own level; base twice for debug and trace, so that the story
-// shows at info; for warning and above, loggers that drop every info line
-// and keep errors.
-func loggersFor(base logr.Logger, level string) (logger, story logr.Logger) {
-	switch {
-	case verboseLevels[level]:
-		return base, base
-	case quietLevels[level]:
-		sink := base.GetSink()
-		if cd, ok := sink.(logr.CallDepthLogSink); ok {
-			// errorsOnly's own frame sits between the caller and sink.
-			sink = cd.WithCallDepth(1)
-		}
-		quiet := logr.New(errorsOnly{sink})
-		return quiet, quiet
-	default:
-		return base, base.V(1)
-	}
-}
-
-// errorsOnly is a logr.LogSink that passes errors on and drops every info
-// line, for an object whose log level is warning or above.
-type errorsOnly struct{ logr.LogSink }
-
-// Init implements logr.LogSink: the wrapped sink is initialized already
-// (and shared: it must not be changed).
-func (errorsOnly) Init(logr.RuntimeInfo) {}
-
-// Enabled implements logr.LogSink: no info line is enabled.
-func (errorsOnly) Enabled(int) bool { return false }
-
-// Info implements logr.LogSink: dropped.
-func (errorsOnly) Info(int, string, ...any) {}
-
-// WithValues implements logr.LogSink.
-func (s errorsOnly) WithValues(kv ...any) logr.LogSink {
-	return errorsOnly{s.LogSink.WithValues(kv...)}
-}
-
-// WithName implements logr.LogSink.
-func (s errorsOnly) WithName(name string) logr.LogSink { return errorsOnly{s.LogSink.WithName(name)} }
-
-// patchFinalizers writes obj's finalizers with a JSON merge patch (the list is
-// replaced whole, as any merge patch of a list does) whose precondition is
-// the resourceVersion obj was read at: when anyone changed the object since —
-// another controller adding its finalizer, say — the API server refuses it
-// with a Conflict (transient: the reconcile is retried from a fresh read)
-// instead of dropping or resurrecting a finalizer. It reads back only the new
-// resourceVersion (engine.PatchMetadataOnly).
-func patchFinalizers(ctx context.Context, c client.Client, obj client.Object) error {
-	data, err := json.Marshal(map[string]any{"metadata": map[string]any{
-		"finalizers": obj.GetFinalizers(), "resourceVersion": obj.GetResourceVersion()}})
-	if err != nil {
-		return err
-	}
-	return engine.PatchMetadataOnly(ctx, c, obj, client.RawPatch(types.MergePatchType, data), false)
-}
-
 // runAction resolves (for a new operation) and runs action, then afterRun.
-// The run's events go to events, sent once its status is written.
+// The run's events go to buffer, sent once its status is written.
 // finished is true once the plan, deferPhase included, has ended.
-func runAction[T v1alpha1.Object](ctx context.Context, d *Deps, kind v1alpha1.Kind, k nacKind[T], obj T, action string, events *engine.EventBuffer) (ctrl.Result, bool, error) {
+func runAction[T v1alpha1.Object](ctx context.Context, d *Deps, kind v1alpha1.Kind, k nacKind[T], obj T, action string, buffer *events.Buffer) (ctrl.Result, bool, error) {
 	uuid, corrected, err := operationIdentity(ctx, d.Client, d.OADPNamespace, kind.Kind, obj, k.refs(obj), k.adopts)
 	if err != nil {
 		return ctrl.Result{}, false, err
@@ -317,7 +250,7 @@ func runAction[T v1alpha1.Object](ctx context.Context, d *Deps, kind v1alpha1.Ki
 	if len(corrected) > 0 {
 		msg := correctedMessage(kind.Kind, corrected)
 		log.FromContext(ctx).Info("corrected status references", "corrected", corrected)
-		events.Event(obj, corev1.EventTypeWarning, EventStatusCorrected, msg)
+		buffer.Event(obj, corev1.EventTypeWarning, EventStatusCorrected, msg)
 	}
 	revision := ""
 	if k.revision != nil {
@@ -341,7 +274,7 @@ func runAction[T v1alpha1.Object](ctx context.Context, d *Deps, kind v1alpha1.Ki
 		}
 	}
 	out, err := d.Runner.Run(ctx, engine.Request{Object: obj, Action: plan, UUID: uuid, OADPNamespace: d.OADPNamespace,
-		Revision: revision, NamespaceLabels: ns.Labels, Recorder: events})
+		Revision: revision, NamespaceLabels: ns.Labels, Recorder: buffer})
 	if engine.IsTerminal(err) {
 		d.Recorder.Event(obj, corev1.EventTypeWarning, EventBlueprintInvalid, err.Error())
 		return ctrl.Result{}, false, reconcile.TerminalError(err)

@@ -145,7 +145,7 @@ func eventReasons(c *C, namespace, name string) []string {
 
 // eventStory returns the events of the object name in namespace, oldest
 // first, as "Type Reason: message". A reconcile's Normal transitions are one
-// event (engine.EventBuffer.Flush): the message tells each of them.
+// event (events.Buffer.Flush): the message tells each of them.
 func eventStory(c *C, namespace, name string) []string {
 	list := &corev1.EventList{}
 	c.Assert(testClient.List(context.Background(), list, client.InNamespace(namespace)), IsNil)

@@ -78,7 +78,7 @@ type Observer interface {
 // blueprint action used if the operation has not started yet.
 type Request struct {
 	// Object is the NAC object; Run changes its status in memory only: the
-	// caller persists it with PatchStatus.
+	// caller persists it with a status patch.
 	Object Object
 	// Action names the action to run and, for a new operation, resolves
 	// it. When the object's plan is for another action or revision, or it
@@ -96,7 +96,7 @@ type Request struct {
 	// new run of the action starts. "" for kinds that never re-run.
 	Revision string
 	// Recorder, when set, receives this run's events instead of the
-	// Runner's (an EventBuffer the caller flushes once the status is
+	// Runner's (a buffer the caller flushes once the status is
 	// written).
 	Recorder record.EventRecorder
 }

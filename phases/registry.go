@@ -29,10 +29,10 @@ type Clients struct {
 	// Recorder emits the events of Notify (nil: none).
 	Recorder record.EventRecorder
 	// Queue estimates queue positions (nil: CreateVeleroBackup sets none).
-	Queue engine.QueueEstimator
+	Queue QueueEstimator
 	// Turns shares Velero's queue between namespaces (WaitForTurn; nil:
 	// WaitForTurn fails unless its limit is 0).
-	Turns engine.TurnKeeper
+	Turns TurnKeeper
 }
 
 // tools are what some functions keep besides the operation: never a client.
@@ -40,9 +40,9 @@ type tools struct {
 	// recorder emits Notify's events (nil: none).
 	recorder record.EventRecorder
 	// queue estimates queue positions (nil: none).
-	queue engine.QueueEstimator
+	queue QueueEstimator
 	// turns decides WaitForTurn's turns (nil: none).
-	turns engine.TurnKeeper
+	turns TurnKeeper
 	// recent remembers what these functions created.
 	recent *recentCreates
 }

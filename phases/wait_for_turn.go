@@ -65,7 +65,7 @@ func (a WaitForTurnArgs) Validate() error {
 // namespace's waiting backups go in (creation time, name) order, and
 // namespaces with room go round-robin, the one with the fewest backups in
 // Velero first (then the one whose head waited longest, then by name). The
-// decision is the injected engine.TurnKeeper's, made under one lock for all
+// decision is the injected TurnKeeper's, made under one lock for all
 // namespaces, so parallel workers never admit past the limit or out of
 // turn; it follows from the cache, so a restart rebuilds it.
 //
@@ -73,7 +73,7 @@ func (a WaitForTurnArgs) Validate() error {
 // condition say why and the backup's place among its namespace's own
 // ("namespace a has 2 of its 2 backups in Velero; this is 4th of 22
 // waiting in a"); no other namespace is named. The place is rewritten only
-// when it changed materially (engine.PositionStale), so a waiting backup
+// when it changed materially (PositionStale), so a waiting backup
 // costs one status write, not one per backup ahead of it. Outputs while
 // waiting: limit, position, waiting; once admitted: limit.
 //
@@ -107,7 +107,7 @@ func (f *WaitForTurn) Run(ctx context.Context, op *engine.Operation, args any) (
 	if f.tools.turns == nil {
 		return engine.Result{}, engine.Terminalf("WaitForTurn has no turn keeper: build the registry with phases.Clients.Turns")
 	}
-	d, err := f.tools.turns.Turn(ctx, engine.TurnRequest{Namespace: nab.Namespace, Name: nab.Name, Created: nab.CreationTimestamp.Time,
+	d, err := f.tools.turns.Turn(ctx, TurnRequest{Namespace: nab.Namespace, Name: nab.Name, Created: nab.CreationTimestamp.Time,
 		Backup: v1alpha1.NACObjectName(nab.Namespace, nab.Name, op.UUID), Max: limit})
 	if err != nil {
 		return engine.Result{}, fmt.Errorf("deciding the turn of %s/%s in Velero's queue: %w", nab.Namespace, nab.Name, err)
@@ -124,7 +124,7 @@ func (f *WaitForTurn) Run(ctx context.Context, op *engine.Operation, args any) (
 		TurnOutputLimit: strconv.Itoa(limit), TurnOutputPosition: strconv.Itoa(d.Position), TurnOutputWaiting: strconv.Itoa(d.Waiting), "why": why}
 	if prev := op.Object.GetPlan().Phase(op.Phase); prev != nil && prev.State == v1alpha1.PhaseWaiting && prev.Message != "" &&
 		prev.Output[TurnOutputLimit] == out[TurnOutputLimit] && prev.Output["why"] == why {
-		if shown, err := strconv.Atoi(prev.Output[TurnOutputPosition]); err == nil && !engine.PositionStale(shown, d.Position) {
+		if shown, err := strconv.Atoi(prev.Output[TurnOutputPosition]); err == nil && !PositionStale(shown, d.Position) {
 			// Not changed materially: what is shown stays, and nothing is
 			// written.
 			msg, out = prev.Message, prev.Output
@@ -139,7 +139,7 @@ func (f *WaitForTurn) Run(ctx context.Context, op *engine.Operation, args any) (
 
 // turnMessage says why a backup of namespace ns waits and where it stands
 // among the namespace's own. It never names another namespace.
-func turnMessage(ns, why string, d engine.TurnDecision, limit int) string {
+func turnMessage(ns, why string, d TurnDecision, limit int) string {
 	if why == "turn" {
 		return fmt.Sprintf("waiting for a turn in Velero's queue: namespace %s has %d of its %d backups in Velero and another namespace's turn comes first (round-robin across namespaces); this is %s of %d waiting in %s",
 			ns, d.InVelero, limit, ordinal(d.Position), d.Waiting, ns)

@@ -18,11 +18,11 @@ var _ = Suite(&WaitForTurnSuite{})
 
 // fixedTurns answers every request with d and records the requests.
 type fixedTurns struct {
-	d    engine.TurnDecision
-	reqs []engine.TurnRequest
+	d    TurnDecision
+	reqs []TurnRequest
 }
 
-func (f *fixedTurns) Turn(_ context.Context, req engine.TurnRequest) (engine.TurnDecision, error) {
+func (f *fixedTurns) Turn(_ context.Context, req TurnRequest) (TurnDecision, error) {
 	f.reqs = append(f.reqs, req)
 	return f.d, nil
 }
@@ -44,7 +44,7 @@ func turnOp(msg string, out map[string]string) *engine.Operation {
 func intp(n int) *int { return &n }
 
 func (s *WaitForTurnSuite) TestWaitsSayingWhyAndWhere(c *C) {
-	turns := &fixedTurns{d: engine.TurnDecision{InVelero: 2, Position: 4, Waiting: 22}}
+	turns := &fixedTurns{d: TurnDecision{InVelero: 2, Position: 4, Waiting: 22}}
 	f := &WaitForTurn{tools: tools{turns: turns}, defaultMax: 2}
 	op := turnOp("", nil)
 	res, err := f.Run(context.Background(), op, &WaitForTurnArgs{})
@@ -52,7 +52,7 @@ func (s *WaitForTurnSuite) TestWaitsSayingWhyAndWhere(c *C) {
 	want := "waiting for a turn in Velero's queue: namespace a has 2 of its 2 backups in Velero; this is 4th of 22 waiting in a"
 	c.Check(res, DeepEquals, engine.Result{Wait: true, RecheckAfter: time.Minute, Message: want,
 		Output: map[string]string{"limit": "2", "position": "4", "waiting": "22", "why": "full"}})
-	c.Check(turns.reqs, DeepEquals, []engine.TurnRequest{{Namespace: "a", Name: "b7", Created: time.Unix(100, 0),
+	c.Check(turns.reqs, DeepEquals, []TurnRequest{{Namespace: "a", Name: "b7", Created: time.Unix(100, 0),
 		Backup: v1alpha1.NACObjectName("a", "b7", "u-1"), Max: 2}})
 	cond := meta.FindStatusCondition(op.Object.(*v1alpha1.NonAdminBackup).Status.Conditions, v1alpha1.ConditionQueued)
 	c.Assert(cond, NotNil)
@@ -61,7 +61,7 @@ func (s *WaitForTurnSuite) TestWaitsSayingWhyAndWhere(c *C) {
 	c.Check(cond.Message, Equals, want)
 
 	// Another namespace first: said so, without naming it.
-	turns.d = engine.TurnDecision{InVelero: 1, Position: 1, Waiting: 3, OtherFirst: true}
+	turns.d = TurnDecision{InVelero: 1, Position: 1, Waiting: 3, OtherFirst: true}
 	res, err = f.Run(context.Background(), turnOp("", nil), &WaitForTurnArgs{Max: intp(3)})
 	c.Assert(err, IsNil)
 	c.Check(res.Message, Equals, "waiting for a turn in Velero's queue: namespace a has 1 of its 3 backups in Velero and another namespace's turn comes first (round-robin across namespaces); this is 1st of 3 waiting in a")
@@ -78,21 +78,21 @@ func (s *WaitForTurnSuite) TestPlaceRewrittenOnlyWhenStale(c *C) {
 		pos     int
 		rewrite bool
 	}{{12, false}, {11, false}, {9, false}, {8, true}, {5, true}} {
-		turns := &fixedTurns{d: engine.TurnDecision{InVelero: 2, Position: tc.pos, Waiting: 21}}
+		turns := &fixedTurns{d: TurnDecision{InVelero: 2, Position: tc.pos, Waiting: 21}}
 		f := &WaitForTurn{tools: tools{turns: turns}, defaultMax: 2}
 		res, err := f.Run(context.Background(), turnOp(old, oldOut), &WaitForTurnArgs{})
 		c.Assert(err, IsNil)
 		c.Check(res.Message == old, Equals, !tc.rewrite, Commentf("position %d: %s", tc.pos, res.Message))
 	}
 	// A limit that changed is always told.
-	f := &WaitForTurn{tools: tools{turns: &fixedTurns{d: engine.TurnDecision{InVelero: 2, Position: 12, Waiting: 22}}}, defaultMax: 2}
+	f := &WaitForTurn{tools: tools{turns: &fixedTurns{d: TurnDecision{InVelero: 2, Position: 12, Waiting: 22}}}, defaultMax: 2}
 	res, err := f.Run(context.Background(), turnOp(old, oldOut), &WaitForTurnArgs{Max: intp(3)})
 	c.Assert(err, IsNil)
 	c.Check(res.Message, Matches, ".* has 2 of its 3 backups .*")
 }
 
 func (s *WaitForTurnSuite) TestAdmittedUnlimitedAndMisuse(c *C) {
-	f := &WaitForTurn{tools: tools{turns: &fixedTurns{d: engine.TurnDecision{Admitted: true, InVelero: 1}}}, defaultMax: 2}
+	f := &WaitForTurn{tools: tools{turns: &fixedTurns{d: TurnDecision{Admitted: true, InVelero: 1}}}, defaultMax: 2}
 	res, err := f.Run(context.Background(), turnOp("", nil), &WaitForTurnArgs{})
 	c.Assert(err, IsNil)
 	c.Check(res, DeepEquals, engine.Done("its turn in Velero's queue: namespace a had 1 of its 2 backups in Velero", map[string]string{"limit": "2"}))

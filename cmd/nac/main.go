@@ -28,8 +28,13 @@ import (
 	"github.com/nacflow/nacflow/dpa"
 	"github.com/nacflow/nacflow/engine"
 	"github.com/nacflow/nacflow/internal/endpoint"
+	"github.com/nacflow/nacflow/internal/events"
 	"github.com/nacflow/nacflow/internal/gctune"
+	nacmetrics "github.com/nacflow/nacflow/internal/metrics"
+	"github.com/nacflow/nacflow/internal/periodic"
+	"github.com/nacflow/nacflow/internal/restmapper"
 	"github.com/nacflow/nacflow/internal/restorepolicy"
+	"github.com/nacflow/nacflow/internal/veleroqueue"
 	"github.com/nacflow/nacflow/phases"
 )
 
@@ -195,7 +200,7 @@ func registerFlags(fs *flag.FlagSet, o *options) *zap.Options {
 		"Address the /healthz and /readyz probes bind to.")
 	fs.BoolVar(&o.leaderElect, "leader-elect", false,
 		"Elect a leader (a Lease in the OADP namespace) so that only one replica reconciles.")
-	fs.DurationVar(&o.queueWindow, "queue-refresh-window", controllers.DefaultQueueRefreshWindow,
+	fs.DurationVar(&o.queueWindow, "queue-refresh-window", veleroqueue.DefaultRefreshWindow,
 		"How long waiting NonAdminBackups' queue positions may lag a finished backup; all completions within it cost one status write per waiting NAB.")
 	fs.BoolVar(&o.bslApproval, "require-approval-for-bsl", false,
 		"Tenants' NonAdminBackupStorageLocations wait for a cluster admin to approve their NonAdminBackupStorageLocationRequest in the OADP namespace; without it requests are approved automatically. Given, it wins over a DataProtectionApplication's spec.nonAdmin.requireApprovalForBSL.")
@@ -213,10 +218,10 @@ func registerFlags(fs *flag.FlagSet, o *options) *zap.Options {
 		"Backoff after a NAC object's first failed reconcile (an API error, a phase error); it doubles with each failure in a row.")
 	fs.DurationVar(&o.maxRetry, "max-retry-delay", controllers.DefaultMaxRetryDelay,
 		"Longest backoff between failed reconciles of one NAC object: after an API server outage, operations resume within this.")
-	fs.Float64Var(&o.eventQPS, "event-qps", controllers.DefaultEventQPS,
+	fs.Float64Var(&o.eventQPS, "event-qps", events.DefaultQPS,
 		"Events written per second at most (a bound on a flood, above what reconciles produce); under a burst of operations the rest wait in the event queue. 0: no limit.")
-	fs.IntVar(&o.eventBurst, "event-burst", controllers.DefaultEventBurst, "Burst above --event-qps.")
-	fs.IntVar(&o.eventQueue, "event-queue-size", controllers.DefaultEventQueueSize,
+	fs.IntVar(&o.eventBurst, "event-burst", events.DefaultBurst, "Burst above --event-qps.")
+	fs.IntVar(&o.eventQueue, "event-queue-size", events.DefaultQueueSize,
 		"Events held while --event-qps paces them (about 1 KiB each). When it is full, reconciles wait for room: events are delayed, never dropped (nacflow_events_dropped_total counts the API server's refusals and what is queued at exit).")
 	fs.DurationVar(&o.credCheck, "credential-check-period", controllers.DefaultCredentialCheckPeriod,
 		"How often each NonAdminBackupStorageLocation rechecks its credential Secret, so that a rotation reaches the copy (Secrets are not watched).")
@@ -298,8 +303,8 @@ func run(o options) error {
 	}
 	// The manager does not stop a broadcaster it was given: run does, after
 	// the manager, so that what is still queued is written (for up to 5 s).
-	events := controllers.NewEventBroadcaster(float32(o.eventQPS), o.eventBurst, o.eventQueue)
-	defer events.Shutdown()
+	broadcaster := events.NewBroadcaster(float32(o.eventQPS), o.eventBurst, o.eventQueue)
+	defer broadcaster.Shutdown()
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
 		Metrics:                 metricsOptions(o),
@@ -308,17 +313,17 @@ func run(o options) error {
 		LeaderElectionID:        "nacflow.oadp.openshift.io",
 		LeaderElectionNamespace: o.oadpNamespace,
 		Cache:                   controllers.CacheOptions(o.oadpNamespace),
-		MapperProvider:          controllers.NewRESTMapper,
+		MapperProvider:          restmapper.New,
 		Controller:              config.Controller{MaxConcurrentReconciles: o.concurrency},
 		PprofBindAddress:        o.pprofAddr,
-		EventBroadcaster:        events, //nolint:staticcheck // lives as long as the process
+		EventBroadcaster:        broadcaster, //nolint:staticcheck // lives as long as the process
 	})
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
 	}
 
-	queue := controllers.NewBackupQueue()
-	metrics.Registry.MustRegister(&controllers.StateCollector{Informers: mgr.GetCache(), Reader: mgr.GetClient(), Queue: queue})
+	queue := veleroqueue.NewBackupQueue()
+	metrics.Registry.MustRegister(&nacmetrics.StateCollector{Informers: mgr.GetCache(), Reader: mgr.GetClient(), Queue: queue})
 	// The admin's non-admin settings: flags given on the command line, else
 	// OADP's DataProtectionApplication in the OADP namespace, read live.
 	adminOwned, err := restorepolicy.ParseAdminOwned(o.adminOwned)
@@ -329,7 +334,7 @@ func run(o options) error {
 		return errors.New("--tenant-role is empty: name the ClusterRole bounding tenants' restores (admin)")
 	}
 	settings := &dpa.Source{Reader: mgr.GetAPIReader(), Namespace: o.oadpNamespace, Flags: o.nonAdminFlags()}
-	turns := controllers.NewVeleroTurns(mgr.GetClient(), o.oadpNamespace)
+	turns := veleroqueue.NewTurns(mgr.GetClient(), o.oadpNamespace)
 	registry, err := phases.NewRegistry(phases.Clients{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorderFor("nacflow-blueprint"), Queue: queue, Turns: turns},
 		phases.Options{RequireApprovalForBSL: o.bslApproval, Settings: settings, MaxBackupsInVelero: o.maxInVelero,
 			TenantRole: o.tenantRole, AdminOwned: adminOwned, RestorePrecheck: o.precheck,
@@ -345,7 +350,7 @@ func run(o options) error {
 			Client:    mgr.GetClient(),
 			APIReader: mgr.GetAPIReader(),
 			Runner: &engine.Runner{Registry: registry, Recorder: recorder, WaitTimeout: o.waitTimeout,
-				Observer: controllers.MetricsObserver{Kind: kind}},
+				Observer: nacmetrics.Observer{Kind: kind}},
 			Recorder:      recorder,
 			Blueprints:    &blueprints.Resolver{Reader: mgr.GetClient(), Namespace: o.oadpNamespace},
 			OADPNamespace: o.oadpNamespace,
@@ -391,7 +396,7 @@ func run(o options) error {
 			return d, source
 		}
 	}
-	for _, p := range []*controllers.Periodic{
+	for _, p := range []*periodic.Loop{
 		{Name: "backup-sync", PeriodFunc: period(dpa.BackupSyncPeriod, o.syncPeriod),
 			Pass: func(ctx context.Context) error { _, err := sync.SyncOnce(ctx); return err }},
 		{Name: "garbage-collection", PeriodFunc: period(dpa.GarbageCollectionPeriod, o.gcPeriod),

@@ -396,7 +396,7 @@ func run(cfg config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	oneCompletion, drained := controllers.SimulateSerialDrain(cfg.n)
+	oneCompletion, drained := simulateSerialDrain(cfg.n)
 	res := &Result{NABs: cfg.n, Namespaces: cfg.m, Clients: cfg.c, UnrelatedSecrets: cfg.secrets,
 		PositionWritesOneCompletion: oneCompletion, PositionWritesSerialDrain: drained,
 		ThroughputPerSec:       float64(cfg.n) / last.Sub(start).Seconds(),

@@ -1,4 +1,4 @@
-package controllers_test
+package events_test
 
 import (
 	"errors"
@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
-	"github.com/nacflow/nacflow/controllers"
+	"github.com/nacflow/nacflow/internal/events"
 )
 
 type EventsSuite struct{}
@@ -101,13 +101,13 @@ func (f *fakeClock) Sleep(d time.Duration) {
 // at once with a limit of 10 per second after a burst of 5 are written 5 at
 // once, then one every 100ms — all of them, the last at 2.5s. No wall-clock
 // rate: the times are the limiter's own, the same on any machine.
-// NewEventBroadcaster puts that limiter, with its qps and burst, in front
+// NewBroadcaster puts that limiter, with its qps and burst, in front
 // of its sink when qps > 0 and none otherwise.
 func (s *EventsSuite) TestEventRateLimit(c *C) {
 	start := time.Unix(1000, 0)
 	clk := &fakeClock{t: start}
 	sink := &countingSink{now: clk.Now}
-	b := controllers.NewEventBroadcasterWith(flowcontrol.NewTokenBucketRateLimiterWithClock(10, 5, clk), 0, nil)
+	b := events.NewBroadcasterWith(flowcontrol.NewTokenBucketRateLimiterWithClock(10, 5, clk), 0, nil)
 	b.StartRecordingToSink(sink)
 	defer b.Shutdown()
 	rec := b.NewRecorder(testScheme, corev1.EventSource{Component: "test"})
@@ -126,7 +126,7 @@ func (s *EventsSuite) TestEventRateLimit(c *C) {
 
 	// The wiring: qps and burst reach the limiter (at 0.001 per second, no
 	// token comes back while the test runs: exactly the burst passes).
-	lim := controllers.NewEventBroadcaster(0.001, 5, 0).Limiter()
+	lim := events.NewBroadcaster(0.001, 5, 0).Limiter()
 	c.Assert(lim, NotNil)
 	c.Check(lim.QPS(), Equals, float32(0.001))
 	passed := 0
@@ -136,7 +136,7 @@ func (s *EventsSuite) TestEventRateLimit(c *C) {
 		}
 	}
 	c.Check(passed, Equals, 5)
-	c.Check(controllers.NewEventBroadcaster(0, 0, 0).Limiter(), IsNil)
+	c.Check(events.NewBroadcaster(0, 0, 0).Limiter(), IsNil)
 }
 
 // A burst larger than the queue delays the reconciles that record events; it
@@ -147,11 +147,11 @@ func (s *EventsSuite) TestEventRateLimit(c *C) {
 // the wait shows in nacflow_event_queue_wait_seconds_total.
 func (s *EventsSuite) TestEventsNeverDropped(c *C) {
 	sink := &countingSink{gate: make(chan struct{})}
-	b := controllers.NewEventBroadcasterWith(nil, 10, nil)
+	b := events.NewBroadcasterWith(nil, 10, nil)
 	b.StartRecordingToSink(sink)
 	defer b.Shutdown()
 	rec := b.NewRecorder(testScheme, corev1.EventSource{Component: "test"})
-	dropped0, waited0 := droppedTotal(), controllers.EventQueueWaitSeconds()
+	dropped0, waited0 := droppedTotal(), events.QueueWaitSeconds()
 	var recorded atomic.Int64
 	var wg sync.WaitGroup
 	for p := range 8 {
@@ -175,7 +175,7 @@ func (s *EventsSuite) TestEventsNeverDropped(c *C) {
 		return sink.count() == 1504, fmt.Sprintf("%d of 1504 events written", sink.count())
 	})
 	c.Check(droppedTotal()-dropped0, Equals, 0.0)
-	c.Check(controllers.EventQueueWaitSeconds() > waited0, Equals, true)
+	c.Check(events.QueueWaitSeconds() > waited0, Equals, true)
 	last := map[string]int{}
 	for _, e := range sink.events() {
 		var i int
@@ -197,11 +197,11 @@ func (s *EventsSuite) TestEventDropsCounted(c *C) {
 		"gone":  {apierrors.NewForbidden(schema.GroupResource{Resource: "events"}, "x", errors.New("namespace gone is terminating"))},
 		"flaky": {errors.New("connection refused"), errors.New("connection refused")},
 	}}
-	b := controllers.NewEventBroadcasterWith(nil, 0, func(d time.Duration) bool { sleeps = append(sleeps, d); return true })
+	b := events.NewBroadcasterWith(nil, 0, func(d time.Duration) bool { sleeps = append(sleeps, d); return true })
 	b.StartRecordingToSink(sink)
 	defer b.Shutdown()
 	rec := b.NewRecorder(testScheme, corev1.EventSource{Component: "test"})
-	rejected0, limited0, written0 := controllers.EventsDropped("rejected"), controllers.EventsDropped("rate_limited"), controllers.EventsWritten()
+	rejected0, limited0, written0 := events.Dropped("rejected"), events.Dropped("rate_limited"), events.Written()
 
 	rec.Event(eventNAB("gone"), corev1.EventTypeNormal, "EndedPhase", "refused")
 	rec.Event(eventNAB("flaky"), corev1.EventTypeNormal, "EndedPhase", "retried")
@@ -209,7 +209,7 @@ func (s *EventsSuite) TestEventDropsCounted(c *C) {
 		return sink.count() == 1, fmt.Sprintf("%d written", sink.count())
 	})
 	c.Check(sink.events()[0].Message, Equals, "retried")
-	c.Check(controllers.EventsDropped("rejected")-rejected0, Equals, 1.0)
+	c.Check(events.Dropped("rejected")-rejected0, Equals, 1.0)
 	c.Assert(sleeps, HasLen, 2)
 	c.Check(sleeps[0] <= 10*time.Second, Equals, true)
 	c.Check(sleeps[1], Equals, 10*time.Second)
@@ -219,10 +219,10 @@ func (s *EventsSuite) TestEventDropsCounted(c *C) {
 		rec.Eventf(spam, corev1.EventTypeNormal, "EndedPhase", "spam %d", i)
 	}
 	eventually(c, 10*time.Second, func() (bool, string) {
-		got := controllers.EventsWritten() - written0 - 1 + controllers.EventsDropped("rate_limited") - limited0
+		got := events.Written() - written0 - 1 + events.Dropped("rate_limited") - limited0
 		return got == 250, fmt.Sprintf("%v of 250 written or dropped", got)
 	})
-	limited := controllers.EventsDropped("rate_limited") - limited0
+	limited := events.Dropped("rate_limited") - limited0
 	c.Check(limited >= 48 && limited <= 50, Equals, true, Commentf("rate_limited %v", limited))
 }
 
@@ -230,7 +230,7 @@ func (s *EventsSuite) TestEventDropsCounted(c *C) {
 // it is dropped (reason shutdown), not written.
 func (s *EventsSuite) TestEventShutdownDrains(c *C) {
 	sink := &countingSink{gate: make(chan struct{})}
-	b := controllers.NewEventBroadcasterWith(nil, 0, nil)
+	b := events.NewBroadcasterWith(nil, 0, nil)
 	b.StartRecordingToSink(sink)
 	rec := b.NewRecorder(testScheme, corev1.EventSource{Component: "test"})
 	for i := range 20 {
@@ -246,9 +246,9 @@ func (s *EventsSuite) TestEventShutdownDrains(c *C) {
 		c.Fatal("Shutdown did not return")
 	}
 	c.Check(sink.count(), Equals, 20)
-	shutdown0 := controllers.EventsDropped("shutdown")
+	shutdown0 := events.Dropped("shutdown")
 	rec.Event(eventNAB("late"), corev1.EventTypeNormal, "EndedPhase", "late")
-	c.Check(controllers.EventsDropped("shutdown")-shutdown0, Equals, 1.0)
+	c.Check(events.Dropped("shutdown")-shutdown0, Equals, 1.0)
 	c.Check(sink.count(), Equals, 20)
 }
 
@@ -259,7 +259,7 @@ func eventNAB(name string) *v1alpha1.NonAdminBackup {
 func droppedTotal() float64 {
 	n := 0.0
 	for _, r := range []string{"rate_limited", "rejected", "write_failed", "shutdown"} {
-		n += controllers.EventsDropped(r)
+		n += events.Dropped(r)
 	}
 	return n
 }
@@ -270,7 +270,7 @@ func droppedTotal() float64 {
 // with the reference, source, annotations and one count.
 func (s *EventsSuite) TestEventWrittenAsRecorded(c *C) {
 	sink := &countingSink{}
-	b := controllers.NewEventBroadcasterWith(nil, 0, nil)
+	b := events.NewBroadcasterWith(nil, 0, nil)
 	b.StartRecordingToSink(sink)
 	defer b.Shutdown()
 	rec := b.NewRecorder(testScheme, corev1.EventSource{Component: "nacflow-nab", Host: "node-1"})

@@ -1,4 +1,4 @@
-package controllers_test
+package veleroqueue_test
 
 import (
 	"fmt"
@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
-	"github.com/nacflow/nacflow/controllers"
+	"github.com/nacflow/nacflow/internal/veleroqueue"
 )
 
 type QueueSuite struct{}
@@ -25,7 +25,7 @@ func backupAt(name string, sec int, phase velerov1.BackupPhase, veleroPos int) v
 }
 
 func (s *QueueSuite) TestQueuePosition(c *C) {
-	q := controllers.NewBackupQueue()
+	q := veleroqueue.NewBackupQueue()
 	for _, b := range []velerov1.Backup{
 		backupAt("done", 0, velerov1.BackupPhaseCompleted, 0),
 		backupAt("running", 1, velerov1.BackupPhaseInProgress, 0),
@@ -52,7 +52,7 @@ func (s *QueueSuite) TestQueuePosition(c *C) {
 // re-observed, finished and deleted Backups.
 func (s *QueueSuite) TestQueuePositionMatchesCounting(c *C) {
 	rng := rand.New(rand.NewPCG(7, 9))
-	q := controllers.NewBackupQueue()
+	q := veleroqueue.NewBackupQueue()
 	pending := map[string]int{} // name → creation second
 	for step := range 5000 {
 		name := fmt.Sprintf("b%03d", rng.IntN(300))
@@ -84,52 +84,13 @@ func (s *QueueSuite) TestQueuePositionMatchesCounting(c *C) {
 	}
 }
 
-// TestQueuePositionRule: which recorded positions are rewritten for a
-// given true position (issue 22: an estimate, written O(log n) times).
-func (s *QueueSuite) TestQueuePositionRule(c *C) {
-	for _, tc := range []struct {
-		recorded, now int
-		write         bool
-	}{
-		{0, 500, true},    // none recorded
-		{500, 500, false}, // unchanged
-		{500, 499, false}, // drifted by 1 of 500
-		{500, 334, false}, // 166 < 167
-		{500, 333, true},  // a third, rounded up
-		{100, 67, false},
-		{100, 66, true},
-		{20, 14, false}, // 6 < 7
-		{20, 13, true},
-		{8, 6, false}, // 2 < 3 (a third of 8, rounded up)
-		{8, 5, true},  // the first five are exact
-		{6, 5, true},
-		{3, 2, true},
-		{300, 400, true},  // an earlier Backup appeared: moved back by a third
-		{300, 399, false}, // 99 < 100
-	} {
-		c.Check(controllers.QueuePositionStale(tc.recorded, tc.now), Equals, tc.write, Commentf("recorded %d, now %d", tc.recorded, tc.now))
-	}
-}
-
-// TestQueueRefreshWrites: one completion with 999 waiting rewrites the
-// first five and nothing else; serving a queue of 1,000 one at a time costs
-// about 15 writes per backup (14,553 in all; issue 22's target is 15,000),
-// not ~500 (n²/2 in all, OADP NAC's and nacflow's before).
-func (s *QueueSuite) TestQueueRefreshWrites(c *C) {
-	first, total := controllers.SimulateSerialDrain(1000)
-	c.Check(first, Equals, controllers.QueueExactPositions) // positions 2..6 moved to 1..5
-	c.Check(total <= 15000, Equals, true, Commentf("serial drain of 1,000: %d position writes", total))
-	c.Check(total > 1000, Equals, true, Commentf("serial drain of 1,000: %d position writes", total))
-	c.Logf("position writes: one completion with 999 waiting %d, serial drain of 1,000 %d (n²/2 = 500,000)", first, total)
-}
-
 // A position recorded by the phase that created a Backup, before the
 // Backup's watch event indexed it, counts once the event comes: after one
 // completion only the NABs whose figure went stale are woken, not every
 // NAB of the wave (each showed as unknown, so the first completion cost a
 // reconcile per waiting NAB). Record never makes a Backup pending.
 func (s *QueueSuite) TestRecordBeforeObserve(c *C) {
-	q := controllers.NewBackupQueue()
+	q := veleroqueue.NewBackupQueue()
 	var backups []velerov1.Backup
 	for i := range 20 {
 		b := backupAt(fmt.Sprintf("b%02d", i), i, velerov1.BackupPhaseNew, 0)

@@ -1,21 +1,26 @@
-package controllers
+package loglevel_test
 
 import (
 	"errors"
 	"strings"
+	"testing"
 
 	"github.com/go-logr/logr/funcr"
 	. "gopkg.in/check.v1"
+
+	"github.com/nacflow/nacflow/internal/loglevel"
 )
 
-// LogLevelSuite runs from the package's single gocheck entry point.
+// Test hooks gocheck into go test.
+func Test(t *testing.T) { TestingT(t) }
+
 type LogLevelSuite struct{}
 
 var _ = Suite(&LogLevelSuite{})
 
 // NonAdminBackup spec.logLevel: debug and trace show the run's story at
 // the controller's info level; warning and above keep only errors.
-func (s *LogLevelSuite) TestLoggersFor(c *C) {
+func (s *LogLevelSuite) TestLoggers(c *C) {
 	for _, tc := range []struct {
 		level     string
 		wantInfo  bool // the reconcile's own info lines
@@ -31,7 +36,7 @@ func (s *LogLevelSuite) TestLoggersFor(c *C) {
 	} {
 		var lines []string
 		base := funcr.New(func(prefix, args string) { lines = append(lines, args) }, funcr.Options{Verbosity: 0})
-		logger, story := loggersFor(base, tc.level)
+		logger, story := loglevel.Loggers(base, tc.level)
 		logger.Info("own line")
 		story.Info("Ended phase validate")
 		logger.WithValues("k", "v").WithName("n").Error(errors.New("boom"), "failed")

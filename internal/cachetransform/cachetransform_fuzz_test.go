@@ -1,4 +1,4 @@
-package controllers_test
+package cachetransform_test
 
 import (
 	"encoding/json"
@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
-	"github.com/nacflow/nacflow/controllers"
+	"github.com/nacflow/nacflow/internal/cachetransform"
 )
 
 // FuzzCacheTransform: Velero Backups in the cache include those Velero
@@ -26,7 +26,7 @@ func FuzzCacheTransform(f *testing.F) {
 		`{"status":{"conditions":[{"type":"A","status":"True","lastTransitionTime":"2026-01-01T00:00:00Z","reason":"R","message":"m"}],"plan":{"spec":{"phases":[]},"deferPhase":{}}}}`)
 	f.Add(`null`, `null`)
 	f.Fuzz(func(t *testing.T, backupJSON, nabJSON string) {
-		transform := controllers.CacheTransform()
+		transform := cachetransform.New()
 		b, n := &velerov1.Backup{}, &v1alpha1.NonAdminBackup{}
 		if json.Unmarshal([]byte(backupJSON), b) != nil || json.Unmarshal([]byte(nabJSON), n) != nil {
 			return

@@ -1,4 +1,6 @@
-package controllers
+// Package restmapper gives the manager a RESTMapper that remembers its
+// answers.
+package restmapper
 
 import (
 	"net/http"
@@ -10,31 +12,31 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 )
 
-// NewRESTMapper is the manager's MapperProvider: controller-runtime's
+// New is the manager's MapperProvider: controller-runtime's
 // dynamic RESTMapper (apiutil.NewDynamicRESTMapper), with the answers of
-// RESTMapping remembered (CachingRESTMapper). It returns the error of
+// RESTMapping remembered (NewCaching). It returns the error of
 // building the dynamic mapper (an unusable rest.Config).
-func NewRESTMapper(cfg *rest.Config, httpClient *http.Client) (meta.RESTMapper, error) {
+func New(cfg *rest.Config, httpClient *http.Client) (meta.RESTMapper, error) {
 	m, err := apiutil.NewDynamicRESTMapper(cfg, httpClient)
 	if err != nil {
 		return nil, err
 	}
-	return CachingRESTMapper(m), nil
+	return NewCaching(m), nil
 }
 
-// CachingRESTMapper returns m with the answers of RESTMapping kept: the
+// NewCaching returns m with the answers of RESTMapping kept: the
 // cache asks it whether a kind is namespaced on every Get and List, and the
 // metadata client on every patch, and the dynamic mapper answers each time
-// through a PriorityRESTMapper that allocates a fresh mapping (at 10,000
-// NonAdminBackups, 11 % of what the controller allocated; make bench,
-// issue 22). Only successful answers are kept, for a kind and at most one
+// through a PriorityRESTMapper that allocates a fresh mapping (with
+// thousands of NAC objects, a tenth of what the controller allocates;
+// docs/performance.md). Only successful answers are kept, for a kind and at most one
 // version, so a kind whose CRD is installed later is still found when it
 // appears (the dynamic mapper rediscovers on a miss). A kept mapping is
 // shared: callers must not modify it. Kinds whose preferred version changes
 // while the controller runs keep the version first found, which is still
 // served (Kubernetes keeps serving a CRD's stored versions). The other
 // methods are m's.
-func CachingRESTMapper(m meta.RESTMapper) meta.RESTMapper {
+func NewCaching(m meta.RESTMapper) meta.RESTMapper {
 	return &cachingRESTMapper{RESTMapper: m, mappings: map[mappingKey]*meta.RESTMapping{}}
 }
 

@@ -1,4 +1,8 @@
-package controllers
+// Package metrics defines nacflow's Prometheus metrics (docs/metrics.md):
+// operation and phase counters and durations (Observer, fed by the
+// engine), gauges read from the cache at each scrape (StateCollector), and
+// the failure counters reconcilers bump.
+package metrics
 
 import (
 	"context"
@@ -13,6 +17,7 @@ import (
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/engine"
+	"github.com/nacflow/nacflow/internal/veleroqueue"
 )
 
 // nacflow's Prometheus metrics, served with controller-runtime's own
@@ -38,28 +43,28 @@ var (
 		Help:    "Time from a phase's start to its end (seconds; whole seconds, from status times), by NAC kind, phase function and result (complete, failed).",
 		Buckets: prometheus.ExponentialBuckets(1, 4, 9),
 	}, []string{"kind", "func", "result"})
-	blueprintFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
+	BlueprintValidationFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "nacflow_blueprint_validation_failures_total",
 		Help: "Blueprint generations found invalid (and so not used), by blueprint name.",
 	}, []string{"blueprint"})
-	backupSyncFailures = prometheus.NewCounter(prometheus.CounterOpts{
+	BackupSyncFailures = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "nacflow_backup_sync_failures_total",
 		Help: "Velero Backups the backup sync could not turn into a NonAdminBackup (each skipped pass counts once; the error is in the log).",
 	})
 )
 
 func init() {
-	metrics.Registry.MustRegister(operationsStarted, operationsFinished, operationDuration, phaseDuration, blueprintFailures, backupSyncFailures)
+	metrics.Registry.MustRegister(operationsStarted, operationsFinished, operationDuration, phaseDuration, BlueprintValidationFailures, BackupSyncFailures)
 }
 
-// MetricsObserver records a kind's operations and phases in nacflow's
+// Observer records a kind's operations and phases in nacflow's
 // Prometheus metrics; it implements engine.Observer.
-type MetricsObserver struct {
+type Observer struct {
 	// Kind is the NAC kind label (NonAdminBackup, ...).
 	Kind string
 }
 
-var _ engine.Observer = MetricsObserver{}
+var _ engine.Observer = Observer{}
 
 func result(failed bool) string {
 	if failed {
@@ -69,18 +74,18 @@ func result(failed bool) string {
 }
 
 // ActionStarted implements engine.Observer.
-func (m MetricsObserver) ActionStarted(_ engine.Object, action string) {
+func (m Observer) ActionStarted(_ engine.Object, action string) {
 	operationsStarted.WithLabelValues(m.Kind, action).Inc()
 }
 
 // ActionEnded implements engine.Observer.
-func (m MetricsObserver) ActionEnded(_ engine.Object, action string, failed bool, d time.Duration) {
+func (m Observer) ActionEnded(_ engine.Object, action string, failed bool, d time.Duration) {
 	operationsFinished.WithLabelValues(m.Kind, action, result(failed)).Inc()
 	operationDuration.WithLabelValues(m.Kind, action, result(failed)).Observe(d.Seconds())
 }
 
 // PhaseEnded implements engine.Observer.
-func (m MetricsObserver) PhaseEnded(_ engine.Object, fn string, failed bool, d time.Duration) {
+func (m Observer) PhaseEnded(_ engine.Object, fn string, failed bool, d time.Duration) {
 	phaseDuration.WithLabelValues(m.Kind, fn, result(failed)).Observe(d.Seconds())
 }
 
@@ -95,8 +100,8 @@ func (m MetricsObserver) PhaseEnded(_ engine.Object, fn string, failed bool, d t
 //	nacflow_schedule_rpo_seconds{namespace,name} its recovery-point objective
 //
 // A scrape reads the cached NAC objects in place: O(objects), no API call,
-// no copies (at 10,000 NonAdminBackups a list of copies was a 3.7 MB slice
-// per scrape; make bench, issue 22).
+// no copies (a list of copies would allocate a slice of every NAC object per
+// scrape).
 type StateCollector struct {
 	// Informers is the manager's cache, read in place (eachCached).
 	Informers cache.Informers
@@ -104,7 +109,7 @@ type StateCollector struct {
 	// or gives no store for a kind.
 	Reader client.Reader
 	// Queue is the index of unfinished Velero Backups (nil: no depth).
-	Queue *BackupQueue
+	Queue *veleroqueue.BackupQueue
 }
 
 var (
@@ -153,7 +158,7 @@ func (s *StateCollector) Collect(ch chan<- prometheus.Metric) {
 			if n, ok := o.(*v1alpha1.NonAdminBackup); ok && meta.IsStatusConditionFalse(n.Status.Conditions, v1alpha1.ConditionVerified) {
 				unverified[n.Namespace]++
 			}
-			if h, ok := o.(planHolder); ok {
+			if h, ok := o.(v1alpha1.Object); ok {
 				if p := h.GetPlan(); p != nil && p.State == v1alpha1.PlanRunning {
 					active++
 				}

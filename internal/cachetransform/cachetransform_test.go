@@ -1,4 +1,4 @@
-package controllers_test
+package cachetransform_test
 
 import (
 	"time"
@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
-	"github.com/nacflow/nacflow/controllers"
+	"github.com/nacflow/nacflow/internal/cachetransform"
 )
 
 type CacheTransformSuite struct{}
@@ -34,7 +34,7 @@ func planned(name, generation, action string, phases ...string) *v1alpha1.NonAdm
 // same key, another action or generation keeps its own; objects without a
 // plan pass; managedFields are dropped from all.
 func (s *CacheTransformSuite) TestPlanSnapshotsShared(c *C) {
-	tr := controllers.CacheTransform()
+	tr := cachetransform.New()
 	in := func(o *v1alpha1.NonAdminBackup) *v1alpha1.NonAdminBackup {
 		out, err := tr(o)
 		c.Assert(err, IsNil)
@@ -62,7 +62,7 @@ func (s *CacheTransformSuite) TestPlanSnapshotsShared(c *C) {
 // phase names, Velero's excluded resources (in the Velero Backup and in the
 // NAB's mirror). Values are unchanged.
 func (s *CacheTransformSuite) TestRepeatedStringsShared(c *C) {
-	tr := controllers.CacheTransform()
+	tr := cachetransform.New()
 	mk := func(name string) (*velerov1.Backup, *v1alpha1.NonAdminBackup) {
 		excluded := []string{"nonadminbackups.oadp.openshift.io", "clusterroles"}
 		b := &velerov1.Backup{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{string([]byte("openshift.io/oadp-nab-origin-nacuuid")): name + "-uuid-0123456789012345678901234567890"}},
@@ -97,7 +97,7 @@ func (s *CacheTransformSuite) TestRepeatedStringsShared(c *C) {
 // mirror's), unequal ones are not merged, and decoded lists lose the room
 // JSON decoding left at their end.
 func (s *CacheTransformSuite) TestTimesSharedListsExact(c *C) {
-	tr := controllers.CacheTransform()
+	tr := cachetransform.New()
 	at := func(sec int64) *metav1.Time { t := metav1.Unix(sec, 0); return &t }
 	nab := func(name string, start, end int64) *v1alpha1.NonAdminBackup {
 		o := planned(name, "1", "backup", "validate", "createBackup")
@@ -133,7 +133,7 @@ func (s *CacheTransformSuite) TestTimesSharedListsExact(c *C) {
 // mirror of their Velero Backup's); a spec that differs in any field keeps
 // its own, and every object still reads its own values.
 func (s *CacheTransformSuite) TestBackupSpecsShared(c *C) {
-	tr := controllers.CacheTransform()
+	tr := cachetransform.New()
 	nab := func(name string, spec velerov1.BackupSpec) *v1alpha1.NonAdminBackup {
 		o := &v1alpha1.NonAdminBackup{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: name}}
 		o.Spec.BackupSpec = spec.DeepCopy()
@@ -164,7 +164,7 @@ func (s *CacheTransformSuite) TestBackupSpecsShared(c *C) {
 // whose mirrors are equal share one; a mirror with anything more keeps its
 // own.
 func (s *CacheTransformSuite) TestPhaseOnlyStatusesShared(c *C) {
-	tr := controllers.CacheTransform()
+	tr := cachetransform.New()
 	nab := func(name string, status *velerov1.BackupStatus) *v1alpha1.VeleroBackup {
 		o := &v1alpha1.NonAdminBackup{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: name}}
 		o.Status.VeleroBackup = &v1alpha1.VeleroBackup{Name: "demo-" + name, Status: status}

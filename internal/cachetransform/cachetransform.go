@@ -1,4 +1,7 @@
-package controllers
+// Package cachetransform makes the manager's cache hold less: every cached
+// object goes through New's transform, which drops what is never read and
+// keeps once what repeats from object to object.
+package cachetransform
 
 import (
 	"reflect"
@@ -23,9 +26,9 @@ const (
 
 // planSpecInterner makes the cached NAC objects whose status.plan.spec is
 // the same snapshot share one copy of it. Every NonAdminBackup of a
-// blueprint generation snapshots the same action (DESIGN.md §3: the plan is
-// frozen when the operation starts), so at 10,000 NABs the cache held
-// 10,000 equal copies. Sharing is safe because the cache never hands out
+// blueprint generation snapshots the same action (the plan is frozen when
+// the operation starts), so the cache would hold one equal copy per NAB.
+// Sharing is safe because the cache never hands out
 // its objects (controller-runtime deep-copies every Get and List, and the
 // two lists that do not — backup sync, metrics — only read).
 type planSpecInterner struct {
@@ -66,14 +69,14 @@ type planHolder interface {
 	GetPlan() *v1alpha1.PlanStatus
 }
 
-// cacheTransform returns the transform every cached object goes through:
+// New returns the transform every cached object goes through:
 // managedFields are dropped (never read), and what repeats from object to
 // object is kept once: NAC objects' plan snapshots, NABs' BackupSpecs (their
 // own and their Velero Backup's mirror), timestamps, and strings (label and
 // annotation keys, phase and condition names, Velero's resource lists).
-// Decoded phase and condition lists are cut to their length. At 10,000 NABs
-// a cached NAB takes about 2.8 KB instead of 4.1 (make bench, issue 22).
-func cacheTransform() toolscache.TransformFunc {
+// Decoded phase and condition lists are cut to their length. A cached NAB
+// takes about a third less memory (docs/performance.md).
+func New() toolscache.TransformFunc {
 	strip := cache.TransformStripManagedFields()
 	specs := &planSpecInterner{}
 	strs := &stringTable{}
@@ -100,9 +103,9 @@ const (
 )
 
 // stringTable shares equal strings and string lists among cached objects.
-// A decoded object owns a fresh copy of every string: at 10,000 NABs and
+// A decoded object owns a fresh copy of every string: across NABs and
 // their Velero Backups the same label keys, phase names and Velero's list
-// of excluded resources were held 10,000 times each. The table is bounded;
+// of excluded resources would be held once per object. The table is bounded;
 // once full, strings not in it stay as they are.
 type stringTable struct {
 	mu    sync.Mutex
@@ -126,8 +129,8 @@ const (
 // backupSpecPtr returns the shared copy of s, equal to it (the caller
 // holds mu). A NAB holds two BackupSpecs (spec.backupSpec and its Velero
 // Backup's mirror in status), 416 bytes of struct each before any value;
-// a tenant's NABs mostly ask the same (a schedule's always do), so at
-// 10,000 NABs most of those 8 MB were copies.
+// a tenant's NABs mostly ask the same (a schedule's always do), so most of
+// them would be copies.
 func (t *stringTable) backupSpecPtr(s *velerov1.BackupSpec) *velerov1.BackupSpec {
 	if s == nil {
 		return nil
@@ -157,8 +160,8 @@ func (t *stringTable) backupSpecPtr(s *velerov1.BackupSpec) *velerov1.BackupSpec
 const maxInternedTimes = 4096
 
 // time returns the shared copy of t (the caller holds mu). The plan's and
-// Velero's timestamps are pointers, one 24-byte allocation each; at 10,000
-// NABs about 80,000 of them, most equal to the second.
+// Velero's timestamps are pointers, one 24-byte allocation each, about
+// eight per NAB, most equal to the second.
 func (t *stringTable) time(tm *metav1.Time) *metav1.Time {
 	if tm == nil {
 		return nil
@@ -272,8 +275,8 @@ const maxPhaseOnlyStatuses = 16
 
 // phaseOnlyStatus returns the shared copy of s when s holds nothing but its
 // phase (the caller holds mu): the mirror of a backup still waiting in
-// Velero's queue ("" or New). A BackupStatus is 200 bytes; at 10,000 waiting
-// NABs they were 10,000 equal copies.
+// Velero's queue ("" or New). A BackupStatus is 200 bytes, and every
+// waiting NAB would hold an equal copy.
 func (t *stringTable) phaseOnlyStatus(s *velerov1.BackupStatus) *velerov1.BackupStatus {
 	if s == nil || !reflect.DeepEqual(*s, velerov1.BackupStatus{Phase: s.Phase}) {
 		return s

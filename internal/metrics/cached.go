@@ -1,4 +1,4 @@
-package controllers
+package metrics
 
 import (
 	"context"
@@ -16,8 +16,8 @@ import (
 // It walks the informer's store when informers gives one (a kind watched
 // cluster-wide: the NAC kinds); else, and when informers is nil, it lists
 // into list from r with client.UnsafeDisableDeepCopy. A List copies every
-// object's struct into list's Items: at 10,000 NonAdminBackups a 3.7 MB
-// slice per call, which a pass that only counts does not need.
+// object's struct into list's Items, a slice as large as the cache's share
+// of that kind, which a pass that only counts does not need.
 //
 // It returns the error of getting the informer (the cache not started, or
 // ctx done before it synced) or of the List.

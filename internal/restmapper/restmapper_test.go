@@ -1,12 +1,17 @@
-package controllers_test
+package restmapper_test
 
 import (
+	"testing"
+
 	. "gopkg.in/check.v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/nacflow/nacflow/controllers"
+	"github.com/nacflow/nacflow/internal/restmapper"
 )
+
+// Test hooks gocheck into go test.
+func Test(t *testing.T) { TestingT(t) }
 
 type RESTMapperSuite struct{}
 
@@ -30,7 +35,7 @@ func (s *RESTMapperSuite) TestMappingsKept(c *C) {
 	backups := schema.GroupVersionKind{Group: "velero.io", Version: "v1", Kind: "Backup"}
 	under := &countingMapper{DefaultRESTMapper: meta.NewDefaultRESTMapper([]schema.GroupVersion{backups.GroupVersion()})}
 	under.Add(backups, meta.RESTScopeNamespace)
-	m := controllers.CachingRESTMapper(under)
+	m := restmapper.NewCaching(under)
 
 	first, err := m.RESTMapping(backups.GroupKind())
 	c.Assert(err, IsNil)

@@ -1,4 +1,8 @@
-package controllers
+// Package events delivers nacflow's Kubernetes events: a broadcaster that
+// paces writes to the API server without dropping what it is given
+// (Broadcaster), and the buffer a reconcile keeps its events in until its
+// status write has landed (Buffer).
+package events
 
 import (
 	"errors"
@@ -25,18 +29,16 @@ import (
 // Event delivery defaults (--event-qps, --event-burst, --event-queue-size).
 // Events reach the API server at most this fast: a bound on a flood, set
 // above what the reconciles produce (a reconcile writes at most one Normal
-// event per object it moves; a wave of NABs runs at about 130 per second on
-// the 2-core bench machine), so that a wave's events keep pace with it
-// instead of piling up in memory. At kubelet's 50 per second, a
-// 10,000-NAB wave held about 10 MB of events at its end, and writing them
-// later did not make the wave faster (make bench, issue 22). What the rate
-// holds back waits in the queue; a full queue makes the reconcile that
-// records an event wait for room (it is never dropped). An event takes
-// about 1 KiB queued.
+// event per object it moves), so that a wave's events keep pace with it
+// instead of piling up in memory: at kubelet's 50 per second a large wave
+// ends holding megabytes of events, and writing them later does not make
+// the wave faster (docs/performance.md). What the rate holds back waits in
+// the queue; a full queue makes the reconcile that records an event wait
+// for room (it is never dropped). An event takes about 1 KiB queued.
 const (
-	DefaultEventQPS       = 200
-	DefaultEventBurst     = 200
-	DefaultEventQueueSize = 10000
+	DefaultQPS       = 200
+	DefaultBurst     = 200
+	DefaultQueueSize = 10000
 )
 
 // eventDrainTimeout bounds how long Shutdown writes what is still queued.
@@ -84,7 +86,7 @@ func init() {
 	}
 }
 
-// EventBroadcaster is a record.EventBroadcaster that delivers every event it
+// Broadcaster is a record.EventBroadcaster that delivers every event it
 // is given, in order, to one sink at a paced rate. client-go's broadcaster
 // hands events to its sink through fixed 1,000-event channels and drops
 // what does not fit (watch.DropIfChannelFull), so pacing its writes lost
@@ -95,7 +97,7 @@ func init() {
 // filter) and retries as client-go does. Drops — only the correlator's,
 // the API server's refusals, exhausted retries and what is queued at
 // shutdown — are counted in nacflow_events_dropped_total.
-type EventBroadcaster struct {
+type Broadcaster struct {
 	limiter    flowcontrol.RateLimiter // nil: no pacing
 	correlator *record.EventCorrelator
 	capacity   int
@@ -114,27 +116,27 @@ type EventBroadcaster struct {
 	done     chan struct{} // closed when the writer returns
 }
 
-var _ record.EventBroadcaster = (*EventBroadcaster)(nil)
+var _ record.EventBroadcaster = (*Broadcaster)(nil)
 
-// NewEventBroadcaster returns a broadcaster writing at most qps events per
+// NewBroadcaster returns a broadcaster writing at most qps events per
 // second (bursts of burst; qps <= 0: no pacing), holding at most queueSize
-// events (<= 0: DefaultEventQueueSize) before Event waits. Its correlator
+// events (<= 0: DefaultQueueSize) before Event waits. Its correlator
 // is sized for phase plans: client-go's defaults drop events past 25 per
 // object within 5 minutes and merge more than 10 alike ones (same reason)
 // into one, which would cut the story kubectl describe tells of a NAB.
-func NewEventBroadcaster(qps float32, burst, queueSize int) *EventBroadcaster {
+func NewBroadcaster(qps float32, burst, queueSize int) *Broadcaster {
 	var lim flowcontrol.RateLimiter
 	if qps > 0 {
 		lim = flowcontrol.NewTokenBucketRateLimiter(qps, burst)
 	}
-	return newEventBroadcaster(lim, queueSize)
+	return newBroadcaster(lim, queueSize)
 }
 
-func newEventBroadcaster(lim flowcontrol.RateLimiter, queueSize int) *EventBroadcaster {
+func newBroadcaster(lim flowcontrol.RateLimiter, queueSize int) *Broadcaster {
 	if queueSize <= 0 {
-		queueSize = DefaultEventQueueSize
+		queueSize = DefaultQueueSize
 	}
-	b := &EventBroadcaster{
+	b := &Broadcaster{
 		limiter: lim,
 		correlator: record.NewEventCorrelatorWithOptions(record.CorrelatorOptions{
 			BurstSize:            200, // events per object before the spam filter
@@ -165,12 +167,12 @@ func newEventBroadcaster(lim flowcontrol.RateLimiter, queueSize int) *EventBroad
 }
 
 // Limiter returns the rate limiter in front of the sink, nil when none.
-func (b *EventBroadcaster) Limiter() flowcontrol.RateLimiter { return b.limiter }
+func (b *Broadcaster) Limiter() flowcontrol.RateLimiter { return b.limiter }
 
 // StartRecordingToSink implements record.EventBroadcaster: it starts the
 // writer. Only the first sink is used; later calls return an empty watch.
 // Stopping the returned watch shuts the broadcaster down.
-func (b *EventBroadcaster) StartRecordingToSink(sink record.EventSink) watch.Interface {
+func (b *Broadcaster) StartRecordingToSink(sink record.EventSink) watch.Interface {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.sink != nil || b.closed {
@@ -183,7 +185,7 @@ func (b *EventBroadcaster) StartRecordingToSink(sink record.EventSink) watch.Int
 
 // StartEventWatcher implements record.EventBroadcaster: handler sees each
 // event, in the writer's goroutine, before it is written.
-func (b *EventBroadcaster) StartEventWatcher(handler func(*corev1.Event)) watch.Interface {
+func (b *Broadcaster) StartEventWatcher(handler func(*corev1.Event)) watch.Interface {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	id := b.nextID
@@ -197,14 +199,14 @@ func (b *EventBroadcaster) StartEventWatcher(handler func(*corev1.Event)) watch.
 }
 
 // StartLogging implements record.EventBroadcaster.
-func (b *EventBroadcaster) StartLogging(logf func(format string, args ...any)) watch.Interface {
+func (b *Broadcaster) StartLogging(logf func(format string, args ...any)) watch.Interface {
 	return b.StartEventWatcher(func(e *corev1.Event) {
 		logf("Event(%#v): type: '%v' reason: '%v' %v", e.InvolvedObject, e.Type, e.Reason, e.Message)
 	})
 }
 
 // StartStructuredLogging implements record.EventBroadcaster.
-func (b *EventBroadcaster) StartStructuredLogging(verbosity klog.Level) watch.Interface {
+func (b *Broadcaster) StartStructuredLogging(verbosity klog.Level) watch.Interface {
 	logger := klog.Background().V(int(verbosity))
 	return b.StartEventWatcher(func(e *corev1.Event) {
 		logger.Info("Event occurred", "object", klog.KRef(e.InvolvedObject.Namespace, e.InvolvedObject.Name),
@@ -213,7 +215,7 @@ func (b *EventBroadcaster) StartStructuredLogging(verbosity klog.Level) watch.In
 }
 
 // NewRecorder implements record.EventBroadcaster.
-func (b *EventBroadcaster) NewRecorder(scheme *runtime.Scheme, source corev1.EventSource) record.EventRecorderLogger {
+func (b *Broadcaster) NewRecorder(scheme *runtime.Scheme, source corev1.EventSource) record.EventRecorderLogger {
 	return &eventRecorder{b: b, scheme: scheme, source: source, logger: klog.Background()}
 }
 
@@ -221,7 +223,7 @@ func (b *EventBroadcaster) NewRecorder(scheme *runtime.Scheme, source corev1.Eve
 // (reason shutdown), what is queued is still written for up to 5 s, the
 // rest is dropped. It returns when the writer has stopped, or at most a
 // second after the drain ran out of time.
-func (b *EventBroadcaster) Shutdown() {
+func (b *Broadcaster) Shutdown() {
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
@@ -253,9 +255,9 @@ func (b *EventBroadcaster) Shutdown() {
 
 // queuedEvent is an event waiting to be written: only what the recorder
 // was given (the reference, reason, message and time: about 310 bytes with
-// their strings). A corev1.Event is built from it when its turn comes;
-// queued whole, an event took about 690 bytes, 4 MB more for the 10,000
-// events of a 10,000-NAB wave waiting for --event-qps (at 50 per second).
+// their strings). A corev1.Event is built from it when its turn comes:
+// queued whole, an event takes about 690 bytes, which a wave's events
+// waiting for --event-qps would hold many times over.
 type queuedEvent struct {
 	ref         corev1.ObjectReference
 	annotations map[string]string
@@ -294,7 +296,7 @@ func (q *queuedEvent) event() *corev1.Event {
 
 // enqueue adds e, waiting while the queue is full. It drops e only after
 // Shutdown.
-func (b *EventBroadcaster) enqueue(e queuedEvent) {
+func (b *Broadcaster) enqueue(e queuedEvent) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if len(b.queue)-b.head >= b.capacity && !b.closed {
@@ -316,7 +318,7 @@ func (b *EventBroadcaster) enqueue(e queuedEvent) {
 // next returns the oldest queued event and the handlers to show it to; ok
 // is false once the broadcaster is shut down and the queue is empty, or
 // the drain timed out.
-func (b *EventBroadcaster) next() (e *corev1.Event, handlers []func(*corev1.Event), ok bool) {
+func (b *Broadcaster) next() (e *corev1.Event, handlers []func(*corev1.Event), ok bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for b.head == len(b.queue) && !b.closed {
@@ -342,7 +344,7 @@ func (b *EventBroadcaster) next() (e *corev1.Event, handlers []func(*corev1.Even
 	return e, handlers, true
 }
 
-func (b *EventBroadcaster) stopped() bool {
+func (b *Broadcaster) stopped() bool {
 	select {
 	case <-b.stop:
 		return true
@@ -352,7 +354,7 @@ func (b *EventBroadcaster) stopped() bool {
 }
 
 // dropQueued counts what is still queued as dropped at shutdown.
-func (b *EventBroadcaster) dropQueued() {
+func (b *Broadcaster) dropQueued() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	n := len(b.queue) - b.head
@@ -362,7 +364,7 @@ func (b *EventBroadcaster) dropQueued() {
 }
 
 // write is the writer goroutine: one event at a time, paced, in order.
-func (b *EventBroadcaster) write() {
+func (b *Broadcaster) write() {
 	defer close(b.done)
 	defer b.dropQueued()
 	for {
@@ -379,7 +381,7 @@ func (b *EventBroadcaster) write() {
 
 // record runs e through the correlator and writes it, retrying as
 // client-go's recordToSink does.
-func (b *EventBroadcaster) record(e *corev1.Event) {
+func (b *Broadcaster) record(e *corev1.Event) {
 	result, err := b.correlator.EventCorrelate(e)
 	if err != nil {
 		klog.Background().Error(err, "Correlating event")
@@ -418,7 +420,7 @@ func (b *EventBroadcaster) record(e *corev1.Event) {
 // writeOnce creates e (or patches it when the correlator aggregated it into
 // an earlier one). done is false when the write may succeed if retried;
 // dropReason names why a finished write did not land.
-func (b *EventBroadcaster) writeOnce(e *corev1.Event, patch []byte) (done bool, dropReason string) {
+func (b *Broadcaster) writeOnce(e *corev1.Event, patch []byte) (done bool, dropReason string) {
 	var written *corev1.Event
 	var err error
 	update := e.Count > 1
@@ -452,7 +454,7 @@ func (b *EventBroadcaster) writeOnce(e *corev1.Event, patch []byte) (done bool, 
 
 // eventRecorder makes events as client-go's recorder does and queues them.
 type eventRecorder struct {
-	b      *EventBroadcaster
+	b      *Broadcaster
 	scheme *runtime.Scheme
 	source corev1.EventSource
 	logger klog.Logger

@@ -1,4 +1,6 @@
-package controllers
+// Package periodic runs a manager Runnable that does one pass of work at a
+// period, such as backup sync and garbage collection.
+package periodic
 
 import (
 	"context"
@@ -9,12 +11,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 )
 
-// DefaultPeriodRecheck is how often a Periodic with a PeriodFunc looks at
+// DefaultRecheck is how often a Loop with a PeriodFunc looks at
 // its period again between passes (and while disabled), so that a changed
 // setting applies within it.
-const DefaultPeriodRecheck = 30 * time.Second
+const DefaultRecheck = 30 * time.Second
 
-// Periodic runs Pass every Period until its context ends. It is a manager
+// Loop runs Pass every Period until its context ends. It is a manager
 // Runnable that needs leader election (the default), so only the leader runs
 // it. A period of 0 disables it.
 //
@@ -23,7 +25,7 @@ const DefaultPeriodRecheck = 30 * time.Second
 // may change while nac runs): a pass runs once Period has passed since the
 // last one, and a disabled loop waits for a non-zero period. Without it,
 // Period is fixed and a period of 0 makes Start return at once.
-type Periodic struct {
+type Loop struct {
 	// Name names the loop in logs.
 	Name string
 	// Period between passes; 0 disables the loop. Ignored with PeriodFunc.
@@ -31,7 +33,7 @@ type Periodic struct {
 	// PeriodFunc, when set, returns the period in force and where it comes
 	// from (logged when either changes).
 	PeriodFunc func(context.Context) (time.Duration, string)
-	// Recheck is how often PeriodFunc is asked again (DefaultPeriodRecheck
+	// Recheck is how often PeriodFunc is asked again (DefaultRecheck
 	// when 0).
 	Recheck time.Duration
 	// Pass does one pass; its error is logged and the next pass runs on time.
@@ -44,7 +46,7 @@ type Periodic struct {
 
 // pass runs p.Pass, turning a panic into an error that holds its value and
 // stack.
-func (p *Periodic) pass(ctx context.Context) (err error) {
+func (p *Loop) pass(ctx context.Context) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("pass panicked: %v\n%s", r, debug.Stack())
@@ -54,7 +56,7 @@ func (p *Periodic) pass(ctx context.Context) (err error) {
 }
 
 // Start implements manager.Runnable.
-func (p *Periodic) Start(ctx context.Context) error {
+func (p *Loop) Start(ctx context.Context) error {
 	logger := log.FromContext(ctx).WithValues("loop", p.Name)
 	if p.PeriodFunc == nil {
 		if p.Period <= 0 {
@@ -65,7 +67,7 @@ func (p *Periodic) Start(ctx context.Context) error {
 	}
 	recheck := p.Recheck
 	if recheck <= 0 {
-		recheck = DefaultPeriodRecheck
+		recheck = DefaultRecheck
 	}
 	var (
 		last       time.Time // of the last pass; zero: none yet

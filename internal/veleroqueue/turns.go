@@ -1,4 +1,4 @@
-package controllers
+package veleroqueue
 
 import (
 	"context"
@@ -12,18 +12,13 @@ import (
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
-	"github.com/nacflow/nacflow/engine"
+	"github.com/nacflow/nacflow/phases"
 )
 
-// Field indexes VeleroTurns reads the cache by (IndexTurns registers them).
+// Field indexes Turns reads the cache by (IndexTurns registers them).
 const (
 	// turnsBackupIndex indexes the unfinished Velero Backups nacflow made
 	// for a tenant — a NonAdminBackup's or a NonAdminSchedule's run — by
@@ -46,19 +41,19 @@ const (
 // for good) stops holding its namespace's place.
 const admittedTTL = time.Minute
 
-// turnsIndex is one cache index VeleroTurns reads.
+// turnsIndex is one cache index Turns reads.
 type turnsIndex struct {
 	obj   client.Object
 	field string
 	value client.IndexerFunc
 }
 
-// turnsIndexes are the cache indexes VeleroTurns reads: Velero Backups by
+// turnsIndexes are the cache indexes Turns reads: Velero Backups by
 // the namespace they were made for while unfinished, and NonAdminBackups
 // waiting in WaitForTurn.
 var turnsIndexes = []turnsIndex{
 	{&velerov1.Backup{}, turnsBackupIndex, func(obj client.Object) []string {
-		if ns := unfinishedOrigin(obj.(*velerov1.Backup)); ns != "" {
+		if ns := UnfinishedOrigin(obj.(*velerov1.Backup)); ns != "" {
 			return []string{ns}
 		}
 		return nil
@@ -71,7 +66,7 @@ var turnsIndexes = []turnsIndex{
 	}},
 }
 
-// IndexTurns registers the cache indexes VeleroTurns reads (turnsIndexes)
+// IndexTurns registers the cache indexes Turns reads (turnsIndexes)
 // with indexer. Call it before the cache starts.
 func IndexTurns(ctx context.Context, indexer client.FieldIndexer) error {
 	for _, i := range turnsIndexes {
@@ -82,13 +77,13 @@ func IndexTurns(ctx context.Context, indexer client.FieldIndexer) error {
 	return nil
 }
 
-// unfinishedOrigin returns the tenant namespace an unfinished Velero Backup
+// UnfinishedOrigin returns the tenant namespace an unfinished Velero Backup
 // was made for: the origin namespace nacflow wrote on a NonAdminBackup's
 // Backup, or on a NonAdminSchedule's Velero Schedule (Velero copies it onto
 // every run). Only nacflow and the admin write objects of the OADP
 // namespace, so a tenant cannot move a Backup to another's count. "" for a
 // finished Backup or the admin's own.
-func unfinishedOrigin(b *velerov1.Backup) string {
+func UnfinishedOrigin(b *velerov1.Backup) string {
 	if v1alpha1.BackupFinished(b.Status.Phase) || b.Labels[v1alpha1.OADPLabel] != v1alpha1.OADPLabelValue {
 		return ""
 	}
@@ -113,11 +108,11 @@ func waitingTurn(nab *v1alpha1.NonAdminBackup) *v1alpha1.PhaseStatus {
 	return nil
 }
 
-// turnState is what a NonAdminBackup shows of its turn: 0 none, 1 waiting,
+// TurnState is what a NonAdminBackup shows of its turn: 0 none, 1 waiting,
 // 2 admitted (its WaitForTurn phase complete in a running plan, with a
 // limit: an unlimited one took no turn, and waking anyone for it would only
-// cost the bench's unlimited wave a cache read per NAB).
-func turnState(nab *v1alpha1.NonAdminBackup) int {
+// cost a wave of unlimited NABs a cache read each).
+func TurnState(nab *v1alpha1.NonAdminBackup) int {
 	if waitingTurn(nab) != nil {
 		return 1
 	}
@@ -134,8 +129,8 @@ func turnState(nab *v1alpha1.NonAdminBackup) int {
 	return 0
 }
 
-// VeleroTurns shares Velero's queue fairly between tenant namespaces: it
-// implements engine.TurnKeeper for WaitForTurn, and tells the NonAdminBackup
+// Turns shares Velero's queue fairly between tenant namespaces: it
+// implements phases.TurnKeeper for WaitForTurn, and tells the NonAdminBackup
 // controller whom to wake (Wake).
 //
 // Everything it decides follows from the cache (IndexTurns), so a restart
@@ -153,14 +148,14 @@ func turnState(nab *v1alpha1.NonAdminBackup) int {
 //
 // The one thing the cache cannot show yet is an admission made a moment
 // ago: its Velero Backup is created in the same reconcile, but reaches the
-// cache later. VeleroTurns keeps those admissions in memory until the cache
+// cache later. Turns keeps those admissions in memory until the cache
 // shows the Backup (or admittedTTL passes), and decides under one lock for
 // every namespace, so two workers deciding at once — in one namespace or in
 // two — never both take the last place or both go first. A restart loses
 // only this ledger, and by then the Backups it held are in the cache.
 //
 // It is safe for concurrent use.
-type VeleroTurns struct {
+type Turns struct {
 	// Reader reads the manager's cache, indexed by IndexTurns.
 	Reader client.Reader
 	// OADPNamespace is where the Velero Backups are.
@@ -174,13 +169,13 @@ type VeleroTurns struct {
 	admitted map[string]map[string]time.Time
 }
 
-// NewVeleroTurns returns a VeleroTurns reading the cache r (indexed by
+// NewTurns returns a Turns reading the cache r (indexed by
 // IndexTurns) for the Velero Backups of oadpNamespace.
-func NewVeleroTurns(r client.Reader, oadpNamespace string) *VeleroTurns {
-	return &VeleroTurns{Reader: r, OADPNamespace: oadpNamespace}
+func NewTurns(r client.Reader, oadpNamespace string) *Turns {
+	return &Turns{Reader: r, OADPNamespace: oadpNamespace}
 }
 
-func (t *VeleroTurns) now() time.Time {
+func (t *Turns) now() time.Time {
 	if t.Now != nil {
 		return t.Now()
 	}
@@ -206,7 +201,7 @@ func (w waiter) compare(o waiter) int {
 	return strings.Compare(w.key.Name, o.key.Name)
 }
 
-// nsTurns is what VeleroTurns knows of one namespace.
+// nsTurns is what Turns knows of one namespace.
 type nsTurns struct {
 	name string
 	// inVelero is how many unfinished Velero Backups it has, admissions
@@ -234,28 +229,28 @@ func (n *nsTurns) goesBefore(o *nsTurns) bool {
 	return n.name < o.name
 }
 
-// Turn implements engine.TurnKeeper.
-func (t *VeleroTurns) Turn(ctx context.Context, req engine.TurnRequest) (engine.TurnDecision, error) {
+// Turn implements phases.TurnKeeper.
+func (t *Turns) Turn(ctx context.Context, req phases.TurnRequest) (phases.TurnDecision, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := t.now()
 	// Admitted before — its Backup is made or on its way — when a status
 	// write failed after the admission, or the controller restarted.
 	if _, ok := t.admitted[req.Namespace][req.Backup]; ok {
-		return engine.TurnDecision{Admitted: true}, nil
+		return phases.TurnDecision{Admitted: true}, nil
 	}
 	err := t.Reader.Get(ctx, client.ObjectKey{Namespace: t.OADPNamespace, Name: req.Backup}, &velerov1.Backup{})
 	switch {
 	case err == nil:
-		return engine.TurnDecision{Admitted: true}, nil
+		return phases.TurnDecision{Admitted: true}, nil
 	case !apierrors.IsNotFound(err):
-		return engine.TurnDecision{}, fmt.Errorf("reading Velero Backup %s/%s: %w", t.OADPNamespace, req.Backup, err)
+		return phases.TurnDecision{}, fmt.Errorf("reading Velero Backup %s/%s: %w", t.OADPNamespace, req.Backup, err)
 	}
 	// The namespace alone first: while it is full, or an earlier waiter of
 	// its own goes first, no other namespace matters.
 	all, err := t.snapshot(ctx, now, req.Namespace, false)
 	if err != nil {
-		return engine.TurnDecision{}, err
+		return phases.TurnDecision{}, err
 	}
 	own := all[req.Namespace]
 	me := waiter{key: types.NamespacedName{Namespace: req.Namespace, Name: req.Name}, created: req.Created, backup: req.Backup, limit: req.Max}
@@ -267,12 +262,12 @@ func (t *VeleroTurns) Turn(ctx context.Context, req engine.TurnRequest) (engine.
 	} else {
 		own.waiting[i].limit = req.Max // its own plan's limit, not what it recorded
 	}
-	d := engine.TurnDecision{InVelero: own.inVelero, Position: i + 1, Waiting: len(own.waiting)}
+	d := phases.TurnDecision{InVelero: own.inVelero, Position: i + 1, Waiting: len(own.waiting)}
 	if i > 0 || own.inVelero >= req.Max {
 		return d, nil
 	}
 	if all, err = t.snapshot(ctx, now, req.Namespace, true); err != nil {
-		return engine.TurnDecision{}, err
+		return phases.TurnDecision{}, err
 	}
 	all[req.Namespace] = own // with this waiter in its place
 	for _, o := range all {
@@ -288,16 +283,16 @@ func (t *VeleroTurns) Turn(ctx context.Context, req engine.TurnRequest) (engine.
 		t.admitted[req.Namespace] = map[string]time.Time{}
 	}
 	t.admitted[req.Namespace][req.Backup] = now
-	return engine.TurnDecision{Admitted: true, InVelero: own.inVelero}, nil
+	return phases.TurnDecision{Admitted: true, InVelero: own.inVelero}, nil
 }
 
 // Wake returns the NonAdminBackups to reconcile after a change to the turns
 // (a Velero Backup of a tenant finished or went, a waiter came, went or was
 // admitted): the first waiter of the namespace whose turn comes next, if
 // any has room, and the waiters of namespace ns (the one that changed; ""
-// for none) whose shown position went stale (engine.PositionStale), so that
+// for none) whose shown position went stale (phases.PositionStale), so that
 // their message is rewritten. Errors are the cache's.
-func (t *VeleroTurns) Wake(ctx context.Context, ns string) ([]types.NamespacedName, error) {
+func (t *Turns) Wake(ctx context.Context, ns string) ([]types.NamespacedName, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	all, err := t.snapshot(ctx, t.now(), ns, true)
@@ -316,7 +311,7 @@ func (t *VeleroTurns) Wake(ctx context.Context, ns string) ([]types.NamespacedNa
 	}
 	if n := all[ns]; n != nil {
 		for i, w := range n.waiting {
-			if engine.PositionStale(w.shown, i+1) && (next == nil || w.key != next.waiting[0].key) {
+			if phases.PositionStale(w.shown, i+1) && (next == nil || w.key != next.waiting[0].key) {
 				out = append(out, w.key)
 			}
 		}
@@ -329,7 +324,7 @@ func (t *VeleroTurns) Wake(ctx context.Context, ns string) ([]types.NamespacedNa
 // admissions not yet in the cache included, and its waiters in turn order,
 // the admitted ones left out. Admissions the cache now shows, or older than
 // admittedTTL, are forgotten.
-func (t *VeleroTurns) snapshot(ctx context.Context, now time.Time, also string, every bool) (map[string]*nsTurns, error) {
+func (t *Turns) snapshot(ctx context.Context, now time.Time, also string, every bool) (map[string]*nsTurns, error) {
 	for ns, names := range t.admitted {
 		for name, at := range names {
 			err := t.Reader.Get(ctx, client.ObjectKey{Namespace: t.OADPNamespace, Name: name}, &velerov1.Backup{})
@@ -400,43 +395,5 @@ func (t *VeleroTurns) snapshot(ctx context.Context, now time.Time, also string, 
 // its UID, never read from status (operationIdentity). Only the adopt
 // action keeps a recorded NACUUID, and it never waits for a turn.
 func nacuuidOf(nab *v1alpha1.NonAdminBackup) string {
-	return NACUUID(nab.UID)
-}
-
-// turnEvents maps NonAdminBackup events to the waiters a change of turns may
-// concern (VeleroTurns.Wake): a NonAdminBackup that starts or stops
-// waiting for a turn, or is admitted, or a waiter deleted. Other status
-// changes wake nobody (the For watch sees spec changes only).
-func (r *NonAdminBackupReconciler) turnEvents() handler.TypedEventHandler[client.Object, reconcile.Request] {
-	return handler.TypedFuncs[client.Object, reconcile.Request]{
-		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			oldNAB, okOld := e.ObjectOld.(*v1alpha1.NonAdminBackup)
-			newNAB, okNew := e.ObjectNew.(*v1alpha1.NonAdminBackup)
-			if okOld && okNew && turnState(oldNAB) != turnState(newNAB) {
-				r.wakeTurns(ctx, q, newNAB.Namespace)
-			}
-		},
-		DeleteFunc: func(ctx context.Context, e event.TypedDeleteEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			if nab, ok := e.Object.(*v1alpha1.NonAdminBackup); ok && turnState(nab) == 1 {
-				r.wakeTurns(ctx, q, nab.Namespace)
-			}
-		},
-	}
-}
-
-// wakeTurns adds the waiters VeleroTurns.Wake names after a change in
-// namespace ns. A cache error is logged: the waiters' timed recheck is the
-// safety net.
-func (r *NonAdminBackupReconciler) wakeTurns(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], ns string) {
-	if r.Turns == nil {
-		return
-	}
-	keys, err := r.Turns.Wake(ctx, ns)
-	if err != nil {
-		log.FromContext(ctx).Error(err, "finding the NonAdminBackups whose turn came")
-		return
-	}
-	for _, k := range keys {
-		q.Add(reconcile.Request{NamespacedName: k})
-	}
+	return v1alpha1.NACUUIDOf(nab.UID)
 }

@@ -1,4 +1,6 @@
-package controllers
+// Package staleness keeps a controller from acting on a cached object older
+// than its own last write to it (Tracker).
+package staleness
 
 import (
 	"sync"
@@ -7,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// readTracker guards against acting on a cached object older than the
+// Tracker guards against acting on a cached object older than the
 // controller's own last write to it. controller-runtime's cache does not
 // read its own writes: a reconcile that runs right after another (woken,
 // say, by the Velero Backup the first one created) may still see the object
@@ -23,7 +25,7 @@ import (
 // stale reconcile could not overwrite anything anyway (its write would
 // conflict); the tracker spares it the work and the API calls of re-running
 // phases only to have its write refused.
-type readTracker struct {
+type Tracker struct {
 	mu    sync.Mutex
 	stale map[types.NamespacedName][]string
 	// waits counts the stale reads of a key in a row, for the backoff.
@@ -40,9 +42,9 @@ const (
 	staleRecheckMax = 5 * time.Second
 )
 
-// wrote records that the versions passed of key are superseded by the
+// Wrote records that the versions passed of key are superseded by the
 // controller's own later write.
-func (t *readTracker) wrote(key types.NamespacedName, passed ...string) {
+func (t *Tracker) Wrote(key types.NamespacedName, passed ...string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.stale == nil {
@@ -51,11 +53,11 @@ func (t *readTracker) wrote(key types.NamespacedName, passed ...string) {
 	t.stale[key] = passed
 }
 
-// isStale reports whether resourceVersion rv of key is one the controller
+// IsStale reports whether resourceVersion rv of key is one the controller
 // has already written past, and if so how long to wait before looking again
 // (staleRecheck doubling per stale read in a row, capped at
 // staleRecheckMax). Reading any other version clears the record.
-func (t *readTracker) isStale(key types.NamespacedName, rv string) (bool, time.Duration) {
+func (t *Tracker) IsStale(key types.NamespacedName, rv string) (bool, time.Duration) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, old := range t.stale[key] {
@@ -73,8 +75,8 @@ func (t *readTracker) isStale(key types.NamespacedName, rv string) (bool, time.D
 	return false, 0
 }
 
-// forget drops key (the object is gone).
-func (t *readTracker) forget(key types.NamespacedName) {
+// Forget drops key (the object is gone).
+func (t *Tracker) Forget(key types.NamespacedName) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	delete(t.stale, key)
