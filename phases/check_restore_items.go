@@ -19,7 +19,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -268,9 +267,7 @@ func (f *CheckRestoreItems) bound(ctx context.Context, op *engine.Operation) ([]
 
 // setItemsChecked sets nar's RestoreItemsChecked condition.
 func setItemsChecked(nar *v1alpha1.NonAdminRestore, status metav1.ConditionStatus, reason, msg string) {
-	meta.SetStatusCondition(&nar.Status.Conditions, metav1.Condition{
-		Type: v1alpha1.ConditionRestoreItemsChecked, Status: status, Reason: reason, Message: msg, ObservedGeneration: nar.Generation,
-	})
+	setCondition(nar, v1alpha1.ConditionRestoreItemsChecked, status, reason, msg)
 }
 
 // restoreSkips reports the group-resources Velero will not restore for nar:

@@ -123,11 +123,7 @@ func (f *ValidateBackupSpec) Run(ctx context.Context, op *engine.Operation, args
 	if refusal != nil {
 		return engine.Result{}, refuse(nab, v1alpha1.ReasonInvalidBackupSpec, refusal)
 	}
-	meta.SetStatusCondition(&nab.Status.Conditions, metav1.Condition{
-		Type: v1alpha1.ConditionAccepted, Status: metav1.ConditionTrue,
-		Reason: v1alpha1.ReasonBackupAccepted, Message: "backup accepted",
-		ObservedGeneration: nab.Generation,
-	})
+	accept(nab, v1alpha1.ReasonBackupAccepted, "backup accepted")
 	if nab.Status.VeleroBackup == nil {
 		nab.Status.VeleroBackup = &v1alpha1.VeleroBackup{}
 	}

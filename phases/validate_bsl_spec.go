@@ -9,8 +9,6 @@ import (
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
@@ -203,10 +201,7 @@ func (f *ValidateBSLSpec) Run(ctx context.Context, op *engine.Operation, args an
 		return engine.Result{}, refuse(nabsl, v1alpha1.ReasonInvalidBSLSpec, refusal)
 	}
 	effective.Default = false
-	meta.SetStatusCondition(&nabsl.Status.Conditions, metav1.Condition{
-		Type: v1alpha1.ConditionAccepted, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonBSLAccepted,
-		Message: "backup storage location accepted", ObservedGeneration: nabsl.Generation,
-	})
+	accept(nabsl, v1alpha1.ReasonBSLAccepted, "backup storage location accepted")
 	if nabsl.Status.VeleroBackupStorageLocation == nil {
 		nabsl.Status.VeleroBackupStorageLocation = &v1alpha1.VeleroBackupStorageLocation{}
 	}

@@ -7,7 +7,6 @@ import (
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -97,18 +96,12 @@ func (f *ValidateDownloadRequest) Run(ctx context.Context, op *engine.Operation,
 			return engine.Result{}, err
 		}
 		if !tenant {
-			meta.SetStatusCondition(&nadr.Status.Conditions, metav1.Condition{
-				Type: v1alpha1.ConditionNonAdminBackupStorageLocationNotUsed, Status: metav1.ConditionTrue, Reason: "Error",
-				Message:            "backup does not use a NonAdminBackupStorageLocation: files are served only for backups kept on the namespace's own location",
-				ObservedGeneration: nadr.Generation,
-			})
+			setCondition(nadr, v1alpha1.ConditionNonAdminBackupStorageLocationNotUsed, metav1.ConditionTrue, "Error",
+				"backup does not use a NonAdminBackupStorageLocation: files are served only for backups kept on the namespace's own location")
 			return engine.Result{}, invalid("spec.target.name: %s %s is kept on the admin's storage location %q: the admin serves files only of backups on the namespace's own NonAdminBackupStorageLocation", v1alpha1.DownloadTargetOf(t.Kind), t.Name, location)
 		}
 	}
-	meta.SetStatusCondition(&nadr.Status.Conditions, metav1.Condition{
-		Type: v1alpha1.ConditionAccepted, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonDownloadRequestAccepted,
-		Message: fmt.Sprintf("%s of %s %s accepted", t.Kind, v1alpha1.DownloadTargetOf(t.Kind), t.Name), ObservedGeneration: nadr.Generation,
-	})
+	accept(nadr, v1alpha1.ReasonDownloadRequestAccepted, fmt.Sprintf("%s of %s %s accepted", t.Kind, v1alpha1.DownloadTargetOf(t.Kind), t.Name))
 	return engine.Done(fmt.Sprintf("%s of %s %s accepted (Velero %s)", t.Kind, v1alpha1.DownloadTargetOf(t.Kind), t.Name, veleroName),
 		map[string]string{"kind": string(t.Kind), "name": veleroName}), nil
 }

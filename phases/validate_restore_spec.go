@@ -8,8 +8,6 @@ import (
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
@@ -95,10 +93,7 @@ func (f *ValidateRestoreSpec) Run(ctx context.Context, op *engine.Operation, arg
 	if refusal != nil {
 		return engine.Result{}, refuse(nar, v1alpha1.ReasonInvalidRestoreSpec, refusal)
 	}
-	meta.SetStatusCondition(&nar.Status.Conditions, metav1.Condition{
-		Type: v1alpha1.ConditionAccepted, Status: metav1.ConditionTrue,
-		Reason: v1alpha1.ReasonRestoreAccepted, Message: "restore accepted", ObservedGeneration: nar.Generation,
-	})
+	accept(nar, v1alpha1.ReasonRestoreAccepted, "restore accepted")
 	if nar.Status.VeleroRestore == nil {
 		nar.Status.VeleroRestore = &v1alpha1.VeleroRestore{}
 	}

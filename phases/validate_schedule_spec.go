@@ -10,7 +10,6 @@ import (
 
 	cron "github.com/netresearch/go-cron"
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
@@ -166,11 +165,7 @@ func (f *ValidateScheduleSpec) Run(ctx context.Context, op *engine.Operation, ar
 			effective.StorageLocation = veleroBSL
 		}
 	}
-	meta.SetStatusCondition(&nas.Status.Conditions, metav1.Condition{
-		Type: v1alpha1.ConditionAccepted, Status: metav1.ConditionTrue,
-		Reason: v1alpha1.ReasonScheduleAccepted, Message: "schedule accepted",
-		ObservedGeneration: nas.Generation,
-	})
+	accept(nas, v1alpha1.ReasonScheduleAccepted, "schedule accepted")
 	if nas.Status.VeleroSchedule == nil {
 		nas.Status.VeleroSchedule = &v1alpha1.VeleroSchedule{}
 	}

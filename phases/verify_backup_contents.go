@@ -11,7 +11,6 @@ import (
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -169,9 +168,7 @@ func (f *VerifyBackupContents) Run(ctx context.Context, op *engine.Operation, ar
 
 // setVerified sets nab's Verified condition.
 func setVerified(nab *v1alpha1.NonAdminBackup, status metav1.ConditionStatus, reason, msg string) {
-	meta.SetStatusCondition(&nab.Status.Conditions, metav1.Condition{
-		Type: v1alpha1.ConditionVerified, Status: status, Reason: reason, Message: msg, ObservedGeneration: nab.Generation,
-	})
+	setCondition(nab, v1alpha1.ConditionVerified, status, reason, msg)
 }
 
 // deleteOwn deletes obj, one of op's own objects; one already gone is fine.
