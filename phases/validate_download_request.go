@@ -60,8 +60,8 @@ func (f *ValidateDownloadRequest) Run(ctx context.Context, op *engine.Operation,
 		return refuse(nadr, v1alpha1.ReasonInvalidDownloadRequest, fmt.Errorf(format, v...))
 	}
 	t := nadr.Spec.Target
-	if nadr.Namespace == op.OADPNamespace {
-		return engine.Result{}, invalid("metadata.namespace: NonAdminDownloadRequests are not served in the OADP namespace %s", op.OADPNamespace)
+	if err := outsideOADPNamespace(op); err != nil {
+		return engine.Result{}, refuse(nadr, v1alpha1.ReasonInvalidDownloadRequest, err)
 	}
 	if t.Name == "" {
 		return engine.Result{}, invalid("spec.target.name is empty: it must name a NonAdminBackup or NonAdminRestore of namespace %s", nadr.Namespace)
