@@ -136,10 +136,7 @@ func (f *CheckRestoreItems) Run(ctx context.Context, op *engine.Operation, args 
 	if a.BackupName == "" {
 		return engine.Result{}, engine.Terminalf("CheckRestoreItems: args.backupName is empty")
 	}
-	timeout := defaultVerifyTimeout
-	if a.Timeout != nil && a.Timeout.Duration > 0 {
-		timeout = a.Timeout.Duration
-	}
+	timeout := serveTimeout(a.Timeout)
 	name := v1alpha1.NACObjectName(nar.Namespace, nar.Name, op.UUID)
 
 	// Velero's plugins first: read straight from the API server (no cache
@@ -158,14 +155,9 @@ func (f *CheckRestoreItems) Run(ctx context.Context, op *engine.Operation, args 
 		}
 		ssr = obj.(*velerov1.ServerStatusRequest)
 	}
-	dr := &velerov1.DownloadRequest{}
-	if found, err = getOwned(ctx, op.Client, op, "check", "DownloadRequest", name, dr); err != nil {
+	dr, err := backupFileRequest(ctx, op, f.tools.recent, "check", name, velerov1.DownloadTargetKindBackupContents, a.BackupName)
+	if err != nil {
 		return engine.Result{}, err
-	}
-	if !found {
-		if dr, _, err = createDownloadRequest(ctx, op, f.tools.recent, name, velerov1.DownloadTargetKindBackupContents, a.BackupName); err != nil {
-			return engine.Result{}, err
-		}
 	}
 	cleanup := func() error {
 		for _, o := range []client.Object{ssr, dr} {
@@ -205,12 +197,10 @@ func (f *CheckRestoreItems) Run(ctx context.Context, op *engine.Operation, args 
 		}
 		return engine.Done("not checked: "+why, nil), nil
 	}
-	if dr.Status.Phase != velerov1.DownloadRequestPhaseProcessed || dr.Status.DownloadURL == "" {
-		if time.Since(dr.CreationTimestamp.Time) > timeout {
-			return notChecked(fmt.Sprintf("Velero did not serve the contents of Backup %s within %s", a.BackupName, timeout))
-		}
-		return engine.Wait(fmt.Sprintf("waiting for Velero to serve the contents of Backup %s (DownloadRequest %s is %s)",
-			a.BackupName, name, phaseOr(string(dr.Status.Phase))), time.Second), nil
+	if wait, expired := awaitServed(dr, "the contents of Backup "+a.BackupName, timeout); expired {
+		return notChecked(fmt.Sprintf("Velero did not serve the contents of Backup %s within %s", a.BackupName, timeout))
+	} else if wait != nil {
+		return *wait, nil
 	}
 
 	bound, err := f.bound(ctx, op)
