@@ -147,21 +147,24 @@ func withoutZeroFields(data []byte, typed any) ([]byte, error) {
 // (withoutZeroFields), then decoded strictly as a blueprint's args.enforce.
 
 func decodeBackupEnforce(data []byte) (*EnforcedBackupSpec, error) {
-	data, err := withoutZeroFields(data, &velerov1.BackupSpec{})
-	if err != nil {
-		return nil, err
-	}
 	e := &EnforcedBackupSpec{}
-	return e, e.UnmarshalJSON(data)
+	return e, decodeWithoutZeroFields(data, &velerov1.BackupSpec{}, e)
 }
 
 func decodeRestoreEnforce(data []byte) (*EnforcedRestoreSpec, error) {
-	data, err := withoutZeroFields(data, &velerov1.RestoreSpec{})
-	if err != nil {
-		return nil, err
-	}
 	e := &EnforcedRestoreSpec{}
-	return e, e.UnmarshalJSON(data)
+	return e, decodeWithoutZeroFields(data, &velerov1.RestoreSpec{}, e)
+}
+
+// decodeWithoutZeroFields decodes data, a DPA's enforce spec of typed's
+// type, into into (strictly, its UnmarshalJSON) once its zero fields are
+// dropped.
+func decodeWithoutZeroFields(data []byte, typed any, into json.Unmarshaler) error {
+	data, err := withoutZeroFields(data, typed)
+	if err != nil {
+		return err
+	}
+	return into.UnmarshalJSON(data)
 }
 
 func decodeBSLEnforce(data []byte) (*EnforcedBSLSpec, error) {
