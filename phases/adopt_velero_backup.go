@@ -6,7 +6,6 @@ import (
 	"time"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -108,9 +107,7 @@ func (f *AdoptVeleroBackup) Run(ctx context.Context, op *engine.Operation, args 
 	b := mine[0]
 	nab.Status.Phase = v1alpha1.NonAdminPhaseCreated
 	nab.Status.VeleroBackup = &v1alpha1.VeleroBackup{NACUUID: a.NACUUID, Name: b.Name, Namespace: b.Namespace, Spec: b.Spec.DeepCopy()}
-	meta.SetStatusCondition(&nab.Status.Conditions, metav1.Condition{
-		Type: v1alpha1.ConditionQueued, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonBackupScheduled,
-		Message: fmt.Sprintf("Adopted existing Velero Backup object %s", b.Name), ObservedGeneration: nab.Generation,
-	})
+	setCondition(nab, v1alpha1.ConditionQueued, metav1.ConditionTrue, v1alpha1.ReasonBackupScheduled,
+		fmt.Sprintf("Adopted existing Velero Backup object %s", b.Name))
 	return engine.Done(fmt.Sprintf("Adopted Velero Backup %s/%s (created nothing)", b.Namespace, b.Name), map[string]string{"name": b.Name}), nil
 }

@@ -19,7 +19,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -137,10 +136,7 @@ func (f *CheckRestoreItems) Run(ctx context.Context, op *engine.Operation, args 
 	if a.BackupName == "" {
 		return engine.Result{}, engine.Terminalf("CheckRestoreItems: args.backupName is empty")
 	}
-	timeout := defaultVerifyTimeout
-	if a.Timeout != nil && a.Timeout.Duration > 0 {
-		timeout = a.Timeout.Duration
-	}
+	timeout := serveTimeout(a.Timeout)
 	name := v1alpha1.NACObjectName(nar.Namespace, nar.Name, op.UUID)
 
 	// Velero's plugins first: read straight from the API server (no cache
@@ -159,14 +155,9 @@ func (f *CheckRestoreItems) Run(ctx context.Context, op *engine.Operation, args 
 		}
 		ssr = obj.(*velerov1.ServerStatusRequest)
 	}
-	dr := &velerov1.DownloadRequest{}
-	if found, err = getOwned(ctx, op.Client, op, "check", "DownloadRequest", name, dr); err != nil {
+	dr, err := backupFileRequest(ctx, op, f.tools.recent, "check", name, velerov1.DownloadTargetKindBackupContents, a.BackupName)
+	if err != nil {
 		return engine.Result{}, err
-	}
-	if !found {
-		if dr, _, err = createDownloadRequest(ctx, op, f.tools.recent, name, velerov1.DownloadTargetKindBackupContents, a.BackupName); err != nil {
-			return engine.Result{}, err
-		}
 	}
 	cleanup := func() error {
 		for _, o := range []client.Object{ssr, dr} {
@@ -206,12 +197,10 @@ func (f *CheckRestoreItems) Run(ctx context.Context, op *engine.Operation, args 
 		}
 		return engine.Done("not checked: "+why, nil), nil
 	}
-	if dr.Status.Phase != velerov1.DownloadRequestPhaseProcessed || dr.Status.DownloadURL == "" {
-		if time.Since(dr.CreationTimestamp.Time) > timeout {
-			return notChecked(fmt.Sprintf("Velero did not serve the contents of Backup %s within %s", a.BackupName, timeout))
-		}
-		return engine.Wait(fmt.Sprintf("waiting for Velero to serve the contents of Backup %s (DownloadRequest %s is %s)",
-			a.BackupName, name, phaseOr(string(dr.Status.Phase))), time.Second), nil
+	if wait, expired := awaitServed(dr, "the contents of Backup "+a.BackupName, timeout); expired {
+		return notChecked(fmt.Sprintf("Velero did not serve the contents of Backup %s within %s", a.BackupName, timeout))
+	} else if wait != nil {
+		return *wait, nil
 	}
 
 	bound, err := f.bound(ctx, op)
@@ -268,9 +257,7 @@ func (f *CheckRestoreItems) bound(ctx context.Context, op *engine.Operation) ([]
 
 // setItemsChecked sets nar's RestoreItemsChecked condition.
 func setItemsChecked(nar *v1alpha1.NonAdminRestore, status metav1.ConditionStatus, reason, msg string) {
-	meta.SetStatusCondition(&nar.Status.Conditions, metav1.Condition{
-		Type: v1alpha1.ConditionRestoreItemsChecked, Status: status, Reason: reason, Message: msg, ObservedGeneration: nar.Generation,
-	})
+	setCondition(nar, v1alpha1.ConditionRestoreItemsChecked, status, reason, msg)
 }
 
 // restoreSkips reports the group-resources Velero will not restore for nar:

@@ -7,7 +7,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -100,10 +99,8 @@ func (f *CopySecret) Run(ctx context.Context, op *engine.Operation, _ any) (engi
 		}
 		verb = "Updated"
 	}
-	meta.SetStatusCondition(&nabsl.Status.Conditions, metav1.Condition{
-		Type: v1alpha1.ConditionSecretSynced, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonSecretSynced,
-		Message: fmt.Sprintf("credential Secret %s copied to %s/%s", cred.Name, got.Namespace, got.Name), ObservedGeneration: nabsl.Generation,
-	})
+	setCondition(nabsl, v1alpha1.ConditionSecretSynced, metav1.ConditionTrue, v1alpha1.ReasonSecretSynced,
+		fmt.Sprintf("credential Secret %s copied to %s/%s", cred.Name, got.Namespace, got.Name))
 	return engine.Done(fmt.Sprintf("%s Secret %s/%s from %s/%s", verb, got.Namespace, got.Name, nabsl.Namespace, cred.Name),
 		map[string]string{"name": got.Name}), nil
 }

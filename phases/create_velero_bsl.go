@@ -7,7 +7,6 @@ import (
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -89,9 +88,7 @@ func (f *CreateVeleroBSL) Run(ctx context.Context, op *engine.Operation, args an
 	}
 	nabsl.Status.Phase = v1alpha1.NonAdminPhaseCreated
 	vb.NACUUID, vb.Name, vb.Namespace = op.UUID, got.Name, got.Namespace
-	meta.SetStatusCondition(&nabsl.Status.Conditions, metav1.Condition{
-		Type: v1alpha1.ConditionBackupStorageLocationSynced, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonBSLSynced,
-		Message: fmt.Sprintf("Velero BackupStorageLocation %s/%s matches the spec", got.Namespace, got.Name), ObservedGeneration: nabsl.Generation,
-	})
+	setCondition(nabsl, v1alpha1.ConditionBackupStorageLocationSynced, metav1.ConditionTrue, v1alpha1.ReasonBSLSynced,
+		fmt.Sprintf("Velero BackupStorageLocation %s/%s matches the spec", got.Namespace, got.Name))
 	return engine.Done(fmt.Sprintf("%s Velero BackupStorageLocation %s/%s", verb, got.Namespace, got.Name), map[string]string{"name": got.Name}), nil
 }

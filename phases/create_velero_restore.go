@@ -6,7 +6,6 @@ import (
 	"slices"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -112,10 +111,8 @@ func (f *CreateVeleroRestore) Run(ctx context.Context, op *engine.Operation, arg
 		nar.Status.VeleroRestore = &v1alpha1.VeleroRestore{}
 	}
 	nar.Status.VeleroRestore.NACUUID, nar.Status.VeleroRestore.Name, nar.Status.VeleroRestore.Namespace = op.UUID, got.Name, got.Namespace
-	meta.SetStatusCondition(&nar.Status.Conditions, metav1.Condition{
-		Type: v1alpha1.ConditionQueued, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonRestoreScheduled,
-		Message: fmt.Sprintf("Created Velero Restore object %s", got.Name), ObservedGeneration: nar.Generation,
-	})
+	setCondition(nar, v1alpha1.ConditionQueued, metav1.ConditionTrue, v1alpha1.ReasonRestoreScheduled,
+		fmt.Sprintf("Created Velero Restore object %s", got.Name))
 	return engine.Done(fmt.Sprintf("%s Velero Restore %s/%s of Velero Backup %s", verb, got.Namespace, got.Name, a.BackupName),
 		map[string]string{"name": got.Name}), nil
 }

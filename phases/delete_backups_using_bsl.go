@@ -39,20 +39,12 @@ func (f *DeleteBackupsUsingBSL) Run(ctx context.Context, op *engine.Operation, _
 	if err != nil {
 		return engine.Result{}, err
 	}
-	list := &v1alpha1.NonAdminBackupList{}
-	if err := op.Client.List(ctx, list, client.InNamespace(nabsl.Namespace)); err != nil {
-		return engine.Result{}, fmt.Errorf("listing NonAdminBackups in %s: %w", nabsl.Namespace, err)
-	}
-	deleted := 0
-	for i := range list.Items {
-		nab := &list.Items[i]
-		if nab.Spec.BackupSpec == nil || nab.Spec.BackupSpec.StorageLocation != nabsl.Name {
-			continue
-		}
-		if err := op.Client.Delete(ctx, nab); client.IgnoreNotFound(err) != nil {
-			return engine.Result{}, fmt.Errorf("deleting NonAdminBackup %s/%s: %w", nab.Namespace, nab.Name, err)
-		}
-		deleted++
+	deleted, err := deleteReferring(ctx, op, nabsl.Namespace, &v1alpha1.NonAdminBackupList{}, func(o client.Object) bool {
+		spec := o.(*v1alpha1.NonAdminBackup).Spec.BackupSpec
+		return spec != nil && spec.StorageLocation == nabsl.Name
+	}, nil)
+	if err != nil {
+		return engine.Result{}, err
 	}
 	return engine.Done(fmt.Sprintf("Asked %d NonAdminBackup(s) using %s to delete themselves", deleted, nabsl.Name),
 		map[string]string{"deleted": fmt.Sprint(deleted)}), nil

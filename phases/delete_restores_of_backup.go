@@ -39,20 +39,12 @@ func (f *DeleteRestoresOfBackup) Run(ctx context.Context, op *engine.Operation, 
 	if err != nil {
 		return engine.Result{}, err
 	}
-	list := &v1alpha1.NonAdminRestoreList{}
-	if err := op.Client.List(ctx, list, client.InNamespace(nab.Namespace)); err != nil {
-		return engine.Result{}, fmt.Errorf("listing NonAdminRestores in %s: %w", nab.Namespace, err)
-	}
-	deleted := 0
-	for i := range list.Items {
-		nar := &list.Items[i]
-		if nar.Spec.RestoreSpec == nil || nar.Spec.RestoreSpec.BackupName != nab.Name {
-			continue
-		}
-		if err := op.Client.Delete(ctx, nar); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
-			return engine.Result{}, fmt.Errorf("deleting NonAdminRestore %s/%s: %w", nar.Namespace, nar.Name, err)
-		}
-		deleted++
+	deleted, err := deleteReferring(ctx, op, nab.Namespace, &v1alpha1.NonAdminRestoreList{}, func(o client.Object) bool {
+		spec := o.(*v1alpha1.NonAdminRestore).Spec.RestoreSpec
+		return spec != nil && spec.BackupName == nab.Name
+	}, apierrors.IsConflict)
+	if err != nil {
+		return engine.Result{}, err
 	}
 	return engine.Done(fmt.Sprintf("Deleted %d NonAdminRestore(s) of NonAdminBackup %s", deleted, nab.Name),
 		map[string]string{"deleted": fmt.Sprint(deleted)}), nil

@@ -3,6 +3,7 @@ package phases
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 
 	"github.com/nacflow/nacflow/dpa"
+	"github.com/nacflow/nacflow/engine"
 )
 
 // Settings resolves the admin's non-admin settings: *dpa.Source (flags
@@ -40,38 +42,74 @@ const recheckSettings = 10 * time.Second
 // fromBlueprint names a blueprint's own args as the source of a setting.
 const fromBlueprint = "blueprint args.enforce"
 
-// enforcement returns the enforced values in force for a validate phase and
+// enforcedSpec is one kind of spec an admin may enforce: the field of
+// OADP's DataProtectionApplication holding it (spec.nonAdmin.<field>, OADP's
+// enforceBackupSpec, enforceRestoreSpec and enforceBSLSpec) and its decoder,
+// which fills a fresh value from the field's raw JSON.
+type enforcedSpec[T any] struct {
+	field  string
+	raw    func(*dpa.NonAdmin) json.RawMessage
+	decode func([]byte) (*T, error)
+}
+
+// The specs an admin may enforce, one entry a kind.
+var (
+	backupEnforcement = enforcedSpec[EnforcedBackupSpec]{"enforceBackupSpec",
+		func(n *dpa.NonAdmin) json.RawMessage { return n.EnforceBackupSpec }, decodeBackupEnforce}
+	restoreEnforcement = enforcedSpec[EnforcedRestoreSpec]{"enforceRestoreSpec",
+		func(n *dpa.NonAdmin) json.RawMessage { return n.EnforceRestoreSpec }, decodeRestoreEnforce}
+	bslEnforcement = enforcedSpec[EnforcedBSLSpec]{"enforceBSLSpec",
+		func(n *dpa.NonAdmin) json.RawMessage { return n.EnforceBSLSpec }, decodeBSLEnforce}
+)
+
+// invalidSettings is a DPA field that does not decode or enforces what
+// cannot be enforced: the admin must fix it, and the phase waits for that
+// rather than running unenforced (waitForSettings).
+type invalidSettings struct{ err error }
+
+func (e invalidSettings) Error() string { return e.err.Error() }
+
+// inForce returns the enforced values in force for a validate phase and
 // where they come from: the blueprint's own args.enforce when it sets one
 // (own non-nil), else the DPA's spec.nonAdmin.<field> (decoded strictly, as
-// args are), else nil. decode fills a fresh value from raw JSON.
+// args are), else nil.
 //
-// Errors: reading the DPA (retryable); invalidDPA is the DPA's field that
-// does not decode or enforces what cannot be enforced: the admin must fix
-// it, and the phase waits for that rather than running unenforced.
-func enforcement[T any](ctx context.Context, s Settings, field string, own *T,
-	raw func(*dpa.NonAdmin) json.RawMessage, decode func([]byte) (*T, error)) (e *T, source string, invalidDPA, err error) {
+// Errors: reading the DPA (retryable), and invalidSettings, which the
+// phase hands to waitForSettings.
+func (k enforcedSpec[T]) inForce(ctx context.Context, s Settings, own *T) (e *T, source string, err error) {
 	if s == nil {
 		s = noSettings{}
 	}
 	if own != nil {
-		s.Report(ctx, field, fromBlueprint)
-		return own, fromBlueprint, nil, nil
+		s.Report(ctx, k.field, fromBlueprint)
+		return own, fromBlueprint, nil
 	}
 	settings, err := s.Get(ctx)
 	if err != nil {
-		return nil, "", nil, err
+		return nil, "", err
 	}
-	if settings == nil || len(raw(&settings.NonAdmin)) == 0 || string(raw(&settings.NonAdmin)) == "null" {
-		s.Report(ctx, field, "none")
-		return nil, "", nil, nil
+	if settings == nil || len(k.raw(&settings.NonAdmin)) == 0 || string(k.raw(&settings.NonAdmin)) == "null" {
+		s.Report(ctx, k.field, "none")
+		return nil, "", nil
 	}
-	source = settings.Field(field)
-	e, err = decode(raw(&settings.NonAdmin))
+	source = settings.Field(k.field)
+	e, err = k.decode(k.raw(&settings.NonAdmin))
 	if err != nil {
-		return nil, "", fmt.Errorf("%s is invalid (the admin must fix it; nothing is enforced until then, so the operation waits): %w", source, err), nil
+		return nil, "", invalidSettings{fmt.Errorf("%s is invalid (the admin must fix it; nothing is enforced until then, so the operation waits): %w", source, err)}
 	}
-	s.Report(ctx, field, source)
-	return e, source, nil, nil
+	s.Report(ctx, k.field, source)
+	return e, source, nil
+}
+
+// waitForSettings returns what a validate phase returns for inForce's
+// error err: a Wait of recheckSettings naming the invalid DPA field, or err
+// itself (retryable).
+func waitForSettings(err error) (engine.Result, error) {
+	var invalid invalidSettings
+	if errors.As(err, &invalid) {
+		return engine.Wait(invalid.Error(), recheckSettings), nil
+	}
+	return engine.Result{}, err
 }
 
 // withoutZeroFields returns data, a JSON object of typed's type (a pointer
@@ -109,21 +147,24 @@ func withoutZeroFields(data []byte, typed any) ([]byte, error) {
 // (withoutZeroFields), then decoded strictly as a blueprint's args.enforce.
 
 func decodeBackupEnforce(data []byte) (*EnforcedBackupSpec, error) {
-	data, err := withoutZeroFields(data, &velerov1.BackupSpec{})
-	if err != nil {
-		return nil, err
-	}
 	e := &EnforcedBackupSpec{}
-	return e, e.UnmarshalJSON(data)
+	return e, decodeWithoutZeroFields(data, &velerov1.BackupSpec{}, e)
 }
 
 func decodeRestoreEnforce(data []byte) (*EnforcedRestoreSpec, error) {
-	data, err := withoutZeroFields(data, &velerov1.RestoreSpec{})
-	if err != nil {
-		return nil, err
-	}
 	e := &EnforcedRestoreSpec{}
-	return e, e.UnmarshalJSON(data)
+	return e, decodeWithoutZeroFields(data, &velerov1.RestoreSpec{}, e)
+}
+
+// decodeWithoutZeroFields decodes data, a DPA's enforce spec of typed's
+// type, into into (strictly, its UnmarshalJSON) once its zero fields are
+// dropped.
+func decodeWithoutZeroFields(data []byte, typed any, into json.Unmarshaler) error {
+	data, err := withoutZeroFields(data, typed)
+	if err != nil {
+		return err
+	}
+	return into.UnmarshalJSON(data)
 }
 
 func decodeBSLEnforce(data []byte) (*EnforcedBSLSpec, error) {

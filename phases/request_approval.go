@@ -9,7 +9,6 @@ import (
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -271,13 +270,9 @@ func approvalDiff(approved, spec *velerov1.BackupStorageLocationSpec) []string {
 }
 
 func setSpecUpdate(nabsl *v1alpha1.NonAdminBackupStorageLocation, status metav1.ConditionStatus, reason, msg string) {
-	meta.SetStatusCondition(&nabsl.Status.Conditions, metav1.Condition{
-		Type: v1alpha1.ConditionSpecUpdateApproved, Status: status, Reason: reason, Message: msg, ObservedGeneration: nabsl.Generation,
-	})
+	setCondition(nabsl, v1alpha1.ConditionSpecUpdateApproved, status, reason, msg)
 }
 
 func setApproval(nabsl *v1alpha1.NonAdminBackupStorageLocation, status metav1.ConditionStatus, reason, msg string) {
-	meta.SetStatusCondition(&nabsl.Status.Conditions, metav1.Condition{
-		Type: v1alpha1.ConditionClusterAdminApproved, Status: status, Reason: reason, Message: msg, ObservedGeneration: nabsl.Generation,
-	})
+	setCondition(nabsl, v1alpha1.ConditionClusterAdminApproved, status, reason, msg)
 }

@@ -13,9 +13,13 @@ import (
 // Real specs are a few KiB.
 const MaxSpecBytes = 256 << 10
 
-// checkSpecSize returns a refusal naming field when spec, JSON-encoded, is
-// longer than MaxSpecBytes.
-func checkSpecSize(field string, spec any) error {
+// checkTenantSpec returns a refusal naming field when spec, a tenant's
+// spec, is missing ("<field> is required") or, JSON-encoded, longer than
+// MaxSpecBytes: the first rules of every validate phase.
+func checkTenantSpec[T any](field string, spec *T) error {
+	if spec == nil {
+		return fmt.Errorf("%s is required", field)
+	}
 	raw, err := json.Marshal(spec)
 	if err != nil {
 		return fmt.Errorf("%s: %w", field, err)

@@ -2,20 +2,17 @@ package phases
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
 
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
-
 	"github.com/nacflow/nacflow/api/v1alpha1"
-	"github.com/nacflow/nacflow/dpa"
 	"github.com/nacflow/nacflow/engine"
 )
 
@@ -84,50 +81,32 @@ func (f *ValidateBackupSpec) Run(ctx context.Context, op *engine.Operation, args
 		return engine.Result{}, err
 	}
 	refusal := validateBackupSpec(nab)
-	if refusal == nil && nab.Namespace == op.OADPNamespace {
-		refusal = fmt.Errorf("metadata.namespace: NonAdminBackups are not served in the OADP namespace %s", op.OADPNamespace)
+	if refusal == nil {
+		refusal = outsideOADPNamespace(op)
 	}
-	enforce, source, invalid, err := enforcement(ctx, f.settings, "enforceBackupSpec", a.Enforce,
-		func(n *dpa.NonAdmin) json.RawMessage { return n.EnforceBackupSpec }, decodeBackupEnforce)
-	switch {
-	case err != nil:
-		return engine.Result{}, err
-	case invalid != nil:
-		return engine.Wait(invalid.Error(), recheckSettings), nil
+	enforce, source, err := backupEnforcement.inForce(ctx, f.settings, a.Enforce)
+	if err != nil {
+		return waitForSettings(err)
 	}
 	var effective *velerov1.BackupSpec
 	if refusal == nil {
 		effective = nab.Spec.BackupSpec.DeepCopy()
 		refusal = enforce.Apply(effective)
 	}
-	if refusal == nil && effective.StorageLocation != "" {
-		veleroBSL, notReady, err := storageLocation(ctx, op, nab.Namespace, effective.StorageLocation)
+	if refusal == nil {
+		var wait *engine.Result
+		wait, refusal, err = awaitLocation(ctx, op, nab.Namespace, effective, a.LocationTimeout)
 		switch {
-		case err != nil && !engine.IsTerminal(err):
-			return engine.Result{}, err
 		case err != nil:
-			refusal = err
-		case notReady != "":
-			timeout := DefaultLocationTimeout
-			if a.LocationTimeout != nil {
-				timeout = a.LocationTimeout.Duration
-			}
-			if waited := phaseAge(op); waited < timeout {
-				return engine.Wait(fmt.Sprintf("waiting up to %s for %s", timeout, notReady), min(recheckLocation, timeout-waited)), nil
-			}
-			refusal = fmt.Errorf("spec.backupSpec.storageLocation: not ready within %s: %s", timeout, notReady)
-		default:
-			effective.StorageLocation = veleroBSL
+			return engine.Result{}, err
+		case wait != nil:
+			return *wait, nil
 		}
 	}
 	if refusal != nil {
 		return engine.Result{}, refuse(nab, v1alpha1.ReasonInvalidBackupSpec, refusal)
 	}
-	meta.SetStatusCondition(&nab.Status.Conditions, metav1.Condition{
-		Type: v1alpha1.ConditionAccepted, Status: metav1.ConditionTrue,
-		Reason: v1alpha1.ReasonBackupAccepted, Message: "backup accepted",
-		ObservedGeneration: nab.Generation,
-	})
+	accept(nab, v1alpha1.ReasonBackupAccepted, "backup accepted")
 	if nab.Status.VeleroBackup == nil {
 		nab.Status.VeleroBackup = &v1alpha1.VeleroBackup{}
 	}
@@ -153,13 +132,43 @@ func phaseAge(op *engine.Operation) time.Duration {
 	return time.Since(ps.StartTime.Time)
 }
 
+// awaitLocation translates spec's storageLocation, a
+// NonAdminBackupStorageLocation of namespace ns (none: Velero's default),
+// to its Velero BSL in place (storageLocation). While the location is not
+// ready it returns wait, the phase's Wait result, for up to timeout
+// (args.locationTimeout; DefaultLocationTimeout when nil) from the phase's
+// start; then it refuses the location. refusal is storageLocation's, or
+// that timeout's, both naming spec.backupSpec.storageLocation. Other errors
+// are the API server's (retryable).
+func awaitLocation(ctx context.Context, op *engine.Operation, ns string, spec *velerov1.BackupSpec, timeout *metav1.Duration) (wait *engine.Result, refusal, err error) {
+	if spec.StorageLocation == "" {
+		return nil, nil, nil
+	}
+	veleroBSL, notReady, err := storageLocation(ctx, op, ns, spec.StorageLocation)
+	switch {
+	case err != nil && !engine.IsTerminal(err):
+		return nil, nil, err
+	case err != nil:
+		return nil, err, nil
+	case notReady == "":
+		spec.StorageLocation = veleroBSL
+		return nil, nil, nil
+	}
+	limit := DefaultLocationTimeout
+	if timeout != nil {
+		limit = timeout.Duration
+	}
+	if waited := phaseAge(op); waited < limit {
+		w := engine.Wait(fmt.Sprintf("waiting up to %s for %s", limit, notReady), min(recheckLocation, limit-waited))
+		return &w, nil, nil
+	}
+	return nil, fmt.Errorf("spec.backupSpec.storageLocation: not ready within %s: %s", limit, notReady), nil
+}
+
 // validateBackupSpec returns the first tenant rule nab's backupSpec breaks.
 func validateBackupSpec(nab *v1alpha1.NonAdminBackup) error {
 	spec := nab.Spec.BackupSpec
-	if spec == nil {
-		return fmt.Errorf("spec.backupSpec is required")
-	}
-	if err := checkSpecSize("spec.backupSpec", spec); err != nil {
+	if err := checkTenantSpec("spec.backupSpec", spec); err != nil {
 		return err
 	}
 	for _, ns := range spec.IncludedNamespaces {

@@ -2,19 +2,15 @@ package phases
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
-	"github.com/nacflow/nacflow/dpa"
 	"github.com/nacflow/nacflow/engine"
 	"github.com/nacflow/nacflow/internal/endpoint"
 )
@@ -155,16 +151,12 @@ func (f *ValidateBSLSpec) Run(ctx context.Context, op *engine.Operation, args an
 	}
 	var effective *velerov1.BackupStorageLocationSpec
 	refusal := validateBSLSpec(nabsl)
-	if refusal == nil && nabsl.Namespace == op.OADPNamespace {
-		refusal = fmt.Errorf("metadata.namespace: NonAdminBackupStorageLocations are not served in the OADP namespace %s", op.OADPNamespace)
+	if refusal == nil {
+		refusal = outsideOADPNamespace(op)
 	}
-	enforce, source, invalid, err := enforcement(ctx, f.settings, "enforceBSLSpec", a.Enforce,
-		func(n *dpa.NonAdmin) json.RawMessage { return n.EnforceBSLSpec }, decodeBSLEnforce)
-	switch {
-	case err != nil:
-		return engine.Result{}, err
-	case invalid != nil:
-		return engine.Wait(invalid.Error(), recheckSettings), nil
+	enforce, source, err := bslEnforcement.inForce(ctx, f.settings, a.Enforce)
+	if err != nil {
+		return waitForSettings(err)
 	}
 	if refusal == nil {
 		effective = nabsl.Spec.BackupStorageLocationSpec.DeepCopy()
@@ -203,10 +195,7 @@ func (f *ValidateBSLSpec) Run(ctx context.Context, op *engine.Operation, args an
 		return engine.Result{}, refuse(nabsl, v1alpha1.ReasonInvalidBSLSpec, refusal)
 	}
 	effective.Default = false
-	meta.SetStatusCondition(&nabsl.Status.Conditions, metav1.Condition{
-		Type: v1alpha1.ConditionAccepted, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonBSLAccepted,
-		Message: "backup storage location accepted", ObservedGeneration: nabsl.Generation,
-	})
+	accept(nabsl, v1alpha1.ReasonBSLAccepted, "backup storage location accepted")
 	if nabsl.Status.VeleroBackupStorageLocation == nil {
 		nabsl.Status.VeleroBackupStorageLocation = &v1alpha1.VeleroBackupStorageLocation{}
 	}
@@ -322,14 +311,10 @@ func legacyTenantPrefix(ns, prefix string) string {
 // validateBSLSpec returns the first rule nabsl's spec breaks.
 func validateBSLSpec(nabsl *v1alpha1.NonAdminBackupStorageLocation) error {
 	spec := nabsl.Spec.BackupStorageLocationSpec
-	if spec != nil {
-		if err := checkSpecSize("spec.backupStorageLocationSpec", spec); err != nil {
-			return err
-		}
+	if err := checkTenantSpec("spec.backupStorageLocationSpec", spec); err != nil {
+		return err
 	}
 	switch {
-	case spec == nil:
-		return fmt.Errorf("spec.backupStorageLocationSpec is required")
 	case spec.Default:
 		return fmt.Errorf("spec.backupStorageLocationSpec.default must be false: a tenant's location is never the default")
 	case spec.Credential == nil || spec.Credential.Name == "" || spec.Credential.Key == "":

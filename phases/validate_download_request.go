@@ -7,7 +7,6 @@ import (
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -61,8 +60,8 @@ func (f *ValidateDownloadRequest) Run(ctx context.Context, op *engine.Operation,
 		return refuse(nadr, v1alpha1.ReasonInvalidDownloadRequest, fmt.Errorf(format, v...))
 	}
 	t := nadr.Spec.Target
-	if nadr.Namespace == op.OADPNamespace {
-		return engine.Result{}, invalid("metadata.namespace: NonAdminDownloadRequests are not served in the OADP namespace %s", op.OADPNamespace)
+	if err := outsideOADPNamespace(op); err != nil {
+		return engine.Result{}, refuse(nadr, v1alpha1.ReasonInvalidDownloadRequest, err)
 	}
 	if t.Name == "" {
 		return engine.Result{}, invalid("spec.target.name is empty: it must name a NonAdminBackup or NonAdminRestore of namespace %s", nadr.Namespace)
@@ -70,14 +69,14 @@ func (f *ValidateDownloadRequest) Run(ctx context.Context, op *engine.Operation,
 	var veleroName, location string
 	switch target := v1alpha1.DownloadTargetOf(t.Kind); target {
 	case "NonAdminBackup":
-		b, wait, err := f.backupOf(ctx, op, t.Name, invalid)
-		if err != nil || wait != "" {
+		files, b := backupTarget()
+		if wait, err := finishedTarget(ctx, op, t.Name, invalid, files); err != nil || wait != "" {
 			return waitOr(wait, err)
 		}
 		veleroName, location = b.Name, b.Spec.StorageLocation
 	case "NonAdminRestore":
-		r, wait, err := f.restoreOf(ctx, op, t.Name, invalid)
-		if err != nil || wait != "" {
+		files, r := restoreTarget()
+		if wait, err := finishedTarget(ctx, op, t.Name, invalid, files); err != nil || wait != "" {
 			return waitOr(wait, err)
 		}
 		veleroName = r.Name
@@ -97,18 +96,12 @@ func (f *ValidateDownloadRequest) Run(ctx context.Context, op *engine.Operation,
 			return engine.Result{}, err
 		}
 		if !tenant {
-			meta.SetStatusCondition(&nadr.Status.Conditions, metav1.Condition{
-				Type: v1alpha1.ConditionNonAdminBackupStorageLocationNotUsed, Status: metav1.ConditionTrue, Reason: "Error",
-				Message:            "backup does not use a NonAdminBackupStorageLocation: files are served only for backups kept on the namespace's own location",
-				ObservedGeneration: nadr.Generation,
-			})
+			setCondition(nadr, v1alpha1.ConditionNonAdminBackupStorageLocationNotUsed, metav1.ConditionTrue, "Error",
+				"backup does not use a NonAdminBackupStorageLocation: files are served only for backups kept on the namespace's own location")
 			return engine.Result{}, invalid("spec.target.name: %s %s is kept on the admin's storage location %q: the admin serves files only of backups on the namespace's own NonAdminBackupStorageLocation", v1alpha1.DownloadTargetOf(t.Kind), t.Name, location)
 		}
 	}
-	meta.SetStatusCondition(&nadr.Status.Conditions, metav1.Condition{
-		Type: v1alpha1.ConditionAccepted, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonDownloadRequestAccepted,
-		Message: fmt.Sprintf("%s of %s %s accepted", t.Kind, v1alpha1.DownloadTargetOf(t.Kind), t.Name), ObservedGeneration: nadr.Generation,
-	})
+	accept(nadr, v1alpha1.ReasonDownloadRequestAccepted, fmt.Sprintf("%s of %s %s accepted", t.Kind, v1alpha1.DownloadTargetOf(t.Kind), t.Name))
 	return engine.Done(fmt.Sprintf("%s of %s %s accepted (Velero %s)", t.Kind, v1alpha1.DownloadTargetOf(t.Kind), t.Name, veleroName),
 		map[string]string{"kind": string(t.Kind), "name": veleroName}), nil
 }
@@ -121,74 +114,89 @@ func waitOr(wait string, err error) (engine.Result, error) {
 	return engine.Wait(wait, recheckTarget), nil
 }
 
-// backupOf returns the finished Velero Backup of the NonAdminBackup name of
-// op's namespace, or a wait message while it has none or runs, or the
-// refusal invalid makes.
-func (f *ValidateDownloadRequest) backupOf(ctx context.Context, op *engine.Operation, name string, invalid func(string, ...any) error) (*velerov1.Backup, string, error) {
-	ns := op.Object.GetNamespace()
-	nab := &v1alpha1.NonAdminBackup{}
-	if err := getInNamespace(ctx, op, ns, name, nab); apierrors.IsNotFound(err) {
-		return nil, "", invalid("spec.target.name: NonAdminBackup %s/%s does not exist", ns, name)
-	} else if err != nil {
-		return nil, "", err
-	}
-	vb := nab.Status.VeleroBackup
-	if vb == nil || vb.Name == "" {
-		if p := nab.Status.Plan; p != nil && p.State == v1alpha1.PlanFailed {
-			return nil, "", invalid("spec.target.name: NonAdminBackup %s has no Velero Backup: its request failed (%s)", name, p.Message)
-		}
-		return nil, fmt.Sprintf("NonAdminBackup %s has no Velero Backup yet", name), nil
-	}
-	b := &velerov1.Backup{}
-	if err := getInNamespace(ctx, op, op.OADPNamespace, vb.Name, b); apierrors.IsNotFound(err) {
-		return nil, "", invalid("spec.target.name: the Velero Backup %s of NonAdminBackup %s no longer exists", vb.Name, name)
-	} else if err != nil {
-		return nil, "", err
-	}
-	if origin := b.Annotations[v1alpha1.NabOriginNamespaceAnnotation]; origin != ns {
-		return nil, "", invalid("spec.target.name: the Velero Backup %s of NonAdminBackup %s was not made for namespace %s", b.Name, name, ns)
-	}
-	if origin := b.Annotations[v1alpha1.NabOriginNameAnnotation]; origin != name {
-		return nil, "", invalid("spec.target.name: the Velero Backup %s named in the status of NonAdminBackup %s was not made for it", b.Name, name)
-	}
-	if !v1alpha1.BackupFinished(b.Status.Phase) {
-		return nil, fmt.Sprintf("Velero Backup %s of NonAdminBackup %s is %s: its files are in object storage once it ends", b.Name, name, phaseOr(string(b.Status.Phase))), nil
-	}
-	return b, "", nil
+// downloadTarget is what a download may name: a NAC object (nac, empty, a
+// NonAdminBackup or NonAdminRestore) and the Velero object (velero, empty,
+// of veleroKind) its status links by name (linked, "" for none yet), whose
+// files Velero serves once it ended (ended: its phase, and whether it did).
+type downloadTarget struct {
+	nac        v1alpha1.Object
+	velero     client.Object
+	veleroKind string
+	linked     func() string
+	ended      func() (phase string, ok bool)
 }
 
-// restoreOf is backupOf for the NonAdminRestore name.
-func (f *ValidateDownloadRequest) restoreOf(ctx context.Context, op *engine.Operation, name string, invalid func(string, ...any) error) (*velerov1.Restore, string, error) {
+// backupTarget is the downloadTarget of a NonAdminBackup, and its Velero
+// Backup as finishedTarget reads it.
+func backupTarget() (downloadTarget, *velerov1.Backup) {
+	nab, b := &v1alpha1.NonAdminBackup{}, &velerov1.Backup{}
+	return downloadTarget{nac: nab, velero: b, veleroKind: "Backup",
+		linked: func() string {
+			if vb := nab.Status.VeleroBackup; vb != nil {
+				return vb.Name
+			}
+			return ""
+		},
+		ended: func() (string, bool) { return string(b.Status.Phase), v1alpha1.BackupFinished(b.Status.Phase) },
+	}, b
+}
+
+// restoreTarget is the downloadTarget of a NonAdminRestore, and its Velero
+// Restore as finishedTarget reads it.
+func restoreTarget() (downloadTarget, *velerov1.Restore) {
+	nar, r := &v1alpha1.NonAdminRestore{}, &velerov1.Restore{}
+	return downloadTarget{nac: nar, velero: r, veleroKind: "Restore",
+		linked: func() string {
+			if vr := nar.Status.VeleroRestore; vr != nil {
+				return vr.Name
+			}
+			return ""
+		},
+		ended: func() (string, bool) { return string(r.Status.Phase), v1alpha1.RestoreFinished(r.Status.Phase) },
+	}, r
+}
+
+// finishedTarget reads the NAC object name of op's namespace into t.nac
+// and the Velero object its status links into t.velero, and returns "" once
+// that object ended: its files are in object storage. While the NAC object
+// has no Velero object yet, or that object runs, it returns a wait message.
+// It returns the refusal invalid makes for a NAC object that does not exist
+// or failed, and for a Velero object that is gone or was not made for it
+// (its origin annotations).
+func finishedTarget(ctx context.Context, op *engine.Operation, name string, invalid func(string, ...any) error, t downloadTarget) (string, error) {
 	ns := op.Object.GetNamespace()
-	nar := &v1alpha1.NonAdminRestore{}
-	if err := getInNamespace(ctx, op, ns, name, nar); apierrors.IsNotFound(err) {
-		return nil, "", invalid("spec.target.name: NonAdminRestore %s/%s does not exist", ns, name)
-	} else if err != nil {
-		return nil, "", err
+	kind := fmt.Sprintf("%T", t.nac)
+	if k, ok := v1alpha1.KindOf(t.nac); ok {
+		kind = k.Kind
 	}
-	vr := nar.Status.VeleroRestore
-	if vr == nil || vr.Name == "" {
-		if p := nar.Status.Plan; p != nil && p.State == v1alpha1.PlanFailed {
-			return nil, "", invalid("spec.target.name: NonAdminRestore %s has no Velero Restore: its request failed (%s)", name, p.Message)
+	if err := getInNamespace(ctx, op, ns, name, t.nac); apierrors.IsNotFound(err) {
+		return "", invalid("spec.target.name: %s %s/%s does not exist", kind, ns, name)
+	} else if err != nil {
+		return "", err
+	}
+	linked := t.linked()
+	if linked == "" {
+		if p := t.nac.GetPlan(); p != nil && p.State == v1alpha1.PlanFailed {
+			return "", invalid("spec.target.name: %s %s has no Velero %s: its request failed (%s)", kind, name, t.veleroKind, p.Message)
 		}
-		return nil, fmt.Sprintf("NonAdminRestore %s has no Velero Restore yet", name), nil
+		return fmt.Sprintf("%s %s has no Velero %s yet", kind, name, t.veleroKind), nil
 	}
-	r := &velerov1.Restore{}
-	if err := getInNamespace(ctx, op, op.OADPNamespace, vr.Name, r); apierrors.IsNotFound(err) {
-		return nil, "", invalid("spec.target.name: the Velero Restore %s of NonAdminRestore %s no longer exists", vr.Name, name)
+	if err := getInNamespace(ctx, op, op.OADPNamespace, linked, t.velero); apierrors.IsNotFound(err) {
+		return "", invalid("spec.target.name: the Velero %s %s of %s %s no longer exists", t.veleroKind, linked, kind, name)
 	} else if err != nil {
-		return nil, "", err
+		return "", err
 	}
-	if origin := r.Annotations[v1alpha1.NarOriginNamespaceAnnotation]; origin != ns {
-		return nil, "", invalid("spec.target.name: the Velero Restore %s of NonAdminRestore %s was not made for namespace %s", r.Name, name, ns)
+	origin := t.nac.OriginKeys()
+	if got := t.velero.GetAnnotations()[origin.NamespaceAnnotation]; got != ns {
+		return "", invalid("spec.target.name: the Velero %s %s of %s %s was not made for namespace %s", t.veleroKind, t.velero.GetName(), kind, name, ns)
 	}
-	if origin := r.Annotations[v1alpha1.NarOriginNameAnnotation]; origin != name {
-		return nil, "", invalid("spec.target.name: the Velero Restore %s named in the status of NonAdminRestore %s was not made for it", r.Name, name)
+	if got := t.velero.GetAnnotations()[origin.NameAnnotation]; got != name {
+		return "", invalid("spec.target.name: the Velero %s %s named in the status of %s %s was not made for it", t.veleroKind, t.velero.GetName(), kind, name)
 	}
-	if !v1alpha1.RestoreFinished(r.Status.Phase) {
-		return nil, fmt.Sprintf("Velero Restore %s of NonAdminRestore %s is %s: its files are in object storage once it ends", r.Name, name, phaseOr(string(r.Status.Phase))), nil
+	if phase, ok := t.ended(); !ok {
+		return fmt.Sprintf("Velero %s %s of %s %s is %s: its files are in object storage once it ends", t.veleroKind, t.velero.GetName(), kind, name, phaseOr(phase)), nil
 	}
-	return r, "", nil
+	return "", nil
 }
 
 // getInNamespace reads namespace/name into obj through the cache, then the

@@ -2,18 +2,14 @@ package phases
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
-	"github.com/nacflow/nacflow/dpa"
 	"github.com/nacflow/nacflow/engine"
 )
 
@@ -61,16 +57,12 @@ func (f *ValidateRestoreSpec) Run(ctx context.Context, op *engine.Operation, arg
 		return engine.Result{}, err
 	}
 	refusal := validateRestoreSpec(nar)
-	if refusal == nil && nar.Namespace == op.OADPNamespace {
-		refusal = fmt.Errorf("metadata.namespace: NonAdminRestores are not served in the OADP namespace %s", op.OADPNamespace)
+	if refusal == nil {
+		refusal = outsideOADPNamespace(op)
 	}
-	enforce, source, invalid, err := enforcement(ctx, f.settings, "enforceRestoreSpec", a.Enforce,
-		func(n *dpa.NonAdmin) json.RawMessage { return n.EnforceRestoreSpec }, decodeRestoreEnforce)
-	switch {
-	case err != nil:
-		return engine.Result{}, err
-	case invalid != nil:
-		return engine.Wait(invalid.Error(), recheckSettings), nil
+	enforce, source, err := restoreEnforcement.inForce(ctx, f.settings, a.Enforce)
+	if err != nil {
+		return waitForSettings(err)
 	}
 	var effective *velerov1.RestoreSpec
 	if refusal == nil {
@@ -95,10 +87,7 @@ func (f *ValidateRestoreSpec) Run(ctx context.Context, op *engine.Operation, arg
 	if refusal != nil {
 		return engine.Result{}, refuse(nar, v1alpha1.ReasonInvalidRestoreSpec, refusal)
 	}
-	meta.SetStatusCondition(&nar.Status.Conditions, metav1.Condition{
-		Type: v1alpha1.ConditionAccepted, Status: metav1.ConditionTrue,
-		Reason: v1alpha1.ReasonRestoreAccepted, Message: "restore accepted", ObservedGeneration: nar.Generation,
-	})
+	accept(nar, v1alpha1.ReasonRestoreAccepted, "restore accepted")
 	if nar.Status.VeleroRestore == nil {
 		nar.Status.VeleroRestore = &v1alpha1.VeleroRestore{}
 	}
@@ -113,14 +102,10 @@ func (f *ValidateRestoreSpec) Run(ctx context.Context, op *engine.Operation, arg
 // validateRestoreSpec returns the first tenant rule nar's restoreSpec breaks.
 func validateRestoreSpec(nar *v1alpha1.NonAdminRestore) error {
 	spec := nar.Spec.RestoreSpec
-	if spec != nil {
-		if err := checkSpecSize("spec.restoreSpec", spec); err != nil {
-			return err
-		}
+	if err := checkTenantSpec("spec.restoreSpec", spec); err != nil {
+		return err
 	}
 	switch {
-	case spec == nil:
-		return fmt.Errorf("spec.restoreSpec is required")
 	case spec.BackupName == "":
 		return fmt.Errorf("spec.restoreSpec.backupName is required: the name of a NonAdminBackup in namespace %s", nar.Namespace)
 	case spec.ScheduleName != "":

@@ -2,7 +2,6 @@ package phases
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -10,11 +9,9 @@ import (
 
 	cron "github.com/netresearch/go-cron"
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
-	"github.com/nacflow/nacflow/dpa"
 	"github.com/nacflow/nacflow/engine"
 )
 
@@ -90,8 +87,8 @@ func (f *ValidateScheduleSpec) Run(ctx context.Context, op *engine.Operation, ar
 	refuseWith := func(err error) (engine.Result, error) {
 		return engine.Result{}, refuse(nas, v1alpha1.ReasonInvalidScheduleSpec, err)
 	}
-	if nas.Namespace == op.OADPNamespace {
-		return refuseWith(fmt.Errorf("metadata.namespace: NonAdminSchedules are not served in the OADP namespace %s", op.OADPNamespace))
+	if err := outsideOADPNamespace(op); err != nil {
+		return refuseWith(err)
 	}
 	sched, err := ParseSchedule(nas.Spec.Schedule)
 	if err != nil {
@@ -113,13 +110,9 @@ func (f *ValidateScheduleSpec) Run(ctx context.Context, op *engine.Operation, ar
 	if err := validateBackupSpec(probe); err != nil {
 		return refuseWith(templateField(err))
 	}
-	enforce, _, invalid, err := enforcement(ctx, f.settings, "enforceBackupSpec", a.Enforce,
-		func(n *dpa.NonAdmin) json.RawMessage { return n.EnforceBackupSpec }, decodeBackupEnforce)
-	switch {
-	case err != nil:
-		return engine.Result{}, err
-	case invalid != nil:
-		return engine.Wait(invalid.Error(), recheckSettings), nil
+	enforce, _, err := backupEnforcement.inForce(ctx, f.settings, a.Enforce)
+	if err != nil {
+		return waitForSettings(err)
 	}
 	effective := tmpl.DeepCopy()
 	if err := enforce.Apply(effective); err != nil {
@@ -146,31 +139,16 @@ func (f *ValidateScheduleSpec) Run(ctx context.Context, op *engine.Operation, ar
 	if rpo != nil && rpo.Duration <= 0 {
 		return refuseWith(fmt.Errorf("spec.rpo: %s is not a positive duration", rpo.Duration))
 	}
-	if effective.StorageLocation != "" {
-		veleroBSL, notReady, err := storageLocation(ctx, op, nas.Namespace, effective.StorageLocation)
-		switch {
-		case err != nil && !engine.IsTerminal(err):
-			return engine.Result{}, err
-		case err != nil:
-			return refuseWith(templateField(err))
-		case notReady != "":
-			timeout := DefaultLocationTimeout
-			if a.LocationTimeout != nil {
-				timeout = a.LocationTimeout.Duration
-			}
-			if waited := phaseAge(op); waited < timeout {
-				return engine.Wait(fmt.Sprintf("waiting up to %s for %s", timeout, notReady), min(recheckLocation, timeout-waited)), nil
-			}
-			return refuseWith(fmt.Errorf("spec.template.backupSpec.storageLocation: not ready within %s: %s", timeout, notReady))
-		default:
-			effective.StorageLocation = veleroBSL
-		}
+	wait, refusal, err := awaitLocation(ctx, op, nas.Namespace, effective, a.LocationTimeout)
+	switch {
+	case err != nil:
+		return engine.Result{}, err
+	case wait != nil:
+		return *wait, nil
+	case refusal != nil:
+		return refuseWith(templateField(refusal))
 	}
-	meta.SetStatusCondition(&nas.Status.Conditions, metav1.Condition{
-		Type: v1alpha1.ConditionAccepted, Status: metav1.ConditionTrue,
-		Reason: v1alpha1.ReasonScheduleAccepted, Message: "schedule accepted",
-		ObservedGeneration: nas.Generation,
-	})
+	accept(nas, v1alpha1.ReasonScheduleAccepted, "schedule accepted")
 	if nas.Status.VeleroSchedule == nil {
 		nas.Status.VeleroSchedule = &v1alpha1.VeleroSchedule{}
 	}

@@ -11,7 +11,6 @@ import (
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,10 +21,6 @@ import (
 
 // Limits of VerifyBackupContents.
 const (
-	// defaultVerifyTimeout is how long Velero may take to serve the resource
-	// list (args.timeout unset): about a second when the location is
-	// Available.
-	defaultVerifyTimeout = 2 * time.Minute
 	// maxResourceList bounds the resource list read, uncompressed (bytes):
 	// about 800,000 items, read as a stream (readResourceList) in about a
 	// second of CPU; a real namespace of 100,000 items lists in 4 MiB.
@@ -103,23 +98,12 @@ func (f *VerifyBackupContents) Run(ctx context.Context, op *engine.Operation, ar
 	if p := b.Status.Phase; p != velerov1.BackupPhaseCompleted && p != velerov1.BackupPhasePartiallyFailed {
 		return engine.Done(fmt.Sprintf("Velero Backup %s is %s: only Completed and PartiallyFailed backups are verified", a.Name, phaseOr(string(p))), nil), nil
 	}
-	// The request of an earlier reconcile is read from the cache: while
-	// Velero has not served it, a recheck costs no API call.
-	drName := v1alpha1.NACObjectName(nab.Namespace, nab.Name, op.UUID)
-	dr := &velerov1.DownloadRequest{}
-	found, err = getOwned(ctx, op.Client, op, "verify", "DownloadRequest", drName, dr)
+	dr, err := backupFileRequest(ctx, op, f.tools.recent, "verify", v1alpha1.NACObjectName(nab.Namespace, nab.Name, op.UUID),
+		velerov1.DownloadTargetKindBackupResourceList, b.Name)
 	if err != nil {
 		return engine.Result{}, err
 	}
-	if !found {
-		if dr, _, err = createDownloadRequest(ctx, op, f.tools.recent, drName, velerov1.DownloadTargetKindBackupResourceList, b.Name); err != nil {
-			return engine.Result{}, err
-		}
-	}
-	timeout := defaultVerifyTimeout
-	if a.Timeout != nil && a.Timeout.Duration > 0 {
-		timeout = a.Timeout.Duration
-	}
+	timeout := serveTimeout(a.Timeout)
 	unknown := func(why string) (engine.Result, error) {
 		setVerified(nab, metav1.ConditionUnknown, v1alpha1.ReasonVerificationUnavailable, why)
 		if err := deleteOwn(ctx, op, dr); err != nil {
@@ -127,13 +111,11 @@ func (f *VerifyBackupContents) Run(ctx context.Context, op *engine.Operation, ar
 		}
 		return engine.Done("not verified: "+why, nil), nil
 	}
-	if dr.Status.Phase != velerov1.DownloadRequestPhaseProcessed || dr.Status.DownloadURL == "" {
-		if age := time.Since(dr.CreationTimestamp.Time); age > timeout {
-			return unknown(fmt.Sprintf("Velero did not serve the resource list of Backup %s within %s (DownloadRequest %s is %s)",
-				b.Name, timeout, dr.Name, phaseOr(string(dr.Status.Phase))))
-		}
-		return engine.Wait(fmt.Sprintf("waiting for Velero to serve the resource list of Backup %s (DownloadRequest %s is %s)",
-			b.Name, dr.Name, phaseOr(string(dr.Status.Phase))), time.Second), nil
+	if wait, expired := awaitServed(dr, "the resource list of Backup "+b.Name, timeout); expired {
+		return unknown(fmt.Sprintf("Velero did not serve the resource list of Backup %s within %s (DownloadRequest %s is %s)",
+			b.Name, timeout, dr.Name, phaseOr(string(dr.Status.Phase))))
+	} else if wait != nil {
+		return *wait, nil
 	}
 	list, err := downloadResourceList(ctx, dr.Status.DownloadURL, nab.Namespace)
 	if err != nil {
@@ -169,9 +151,7 @@ func (f *VerifyBackupContents) Run(ctx context.Context, op *engine.Operation, ar
 
 // setVerified sets nab's Verified condition.
 func setVerified(nab *v1alpha1.NonAdminBackup, status metav1.ConditionStatus, reason, msg string) {
-	meta.SetStatusCondition(&nab.Status.Conditions, metav1.Condition{
-		Type: v1alpha1.ConditionVerified, Status: status, Reason: reason, Message: msg, ObservedGeneration: nab.Generation,
-	})
+	setCondition(nab, v1alpha1.ConditionVerified, status, reason, msg)
 }
 
 // deleteOwn deletes obj, one of op's own objects; one already gone is fine.

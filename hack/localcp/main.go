@@ -63,6 +63,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
+	"github.com/nacflow/nacflow/internal/childproc"
 	"github.com/nacflow/nacflow/internal/kcm"
 )
 
@@ -287,7 +288,7 @@ func run(o options) (err error) {
 		fmt.Println(">> stopping kube-controller-manager")
 		controllerManager.stop(kcmGrace)
 	}()
-	if err := kcm.Healthy(ctx, kcmAddr, time.Minute, controllerManager.exited); err != nil {
+	if err := kcm.Healthy(ctx, kcmAddr, time.Minute, controllerManager.Exited); err != nil {
 		return fmt.Errorf("%w (log: %s)", err, displayPath(filepath.Join(o.dir, "kube-controller-manager.log")))
 	}
 
@@ -542,7 +543,7 @@ func createNamespaces(ctx context.Context, cfg *rest.Config, names ...string) er
 }
 
 // runController runs command with KUBECONFIG=kubeconfig, its output to the
-// terminal and to logPath, in its own process group (childAttr) until it
+// terminal and to logPath, in its own process group (childproc.SysProcAttr) until it
 // exits or ctx ends; then it gets SIGTERM and, after controllerGrace,
 // SIGKILL. It returns nil when the controller exited 0 or ctx ended, else
 // the controller's exit error.
@@ -555,7 +556,7 @@ func runController(ctx context.Context, command []string, kubeconfig, logPath st
 	cmd := exec.Command(command[0], command[1:]...)
 	cmd.Stdout, cmd.Stderr = io.MultiWriter(os.Stdout, log), io.MultiWriter(os.Stderr, log)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
-	cmd.SysProcAttr = childAttr()
+	cmd.SysProcAttr = childproc.SysProcAttr()
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting %s: %w", command[0], err)
 	}

@@ -7,10 +7,8 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
@@ -21,6 +19,8 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nacflow/nacflow/internal/childproc"
 )
 
 // Names of what the stack creates in the OADP namespace, as an OADP install
@@ -38,32 +38,17 @@ const (
 // may take to become Available before localcp gives up.
 const locationTimeout = 60 * time.Second
 
-// proc is a child process with its log file.
-type proc struct {
-	name string
-	cmd  *exec.Cmd
-	log  *os.File
-	done chan error
-}
+// proc is a child process of localcp (childproc: own process group,
+// killed when localcp dies, on Linux).
+type proc struct{ *childproc.Process }
 
-// startProc starts bin with args, output appended to logPath, with
-// childAttr (own process group; SIGKILL when localcp dies, on Linux).
+// startProc starts bin with args and env, output appended to logPath.
 func startProc(name, logPath string, env []string, bin string, args ...string) (*proc, error) {
-	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	p, err := childproc.Start(name, logPath, env, bin, args...)
 	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.Env = append(os.Environ(), env...)
-	cmd.SysProcAttr = childAttr()
-	if err := cmd.Start(); err != nil {
-		log.Close()
 		return nil, fmt.Errorf("starting %s (%s): %w", name, bin, err)
 	}
-	p := &proc{name: name, cmd: cmd, log: log, done: make(chan error, 1)}
-	go func() { p.done <- cmd.Wait() }()
-	return p, nil
+	return &proc{p}, nil
 }
 
 // stop sends SIGTERM, waits up to grace, then sends SIGKILL and waits for
@@ -72,37 +57,9 @@ func (p *proc) stop(grace time.Duration) {
 	if p == nil {
 		return
 	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case err := <-p.done:
-		p.done <- err
-	case <-time.After(grace):
-		fmt.Printf("   %s did not stop within %s: killed\n", p.name, grace)
-		_ = p.cmd.Process.Kill()
-		p.done <- <-p.done
+	if p.Stop(grace) {
+		fmt.Printf("   %s did not stop within %s: killed\n", p.Name, grace)
 	}
-	p.log.Close()
-}
-
-// exited returns the exit error and true once p has exited.
-func (p *proc) exited() (error, bool) {
-	select {
-	case err := <-p.done:
-		p.done <- err
-		return err, true
-	default:
-		return nil, false
-	}
-}
-
-// freePort returns a loopback TCP port that was free a moment ago.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // waitTCP waits until addr accepts connections; it fails when p exits, after
@@ -110,8 +67,8 @@ func freePort() (int, error) {
 func waitTCP(ctx context.Context, p *proc, addr string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
-		if err, done := p.exited(); done {
-			return fmt.Errorf("%s exited: %v (see %s)", p.name, err, p.log.Name())
+		if err, done := p.Exited(); done {
+			return fmt.Errorf("%s exited: %v (see %s)", p.Name, err, p.LogPath())
 		}
 		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
 			c.Close()
@@ -123,7 +80,7 @@ func waitTCP(ctx context.Context, p *proc, addr string, timeout time.Duration) e
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	return fmt.Errorf("%s did not listen on %s within %s (see %s)", p.name, addr, timeout, p.log.Name())
+	return fmt.Errorf("%s did not listen on %s within %s (see %s)", p.Name, addr, timeout, p.LogPath())
 }
 
 // veleroConfig is what startVelero needs besides the control plane.
@@ -213,7 +170,7 @@ func startVelero(ctx context.Context, restCfg *rest.Config, cfg veleroConfig) (_
 		}
 	}
 
-	metricsPort, err := freePort()
+	metricsPort, err := childproc.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -240,7 +197,7 @@ func startVelero(ctx context.Context, restCfg *rest.Config, cfg veleroConfig) (_
 // creates cfg.tenantBucket (which may exist already from an earlier run). It
 // returns the store and its URL; on error it has stopped the store.
 func startStore(ctx context.Context, cfg veleroConfig) (_ *proc, url string, err error) {
-	port, err := freePort()
+	port, err := childproc.FreePort()
 	if err != nil {
 		return nil, "", err
 	}
@@ -313,8 +270,8 @@ func waitAvailable(ctx context.Context, c client.Client, velero *proc, cfg veler
 			fmt.Printf(">> the default BackupStorageLocation is Unavailable: %s\n   (waiting until %s after Velero's start for it to become Available)\n",
 				orNone(bsl.Status.Message), locationTimeout)
 		}
-		if err, done := velero.exited(); done {
-			return fmt.Errorf("velero exited: %v (see %s)", err, velero.log.Name())
+		if err, done := velero.Exited(); done {
+			return fmt.Errorf("velero exited: %v (see %s)", err, velero.LogPath())
 		}
 		if time.Now().After(deadline) {
 			return locationError(bsl, cfg)

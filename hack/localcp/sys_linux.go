@@ -50,14 +50,6 @@ const (
 	envPlugins  = "NACFLOW_LOCALCP_PLUGINS"  // --plugins: extra plugins, preferred to ASSETS/plugins
 )
 
-// childAttr is the SysProcAttr of every child localcp forks: its own
-// process group (the terminal's Ctrl-C reaches localcp only, which stops the
-// children in order, as envtest does for its processes) and SIGKILL when
-// localcp dies.
-func childAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-}
-
 // runWrapperIfCalledSo runs the wrapper and never returns when argv[0] lies
 // under $NACFLOW_LOCALCP_WRAPDIR; otherwise it returns at once.
 func runWrapperIfCalledSo() {

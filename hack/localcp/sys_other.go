@@ -5,16 +5,7 @@ package main
 import (
 	"os"
 	"path/filepath"
-	"syscall"
 )
-
-// childAttr is the SysProcAttr of every child localcp forks: its own
-// process group, so that the terminal's Ctrl-C reaches localcp only, which
-// stops the children in order. Outside Linux there is no parent-death
-// signal: children outlive a localcp killed with SIGKILL.
-func childAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Setpgid: true}
-}
 
 // runWrapperIfCalledSo does nothing outside Linux: there are no wrappers.
 func runWrapperIfCalledSo() {}

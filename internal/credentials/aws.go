@@ -5,16 +5,19 @@ import (
 	"strings"
 )
 
-// awsStatic are the only keys accepted in an AWS credential file: the static
-// key pair and session token (aws-sdk-go-v2 config/shared_config.go
-// accessKeyIDKey, secretAccessKey, sessionTokenKey).
-var awsStatic = map[string]bool{"aws_access_key_id": true, "aws_secret_access_key": true, "aws_session_token": true}
+// awsKeys are the keys of an AWS credential file. Only the static key pair
+// and session token are accepted (aws-sdk-go-v2 config/shared_config.go
+// accessKeyIDKey, secretAccessKey, sessionTokenKey); why says what the AWS
+// SDK for Go v2 (config/resolve_credentials.go, shared_config.go) does with
+// the keys that matter most; any other key is refused as not known to be
+// static.
+var awsKeys = keyRules{
+	allowed:   map[string]bool{"aws_access_key_id": true, "aws_secret_access_key": true, "aws_session_token": true},
+	accepted:  "only aws_access_key_id, aws_secret_access_key and aws_session_token are accepted",
+	otherwise: "it is not a static key",
+	why:       awsWhy,
+}
 
-const awsAccepted = "only aws_access_key_id, aws_secret_access_key and aws_session_token are accepted"
-
-// awsWhy says what the AWS SDK for Go v2 (config/resolve_credentials.go,
-// shared_config.go) does with the keys that matter most; any other key is
-// refused as not known to be static.
 var awsWhy = map[string]string{
 	"credential_process":             "the AWS SDK runs it as a command in the Velero server",
 	"web_identity_token_file":        "the AWS SDK reads a token file in the Velero server and assumes a role with it (the Velero pod's web identity)",
@@ -65,22 +68,18 @@ func CheckAWS(data []byte, profile string) error {
 			Why: "its value is a lone quote, on which the AWS SDK's INI reader panics (internal/ini strings.go unquote)"}
 	}
 	if f.global != nil {
-		return &Error{Key: f.global.key, Where: fmt.Sprintf("line %d, outside any profile", f.global.line),
-			Why: "the AWS SDK ignores properties before the first [profile] line; " + awsAccepted}
+		return awsKeys.refusal(f.global.key, fmt.Sprintf("line %d, outside any profile", f.global.line),
+			"the AWS SDK ignores properties before the first [profile] line")
 	}
 	for _, name := range f.order {
 		s := f.sections[name]
 		for _, key := range s.order {
 			v := s.values[key]
-			if !awsStatic[key] {
-				why, ok := awsWhy[key]
-				if !ok {
-					why = "it is not a static key"
-				}
-				return &Error{Key: key, Where: sectionWhere(name), Why: why + "; " + awsAccepted}
+			if err := awsKeys.checkKey(key, sectionWhere(name)); err != nil {
+				return err
 			}
 			if v.nested != nil {
-				return &Error{Key: key, Where: sectionWhere(name), Why: "it holds nested settings, not a key; " + awsAccepted}
+				return awsKeys.refusal(key, sectionWhere(name), "it holds nested settings, not a key")
 			}
 		}
 	}
@@ -102,11 +101,10 @@ func CheckAWS(data []byte, profile string) error {
 		Why: "it does not set both aws_access_key_id and aws_secret_access_key: the AWS SDK would fall back to the Velero server's own identity (environment, container credentials, instance metadata)"}
 }
 
+// sectionWhere names the section name of a config or credentials file as
+// a profile: "profile x" for [x] and [profile x] alike.
 func sectionWhere(name string) string {
-	if strings.HasPrefix(name, "profile ") {
-		return name
-	}
-	return "profile " + name
+	return "profile " + strings.TrimPrefix(name, "profile ")
 }
 
 // awsValue is a property's value: a string, or the nested sub-properties of

@@ -2,7 +2,8 @@ package credentials
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -36,14 +37,14 @@ var azureWhy = map[string]string{
 	"AZURE_AUTHORITY_HOST":               "it changes where tokens are requested",
 }
 
-var azureAccepted = func() string {
-	keys := make([]string, 0, len(azureStatic))
-	for k := range azureStatic {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return "only " + strings.Join(keys, ", ") + " are accepted"
-}()
+// azureKeys are the keys of an Azure credential file: azureStatic are
+// accepted, and named, sorted, in every refusal.
+var azureKeys = keyRules{
+	allowed:   azureStatic,
+	accepted:  "only " + strings.Join(slices.Sorted(maps.Keys(azureStatic)), ", ") + " are accepted",
+	otherwise: "it is not a static key",
+	why:       azureWhy,
+}
 
 // CheckAzure returns nil when data, read by Velero's dotenv reader
 // (pkg/util/dotenv, Velero v1.18.3) as pkg/util/azure LoadCredentials does
@@ -89,15 +90,11 @@ func CheckAzure(data []byte, keyVar string) error {
 			sep = colon
 		}
 		if sep == -1 || strings.TrimSpace(line[:sep]) == "" {
-			return &Error{Where: where, Why: "it is not KEY=VALUE: Velero refuses the file; " + azureAccepted}
+			return azureKeys.refusal("", where, "it is not KEY=VALUE: Velero refuses the file")
 		}
 		key := strings.TrimSpace(line[:sep])
-		if !azureStatic[key] {
-			why, ok := azureWhy[key]
-			if !ok {
-				why = "it is not a static key"
-			}
-			return &Error{Key: key, Where: where, Why: why + "; " + azureAccepted}
+		if err := azureKeys.checkKey(key, where); err != nil {
+			return err
 		}
 		vals[key] = strings.TrimSpace(line[sep+1:]) // quoting does not matter: only emptiness is tested
 	}

@@ -62,6 +62,36 @@ func FullName(provider string) string {
 	return "velero.io/" + provider
 }
 
+// keyRules is one provider's allow-list of credential keys: the keys
+// accepted, what the provider's SDK or plugin does with the refused keys
+// that matter most, the reason given for any other key, and the sentence
+// naming what is accepted, which ends every refusal.
+type keyRules struct {
+	allowed   map[string]bool
+	why       map[string]string
+	otherwise string
+	accepted  string
+}
+
+// checkKey returns the refusal of key, found at where, or nil when the key
+// is allowed.
+func (r keyRules) checkKey(key, where string) error {
+	if r.allowed[key] {
+		return nil
+	}
+	why, ok := r.why[key]
+	if !ok {
+		why = r.otherwise
+	}
+	return r.refusal(key, where, why)
+}
+
+// refusal returns the refusal of key ("" for the file as a whole) found at
+// where, for why, followed by what is accepted.
+func (r keyRules) refusal(key, where, why string) *Error {
+	return &Error{Key: key, Where: where, Why: why + "; " + r.accepted}
+}
+
 // Error is a refusal: the key (when one key is to blame) and where it was
 // found, and why. Its Error() reads "key "K" in WHERE is not allowed: WHY"
 // or "WHERE: WHY".

@@ -21,9 +21,15 @@ var gcpFields = map[string]bool{
 // be a request from the Velero server to an address the tenant chose.
 var gcpTokenURIs = map[string]bool{"https://oauth2.googleapis.com/token": true, "https://accounts.google.com/o/oauth2/token": true}
 
-const gcpAccepted = "only service account key files (type service_account) are accepted"
+// gcpKeys are the fields of a key file: gcpFields are accepted; why says
+// what Google's auth libraries do with the fields that matter.
+var gcpKeys = keyRules{
+	allowed:   gcpFields,
+	accepted:  "only service account key files (type service_account) are accepted",
+	otherwise: "it is not a field of a service account key",
+	why:       gcpWhy,
+}
 
-// gcpWhy says what Google's auth libraries do with the fields that matter.
 var gcpWhy = map[string]string{
 	"credential_source":                 "the auth library reads a file, a URL or runs an executable in the Velero server to get a token",
 	"service_account_impersonation_url": "the auth library impersonates another service account",
@@ -61,7 +67,7 @@ func CheckGCP(data []byte) error {
 	const where = "the service account key (JSON)"
 	fields, err := readJSONStrings(data)
 	if err != nil {
-		return &Error{Where: where, Why: err.Error() + "; " + gcpAccepted}
+		return gcpKeys.refusal("", where, err.Error())
 	}
 	get := func(k string) string {
 		for _, f := range fields {
@@ -74,28 +80,24 @@ func CheckGCP(data []byte) error {
 	switch t := get("type"); t {
 	case "service_account":
 	case "external_account", "external_account_authorized_user":
-		return &Error{Key: "type", Where: where, Why: fmt.Sprintf("type %q gets tokens from a file, URL or command of the Velero server (workload identity federation); %s", t, gcpAccepted)}
+		return gcpKeys.refusal("type", where, fmt.Sprintf("type %q gets tokens from a file, URL or command of the Velero server (workload identity federation)", t))
 	case "impersonated_service_account":
-		return &Error{Key: "type", Where: where, Why: fmt.Sprintf("type %q impersonates a service account with other credentials; %s", t, gcpAccepted)}
+		return gcpKeys.refusal("type", where, fmt.Sprintf("type %q impersonates a service account with other credentials", t))
 	case "authorized_user":
-		return &Error{Key: "type", Where: where, Why: fmt.Sprintf("type %q is a person's refresh token; %s", t, gcpAccepted)}
+		return gcpKeys.refusal("type", where, fmt.Sprintf("type %q is a person's refresh token", t))
 	default:
-		return &Error{Key: "type", Where: where, Why: fmt.Sprintf("type %q is not a service account key; %s", t, gcpAccepted)}
+		return gcpKeys.refusal("type", where, fmt.Sprintf("type %q is not a service account key", t))
 	}
 	for _, f := range fields {
-		if !gcpFields[f.key] {
-			why, ok := gcpWhy[f.key]
-			if !ok {
-				why = "it is not a field of a service account key"
-			}
-			return &Error{Key: f.key, Where: where, Why: why + "; " + gcpAccepted}
+		if err := gcpKeys.checkKey(f.key, where); err != nil {
+			return err
 		}
 		if !f.isString {
-			return &Error{Key: f.key, Where: where, Why: "its value is not a string; " + gcpAccepted}
+			return gcpKeys.refusal(f.key, where, "its value is not a string")
 		}
 	}
 	if get("client_email") == "" || get("private_key") == "" {
-		return &Error{Where: where, Why: "it has no client_email or no private_key: the plugin would use the Velero server's own identity; " + gcpAccepted}
+		return gcpKeys.refusal("", where, "it has no client_email or no private_key: the plugin would use the Velero server's own identity")
 	}
 	if u := get("token_uri"); u != "" && !gcpTokenURIs[u] {
 		return &Error{Key: "token_uri", Where: where, Why: fmt.Sprintf("%q is not Google's token endpoint (https://oauth2.googleapis.com/token): the Velero server would post to it", u)}

@@ -13,13 +13,13 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/nacflow/nacflow/internal/childproc"
 )
 
 // Binary is the file name of kube-controller-manager in the assets
@@ -64,7 +64,7 @@ func Args(env *envtest.Environment, dir string) (args []string, addr string, err
 	if err := os.WriteFile(ca, api.SecureServing.CA, 0o644); err != nil {
 		return nil, "", err
 	}
-	port, err := freePort()
+	port, err := childproc.FreePort()
 	if err != nil {
 		return nil, "", fmt.Errorf("kube-controller-manager: finding a port: %w", err)
 	}
@@ -116,77 +116,24 @@ func Healthy(ctx context.Context, addr string, timeout time.Duration, exited fun
 	}
 }
 
-// Process is a kube-controller-manager started by Start.
-type Process struct {
-	cmd  *exec.Cmd
-	done chan error
-	log  *os.File
-}
-
 // Start runs assets/kube-controller-manager (Args) against env, its output
 // appended to dir/kube-controller-manager.log, and returns once it is
 // healthy (within 60 s). On Linux it is killed when the calling thread's
-// process dies (Pdeathsig). Errors: those of Args, a missing binary, and
-// Healthy's (the process is then stopped).
-func Start(ctx context.Context, env *envtest.Environment, assets, dir string) (*Process, error) {
+// process dies (childproc.SysProcAttr). Errors: those of Args, a missing
+// binary, and Healthy's (the process is then stopped).
+func Start(ctx context.Context, env *envtest.Environment, assets, dir string) (*childproc.Process, error) {
 	args, addr, err := Args(env, dir)
 	if err != nil {
 		return nil, err
 	}
-	log, err := os.OpenFile(filepath.Join(dir, "kube-controller-manager.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	bin := filepath.Join(assets, Binary)
+	p, err := childproc.Start(Binary, filepath.Join(dir, "kube-controller-manager.log"), nil, bin, args...)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("starting %s: %w", bin, err)
 	}
-	cmd := exec.Command(filepath.Join(assets, Binary), args...)
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = sysProcAttr()
-	if err := cmd.Start(); err != nil {
-		log.Close()
-		return nil, fmt.Errorf("starting %s: %w", cmd.Path, err)
-	}
-	p := &Process{cmd: cmd, done: make(chan error, 1), log: log}
-	go func() { p.done <- cmd.Wait() }()
-	if err := Healthy(ctx, addr, time.Minute, p.exited); err != nil {
+	if err := Healthy(ctx, addr, time.Minute, p.Exited); err != nil {
 		p.Stop(time.Second)
 		return nil, err
 	}
 	return p, nil
-}
-
-// exited returns the exit error and true once p has exited.
-func (p *Process) exited() (error, bool) {
-	select {
-	case err := <-p.done:
-		p.done <- err
-		return err, true
-	default:
-		return nil, false
-	}
-}
-
-// Stop sends SIGTERM, waits up to grace, then kills the process, and closes
-// its log. A nil p is a no-op.
-func (p *Process) Stop(grace time.Duration) {
-	if p == nil {
-		return
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case err := <-p.done:
-		p.done <- err
-	case <-time.After(grace):
-		_ = p.cmd.Process.Kill()
-		p.done <- <-p.done
-	}
-	p.log.Close()
-}
-
-// freePort returns a loopback TCP port that was free a moment ago.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
