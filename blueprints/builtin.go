@@ -1,5 +1,6 @@
 // Package blueprints holds the built-in blueprints (embedded YAML, one per
-// NAC kind) and resolves which blueprint an operation uses (DESIGN.md §5).
+// NAC kind) and resolves which blueprint an operation uses (docs/architecture.md,
+// "Layers").
 package blueprints
 
 import (
@@ -46,7 +47,7 @@ func BuiltIn(name string) (*v1alpha1.Blueprint, error) {
 }
 
 // builtinCache holds each built-in decoded once: decoding the YAML on every
-// reconcile cost about 8 % of the controller's CPU at 1,000 NABs (make bench).
+// reconcile is a measurable share of the controller's CPU (docs/performance.md).
 var builtinCache sync.Map // name → func() (*v1alpha1.Blueprint, error)
 
 // parsedBuiltIn returns the shared decoded built-in called name; callers must

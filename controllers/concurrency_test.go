@@ -22,7 +22,7 @@ import (
 )
 
 // ConcurrencySuite: every write the controller makes to a NAC object carries
-// the resourceVersion it read (issue 16): a write between our read and our
+// the resourceVersion it read: a write between our read and our
 // patch is never lost, and never makes the story be told twice.
 type ConcurrencySuite struct{}
 

@@ -205,7 +205,7 @@ func (s *ControllerSuite) TestVeleroBackupDeletedUnderneath(c *C) {
 
 // forceDeleteBackup (OADP NAC): the NAB and its Velero objects go even when
 // Velero's DeleteBackupRequest fails; set on a NAB whose plain delete
-// already failed that way, it takes over from it (issue 17).
+// already failed that way, it takes over from it.
 func (s *ControllerSuite) TestForceDeleteBackup(c *C) {
 	ctx := context.Background()
 	nab, backup := s.createdBackup(c, "forced")

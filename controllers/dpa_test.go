@@ -96,7 +96,7 @@ func ttlOfBackupFor(c *C, oadp string, nab *v1alpha1.NonAdminBackup) string {
 // An admin moving from OADP keeps the DataProtectionApplication's
 // spec.nonAdmin: enforceBackupSpec applies to the next NonAdminBackup as if
 // written in the blueprint, an edit applies without a restart, and
-// requireApprovalForBSL makes locations wait (issue 17).
+// requireApprovalForBSL makes locations wait.
 func (s *DPASuite) TestDataProtectionApplicationSettings(c *C) {
 	ctx := context.Background()
 	defer func() {

@@ -22,7 +22,7 @@ import (
 )
 
 // The engine's safety rule against hostile blueprints, on a real API
-// server (issue 16, item 3): a blueprint that fills a name from what a
+// server: a blueprint that fills a name from what a
 // tenant writes (here its annotations) can never make a phase use, read or
 // write another operation's object or the admin's.
 

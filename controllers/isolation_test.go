@@ -248,7 +248,7 @@ func (s *ControllerSuite) approveAndAvailable(c *C, nabsl *v1alpha1.NonAdminBack
 // storage (the admin's or another tenant's), use an admin's bucket, or
 // escape its folder with a path trick; each is refused naming the field
 // and what it collides with, nothing is created in the OADP namespace, and
-// the admin's location is never touched (issue 15).
+// the admin's location is never touched.
 func (s *ControllerSuite) TestStorageAttacks(c *C) {
 	ctx := context.Background()
 	admin := adminBSL(c, s.oadp, "admin-default", "admin-bucket", "")
@@ -321,7 +321,7 @@ func regexpQuoteMeta(s string) string {
 // TestRestoreScopeAttacks: a NonAdminRestore may not restore cluster-scoped
 // objects: includeClusterResources true is refused at apply, cluster-scoped
 // kinds in includedResources by the controller, with a message naming the
-// field; no Velero Restore is made (issue 15).
+// field; no Velero Restore is made.
 func (s *ControllerSuite) TestRestoreScopeAttacks(c *C) {
 	ctx := context.Background()
 	nab, _ := s.createdBackup(c, "scope")
@@ -378,7 +378,7 @@ func (s *ControllerSuite) TestLocationNotReadyYetWaits(c *C) {
 // edited goes back to pending, its Velero BSL and Secret copy withdrawn
 // until an admin approves the new spec; with onSpecChange: refuse (OADP's
 // behaviour) the edit is refused. Rotating the credential's content needs
-// no new approval (issue 15).
+// no new approval.
 func (s *ControllerSuite) TestApprovalCoversSpec(c *C) {
 	ctx := context.Background()
 	ns := tenantWithCreds(c)

@@ -39,8 +39,9 @@ func NewScheme() (*runtime.Scheme, error) {
 
 // CacheOptions returns the manager's cache options: Velero objects are
 // watched only in oadpNamespace (DeleteBackupRequests only when they carry
-// the OADP label), never cluster-wide (DESIGN.md §6); Blueprints only in oadpNamespace. NAC
-// kinds are watched cluster-wide.
+// the OADP label), never cluster-wide (docs/architecture.md, Controllers: a tenant's objects
+// in the OADP namespace are the only ones nacflow reads there); Blueprints
+// only in oadpNamespace. NAC kinds are watched cluster-wide.
 func CacheOptions(oadpNamespace string) cache.Options {
 	nacSelector := labels.SelectorFromSet(labels.Set{v1alpha1.OADPLabel: v1alpha1.OADPLabelValue})
 	oadpOnly := map[string]cache.Config{oadpNamespace: {}}

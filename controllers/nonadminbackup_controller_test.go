@@ -500,7 +500,7 @@ func (s *ControllerSuite) TestQueuePositionsAndCoalescedRefresh(c *C) {
 // (the first QueueExactPositions), not every waiting NAB: the position the
 // creating reconcile wrote counts as shown. Before, every NAB of a wave
 // showed as unknown to the queue index, and the first completion cost a
-// reconcile per waiting NAB that wrote nothing (make bench, issue 22).
+// reconcile per waiting NAB that wrote nothing.
 func (s *ControllerSuite) TestOneCompletionWakesOnlyStalePositions(c *C) {
 	ctx := context.Background()
 	finishAllBackups(c, s.oadp)

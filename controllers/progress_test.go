@@ -39,7 +39,7 @@ func podVolumeBackup(c *C, oadp, name, backup string, phase velerov1.PodVolumeBa
 }
 
 // NAB and NAR status count their Velero object's volume work by phase, with
-// OADP NAC's field names, and the wait message says how far it is (issue 18).
+// OADP NAC's field names, and the wait message says how far it is.
 func (s *ControllerSuite) TestVolumeProgress(c *C) {
 	ctx := context.Background()
 	nab, backup := s.backupOf(c, createNamespace(c, "tenant"), "volumes")

@@ -18,7 +18,7 @@ import (
 // TestDeleteDuringDeleteBackup: kubectl delete while Velero deletes the
 // backup (spec.deleteBackup: true) lets that deletion finish — the
 // DeleteBackupRequest stays until Velero processed it, finalize does not cut
-// in — then the NAB goes, leaving no Velero object (issue 16).
+// in — then the NAB goes, leaving no Velero object.
 func (s *ControllerSuite) TestDeleteDuringDeleteBackup(c *C) {
 	ctx := context.Background()
 	nab, backup := s.createdBackup(c, "twice-deleted")
@@ -52,7 +52,7 @@ func (s *ControllerSuite) TestDeleteDuringDeleteBackup(c *C) {
 // TestSupersededBackupEndsProperly: spec.deleteBackup set while the backup
 // still runs supersedes the backup plan: its deferPhase runs and the story
 // ends (EndedAction) before the delete action starts; the new plan records
-// the superseded one (issue 16).
+// the superseded one.
 func (s *ControllerSuite) TestSupersededBackupEndsProperly(c *C) {
 	ctx := context.Background()
 	ns := createNamespace(c, "tenant")

@@ -113,7 +113,7 @@ func (s *ControllerSuite) TestBackupSyncAfterRebuild(c *C) {
 // excludedNamespaces (namespaces labelled velero.io/exclude-from-backup) and
 // the controller's own exclusions. Sync turns each into a NAB the CRD
 // accepts and records what it dropped; a backup the CRD refuses even so is
-// skipped, and the nine after it are still synced (issue 17).
+// skipped, and the nine after it are still synced.
 func (s *ControllerSuite) TestBackupSyncVeleroWrittenSpecs(c *C) {
 	ctx := context.Background()
 	defaultBSL(c, s.oadp)

@@ -33,7 +33,7 @@ func setLabel(c *C, nab *v1alpha1.NonAdminBackup, key, value string) {
 // when its first plan starts. Removing the sync label from an adopted NAB,
 // or adding one to a NAB that made its own backup, never starts the other
 // action: no second Velero Backup carrying another NAB's NACUUID, no adopted
-// backup taken over (issue 16).
+// backup taken over.
 func (s *ControllerSuite) TestSyncLabelNeverPicksTheActionLater(c *C) {
 	ctx := context.Background()
 	defaultBSL(c, s.oadp)
@@ -75,7 +75,7 @@ func (s *ControllerSuite) TestSyncLabelNeverPicksTheActionLater(c *C) {
 // itself — naming a backup of its own namespace, which passes the origin
 // check — is refused once the grace for backup sync's record has passed:
 // only backup sync records the backup in status, which tenants cannot
-// write (issue 16). Nothing is created, the backup keeps one owner.
+// write. Nothing is created, the backup keeps one owner.
 func (s *ControllerSuite) TestSyncLabelHonouredOnlyOnSyncedNABs(c *C) {
 	ctx := context.Background()
 	own, _ := s.backupOf(c, createNamespace(c, "tenant"), "original")

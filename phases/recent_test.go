@@ -92,7 +92,7 @@ func (q *fakeQueue) Record(name string, _ time.Time, pos int) {
 
 // CreateVeleroBackup writes the new Backup's queue position into the NAB's
 // status and records it as shown, so that the next completion does not wake
-// the NAB to find its figure unchanged (issue 22).
+// the NAB to find its figure unchanged.
 func (s *RecentSuite) TestCreateRecordsQueuePosition(c *C) {
 	sc := runtime.NewScheme()
 	c.Assert(velerov1.AddToScheme(sc), IsNil)

@@ -24,8 +24,7 @@ const (
 	// Velero makes to the object wakes its NAC object through the watch, so
 	// this only bounds how long a lost event could go unnoticed; polling
 	// more often made an idle queue cost CPU in proportion to its length
-	// times its age (make bench at 10,000 NABs: every waiting NAB
-	// reconciled every 30 s).
+	// times its age (every waiting NAB reconciled at each recheck).
 	recheckRunning = 5 * time.Minute
 )
 

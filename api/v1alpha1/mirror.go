@@ -28,8 +28,8 @@ func BackupFinished(phase velerov1.BackupPhase) bool {
 //
 // Only the mirror is compared and copied, and a part of it only when it
 // differs: the rest of the status (the plan above all) is the larger part,
-// and at 10,000 NABs copying and comparing the whole status on every
-// reconcile was 5 % of the controller's CPU (make bench, issue 22).
+// and copying and comparing the whole status on every reconcile costs CPU in
+// proportion to the number of NABs.
 func (n *NonAdminBackup) MirrorBackup(b *velerov1.Backup) bool {
 	changed := false
 	if n.Status.VeleroBackup == nil {

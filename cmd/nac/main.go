@@ -46,8 +46,8 @@ var offlineTools = map[string]bool{"blueprint": true, "plan": true, "funcs": tru
 // offline tools are kubectl nac's commands). kubectl-nac is looked for next
 // to nac first (make build puts both in bin/), then on $PATH. The manager
 // does not link the command line: cli-runtime brings kustomize and Go's
-// plugin package, which made nac 111 MB instead of 65 and kept about 20
-// MiB more of it resident (make bench, issue 22). It returns only when
+// plugin package, which would make nac far larger and keep more of it
+// resident (docs/performance.md). It returns only when
 // kubectl-nac cannot be run, with why.
 func runKubectlNAC(args []string) error {
 	path := ""
@@ -144,7 +144,7 @@ func main() {
 	// live set that grows with the objects cached: GOGC is 50, and a soft
 	// memory limit of 112 MiB (never less than 25 % above the live heap)
 	// keeps a large controller small without collecting it all the time
-	// (package gctune, make bench). $GOGC and $GOMEMLIMIT, when set, win.
+	// (package gctune). $GOGC and $GOMEMLIMIT, when set, win.
 	tuner := gctune.Tuner{}
 	if os.Getenv("GOGC") != "" {
 		tuner.Percent = gctune.Leave
