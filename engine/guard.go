@@ -117,7 +117,8 @@ const (
 // reason is documented by `nac funcs`).
 type Exception struct {
 	// Verbs allowed: get, list (InAnyNamespace or InOperationNamespace);
-	// create, update, patch, delete (InOperationNamespace only). DeleteAllOf
+	// create, update, patch, delete, and "update status", "patch status"
+	// for the status subresource (InOperationNamespace only). DeleteAllOf
 	// is never excepted: it always stays in the OADP namespace, narrowed to
 	// the operation's label.
 	Verbs []string
@@ -144,7 +145,7 @@ type Excepted interface {
 
 var (
 	readVerbs  = []string{"get", "list"}
-	writeVerbs = []string{"create", "update", "patch", "delete"}
+	writeVerbs = []string{"create", "update", "patch", "delete", "update status", "patch status"}
 )
 
 // NewGuardedRegistry returns a registry of funcs, as NewRegistry, in which
@@ -385,11 +386,13 @@ func (g *guard) write(ctx context.Context, verb, sub string, obj client.Object) 
 	if err != nil {
 		return err
 	}
+	exceptionVerb := verb
 	if sub != "" {
+		exceptionVerb = verb + " " + sub
 		verb += " " + sub + " of"
 	}
 	ns, name := obj.GetNamespace(), obj.GetName()
-	if sub == "" && g.excepted(verb, gvk.GroupKind(), ns) {
+	if g.excepted(exceptionVerb, gvk.GroupKind(), ns) {
 		return nil
 	}
 	if ns == "" || ns != g.op.OADPNamespace {
