@@ -1,6 +1,6 @@
 // Package controllers holds nacflow's reconcilers: thin loops that fetch a NAC
 // object, handle its finalizer, pick the blueprint action its state calls for
-// and hand over to the engine (DESIGN.md §6).
+// and hand over to the engine.
 package controllers
 
 import (

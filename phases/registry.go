@@ -1,5 +1,5 @@
 // Package phases holds nacflow's phase functions, one file each, and the
-// registry that gives them to the engine (DESIGN.md §4). Functions are
+// registry that gives them to the engine. Functions are
 // stateless and hold no client: they reach the cluster only through the
 // guarded clients the engine puts in each engine.Operation, so the engine's
 // safety rule holds whatever a blueprint asks of them.

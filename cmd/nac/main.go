@@ -42,7 +42,7 @@ var offlineTools = map[string]bool{"blueprint": true, "plan": true, "funcs": tru
 // to nac first (make build puts both in bin/), then on $PATH. The manager
 // does not link the command line: cli-runtime brings kustomize and Go's
 // plugin package, which made nac 111 MB instead of 65 and kept about 20
-// MiB more of it resident (make bench, issue 22). It returns only when
+// MiB more of it resident (docs/performance.md). It returns only when
 // kubectl-nac cannot be run, with why.
 func runKubectlNAC(args []string) error {
 	path := ""
@@ -139,7 +139,7 @@ func main() {
 	// live set that grows with the objects cached: GOGC is 50, and a soft
 	// memory limit of 112 MiB (never less than 25 % above the live heap)
 	// keeps a large controller small without collecting it all the time
-	// (package gctune, make bench). $GOGC and $GOMEMLIMIT, when set, win.
+	// (package gctune). $GOGC and $GOMEMLIMIT, when set, win.
 	tuner := gctune.Tuner{}
 	if os.Getenv("GOGC") != "" {
 		tuner.Percent = gctune.Leave
