@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
+	"github.com/nacflow/nacflow/internal/linkednab"
 	"github.com/nacflow/nacflow/internal/metrics"
 )
 
@@ -197,7 +198,7 @@ func (s *BackupSync) syncOne(ctx context.Context, b *velerov1.Backup, locations 
 		}
 		nab.Annotations = map[string]string{v1alpha1.NabSyncedDroppedFieldsAnnotation: string(raw)}
 	}
-	if created, err := createLinkedNAB(ctx, s.Client, nab, b, nacuuid); err != nil || !created {
+	if created, err := linkednab.Create(ctx, s.Client, nab, b, nacuuid); err != nil || !created {
 		return false, err
 	}
 	known["name/"+name], known["uuid/"+nacuuid] = true, true
@@ -227,24 +228,4 @@ func originLabels(raw string) map[string]string {
 		}
 	}
 	return out
-}
-
-// createLinkedNAB creates nab for the existing Velero Backup b and records
-// b (NACUUID nacuuid) in nab's status.veleroBackup, the link the adopt
-// action honours: it goes where only the controller writes (the status
-// subresource: tenant roles cannot), so the sync label alone never adopts a
-// backup. created is false, with no error, when a NAB of that name exists.
-func createLinkedNAB(ctx context.Context, c client.Client, nab *v1alpha1.NonAdminBackup, b *velerov1.Backup, nacuuid string) (created bool, err error) {
-	if err := c.Create(ctx, nab); err != nil {
-		if apierrors.IsAlreadyExists(err) {
-			return false, nil
-		}
-		return false, fmt.Errorf("creating NonAdminBackup %s/%s from Velero Backup %s: %w", nab.Namespace, nab.Name, b.Name, err)
-	}
-	before := nab.DeepCopy()
-	nab.Status.VeleroBackup = &v1alpha1.VeleroBackup{NACUUID: nacuuid, Name: b.Name, Namespace: b.Namespace}
-	if err := c.Status().Patch(ctx, nab, client.MergeFrom(before)); err != nil {
-		return false, fmt.Errorf("recording Velero Backup %s in NonAdminBackup %s/%s: %w", b.Name, nab.Namespace, nab.Name, err)
-	}
-	return true, nil
 }

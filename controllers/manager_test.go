@@ -116,7 +116,7 @@ func startController(c *C, o controllerOptions) (stop func()) {
 	c.Assert(nar.SetupWithManager(mgr), IsNil)
 	nadr := &controllers.NonAdminDownloadRequestReconciler{Deps: deps("nonadmindownloadrequest-controller", "NonAdminDownloadRequest")}
 	c.Assert(nadr.SetupWithManager(mgr), IsNil)
-	nas := &controllers.NonAdminScheduleReconciler{Deps: deps("nonadminschedule-controller", "NonAdminSchedule"), TenantSpec: phases.SyncedBackupSpec}
+	nas := &controllers.NonAdminScheduleReconciler{Deps: deps("nonadminschedule-controller", "NonAdminSchedule")}
 	c.Assert(nas.SetupWithManager(mgr), IsNil)
 	nabsl := &controllers.NonAdminBackupStorageLocationReconciler{Deps: deps("nonadminbackupstoragelocation-controller", "NonAdminBackupStorageLocation"),
 		RequireApproval: o.requireApproval, Settings: settings, CredentialCheckPeriod: time.Second, EndpointRevision: phases.EndpointRevision(testDNS)}

@@ -175,17 +175,9 @@ func (r *NonAdminBackupReconciler) mirror(ctx context.Context, nab *v1alpha1.Non
 	mirrorChanged := nab.MirrorBackup(b)
 	if r.Queue != nil && !v1alpha1.BackupFinished(b.Status.Phase) && b.Status.QueuePosition == 0 {
 		r.Queue.Observe(b)
-		pos, recorded := r.Queue.Position(b.Name, b.CreationTimestamp.Time), 0
-		if q := nab.Status.QueueInfo; q != nil {
-			recorded = q.EstimatedQueuePosition
-		}
-		// The figure is an estimate: rewritten when it drifted (the rule),
-		// or for free when the status is written anyway.
-		if phases.PositionStale(recorded, pos) || mirrorChanged && recorded != pos {
-			nab.Status.QueueInfo = &v1alpha1.QueueInfo{EstimatedQueuePosition: pos}
-			recorded = pos
-		}
-		r.Queue.Record(b.Name, b.CreationTimestamp.Time, recorded)
+		// The figure is an estimate: rewritten when it drifted, or for free
+		// when the status is written anyway.
+		phases.ShowQueuePosition(r.Queue, nab, b, mirrorChanged)
 	}
 	return nil
 }

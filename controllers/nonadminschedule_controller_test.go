@@ -22,6 +22,7 @@ import (
 	"github.com/nacflow/nacflow/blueprints"
 	"github.com/nacflow/nacflow/controllers"
 	nacmetrics "github.com/nacflow/nacflow/internal/metrics"
+	"github.com/nacflow/nacflow/phases"
 )
 
 func newNAS(ns, name, schedule string, spec velerov1.BackupSpec) *v1alpha1.NonAdminSchedule {
@@ -337,7 +338,7 @@ func (s *ControllerSuite) TestScheduleRPO(c *C) {
 		events := &corev1.EventList{}
 		c.Assert(testClient.List(ctx, events, client.InNamespace(ns)), IsNil)
 		for _, e := range events.Items {
-			if e.InvolvedObject.Name == "protected" && e.Reason == controllers.EventRPOMissed && e.Type == corev1.EventTypeWarning {
+			if e.InvolvedObject.Name == "protected" && e.Reason == phases.EventRPOMissed && e.Type == corev1.EventTypeWarning {
 				return true, ""
 			}
 		}

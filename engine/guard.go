@@ -115,7 +115,8 @@ const (
 // reason is documented by `nac funcs`).
 type Exception struct {
 	// Verbs allowed: get, list (InAnyNamespace or InOperationNamespace);
-	// create, update, patch, delete (InOperationNamespace only). DeleteAllOf
+	// create, update, patch, delete, and "update status", "patch status"
+	// for the status subresource (InOperationNamespace only). DeleteAllOf
 	// is never excepted: it always stays in the OADP namespace, narrowed to
 	// the operation's label.
 	Verbs []string
@@ -142,7 +143,7 @@ type Excepted interface {
 
 var (
 	readVerbs  = []string{"get", "list"}
-	writeVerbs = []string{"create", "update", "patch", "delete"}
+	writeVerbs = []string{"create", "update", "patch", "delete", "update status", "patch status"}
 )
 
 // ReferenceRules say what an object a phase writes may point at
@@ -387,11 +388,13 @@ func (g *guard) write(ctx context.Context, verb, sub string, obj client.Object) 
 	if err != nil {
 		return err
 	}
+	exceptionVerb := verb
 	if sub != "" {
+		exceptionVerb = verb + " " + sub
 		verb += " " + sub + " of"
 	}
 	ns, name := obj.GetNamespace(), obj.GetName()
-	if sub == "" && g.excepted(verb, gvk.GroupKind(), ns) {
+	if g.excepted(exceptionVerb, gvk.GroupKind(), ns) {
 		return nil
 	}
 	if ns == "" || ns != g.op.OADPNamespace {

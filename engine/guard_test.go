@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -58,9 +59,10 @@ func (s *GuardSuite) SetUpTest(c *C) {
 		secret(other, "creds", nil),
 		&v1alpha1.NonAdminRestore{ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: "r1"}},
 		&v1alpha1.NonAdminRestore{ObjectMeta: metav1.ObjectMeta{Namespace: other, Name: "r2"}},
+		&v1alpha1.NonAdminRestore{ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: "r3"}},
 		&v1alpha1.NonAdminBackupStorageLocation{ObjectMeta: metav1.ObjectMeta{Namespace: other, Name: "loc"}},
 		&v1alpha1.NonAdminBackupStorageLocationRequest{ObjectMeta: metav1.ObjectMeta{Namespace: oadp, Name: "theirs-req", Labels: labelled(nabsl, theirs)}},
-	).WithStatusSubresource(&v1alpha1.NonAdminBackupStorageLocationRequest{}).Build()
+	).WithStatusSubresource(&v1alpha1.NonAdminBackupStorageLocationRequest{}, &v1alpha1.NonAdminRestore{}).Build()
 }
 
 // run runs p as phase "hostile" of an operation on obj (uuid u-1), with
@@ -342,6 +344,34 @@ func (s *GuardSuite) TestExceptions(c *C) {
 	c.Check(s.run(c, nabOp(), &enginetest.Probe{Do: deleteNAR(tenant, "r1"), Exceptions: deleteNARs}), IsNil)
 	c.Check(apierrors.IsNotFound(s.cl.Get(ctx, client.ObjectKey{Namespace: tenant, Name: "r1"}, &v1alpha1.NonAdminRestore{})), Equals, true)
 	c.Check(s.cl.Get(ctx, client.ObjectKey{Namespace: other, Name: "r2"}, &v1alpha1.NonAdminRestore{}), IsNil)
+
+	// A status exception covers the status subresource only, and only in
+	// the operation's namespace.
+	patchNARStatus := []engine.Exception{{Verbs: []string{"patch status"}, Kind: v1alpha1.GroupVersion.WithKind("NonAdminRestore").GroupKind(),
+		Scope: engine.InOperationNamespace, Why: "link"}}
+	patchStatus := func(ns, name string) func(ctx context.Context, op *engine.Operation) error {
+		return func(ctx context.Context, op *engine.Operation) error {
+			nar := &v1alpha1.NonAdminRestore{}
+			if err := op.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, nar); err != nil {
+				return err
+			}
+			before := nar.DeepCopy()
+			nar.Status.Phase = v1alpha1.NonAdminPhaseCreated
+			return op.Client.Status().Patch(ctx, nar, client.MergeFrom(before))
+		}
+	}
+	refused(c, s.run(c, nabOp(), &enginetest.Probe{Do: patchStatus(tenant, "r3")}),
+		`safety rule "writes only in the OADP namespace": phase hostile \(Probe\) may not patch status of NonAdminRestore tenant/r3: .*`, "no status exception")
+	refused(c, s.run(c, nabOp(), &enginetest.Probe{Do: patchStatus(tenant, "r3"), Exceptions: deleteNARs}),
+		`safety rule "writes only in the OADP namespace": phase hostile \(Probe\) may not patch status of NonAdminRestore tenant/r3: .*`, "a delete exception")
+	refused(c, s.run(c, nabOp(), &enginetest.Probe{Exceptions: patchNARStatus, Do: func(ctx context.Context, op *engine.Operation) error {
+		return op.Client.Patch(ctx, &v1alpha1.NonAdminRestore{ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: "r3"}}, client.RawPatch(types.MergePatchType, []byte(`{}`)))
+	}}), `safety rule "writes only in the OADP namespace": .* may not patch NonAdminRestore tenant/r3: .*`, "the object itself")
+	refused(c, s.run(c, nabOp(), &enginetest.Probe{Exceptions: patchNARStatus, Do: func(ctx context.Context, op *engine.Operation) error {
+		return op.Client.Status().Patch(ctx, &v1alpha1.NonAdminRestore{ObjectMeta: metav1.ObjectMeta{Namespace: other, Name: "r2"}}, client.RawPatch(types.MergePatchType, []byte(`{}`)))
+	}}),
+		`safety rule "writes only in the OADP namespace": .* may not patch status of NonAdminRestore other-tenant/r2: .*`, "status in another namespace")
+	c.Check(s.run(c, nabOp(), &enginetest.Probe{Do: patchStatus(tenant, "r3"), Exceptions: patchNARStatus}), IsNil)
 
 	// A read exception in any namespace.
 	readNABSL := func(ctx context.Context, op *engine.Operation) error {

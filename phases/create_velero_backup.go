@@ -82,13 +82,9 @@ func (f *CreateVeleroBackup) Run(ctx context.Context, op *engine.Operation, args
 	nab.Status.Phase = v1alpha1.NonAdminPhaseCreated
 	nab.Status.VeleroBackup = &v1alpha1.VeleroBackup{NACUUID: op.UUID}
 	nab.MirrorBackup(got)
-	// The queue position now, so that the next reconcile finds nothing to
-	// write.
-	if q := f.tools.queue; q != nil && !v1alpha1.BackupFinished(got.Status.Phase) && got.Status.QueuePosition == 0 {
-		pos := q.Position(got.Name, got.CreationTimestamp.Time)
-		nab.Status.QueueInfo = &v1alpha1.QueueInfo{EstimatedQueuePosition: pos}
-		q.Record(got.Name, got.CreationTimestamp.Time, pos)
-	}
+	// The queue position now, with the status this phase writes anyway, so
+	// that the next reconcile finds nothing to write.
+	ShowQueuePosition(f.tools.queue, nab, got, true)
 	meta.SetStatusCondition(&nab.Status.Conditions, metav1.Condition{
 		Type: v1alpha1.ConditionQueued, Status: metav1.ConditionTrue,
 		Reason: v1alpha1.ReasonBackupScheduled, Message: fmt.Sprintf("Created Velero Backup object %s", got.Name),

@@ -212,6 +212,15 @@ func (*CreateVeleroSchedule) Doc() engine.FuncDoc {
 }
 
 // Doc implements engine.Documented.
+func (*SyncScheduleRuns) Doc() engine.FuncDoc {
+	return engine.FuncDoc{
+		Summary: "Follows a NonAdminSchedule's Velero Schedule: mirrors its status; claims every Backup it took for a NonAdminBackup of its own (NAB origin label and annotations; a Backup naming another namespace is never taken) and creates that NAB in the schedule's namespace, linked in status and adopted; lists the newest runs in status.recentBackups; sets status.nextRun (Velero's rule) and condition RPOMet from status.rpo, with an RPOMissed or RPOMet event when it changes. Runs come after the plan has ended: the controller runs this phase again on every look at the schedule.",
+		Outputs: []string{"runs: how many runs the schedule has"},
+		Errors:  "a run the safety rule refuses to claim is left alone; " + apiRetried,
+	}
+}
+
+// Doc implements engine.Documented.
 func (*CheckRestoreItems) Doc() engine.FuncDoc {
 	return engine.FuncDoc{
 		Summary: "Before a NonAdminRestore's Velero Restore: checks that Velero runs nacflow's plugin nacflow.io/restore-as-tenant (a ServerStatusRequest; refused without it), then streams the backup's contents (a DownloadRequest BackupContents; at most 256 MiB, items of 1 MiB, 100,000 items) and judges every item Velero would restore against the tenant role (--tenant-role): create rights, Kubernetes' escalation rule for Roles and RoleBindings, PersistentVolume sources. Sets RestoreItemsChecked (True with the count; False naming the items left out, with a Warning event ItemsExcluded; Unknown when the contents could not be read). The plugin enforces the same rules on what Velero really restores. Does nothing with --restore-precheck=false.",

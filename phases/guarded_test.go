@@ -50,7 +50,7 @@ func (s *GuardedSuite) TestFunctionsHoldNoClient(c *C) {
 		&phases.CopySecret{}, &phases.CreateVeleroBSL{}, &phases.DeleteBackupsUsingBSL{}, &phases.AdoptVeleroBackup{},
 		&phases.Notify{}, &phases.LimitActiveOperations{}, &phases.ValidateDownloadRequest{}, &phases.CreateDownloadRequest{},
 		&phases.VerifyBackupContents{}, &phases.ValidateScheduleSpec{}, &phases.CreateVeleroSchedule{}, &phases.WaitForTurn{},
-		&phases.CheckRestoreItems{},
+		&phases.CheckRestoreItems{}, &phases.SyncScheduleRuns{},
 	}
 	reg, err := phases.NewRegistry(phases.Clients{}, phases.Options{})
 	c.Assert(err, IsNil)

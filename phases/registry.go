@@ -26,7 +26,7 @@ type Clients struct {
 	// must not see a stale cache (adopting an object after AlreadyExists);
 	// guarded the same way, as Operation.APIReader.
 	APIReader client.Reader
-	// Recorder emits the events of Notify (nil: none).
+	// Recorder emits the events of Notify and SyncScheduleRuns (nil: none).
 	Recorder record.EventRecorder
 	// Queue estimates queue positions (nil: CreateVeleroBackup sets none).
 	Queue QueueEstimator
@@ -37,7 +37,7 @@ type Clients struct {
 
 // tools are what some functions keep besides the operation: never a client.
 type tools struct {
-	// recorder emits Notify's events (nil: none).
+	// recorder emits the events of Notify and SyncScheduleRuns (nil: none).
 	recorder record.EventRecorder
 	// queue estimates queue positions (nil: none).
 	queue QueueEstimator
@@ -129,5 +129,6 @@ func NewRegistry(c Clients, o Options) (*engine.Registry, error) {
 		&VerifyBackupContents{tools: t},
 		&ValidateScheduleSpec{settings: settings},
 		&CreateVeleroSchedule{tools: t},
+		&SyncScheduleRuns{tools: t},
 	)
 }

@@ -370,7 +370,7 @@ func run(o options) error {
 	if err := nadr.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the NonAdminDownloadRequest controller: %w", err)
 	}
-	nas := &controllers.NonAdminScheduleReconciler{Deps: deps("nonadminschedule-controller", "NonAdminSchedule"), TenantSpec: phases.SyncedBackupSpec}
+	nas := &controllers.NonAdminScheduleReconciler{Deps: deps("nonadminschedule-controller", "NonAdminSchedule")}
 	if err := nas.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the NonAdminSchedule controller: %w", err)
 	}

@@ -1,0 +1,338 @@
+package phases
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	cron "github.com/netresearch/go-cron"
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/nacflow/nacflow/api/v1alpha1"
+	"github.com/nacflow/nacflow/engine"
+	"github.com/nacflow/nacflow/internal/linkednab"
+)
+
+// Event reasons of NonAdminSchedules (SyncScheduleRuns).
+const (
+	// EventRPOMissed (Warning): RPOMet turned False; the message says why.
+	EventRPOMissed = "RPOMissed"
+	// EventRPOMet (Normal): RPOMet turned True again.
+	EventRPOMet = "RPOMet"
+	// EventScheduledBackup (Normal): a run's NonAdminBackup was created.
+	EventScheduledBackup = "ScheduledBackup"
+)
+
+// SyncScheduleRuns follows a NonAdminSchedule's Velero Schedule (OADP NAC's
+// NonAdminSchedule): it mirrors the schedule's status into
+// status.veleroSchedule.status; turns every Backup the schedule took into a
+// NonAdminBackup of the namespace (claiming the Backup with a NACUUID of its
+// own, then creating the NAB linked to it, which the adopt action takes
+// over, as for backup sync); lists the newest runs in status; computes the
+// next run (Velero's rule); and judges the recovery-point objective
+// (condition RPOMet, an event when it changes). Runs keep coming after the
+// create plan has ended: the NonAdminSchedule controller runs this phase
+// again on every look at the schedule (engine.Runner.Follow).
+//
+// Its Result's RecheckAfter is how long until it should look again (the
+// next run or the RPO deadline, a second past it; 0 for none). Outputs:
+// runs (how many runs the schedule has). Errors: a Velero Schedule that does
+// not carry the schedule's NACUUID, and API errors, are retryable; a run the
+// safety rule refuses to claim is left alone (logged).
+type SyncScheduleRuns struct{ tools tools }
+
+// Name implements engine.Func.
+func (*SyncScheduleRuns) Name() string { return "SyncScheduleRuns" }
+
+// NewArgs implements engine.Func: the function takes no args.
+func (*SyncScheduleRuns) NewArgs() any { return &noArgs{} }
+
+// SafetyExceptions implements engine.Excepted: a run becomes a
+// NonAdminBackup of the schedule's own namespace, linked in its status.
+func (*SyncScheduleRuns) SafetyExceptions() []engine.Exception {
+	nab := v1alpha1.GroupVersion.WithKind("NonAdminBackup").GroupKind()
+	return []engine.Exception{
+		{Verbs: []string{"create"}, Kind: nab, Scope: engine.InOperationNamespace,
+			Why: "each run of the tenant's schedule becomes a NonAdminBackup of its namespace (OADP NAC's NonAdminSchedule)"},
+		{Verbs: []string{"patch status"}, Kind: nab, Scope: engine.InOperationNamespace,
+			Why: "the run's new NonAdminBackup records its Velero Backup in status.veleroBackup, the link AdoptVeleroBackup trusts (tenants cannot write status)"},
+	}
+}
+
+// Run implements engine.Func.
+func (f *SyncScheduleRuns) Run(ctx context.Context, op *engine.Operation, _ any) (engine.Result, error) {
+	nas, ok := op.Object.(*v1alpha1.NonAdminSchedule)
+	if !ok {
+		return engine.Result{}, engine.Terminalf("%s serves NonAdminSchedule, not %T", f.Name(), op.Object)
+	}
+	vs := nas.Status.VeleroSchedule
+	if vs == nil || vs.Name == "" {
+		return engine.Done("no Velero Schedule yet", nil), nil
+	}
+	s := &velerov1.Schedule{}
+	err := op.Client.Get(ctx, client.ObjectKey{Namespace: vs.Namespace, Name: vs.Name}, s)
+	switch {
+	case apierrors.IsNotFound(err):
+		s = nil
+	case err != nil:
+		return engine.Result{}, fmt.Errorf("reading Velero Schedule %s/%s: %w", vs.Namespace, vs.Name, err)
+	case s.Labels[v1alpha1.NasOriginNACUUIDLabel] != vs.NACUUID:
+		return engine.Result{}, fmt.Errorf("velero Schedule %s/%s does not carry this schedule's NACUUID %s", vs.Namespace, vs.Name, vs.NACUUID)
+	default:
+		vs.Status = s.Status.DeepCopy()
+	}
+	runs, err := f.syncRuns(ctx, op, nas)
+	if err != nil {
+		return engine.Result{}, err
+	}
+	now := time.Now()
+	nas.Status.NextRun = nil
+	if s != nil && !nas.Spec.Paused {
+		if next := nextRun(s); !next.IsZero() {
+			nas.Status.NextRun = &metav1.Time{Time: next}
+		}
+	}
+	wake := time.Time{}
+	if nas.Status.NextRun != nil {
+		wake = nas.Status.NextRun.Time
+	}
+	if d := f.judgeRPO(nas, runs, now); !d.IsZero() && d.After(now) && (wake.IsZero() || d.Before(wake)) {
+		wake = d
+	}
+	res := engine.Done(fmt.Sprintf("%d run(s) of Velero Schedule %s", len(runs), vs.Name), map[string]string{"runs": fmt.Sprint(len(runs))})
+	if !wake.IsZero() {
+		// A second past the moment, so that the look finds it passed.
+		res.RecheckAfter = max(wake.Sub(now)+time.Second, time.Second)
+	}
+	return res, nil
+}
+
+// run is one Backup of the Velero Schedule and its NonAdminBackup's name.
+type run struct {
+	backup *velerov1.Backup
+	nab    string
+}
+
+// syncRuns lists the Backups the Velero Schedule took (they carry the
+// schedule's NACUUID label and origin annotations, copied by Velero),
+// claims each for a NonAdminBackup of its own and creates that NAB when
+// missing; it records the newest runs in status and returns them all,
+// newest first.
+func (f *SyncScheduleRuns) syncRuns(ctx context.Context, op *engine.Operation, nas *v1alpha1.NonAdminSchedule) ([]run, error) {
+	vs := nas.Status.VeleroSchedule
+	list := &velerov1.BackupList{}
+	if err := op.Client.List(ctx, list, client.InNamespace(op.OADPNamespace), client.MatchingLabels{v1alpha1.NasOriginNACUUIDLabel: vs.NACUUID}); err != nil {
+		return nil, fmt.Errorf("listing the Velero Backups of schedule %s: %w", vs.Name, err)
+	}
+	var runs []run
+	for i := range list.Items {
+		b := &list.Items[i]
+		// Velero copied these from the schedule; a Backup that names another
+		// tenant is never taken.
+		if b.Annotations[v1alpha1.NasOriginNamespaceAnnotation] != nas.Namespace || b.Annotations[v1alpha1.NasOriginNameAnnotation] != nas.Name ||
+			b.Labels[velerov1.ScheduleNameLabel] != vs.Name {
+			continue
+		}
+		name, err := claim(ctx, op, nas, b)
+		if err != nil {
+			return nil, err
+		}
+		if name == "" {
+			continue
+		}
+		if err := f.ensureNAB(ctx, op, nas, b, name); err != nil {
+			return nil, err
+		}
+		runs = append(runs, run{backup: b, nab: name})
+	}
+	sort.Slice(runs, func(i, j int) bool {
+		return runs[j].backup.CreationTimestamp.Before(&runs[i].backup.CreationTimestamp) ||
+			runs[i].backup.CreationTimestamp.Equal(&runs[j].backup.CreationTimestamp) && runs[i].backup.Name > runs[j].backup.Name
+	})
+	nas.Status.RecentBackups = nil
+	for i, rn := range runs {
+		st := rn.backup.Status
+		if st.Phase == velerov1.BackupPhaseCompleted && st.CompletionTimestamp != nil {
+			if last := nas.Status.LastSuccessfulBackup; last == nil || last.Before(st.CompletionTimestamp) {
+				nas.Status.LastSuccessfulBackup = st.CompletionTimestamp.DeepCopy()
+			}
+		}
+		if i < v1alpha1.RecentBackupsLimit {
+			nas.Status.RecentBackups = append(nas.Status.RecentBackups, v1alpha1.NonAdminScheduledBackup{
+				Name: rn.nab, VeleroBackupName: rn.backup.Name, Phase: st.Phase,
+				StartTimestamp: st.StartTimestamp, CompletionTimestamp: st.CompletionTimestamp, Expiration: st.Expiration,
+			})
+		}
+	}
+	nas.Status.LastBackup = nil
+	if len(nas.Status.RecentBackups) > 0 {
+		nas.Status.LastBackup = nas.Status.RecentBackups[0].DeepCopy()
+	}
+	return runs, nil
+}
+
+// runName is the NonAdminBackup name of Velero Backup b of the schedule:
+// <schedule name>-<Velero's timestamp> (Velero names runs
+// <Velero schedule>-<yyyyMMddHHmmss>).
+func runName(nas *v1alpha1.NonAdminSchedule, b *velerov1.Backup) string {
+	stamp := strings.TrimPrefix(b.Name, nas.Status.VeleroSchedule.Name+"-")
+	base := nas.Name
+	if limit := validation.DNS1123SubdomainMaxLength - len(stamp) - 1; len(base) > limit {
+		base = strings.TrimRight(base[:limit], "-.")
+	}
+	return base + "-" + stamp
+}
+
+// claim gives Velero Backup b of the schedule the NAC origin of a
+// NonAdminBackup of its own — label openshift.io/oadp-nab-origin-nacuuid
+// (a NACUUID derived from the Backup's UID) and the origin namespace and
+// name annotations — so that every part of nacflow (the adopt action,
+// backup sync, garbage collection, downloads, deletion) treats the run like
+// any other backup. The patch goes through the guarded client: b carries the
+// schedule's origin label and namespace (the safety rule's ownership), and
+// what it references is checked as for any Backup a phase writes. It returns
+// the run's NAB name ("" when b carries another NAB's origin, or the safety
+// rule refuses it: left alone).
+func claim(ctx context.Context, op *engine.Operation, nas *v1alpha1.NonAdminSchedule, b *velerov1.Backup) (string, error) {
+	if b.Labels[v1alpha1.NabOriginNACUUIDLabel] != "" {
+		if b.Annotations[v1alpha1.NabOriginNamespaceAnnotation] != nas.Namespace {
+			return "", nil
+		}
+		return b.Annotations[v1alpha1.NabOriginNameAnnotation], nil
+	}
+	name := runName(nas, b)
+	patch := map[string]any{"metadata": map[string]any{
+		"labels":      map[string]string{v1alpha1.NabOriginNACUUIDLabel: v1alpha1.NACUUIDOf(b.UID)},
+		"annotations": map[string]string{v1alpha1.NabOriginNamespaceAnnotation: nas.Namespace, v1alpha1.NabOriginNameAnnotation: name},
+	}}
+	data, err := json.Marshal(patch)
+	if err != nil {
+		return "", err
+	}
+	err = op.Client.Patch(ctx, b, client.RawPatch(types.MergePatchType, data))
+	if engine.IsSafetyViolation(err) {
+		log.FromContext(ctx).Info("left a run of the schedule alone: the safety rule refuses to claim it", "veleroBackup", b.Name, "reason", err.Error())
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("claiming Velero Backup %s of schedule %s: %w", b.Name, nas.Status.VeleroSchedule.Name, err)
+	}
+	return name, nil
+}
+
+// ensureNAB creates the NonAdminBackup name of run b when it is missing:
+// labelled with the schedule (oadp.openshift.io/nonadminschedule and the
+// schedule's NACUUID) and the sync label, its spec the run's Velero spec as
+// a tenant would write it (SyncedBackupSpec), storageLocation the
+// template's tenant location; its status links b, and the adopt action does
+// the rest. A NAB of that name that is not the run's own is left alone.
+func (f *SyncScheduleRuns) ensureNAB(ctx context.Context, op *engine.Operation, nas *v1alpha1.NonAdminSchedule, b *velerov1.Backup, name string) error {
+	nacuuid := b.Labels[v1alpha1.NabOriginNACUUIDLabel]
+	if nacuuid == "" {
+		nacuuid = v1alpha1.NACUUIDOf(b.UID)
+	}
+	existing := &v1alpha1.NonAdminBackup{}
+	err := op.Client.Get(ctx, client.ObjectKey{Namespace: nas.Namespace, Name: name}, existing)
+	if err == nil {
+		return nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return fmt.Errorf("reading NonAdminBackup %s/%s: %w", nas.Namespace, name, err)
+	}
+	labels := map[string]string{
+		v1alpha1.NabSyncedFromNACUUIDLabel: nacuuid,
+		v1alpha1.NasOriginNACUUIDLabel:     nas.Status.VeleroSchedule.NACUUID,
+	}
+	if len(validation.IsValidLabelValue(nas.Name)) == 0 {
+		labels[v1alpha1.NonAdminScheduleLabel] = nas.Name
+	}
+	spec, _ := SyncedBackupSpec(&b.Spec, nas.Namespace)
+	spec.StorageLocation = b.Annotations[v1alpha1.NasOriginStorageLocationAnnotation]
+	nab := &v1alpha1.NonAdminBackup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: nas.Namespace, Name: name, Labels: labels},
+		Spec:       v1alpha1.NonAdminBackupSpec{BackupSpec: spec},
+	}
+	created, err := linkednab.Create(ctx, op.Client, nab, b, nacuuid)
+	if err != nil || !created {
+		return err
+	}
+	log.FromContext(ctx).Info("created the NonAdminBackup of a scheduled run", "nonAdminBackup", name, "veleroBackup", b.Name)
+	f.event(nas, corev1.EventTypeNormal, EventScheduledBackup, fmt.Sprintf("Velero Backup %s of this schedule is NonAdminBackup %s", b.Name, name))
+	return nil
+}
+
+// event emits an event on nas (none without a recorder).
+func (f *SyncScheduleRuns) event(nas *v1alpha1.NonAdminSchedule, eventType, reason, message string) {
+	if f.tools.recorder != nil {
+		f.tools.recorder.Event(nas, eventType, reason, message)
+	}
+}
+
+// nextRun is when Velero starts the schedule's next run: the cron's next
+// time after the last run (or the schedule's creation), or after the last
+// skip when that is later — Velero's own rule (getNextRunTime). Zero when
+// the expression does not parse.
+func nextRun(s *velerov1.Schedule) time.Time {
+	sched, err := cron.ParseStandard(s.Spec.Schedule)
+	if err != nil {
+		return time.Time{}
+	}
+	base := s.CreationTimestamp.Time
+	if s.Status.LastBackup != nil {
+		base = s.Status.LastBackup.Time
+	}
+	if s.Status.LastSkipped != nil && s.Status.LastSkipped.After(base) {
+		base = s.Status.LastSkipped.Time
+	}
+	return sched.Next(base)
+}
+
+// judgeRPO sets condition RPOMet from status.rpo (removed without one) and
+// emits an event when it changes; it returns the RPO's deadline (zero when
+// the objective is not met or there is none).
+func (f *SyncScheduleRuns) judgeRPO(nas *v1alpha1.NonAdminSchedule, runs []run, now time.Time) time.Time {
+	if nas.Status.RPO == nil {
+		meta.RemoveStatusCondition(&nas.Status.Conditions, v1alpha1.ConditionRPOMet)
+		return time.Time{}
+	}
+	var newest velerov1.BackupPhase
+	queue := 0
+	if len(runs) > 0 {
+		newest = runs[0].backup.Status.Phase
+		queue = runs[0].backup.Status.QueuePosition
+	}
+	v := v1alpha1.EvaluateRPO(nas.Status.RPO.Duration, nas.CreationTimestamp.Time, nas.Status.LastSuccessfulBackup, nas.Spec.Paused, newest, queue, now)
+	status := metav1.ConditionFalse
+	if v.Met {
+		status = metav1.ConditionTrue
+	}
+	old := meta.FindStatusCondition(nas.Status.Conditions, v1alpha1.ConditionRPOMet)
+	changed := old == nil || old.Status != status || old.Reason != v.Reason
+	if changed || old.Message != v.Message {
+		meta.SetStatusCondition(&nas.Status.Conditions, metav1.Condition{
+			Type: v1alpha1.ConditionRPOMet, Status: status, Reason: v.Reason, Message: v.Message, ObservedGeneration: nas.Generation,
+		})
+		switch {
+		case !changed:
+		case !v.Met:
+			f.event(nas, corev1.EventTypeWarning, EventRPOMissed, v.Message)
+		case old != nil:
+			f.event(nas, corev1.EventTypeNormal, EventRPOMet, v.Message)
+		}
+	}
+	if v.Met {
+		return v.Deadline
+	}
+	return time.Time{}
+}

@@ -1,0 +1,88 @@
+package phases_test
+
+import (
+	"context"
+	"time"
+
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	. "gopkg.in/check.v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/nacflow/nacflow/api/v1alpha1"
+	"github.com/nacflow/nacflow/engine"
+	"github.com/nacflow/nacflow/phases"
+)
+
+type ScheduleRunsSuite struct{}
+
+var _ = Suite(&ScheduleRunsSuite{})
+
+// scheduleRun is a Backup Velero Schedule vs took for namespace ns, its
+// spec including namespaces.
+func scheduleRun(name, uid, ns string, namespaces ...string) *velerov1.Backup {
+	return &velerov1.Backup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "oadp", Name: name, UID: types.UID(uid),
+			CreationTimestamp: metav1.NewTime(time.Now().Add(-time.Hour)),
+			Labels:            map[string]string{v1alpha1.NasOriginNACUUIDLabel: "u-nas", velerov1.ScheduleNameLabel: "vs"},
+			Annotations:       map[string]string{v1alpha1.NasOriginNamespaceAnnotation: ns, v1alpha1.NasOriginNameAnnotation: "nightly"}},
+		Spec:   velerov1.BackupSpec{IncludedNamespaces: namespaces},
+		Status: velerov1.BackupStatus{Phase: velerov1.BackupPhaseCompleted},
+	}
+}
+
+// TestTakesOwnRunsThroughTheGuard: with the guarded clients, the schedule's
+// run is claimed and becomes a NonAdminBackup of its namespace, linked in
+// status; a run that names another namespace is not taken, and one whose
+// spec the safety rule refuses is left alone, unclaimed.
+func (s *ScheduleRunsSuite) TestTakesOwnRunsThroughTheGuard(c *C) {
+	ctx := context.Background()
+	sc := runtime.NewScheme()
+	c.Assert(clientgoscheme.AddToScheme(sc), IsNil)
+	c.Assert(velerov1.AddToScheme(sc), IsNil)
+	c.Assert(v1alpha1.AddToScheme(sc), IsNil)
+	vs := &velerov1.Schedule{ObjectMeta: metav1.ObjectMeta{Namespace: "oadp", Name: "vs", Labels: map[string]string{v1alpha1.NasOriginNACUUIDLabel: "u-nas"},
+		CreationTimestamp: metav1.NewTime(time.Now().Add(-48 * time.Hour))},
+		Spec: velerov1.ScheduleSpec{Schedule: "0 2 * * *"}, Status: velerov1.ScheduleStatus{Phase: velerov1.SchedulePhaseEnabled}}
+	cl := fake.NewClientBuilder().WithScheme(sc).WithObjects(vs,
+		scheduleRun("vs-20261101020000", "uid-own", "tenant", "tenant"),
+		scheduleRun("vs-20261102020000", "uid-wide", "tenant", "tenant", "other"),
+		scheduleRun("vs-20261103020000", "uid-other", "other", "other"),
+	).WithStatusSubresource(&v1alpha1.NonAdminBackup{}).Build()
+	reg, err := phases.NewRegistry(phases.Clients{Client: cl, APIReader: cl}, phases.Options{})
+	c.Assert(err, IsNil)
+	fn, ok := reg.Get("SyncScheduleRuns")
+	c.Assert(ok, Equals, true)
+	nas := &v1alpha1.NonAdminSchedule{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "nightly"},
+		Status: v1alpha1.NonAdminScheduleStatus{VeleroSchedule: &v1alpha1.VeleroSchedule{Name: "vs", Namespace: "oadp", NACUUID: "u-nas"}}}
+	res, err := fn.Run(ctx, &engine.Operation{Object: nas, OADPNamespace: "oadp", UUID: "u-nas", Phase: "syncRuns"}, fn.NewArgs())
+	c.Assert(err, IsNil)
+	c.Check(res.Output, DeepEquals, map[string]string{"runs": "1"})
+	c.Check(res.RecheckAfter > 0, Equals, true, Commentf("until the next run"))
+	c.Check(nas.Status.NextRun, NotNil)
+	c.Check(nas.Status.VeleroSchedule.Status.Phase, Equals, velerov1.SchedulePhaseEnabled)
+	c.Assert(nas.Status.RecentBackups, HasLen, 1)
+	c.Check(nas.Status.RecentBackups[0].Name, Equals, "nightly-20261101020000")
+
+	nab := &v1alpha1.NonAdminBackup{}
+	c.Assert(cl.Get(ctx, client.ObjectKey{Namespace: "tenant", Name: "nightly-20261101020000"}, nab), IsNil)
+	c.Check(nab.Labels[v1alpha1.NonAdminScheduleLabel], Equals, "nightly")
+	c.Assert(nab.Status.VeleroBackup, NotNil)
+	c.Check(nab.Status.VeleroBackup.NACUUID, Equals, v1alpha1.NACUUIDOf("uid-own"))
+	claimed := &velerov1.Backup{}
+	c.Assert(cl.Get(ctx, client.ObjectKey{Namespace: "oadp", Name: "vs-20261101020000"}, claimed), IsNil)
+	c.Check(claimed.Labels[v1alpha1.NabOriginNACUUIDLabel], Equals, v1alpha1.NACUUIDOf("uid-own"))
+	c.Check(claimed.Annotations[v1alpha1.NabOriginNamespaceAnnotation], Equals, "tenant")
+	for _, name := range []string{"vs-20261102020000", "vs-20261103020000"} {
+		left := &velerov1.Backup{}
+		c.Assert(cl.Get(ctx, client.ObjectKey{Namespace: "oadp", Name: name}, left), IsNil)
+		c.Check(left.Labels[v1alpha1.NabOriginNACUUIDLabel], Equals, "", Commentf(name))
+	}
+	nabs := &v1alpha1.NonAdminBackupList{}
+	c.Assert(cl.List(ctx, nabs), IsNil)
+	c.Check(nabs.Items, HasLen, 1)
+}
