@@ -10,29 +10,79 @@ import (
 	veleroflag "github.com/vmware-tanzu/velero/pkg/cmd/util/flag"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
 )
 
-func newBackupCommand(o *Options) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:     "backup",
-		Aliases: []string{"backups", "nab"},
-		Short:   "Work with NonAdminBackups: back up your namespace",
-		Long: "A NonAdminBackup asks for a Velero Backup of its own namespace. nacflow validates it, creates the Velero\n" +
-			"Backup in the OADP namespace, follows it and mirrors its status back; deleting it with --confirm removes the\n" +
-			"backup data too.",
-		Example: "  kubectl nac backup create b1 -n demo --wait\n" +
-			"  kubectl nac backup get -n demo\n" +
-			"  kubectl nac backup describe b1 -n demo --details\n" +
-			"  kubectl nac backup logs b1 -n demo\n" +
-			"  kubectl nac backup delete b1 -n demo --confirm",
+// backups is `kubectl nac backup`.
+func backups() *tenantKind[*v1alpha1.NonAdminBackup] {
+	return &tenantKind[*v1alpha1.NonAdminBackup]{
+		name:    "backup",
+		aliases: []string{"backups"},
+		group: help{
+			short: "Work with NonAdminBackups: back up your namespace",
+			long: "A NonAdminBackup asks for a Velero Backup of its own namespace. nacflow validates it, creates the Velero\n" +
+				"Backup in the OADP namespace, follows it and mirrors its status back; deleting it with --confirm removes the\n" +
+				"backup data too.",
+			example: "  kubectl nac backup create b1 -n demo --wait\n" +
+				"  kubectl nac backup get -n demo\n" +
+				"  kubectl nac backup describe b1 -n demo --details\n" +
+				"  kubectl nac backup logs b1 -n demo\n" +
+				"  kubectl nac backup delete b1 -n demo --confirm",
+		},
+		create:   newBackupCreateCommand,
+		progress: BackupProgress,
+		get: help{
+			short: "List NonAdminBackups, or show one",
+			long: "Lists the NonAdminBackups of the namespace (-n, else the context's) as a table: request phase, Velero's\n" +
+				"phase and the plan's current phase; -o wide adds the Velero Backup, location, items, queue position and\n" +
+				"expiry; -o yaml|json|name|jsonpath=… print the objects.",
+			example: "  kubectl nac backup get -n demo\n" +
+				"  kubectl nac backup get b1 -n demo -o wide\n" +
+				"  kubectl nac backup get -n demo -o jsonpath='{.items[*].status.veleroBackup.status.phase}'",
+		},
+		columns: backupColumns,
+		describe: help{
+			short: "Show a NonAdminBackup: its phase timeline, progress, Velero's result and events",
+			long: "Prints the NonAdminBackup NAME: the spec that matters, the phase plan as a timeline (each phase, its\n" +
+				"function, state, start offset, duration, attempts and message), the live progress of the wait (queue\n" +
+				"position, items backed up of total, volumes uploaded), Velero's result (phase, warnings, errors, times),\n" +
+				"conditions and recent events. --details adds Velero's resource list, read through a\n" +
+				"NonAdminDownloadRequest (edit or admin in the namespace: view cannot read download requests).",
+			example: "  kubectl nac backup describe b1 -n demo\n" +
+				"  kubectl nac backup describe b1 -n demo --details",
+		},
+		describeTo: DescribeBackup,
+		details: &downloadVerb{target: velerov1.DownloadTargetKindBackupResourceList,
+			usage: "Add Velero's resource list of the backup (through a NonAdminDownloadRequest)."},
+		logs: &downloadVerb{target: velerov1.DownloadTargetKindBackupLog, help: help{
+			short: "Print Velero's log of a NonAdminBackup",
+			long: "Prints the log Velero wrote while it ran the backup of the NonAdminBackup NAME. The command creates a\n" +
+				"NonAdminDownloadRequest for it, waits for the download URL, downloads and gunzips the log, and removes the\n" +
+				"request (as OADP's `kubectl oadp nonadmin backup logs`). It needs edit or admin in the namespace: view\n" +
+				"cannot read download requests, whose pre-signed URLs open the backup's files.",
+			example: "  kubectl nac backup logs b1 -n demo | grep -i error",
+		}},
+		delete: &deleteVerb{
+			help: help{
+				short: "Delete NonAdminBackups and their backup data",
+				long: "Marks each NonAdminBackup for deletion (spec.deleteBackup: true, as OADP's CLI): nacflow asks Velero to\n" +
+					"delete the backup and its data (a DeleteBackupRequest), then removes the NonAdminBackup. --keep-data\n" +
+					"deletes the NonAdminBackup with a plain delete: its Velero Backup object goes, the backup data stays in\n" +
+					"object storage (Velero's backup sync may bring it back). Asks for confirmation unless --confirm.",
+				example: "  kubectl nac backup delete b1 -n demo --confirm\n" +
+					"  kubectl nac backup delete --all -n demo\n" +
+					"  kubectl nac backup delete b1 -n demo --keep-data --confirm",
+			},
+			deletedNote: "; its backup data stays in object storage",
+			mark: &markForDeletion{
+				patch:         `{"spec":{"deleteBackup":true}}`,
+				keepDataUsage: "Delete only the NonAdminBackup (a plain delete); the backup data stays in object storage.",
+				after:         "Velero deletes the backup data, then nacflow removes the NonAdminBackup: `kubectl nac backup get -n %s` shows progress.",
+			},
+		},
 	}
-	cmd.AddCommand(newBackupCreateCommand(o), newBackupGetCommand(o), newBackupDescribeCommand(o),
-		newBackupLogsCommand(o), newBackupDeleteCommand(o))
-	return cmd
 }
 
 // backupCreateFlags are Velero's and OADP's `backup create` flags.
@@ -56,7 +106,7 @@ type backupCreateFlags struct {
 	output                                               string
 }
 
-func newBackupCreateCommand(o *Options) *cobra.Command {
+func newBackupCreateCommand(o *Options, k *tenantKind[*v1alpha1.NonAdminBackup]) *cobra.Command {
 	f := &backupCreateFlags{labels: veleroflag.NewMap(), annotations: veleroflag.NewMap(),
 		snapshotVolumes: veleroflag.NewOptionalBool(nil), snapshotMoveData: veleroflag.NewOptionalBool(nil),
 		includeClusterRes: veleroflag.NewOptionalBool(nil), defaultVolumesToFsBackup: veleroflag.NewOptionalBool(nil)}
@@ -81,23 +131,7 @@ func newBackupCreateCommand(o *Options) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if f.output != "" {
-				return o.printObject(nab, f.output)
-			}
-			c, err := o.Client()
-			if err != nil {
-				return err
-			}
-			if err := c.Create(cmd.Context(), nab); err != nil {
-				return err
-			}
-			fmt.Fprintf(o.Out, "NonAdminBackup request %q submitted successfully.\n", nab.Name)
-			if !f.wait {
-				fmt.Fprintf(o.Out, "Run `kubectl nac backup describe %s -n %s` or `kubectl nac backup logs %s -n %s` for more details.\n", nab.Name, ns, nab.Name, ns)
-				return nil
-			}
-			fmt.Fprintln(o.Out, "Waiting for the backup to complete. You may safely press ctrl-c to stop waiting: the backup goes on.")
-			return o.follow(cmd.Context(), c, nab, &v1alpha1.NonAdminBackupList{}, "NonAdminBackup", func() Progress { return BackupProgress(nab) })
+			return k.submit(cmd, o, nab, f.output, f.wait)
 		},
 	}
 	fl := cmd.Flags()
@@ -203,170 +237,4 @@ func parseOrderedResources(s string) (map[string]string, error) {
 		out[strings.TrimSpace(kv[0])] = strings.TrimSpace(kv[1])
 	}
 	return out, nil
-}
-
-func newBackupGetCommand(o *Options) *cobra.Command {
-	var g *getOptions
-	cmd := &cobra.Command{
-		Use:   "get [NAME]",
-		Short: "List NonAdminBackups, or show one",
-		Long: "Lists the NonAdminBackups of the namespace (-n, else the context's) as a table: request phase, Velero's\n" +
-			"phase and the plan's current phase; -o wide adds the Velero Backup, location, items, queue position and\n" +
-			"expiry; -o yaml|json|name|jsonpath=… print the objects.",
-		Example: "  kubectl nac backup get -n demo\n" +
-			"  kubectl nac backup get b1 -n demo -o wide\n" +
-			"  kubectl nac backup get -n demo -o jsonpath='{.items[*].status.veleroBackup.status.phase}'",
-		Args:              cobra.MaximumNArgs(1),
-		ValidArgsFunction: o.nameCompletion(func() client.ObjectList { return &v1alpha1.NonAdminBackupList{} }),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.list(cmd, o, &v1alpha1.NonAdminBackupList{}, firstArg(args), BackupTable)
-		},
-	}
-	g = addGetFlags(cmd, true)
-	return cmd
-}
-
-func newBackupDescribeCommand(o *Options) *cobra.Command {
-	var details bool
-	var output string
-	var d *downloadOptions
-	cmd := &cobra.Command{
-		Use:   "describe NAME",
-		Short: "Show a NonAdminBackup: its phase timeline, progress, Velero's result and events",
-		Long: "Prints the NonAdminBackup NAME: the spec that matters, the phase plan as a timeline (each phase, its\n" +
-			"function, state, start offset, duration, attempts and message), the live progress of the wait (queue\n" +
-			"position, items backed up of total, volumes uploaded), Velero's result (phase, warnings, errors, times),\n" +
-			"conditions and recent events. --details adds Velero's resource list, read through a\n" +
-			"NonAdminDownloadRequest (edit or admin in the namespace: view cannot read download requests).",
-		Example: "  kubectl nac backup describe b1 -n demo\n" +
-			"  kubectl nac backup describe b1 -n demo --details",
-		Args:              cobra.ExactArgs(1),
-		ValidArgsFunction: o.nameCompletion(func() client.ObjectList { return &v1alpha1.NonAdminBackupList{} }),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, ns, err := o.clientAndNamespace()
-			if err != nil {
-				return err
-			}
-			nab := &v1alpha1.NonAdminBackup{}
-			if err := c.Get(cmd.Context(), client.ObjectKey{Namespace: ns, Name: args[0]}, nab); err != nil {
-				return err
-			}
-			if output != "" {
-				return o.printObject(nab, output)
-			}
-			var det *Details
-			if details {
-				det = o.resourceDetails(cmd.Context(), c, ns, velerov1.DownloadTargetKindBackupResourceList, nab.Name, d)
-			}
-			DescribeBackup(o.Out, nab, det, o.now())
-			o.describeEvents(cmd.Context(), c, nab, "NonAdminBackup")
-			return nil
-		},
-	}
-	cmd.Flags().BoolVar(&details, "details", false, "Add Velero's resource list of the backup (through a NonAdminDownloadRequest).")
-	cmd.Flags().StringVarP(&output, "output", "o", "", "Print the NonAdminBackup as yaml or json instead.")
-	d = addDownloadFlags(cmd)
-	return cmd
-}
-
-func newBackupLogsCommand(o *Options) *cobra.Command {
-	var d *downloadOptions
-	cmd := &cobra.Command{
-		Use:   "logs NAME",
-		Short: "Print Velero's log of a NonAdminBackup",
-		Long: "Prints the log Velero wrote while it ran the backup of the NonAdminBackup NAME. The command creates a\n" +
-			"NonAdminDownloadRequest for it, waits for the download URL, downloads and gunzips the log, and removes the\n" +
-			"request (as OADP's `kubectl oadp nonadmin backup logs`). It needs edit or admin in the namespace: view\n" +
-			"cannot read download requests, whose pre-signed URLs open the backup's files.",
-		Example:           "  kubectl nac backup logs b1 -n demo | grep -i error",
-		Args:              cobra.ExactArgs(1),
-		ValidArgsFunction: o.nameCompletion(func() client.ObjectList { return &v1alpha1.NonAdminBackupList{} }),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, ns, err := o.clientAndNamespace()
-			if err != nil {
-				return err
-			}
-			if err := c.Get(cmd.Context(), client.ObjectKey{Namespace: ns, Name: args[0]}, &v1alpha1.NonAdminBackup{}); err != nil {
-				return err
-			}
-			data, err := o.Download(cmd.Context(), c, ns, velerov1.DownloadTargetKindBackupLog, args[0], d)
-			if err != nil {
-				return err
-			}
-			_, err = o.Out.Write(data)
-			return err
-		},
-	}
-	d = addDownloadFlags(cmd)
-	return cmd
-}
-
-func newBackupDeleteCommand(o *Options) *cobra.Command {
-	var confirm, all, keepData bool
-	cmd := &cobra.Command{
-		Use:   "delete [NAME...] | --all",
-		Short: "Delete NonAdminBackups and their backup data",
-		Long: "Marks each NonAdminBackup for deletion (spec.deleteBackup: true, as OADP's CLI): nacflow asks Velero to\n" +
-			"delete the backup and its data (a DeleteBackupRequest), then removes the NonAdminBackup. --keep-data\n" +
-			"deletes the NonAdminBackup with a plain delete: its Velero Backup object goes, the backup data stays in\n" +
-			"object storage (Velero's backup sync may bring it back). Asks for confirmation unless --confirm.",
-		Example: "  kubectl nac backup delete b1 -n demo --confirm\n" +
-			"  kubectl nac backup delete --all -n demo\n" +
-			"  kubectl nac backup delete b1 -n demo --keep-data --confirm",
-		ValidArgsFunction: o.nameCompletion(func() client.ObjectList { return &v1alpha1.NonAdminBackupList{} }),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, ns, err := o.clientAndNamespace()
-			if err != nil {
-				return err
-			}
-			names, err := o.namesToDelete(cmd, c, ns, &v1alpha1.NonAdminBackupList{}, args, all, "backup")
-			if err != nil || len(names) == 0 {
-				return err
-			}
-			what := "backup"
-			if keepData {
-				what = "backup (keeping its data)"
-			}
-			if !confirm && !o.confirm(what, names) {
-				fmt.Fprintln(o.Out, "Deletion cancelled.")
-				return nil
-			}
-			failed := 0
-			for _, name := range names {
-				nab := &v1alpha1.NonAdminBackup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-				if keepData {
-					err = c.Delete(cmd.Context(), nab)
-				} else {
-					err = c.Patch(cmd.Context(), nab, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"deleteBackup":true}}`)))
-				}
-				switch {
-				case err != nil:
-					failed++
-					fmt.Fprintf(o.ErrOut, "Failed to delete NonAdminBackup %s: %v\n", name, err)
-				case keepData:
-					fmt.Fprintf(o.Out, "NonAdminBackup %s deleted; its backup data stays in object storage.\n", name)
-				default:
-					fmt.Fprintf(o.Out, "NonAdminBackup %s marked for deletion.\n", name)
-				}
-			}
-			if failed > 0 {
-				return fmt.Errorf("%d of %d NonAdminBackups could not be deleted", failed, len(names))
-			}
-			if !keepData {
-				fmt.Fprintf(o.Out, "Velero deletes the backup data, then nacflow removes the NonAdminBackup: `kubectl nac backup get -n %s` shows progress.\n", ns)
-			}
-			return nil
-		},
-	}
-	cmd.Flags().BoolVar(&confirm, "confirm", false, "Skip the confirmation prompt and delete at once.")
-	cmd.Flags().BoolVar(&all, "all", false, "Delete every NonAdminBackup of the namespace.")
-	cmd.Flags().BoolVar(&keepData, "keep-data", false, "Delete only the NonAdminBackup (a plain delete); the backup data stays in object storage.")
-	return cmd
-}
-
-func firstArg(args []string) string {
-	if len(args) == 0 {
-		return ""
-	}
-	return args[0]
 }

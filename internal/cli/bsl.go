@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
@@ -24,24 +26,47 @@ const (
 	AnnotationRejectionReason = "openshift.io/oadp-rejection-reason"
 )
 
-func newBSLCommand(o *Options) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:     "bsl",
-		Aliases: []string{"nabsl"},
-		Short:   "Work with NonAdminBackupStorageLocations: your own object storage for backups",
-		Long: "A NonAdminBackupStorageLocation is a Velero BackupStorageLocation of your own, with credentials from a\n" +
-			"Secret of your namespace. When the admin requires approval, each one creates a\n" +
-			"NonAdminBackupStorageLocationRequest in the OADP namespace that an admin approves or rejects\n" +
-			"(`kubectl nac bsl request …`).",
-		Example: "  kubectl nac bsl create my-bucket -n demo --provider aws --bucket demo-backups --credential cloud-credentials=cloud --region us-east-1\n" +
-			"  kubectl nac bsl get -n demo\n" +
-			"  kubectl nac bsl request approve demo/my-bucket",
+// storageLocations is `kubectl nac bsl`; its request subgroup is the
+// admin's.
+func storageLocations() *tenantKind[*v1alpha1.NonAdminBackupStorageLocation] {
+	return &tenantKind[*v1alpha1.NonAdminBackupStorageLocation]{
+		name: "bsl",
+		group: help{
+			short: "Work with NonAdminBackupStorageLocations: your own object storage for backups",
+			long: "A NonAdminBackupStorageLocation is a Velero BackupStorageLocation of your own, with credentials from a\n" +
+				"Secret of your namespace. When the admin requires approval, each one creates a\n" +
+				"NonAdminBackupStorageLocationRequest in the OADP namespace that an admin approves or rejects\n" +
+				"(`kubectl nac bsl request …`).",
+			example: "  kubectl nac bsl create my-bucket -n demo --provider aws --bucket demo-backups --credential cloud-credentials=cloud --region us-east-1\n" +
+				"  kubectl nac bsl get -n demo\n" +
+				"  kubectl nac bsl request approve demo/my-bucket",
+		},
+		create: newBSLCreateCommand,
+		get: help{
+			short:   "List NonAdminBackupStorageLocations, or show one",
+			long:    "Lists the NonAdminBackupStorageLocations of the namespace: request phase, Velero's view (Available or\nnot), approval and the plan's current phase; -o wide adds provider, bucket and prefix.",
+			example: "  kubectl nac bsl get -n demo -o wide",
+		},
+		columns: bslColumns,
+		describe: help{
+			short:   "Show a NonAdminBackupStorageLocation: location, phase timeline, approval, Velero's view, events",
+			long:    "Prints the NonAdminBackupStorageLocation NAME: the location asked for, the phase plan as a timeline,\nVelero's view of the location (phase, last validation, message), conditions and recent events.",
+			example: "  kubectl nac bsl describe my-bucket -n demo",
+		},
+		describeTo: func(w io.Writer, nabsl *v1alpha1.NonAdminBackupStorageLocation, _ *Details, now time.Time) {
+			DescribeBSL(w, nabsl, now)
+		},
 	}
-	cmd.AddCommand(newBSLCreateCommand(o), newBSLGetCommand(o), newBSLDescribeCommand(o), newBSLRequestCommand(o))
+}
+
+// newBSLCommand is `kubectl nac bsl` with its request subgroup.
+func newBSLCommand(o *Options) *cobra.Command {
+	cmd := storageLocations().command(o)
+	cmd.AddCommand(newBSLRequestCommand(o))
 	return cmd
 }
 
-func newBSLCreateCommand(o *Options) *cobra.Command {
+func newBSLCreateCommand(o *Options, _ *tenantKind[*v1alpha1.NonAdminBackupStorageLocation]) *cobra.Command {
 	var provider, bucket, prefix, region, output string
 	credential := veleroflag.NewMap()
 	config := veleroflag.NewMap()
@@ -89,14 +114,7 @@ func newBSLCreateCommand(o *Options) *cobra.Command {
 				ObjectMeta: metav1.ObjectMeta{Name: args[0], Namespace: ns},
 				Spec:       v1alpha1.NonAdminBackupStorageLocationSpec{BackupStorageLocationSpec: spec},
 			}
-			if output != "" {
-				return o.printObject(nabsl, output)
-			}
-			c, err := o.Client()
-			if err != nil {
-				return err
-			}
-			if err := c.Create(cmd.Context(), nabsl); err != nil {
+			if _, created, err := o.createOrPrint(cmd, nabsl, output); err != nil || !created {
 				return err
 			}
 			fmt.Fprintf(o.Out, "NonAdminBackupStorageLocation %q created successfully.\n", nabsl.Name)
@@ -116,53 +134,6 @@ func newBSLCreateCommand(o *Options) *cobra.Command {
 		_ = cmd.MarkFlagRequired(f)
 	}
 	_ = cmd.RegisterFlagCompletionFunc("credential", o.flagNameCompletion(func() client.ObjectList { return &corev1.SecretList{} }))
-	return cmd
-}
-
-func newBSLGetCommand(o *Options) *cobra.Command {
-	var g *getOptions
-	cmd := &cobra.Command{
-		Use:               "get [NAME]",
-		Short:             "List NonAdminBackupStorageLocations, or show one",
-		Long:              "Lists the NonAdminBackupStorageLocations of the namespace: request phase, Velero's view (Available or\nnot), approval and the plan's current phase; -o wide adds provider, bucket and prefix.",
-		Example:           "  kubectl nac bsl get -n demo -o wide",
-		Args:              cobra.MaximumNArgs(1),
-		ValidArgsFunction: o.nameCompletion(func() client.ObjectList { return &v1alpha1.NonAdminBackupStorageLocationList{} }),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.list(cmd, o, &v1alpha1.NonAdminBackupStorageLocationList{}, firstArg(args), BSLTable)
-		},
-	}
-	g = addGetFlags(cmd, true)
-	return cmd
-}
-
-func newBSLDescribeCommand(o *Options) *cobra.Command {
-	var output string
-	cmd := &cobra.Command{
-		Use:               "describe NAME",
-		Short:             "Show a NonAdminBackupStorageLocation: location, phase timeline, approval, Velero's view, events",
-		Long:              "Prints the NonAdminBackupStorageLocation NAME: the location asked for, the phase plan as a timeline,\nVelero's view of the location (phase, last validation, message), conditions and recent events.",
-		Example:           "  kubectl nac bsl describe my-bucket -n demo",
-		Args:              cobra.ExactArgs(1),
-		ValidArgsFunction: o.nameCompletion(func() client.ObjectList { return &v1alpha1.NonAdminBackupStorageLocationList{} }),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, ns, err := o.clientAndNamespace()
-			if err != nil {
-				return err
-			}
-			nabsl := &v1alpha1.NonAdminBackupStorageLocation{}
-			if err := c.Get(cmd.Context(), client.ObjectKey{Namespace: ns, Name: args[0]}, nabsl); err != nil {
-				return err
-			}
-			if output != "" {
-				return o.printObject(nabsl, output)
-			}
-			DescribeBSL(o.Out, nabsl, o.now())
-			o.describeEvents(cmd.Context(), c, nabsl, "NonAdminBackupStorageLocation")
-			return nil
-		},
-	}
-	cmd.Flags().StringVarP(&output, "output", "o", "", "Print the NonAdminBackupStorageLocation as yaml or json instead.")
 	return cmd
 }
 

@@ -14,21 +14,54 @@ import (
 	"github.com/nacflow/nacflow/api/v1alpha1"
 )
 
-func newRestoreCommand(o *Options) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:     "restore",
-		Aliases: []string{"restores", "nar"},
-		Short:   "Work with NonAdminRestores: restore your namespace from a NonAdminBackup",
-		Long: "A NonAdminRestore restores one of the namespace's own NonAdminBackups into the same namespace. nacflow\n" +
-			"validates it, creates the Velero Restore in the OADP namespace and mirrors its status back.",
-		Example: "  kubectl nac restore create r1 -n demo --from-backup b1 --wait\n" +
-			"  kubectl nac restore get -n demo\n" +
-			"  kubectl nac restore describe r1 -n demo\n" +
-			"  kubectl nac restore logs r1 -n demo",
+// restores is `kubectl nac restore`.
+func restores() *tenantKind[*v1alpha1.NonAdminRestore] {
+	return &tenantKind[*v1alpha1.NonAdminRestore]{
+		name:    "restore",
+		aliases: []string{"restores"},
+		group: help{
+			short: "Work with NonAdminRestores: restore your namespace from a NonAdminBackup",
+			long: "A NonAdminRestore restores one of the namespace's own NonAdminBackups into the same namespace. nacflow\n" +
+				"validates it, creates the Velero Restore in the OADP namespace and mirrors its status back.",
+			example: "  kubectl nac restore create r1 -n demo --from-backup b1 --wait\n" +
+				"  kubectl nac restore get -n demo\n" +
+				"  kubectl nac restore describe r1 -n demo\n" +
+				"  kubectl nac restore logs r1 -n demo",
+		},
+		create:   newRestoreCreateCommand,
+		progress: RestoreProgress,
+		get: help{
+			short: "List NonAdminRestores, or show one",
+			long: "Lists the NonAdminRestores of the namespace as a table: the backup restored, request phase, Velero's\n" +
+				"phase and the plan's current phase; -o wide adds the Velero Restore, items and queue position.",
+			example: "  kubectl nac restore get -n demo\n  kubectl nac restore get r1 -n demo -o yaml",
+		},
+		columns: restoreColumns,
+		describe: help{
+			short: "Show a NonAdminRestore: its phase timeline, progress, Velero's result and events",
+			long: "Prints the NonAdminRestore NAME: the backup it restores, the phase plan as a timeline, the live progress\n" +
+				"(queue position, items restored of total, volumes), Velero's result, conditions and recent events.\n" +
+				"--details adds Velero's list of the resources restored, read through a NonAdminDownloadRequest\n" +
+				"(edit or admin in the namespace: view cannot read download requests).",
+			example: "  kubectl nac restore describe r1 -n demo --details",
+		},
+		describeTo: DescribeRestore,
+		details: &downloadVerb{target: velerov1.DownloadTargetKindRestoreResourceList,
+			usage: "Add Velero's list of the resources restored (through a NonAdminDownloadRequest)."},
+		logs: &downloadVerb{target: velerov1.DownloadTargetKindRestoreLog, help: help{
+			short: "Print Velero's log of a NonAdminRestore",
+			long: "Prints the log Velero wrote while it ran the restore of the NonAdminRestore NAME, through a\n" +
+				"NonAdminDownloadRequest the command creates and removes (edit or admin in the namespace: view cannot\n" +
+				"read download requests, whose pre-signed URLs open the restore's files).",
+			example: "  kubectl nac restore logs r1 -n demo",
+		}},
+		delete: &deleteVerb{help: help{
+			short: "Delete NonAdminRestores",
+			long: "Deletes each NonAdminRestore (the restored resources stay; nacflow removes the Velero Restore). Asks\n" +
+				"for confirmation unless --confirm.",
+			example: "  kubectl nac restore delete r1 -n demo --confirm",
+		}},
 	}
-	cmd.AddCommand(newRestoreCreateCommand(o), newRestoreGetCommand(o), newRestoreDescribeCommand(o),
-		newRestoreLogsCommand(o), newRestoreDeleteCommand(o))
-	return cmd
 }
 
 // restoreCreateFlags are OADP's `restore create` flags.
@@ -47,7 +80,7 @@ type restoreCreateFlags struct {
 	output                             string
 }
 
-func newRestoreCreateCommand(o *Options) *cobra.Command {
+func newRestoreCreateCommand(o *Options, k *tenantKind[*v1alpha1.NonAdminRestore]) *cobra.Command {
 	f := &restoreCreateFlags{labels: veleroflag.NewMap(), annotations: veleroflag.NewMap(),
 		includeClusterResources: veleroflag.NewOptionalBool(nil), restoreVolumes: veleroflag.NewOptionalBool(nil),
 		preserveNodePorts: veleroflag.NewOptionalBool(nil)}
@@ -70,23 +103,7 @@ func newRestoreCreateCommand(o *Options) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if f.output != "" {
-				return o.printObject(nar, f.output)
-			}
-			c, err := o.Client()
-			if err != nil {
-				return err
-			}
-			if err := c.Create(cmd.Context(), nar); err != nil {
-				return err
-			}
-			fmt.Fprintf(o.Out, "NonAdminRestore request %q submitted successfully.\n", nar.Name)
-			if !f.wait {
-				fmt.Fprintf(o.Out, "Run `kubectl nac restore describe %s -n %s` or `kubectl nac restore logs %s -n %s` for more details.\n", nar.Name, ns, nar.Name, ns)
-				return nil
-			}
-			fmt.Fprintln(o.Out, "Waiting for the restore to complete. You may safely press ctrl-c to stop waiting: the restore goes on.")
-			return o.follow(cmd.Context(), c, nar, &v1alpha1.NonAdminRestoreList{}, "NonAdminRestore", func() Progress { return RestoreProgress(nar) })
+			return k.submit(cmd, o, nar, f.output, f.wait)
 		},
 	}
 	fl := cmd.Flags()
@@ -151,136 +168,4 @@ func (f *restoreCreateFlags) build(ns, name string) (*v1alpha1.NonAdminRestore, 
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: f.labels.Data(), Annotations: f.annotations.Data()},
 		Spec:       v1alpha1.NonAdminRestoreSpec{RestoreSpec: spec},
 	}, nil
-}
-
-func newRestoreGetCommand(o *Options) *cobra.Command {
-	var g *getOptions
-	cmd := &cobra.Command{
-		Use:   "get [NAME]",
-		Short: "List NonAdminRestores, or show one",
-		Long: "Lists the NonAdminRestores of the namespace as a table: the backup restored, request phase, Velero's\n" +
-			"phase and the plan's current phase; -o wide adds the Velero Restore, items and queue position.",
-		Example:           "  kubectl nac restore get -n demo\n  kubectl nac restore get r1 -n demo -o yaml",
-		Args:              cobra.MaximumNArgs(1),
-		ValidArgsFunction: o.nameCompletion(func() client.ObjectList { return &v1alpha1.NonAdminRestoreList{} }),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.list(cmd, o, &v1alpha1.NonAdminRestoreList{}, firstArg(args), RestoreTable)
-		},
-	}
-	g = addGetFlags(cmd, true)
-	return cmd
-}
-
-func newRestoreDescribeCommand(o *Options) *cobra.Command {
-	var details bool
-	var output string
-	var d *downloadOptions
-	cmd := &cobra.Command{
-		Use:   "describe NAME",
-		Short: "Show a NonAdminRestore: its phase timeline, progress, Velero's result and events",
-		Long: "Prints the NonAdminRestore NAME: the backup it restores, the phase plan as a timeline, the live progress\n" +
-			"(queue position, items restored of total, volumes), Velero's result, conditions and recent events.\n" +
-			"--details adds Velero's list of the resources restored, read through a NonAdminDownloadRequest\n" +
-			"(edit or admin in the namespace: view cannot read download requests).",
-		Example:           "  kubectl nac restore describe r1 -n demo --details",
-		Args:              cobra.ExactArgs(1),
-		ValidArgsFunction: o.nameCompletion(func() client.ObjectList { return &v1alpha1.NonAdminRestoreList{} }),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, ns, err := o.clientAndNamespace()
-			if err != nil {
-				return err
-			}
-			nar := &v1alpha1.NonAdminRestore{}
-			if err := c.Get(cmd.Context(), client.ObjectKey{Namespace: ns, Name: args[0]}, nar); err != nil {
-				return err
-			}
-			if output != "" {
-				return o.printObject(nar, output)
-			}
-			var det *Details
-			if details {
-				det = o.resourceDetails(cmd.Context(), c, ns, velerov1.DownloadTargetKindRestoreResourceList, nar.Name, d)
-			}
-			DescribeRestore(o.Out, nar, det, o.now())
-			o.describeEvents(cmd.Context(), c, nar, "NonAdminRestore")
-			return nil
-		},
-	}
-	cmd.Flags().BoolVar(&details, "details", false, "Add Velero's list of the resources restored (through a NonAdminDownloadRequest).")
-	cmd.Flags().StringVarP(&output, "output", "o", "", "Print the NonAdminRestore as yaml or json instead.")
-	d = addDownloadFlags(cmd)
-	return cmd
-}
-
-func newRestoreLogsCommand(o *Options) *cobra.Command {
-	var d *downloadOptions
-	cmd := &cobra.Command{
-		Use:   "logs NAME",
-		Short: "Print Velero's log of a NonAdminRestore",
-		Long: "Prints the log Velero wrote while it ran the restore of the NonAdminRestore NAME, through a\n" +
-			"NonAdminDownloadRequest the command creates and removes (edit or admin in the namespace: view cannot\n" +
-			"read download requests, whose pre-signed URLs open the restore's files).",
-		Example:           "  kubectl nac restore logs r1 -n demo",
-		Args:              cobra.ExactArgs(1),
-		ValidArgsFunction: o.nameCompletion(func() client.ObjectList { return &v1alpha1.NonAdminRestoreList{} }),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, ns, err := o.clientAndNamespace()
-			if err != nil {
-				return err
-			}
-			if err := c.Get(cmd.Context(), client.ObjectKey{Namespace: ns, Name: args[0]}, &v1alpha1.NonAdminRestore{}); err != nil {
-				return err
-			}
-			data, err := o.Download(cmd.Context(), c, ns, velerov1.DownloadTargetKindRestoreLog, args[0], d)
-			if err != nil {
-				return err
-			}
-			_, err = o.Out.Write(data)
-			return err
-		},
-	}
-	d = addDownloadFlags(cmd)
-	return cmd
-}
-
-func newRestoreDeleteCommand(o *Options) *cobra.Command {
-	var confirm, all bool
-	cmd := &cobra.Command{
-		Use:   "delete [NAME...] | --all",
-		Short: "Delete NonAdminRestores",
-		Long: "Deletes each NonAdminRestore (the restored resources stay; nacflow removes the Velero Restore). Asks\n" +
-			"for confirmation unless --confirm.",
-		Example:           "  kubectl nac restore delete r1 -n demo --confirm",
-		ValidArgsFunction: o.nameCompletion(func() client.ObjectList { return &v1alpha1.NonAdminRestoreList{} }),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, ns, err := o.clientAndNamespace()
-			if err != nil {
-				return err
-			}
-			names, err := o.namesToDelete(cmd, c, ns, &v1alpha1.NonAdminRestoreList{}, args, all, "restore")
-			if err != nil || len(names) == 0 {
-				return err
-			}
-			if !confirm && !o.confirm("restore", names) {
-				fmt.Fprintln(o.Out, "Deletion cancelled.")
-				return nil
-			}
-			failed := 0
-			for _, name := range names {
-				if err := c.Delete(cmd.Context(), &v1alpha1.NonAdminRestore{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}); err != nil {
-					failed++
-					fmt.Fprintf(o.ErrOut, "Failed to delete NonAdminRestore %s: %v\n", name, err)
-					continue
-				}
-				fmt.Fprintf(o.Out, "NonAdminRestore %s deleted.\n", name)
-			}
-			if failed > 0 {
-				return fmt.Errorf("%d of %d NonAdminRestores could not be deleted", failed, len(names))
-			}
-			return nil
-		},
-	}
-	cmd.Flags().BoolVar(&confirm, "confirm", false, "Skip the confirmation prompt and delete at once.")
-	cmd.Flags().BoolVar(&all, "all", false, "Delete every NonAdminRestore of the namespace.")
-	return cmd
 }

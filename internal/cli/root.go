@@ -133,8 +133,8 @@ func NewRootCommand(o *Options) *cobra.Command {
 	o.ConfigFlags.AddFlags(flags)
 	flags.StringVar(&o.OADPNamespace, "oadp-namespace", o.OADPNamespace, "The OADP namespace, where Velero and the admin's objects live ($"+namespaceEnvVar+" when set).")
 	root.AddCommand(
-		newBackupCommand(o),
-		newRestoreCommand(o),
+		backups().command(o),
+		restores().command(o),
 		newBSLCommand(o),
 		newBlueprintCommand(o),
 		newPlanCommand(o),
