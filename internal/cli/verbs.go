@@ -14,55 +14,45 @@ import (
 	"github.com/nacflow/nacflow/api/v1alpha1"
 )
 
-// help is the help of one command: cobra's Short, Long and Example.
-type help struct{ short, long, example string }
-
 // tenantKind describes the command group of one NAC kind a tenant works
 // with in their own namespace: the kind itself comes from the kind registry
 // (by T), the rest is what the verbs need of it. command builds the group
 // from it: every kind gets the same get and describe, and create, logs and
-// delete when it says how, so a verb is written once for every kind.
+// delete when it says how, so a verb is written once for every kind. The
+// commands' help is in help.txt, by command path.
 type tenantKind[T v1alpha1.Object] struct {
 	// name is the group's command name ("backup"); it is also the noun of
 	// prompts and messages ("No backups found", "delete 2 backups").
 	name string
 	// aliases are the group's other names besides the kind's short name.
 	aliases []string
-	group   help
 	// create builds the create command (its flags are the kind's own).
 	create func(o *Options, k *tenantKind[T]) *cobra.Command
 	// progress reads what --wait shows of an object; nil when create has
 	// no --wait.
 	progress func(obj T) Progress
-	get      help
 	columns  []column[T]
-	describe help
 	// describeTo writes an object as describe prints it; details is nil
 	// without --details.
 	describeTo func(w io.Writer, obj T, details *Details, now time.Time)
-	// details, when set, is the Velero resource list describe --details
-	// reads; describe has no --details otherwise.
-	details *downloadVerb
-	// logs, when set, is the Velero log the logs command prints.
-	logs *downloadVerb
+	// files, when set, are the Velero files of an object: the log the logs
+	// command prints and the resource list describe --details reads.
+	// Without them there is neither logs nor --details.
+	files *veleroFiles
 	// delete, when set, is how the delete command deletes.
 	delete *deleteVerb
 }
 
-// downloadVerb is a Velero file a verb reads through a
+// veleroFiles are the Velero files of an object, read through a
 // NonAdminDownloadRequest.
-type downloadVerb struct {
-	help
-	// target is the file (BackupLog, RestoreResourceList, …).
-	target velerov1.DownloadTargetKind
-	// usage is the usage of the flag that asks for it (describe's
-	// --details).
-	usage string
+type veleroFiles struct {
+	log, resources velerov1.DownloadTargetKind
+	// resourcesUsage is the usage of describe's --details.
+	resourcesUsage string
 }
 
 // deleteVerb says how delete deletes an object of the kind.
 type deleteVerb struct {
-	help
 	// deletedNote follows "<Kind> <name> deleted" after a plain delete.
 	deletedNote string
 	// mark, when set, is how the kind is deleted by default instead of
@@ -71,8 +61,7 @@ type deleteVerb struct {
 }
 
 // markForDeletion deletes by a merge patch that asks the controller to
-// delete (OADP's CLI sets a NonAdminBackup's spec.deleteBackup, so that
-// Velero deletes the backup data before the object goes).
+// delete.
 type markForDeletion struct {
 	patch string
 	// keepDataUsage is the usage of --keep-data.
@@ -83,7 +72,11 @@ type markForDeletion struct {
 
 // registryKind returns the kind registry's entry for T. Every T of a
 // tenantKind is a NAC kind, so a miss is a build defect.
-func (k *tenantKind[T]) registryKind() v1alpha1.Kind {
+func (k *tenantKind[T]) registryKind() v1alpha1.Kind { return registryKind[T]() }
+
+// registryKind returns the kind registry's entry for the NAC kind T; T not
+// in the registry is a build defect.
+func registryKind[T v1alpha1.Object]() v1alpha1.Kind {
 	var zero T
 	kind, ok := v1alpha1.KindOf(zero)
 	if !ok {
@@ -94,13 +87,12 @@ func (k *tenantKind[T]) registryKind() v1alpha1.Kind {
 
 // command returns the kind's command group over o.
 func (k *tenantKind[T]) command(o *Options) *cobra.Command {
-	cmd := &cobra.Command{Use: k.name, Aliases: append(append([]string(nil), k.aliases...), k.registryKind().Short),
-		Short: k.group.short, Long: k.group.long, Example: k.group.example}
+	cmd := &cobra.Command{Use: k.name, Aliases: append(append([]string(nil), k.aliases...), k.registryKind().Short)}
 	if k.create != nil {
 		cmd.AddCommand(k.create(o, k))
 	}
 	cmd.AddCommand(k.getCommand(o), k.describeCommand(o))
-	if k.logs != nil {
+	if k.files != nil {
 		cmd.AddCommand(k.logsCommand(o))
 	}
 	if k.delete != nil {
@@ -109,11 +101,10 @@ func (k *tenantKind[T]) command(o *Options) *cobra.Command {
 	return cmd
 }
 
-// verb returns the command use of the kind with help h: its arguments
-// complete with the names of the kind's objects in the tenant's namespace.
-func (k *tenantKind[T]) verb(o *Options, use string, h help, args cobra.PositionalArgs, run func(cmd *cobra.Command, args []string) error) *cobra.Command {
-	return &cobra.Command{Use: use, Short: h.short, Long: h.long, Example: h.example, Args: args,
-		ValidArgsFunction: o.nameCompletion(k.registryKind().NewList), RunE: run}
+// verb returns the command use of the kind: its arguments complete with the
+// names of the kind's objects in the tenant's namespace.
+func (k *tenantKind[T]) verb(o *Options, use string, args cobra.PositionalArgs, run func(cmd *cobra.Command, args []string) error) *cobra.Command {
+	return &cobra.Command{Use: use, Args: args, ValidArgsFunction: o.nameCompletion(k.registryKind().NewList), RunE: run}
 }
 
 // table is the kind's get table (a tableFunc).
@@ -124,7 +115,7 @@ func (k *tenantKind[T]) table(list client.ObjectList, now time.Time) *metav1.Tab
 func (k *tenantKind[T]) getCommand(o *Options) *cobra.Command {
 	kind := k.registryKind()
 	var g *getOptions
-	cmd := k.verb(o, "get [NAME]", k.get, cobra.MaximumNArgs(1), func(cmd *cobra.Command, args []string) error {
+	cmd := k.verb(o, "get [NAME]", cobra.MaximumNArgs(1), func(cmd *cobra.Command, args []string) error {
 		return g.list(cmd, o, kind.NewList(), firstArg(args), k.table)
 	})
 	g = addGetFlags(cmd, true)
@@ -136,7 +127,7 @@ func (k *tenantKind[T]) describeCommand(o *Options) *cobra.Command {
 	var details bool
 	var output string
 	var d *downloadOptions
-	cmd := k.verb(o, "describe NAME", k.describe, cobra.ExactArgs(1), func(cmd *cobra.Command, args []string) error {
+	cmd := k.verb(o, "describe NAME", cobra.ExactArgs(1), func(cmd *cobra.Command, args []string) error {
 		obj := kind.New().(T)
 		c, err := o.getTenantObject(cmd, args[0], obj)
 		if err != nil {
@@ -147,17 +138,17 @@ func (k *tenantKind[T]) describeCommand(o *Options) *cobra.Command {
 		}
 		var det *Details
 		if details {
-			det = o.resourceDetails(cmd.Context(), c, obj.GetNamespace(), k.details.target, obj.GetName(), d)
+			det = o.resourceDetails(cmd.Context(), c, obj.GetNamespace(), k.files.resources, obj.GetName(), d)
 		}
 		k.describeTo(o.Out, obj, det, o.now())
 		o.describeEvents(cmd.Context(), c, obj, kind.Kind)
 		return nil
 	})
-	if k.details != nil {
-		cmd.Flags().BoolVar(&details, "details", false, k.details.usage)
+	if k.files != nil {
+		cmd.Flags().BoolVar(&details, "details", false, k.files.resourcesUsage)
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "", "Print the "+kind.Kind+" as yaml or json instead.")
-	if k.details != nil {
+	if k.files != nil {
 		d = addDownloadFlags(cmd)
 	}
 	return cmd
@@ -166,13 +157,13 @@ func (k *tenantKind[T]) describeCommand(o *Options) *cobra.Command {
 func (k *tenantKind[T]) logsCommand(o *Options) *cobra.Command {
 	kind := k.registryKind()
 	var d *downloadOptions
-	cmd := k.verb(o, "logs NAME", k.logs.help, cobra.ExactArgs(1), func(cmd *cobra.Command, args []string) error {
+	cmd := k.verb(o, "logs NAME", cobra.ExactArgs(1), func(cmd *cobra.Command, args []string) error {
 		obj := kind.New()
 		c, err := o.getTenantObject(cmd, args[0], obj)
 		if err != nil {
 			return err
 		}
-		data, err := o.Download(cmd.Context(), c, obj.GetNamespace(), k.logs.target, obj.GetName(), d)
+		data, err := o.Download(cmd.Context(), c, obj.GetNamespace(), k.files.log, obj.GetName(), d)
 		if err != nil {
 			return err
 		}
@@ -186,7 +177,7 @@ func (k *tenantKind[T]) logsCommand(o *Options) *cobra.Command {
 func (k *tenantKind[T]) deleteCommand(o *Options) *cobra.Command {
 	kind, del := k.registryKind(), k.delete
 	var confirm, all, keepData bool
-	cmd := k.verb(o, "delete [NAME...] | --all", del.help, nil, func(cmd *cobra.Command, args []string) error {
+	cmd := k.verb(o, "delete [NAME...] | --all", nil, func(cmd *cobra.Command, args []string) error {
 		c, ns, err := o.clientAndNamespace()
 		if err != nil {
 			return err
@@ -238,6 +229,24 @@ func (k *tenantKind[T]) deleteCommand(o *Options) *cobra.Command {
 		cmd.Flags().BoolVar(&keepData, "keep-data", false, del.mark.keepDataUsage)
 	}
 	return cmd
+}
+
+// createCommand is the kind's create command: build makes the object NAME
+// of the tenant's namespace from the flags, submit creates it (--wait and
+// -o of f). Its flags are the caller's to add.
+func (k *tenantKind[T]) createCommand(o *Options, use string, f *createFlags, build func(ns, name string) (T, error)) *cobra.Command {
+	return &cobra.Command{Use: use, Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ns, err := o.Namespace()
+			if err != nil {
+				return err
+			}
+			obj, err := build(ns, args[0])
+			if err != nil {
+				return err
+			}
+			return k.submit(cmd, o, obj, f.output, f.wait)
+		}}
 }
 
 // submit creates obj, the object create built, or with -o prints it
