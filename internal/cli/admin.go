@@ -88,9 +88,7 @@ func stripComments(d []byte) []byte {
 
 // newBlueprintCommand: kubectl nac blueprint validate|dump|diff.
 func newBlueprintCommand(o *Options) *cobra.Command {
-	cmd := &cobra.Command{
-		Use: "blueprint",
-	}
+	cmd := &cobra.Command{Use: "blueprint"}
 	cmd.AddCommand(newBlueprintValidateCommand(o), newBlueprintDumpCommand(o), newBlueprintDiffCommand(o))
 	return cmd
 }

@@ -181,10 +181,9 @@ func tableOf[T runtime.Object](list client.ObjectList, now time.Time, cols []col
 		}
 		t.ColumnDefinitions = append(t.ColumnDefinitions, metav1.TableColumnDefinition{Name: c.name, Type: "string", Description: c.description, Priority: priority})
 	}
-	items, err := metaExtractList(list)
-	if err != nil {
-		return t
-	}
+	// Extracting fails only for a list without Items; every caller passes
+	// a typed list of Ts.
+	items, _ := metaExtractList(list)
 	for _, it := range items {
 		obj := it.(T)
 		cells := make([]any, len(cols))
