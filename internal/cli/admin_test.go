@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"testing"
 
 	. "gopkg.in/check.v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -14,6 +15,8 @@ import (
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/controllers"
 )
+
+func Test(t *testing.T) { TestingT(t) }
 
 type CLISuite struct{}
 

@@ -5,8 +5,6 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
-	"strings"
-	"testing"
 	"time"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
@@ -21,9 +19,7 @@ import (
 	"github.com/nacflow/nacflow/controllers"
 )
 
-// The gocheck entry point, and the fixtures and helpers the suites share.
-
-func Test(t *testing.T) { TestingT(t) }
+// The fixtures and helpers the suites share.
 
 var update = flag.Bool("update", false, "rewrite the golden files of internal/cli/testdata")
 
@@ -122,7 +118,7 @@ func testScheme(c *C) *runtime.Scheme {
 // plugin against the real stack).
 func testOptions(c *C, objs ...client.Object) (*Options, *bytes.Buffer, *bytes.Buffer) {
 	var out, errOut bytes.Buffer
-	o := NewOptions(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+	o := NewOptions(genericiooptions.IOStreams{In: bytes.NewReader(nil), Out: &out, ErrOut: &errOut})
 	o.Now = func() time.Time { return t0.Add(time.Hour) }
 	o.PollInterval = time.Millisecond
 	o.OADPNamespace = "openshift-adp"
