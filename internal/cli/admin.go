@@ -39,6 +39,23 @@ func offlineRegistry() *engine.Registry {
 	return reg
 }
 
+// fileCommand is a command without arguments that reads the file of its
+// required -f (fileUsage; "-" reads standard input) and runs run on its
+// contents.
+func (o *Options) fileCommand(use, fileUsage string, run func(cmd *cobra.Command, file string, data []byte) error) *cobra.Command {
+	var file string
+	cmd := &cobra.Command{Use: use, Args: cobra.NoArgs, RunE: func(cmd *cobra.Command, _ []string) error {
+		data, err := readInput(file, o.In)
+		if err != nil {
+			return err
+		}
+		return run(cmd, file, data)
+	}}
+	cmd.Flags().StringVarP(&file, "filename", "f", "", fileUsage)
+	_ = cmd.MarkFlagRequired("filename")
+	return cmd
+}
+
 // readInput reads path, or in for "-".
 func readInput(path string, in io.Reader) ([]byte, error) {
 	if path == "-" {
@@ -69,41 +86,16 @@ func stripComments(d []byte) []byte {
 	return b.Bytes()
 }
 
-// nacKinds lists the kinds blueprints serve, for messages.
-const nacKinds = "NonAdminBackup, NonAdminRestore, NonAdminBackupStorageLocation, NonAdminDownloadRequest, NonAdminSchedule"
-
 // newBlueprintCommand: kubectl nac blueprint validate|dump|diff.
 func newBlueprintCommand(o *Options) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "blueprint",
-		Short: "Validate, print and compare blueprints (for cluster admins)",
-		Long: "A blueprint maps each action of a NAC kind (backup, restore, delete, …) to an ordered list of phases\n" +
-			"(Kanister's blueprint/action/phase model). These commands check a blueprint offline with the controller's own\n" +
-			"rules, print the built-in one as a starting point, and show how a blueprint differs from the built-in.",
-		Example: "  kubectl nac blueprint dump nab > my-backup-blueprint.yaml\n" +
-			"  kubectl nac blueprint validate -f my-backup-blueprint.yaml\n" +
-			"  kubectl nac blueprint diff -f my-backup-blueprint.yaml",
-	}
+	cmd := &cobra.Command{Use: "blueprint"}
 	cmd.AddCommand(newBlueprintValidateCommand(o), newBlueprintDumpCommand(o), newBlueprintDiffCommand(o))
 	return cmd
 }
 
 func newBlueprintValidateCommand(o *Options) *cobra.Command {
-	var file string
-	cmd := &cobra.Command{
-		Use:   "validate -f FILE",
-		Short: "Check blueprints with the controller's validation, offline",
-		Long: "Checks every Blueprint of FILE (several YAML documents allowed; - reads standard input) with the rules the\n" +
-			"controller applies before it uses one: known functions, their args, template references to earlier phases, the\n" +
-			"kind's actions. Exit status 1 lists every error found.",
-		Example: "  kubectl nac blueprint validate -f examples/blueprints/nonadminbackup-tenant-labels.yaml\n" +
-			"  kubectl get blueprint my-bp -n openshift-adp -o yaml | kubectl nac blueprint validate -f -",
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			data, err := readInput(file, o.In)
-			if err != nil {
-				return err
-			}
+	return o.fileCommand("validate -f FILE", "Blueprint YAML file (several documents allowed); - reads standard input.",
+		func(_ *cobra.Command, file string, data []byte) error {
 			reg, invalid := offlineRegistry(), false
 			for _, doc := range documents(data) {
 				bp := &v1alpha1.Blueprint{}
@@ -127,26 +119,18 @@ func newBlueprintValidateCommand(o *Options) *cobra.Command {
 				return errInvalid
 			}
 			return nil
-		},
-	}
-	cmd.Flags().StringVarP(&file, "filename", "f", "", "Blueprint YAML file (several documents allowed); - reads standard input.")
-	_ = cmd.MarkFlagRequired("filename")
-	return cmd
+		})
 }
 
 func newBlueprintDumpCommand(o *Options) *cobra.Command {
 	return &cobra.Command{
-		Use:   "dump KIND",
-		Short: "Print the built-in blueprint of a kind",
-		Long: "Prints the embedded built-in blueprint of KIND (" + nacKinds + ", or the short names nab,\n" +
-			"nar, nabsl, nadr, nas) as YAML: the starting point for a custom blueprint.",
-		Example:   "  kubectl nac blueprint dump nab > nonadminbackup-blueprint.yaml",
+		Use:       "dump KIND",
 		Args:      cobra.ExactArgs(1),
-		ValidArgs: []string{"nab", "nar", "nabsl", "nadr", "nas", "NonAdminBackup", "NonAdminRestore", "NonAdminBackupStorageLocation", "NonAdminDownloadRequest", "NonAdminSchedule"},
+		ValidArgs: dumpKinds(),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := builtinName(args[0])
 			if name == "" {
-				return fmt.Errorf("blueprint dump: unknown kind %q (%s)", args[0], nacKinds)
+				return fmt.Errorf("blueprint dump: unknown kind %q (%s)", args[0], v1alpha1.KindNames())
 			}
 			data, err := blueprints.BuiltInYAML(name)
 			if err != nil {
@@ -161,14 +145,7 @@ func newBlueprintDumpCommand(o *Options) *cobra.Command {
 func newBlueprintDiffCommand(o *Options) *cobra.Command {
 	var file string
 	cmd := &cobra.Command{
-		Use:   "diff (-f FILE | NAME)",
-		Short: "Show how a blueprint differs from the built-in one of its kind",
-		Long: "Prints a unified diff from the built-in blueprint of the blueprint's kind to the blueprint's spec: the\n" +
-			"Blueprint of FILE, or the Blueprint NAME in the OADP namespace (--oadp-namespace) of the cluster.\n" +
-			"Both sides are normalised (keys sorted, defaults as written), so only real changes show. Exit status 0 when\n" +
-			"they are the same, 1 when they differ.",
-		Example: "  kubectl nac blueprint diff -f examples/blueprints/nonadminbackup-tenant-labels.yaml\n" +
-			"  kubectl nac blueprint diff nonadminbackup-strict --oadp-namespace openshift-adp",
+		Use:  "diff (-f FILE | NAME)",
 		Args: cobra.MaximumNArgs(1),
 		ValidArgsFunction: func(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
 			if len(args) > 0 {
@@ -233,7 +210,7 @@ func newBlueprintDiffCommand(o *Options) *cobra.Command {
 func BlueprintDiff(bp *v1alpha1.Blueprint) (string, error) {
 	name := blueprints.BuiltInFor(bp.Spec.Kind)
 	if name == "" {
-		return "", fmt.Errorf("blueprint %s: spec.kind %q is not a NAC kind (%s)", bp.Name, bp.Spec.Kind, nacKinds)
+		return "", fmt.Errorf("blueprint %s: spec.kind %q is not a NAC kind (%s)", bp.Name, bp.Spec.Kind, v1alpha1.KindNames())
 	}
 	builtin, err := blueprints.BuiltIn(name)
 	if err != nil {
@@ -253,44 +230,34 @@ func BlueprintDiff(bp *v1alpha1.Blueprint) (string, error) {
 	})
 }
 
-// builtinName accepts a kind, its short name or the blueprint's name.
+// builtinName returns the built-in blueprint of the NAC kind named kind
+// or by its short name, in any case; "" for any other name.
 func builtinName(kind string) string {
-	switch strings.ToLower(kind) {
-	case "nonadminbackup", "nab":
-		return blueprints.NonAdminBackup
-	case "nonadminrestore", "nar":
-		return blueprints.NonAdminRestore
-	case "nonadminbackupstoragelocation", "nabsl":
-		return blueprints.NonAdminBackupStorageLocation
-	case "nonadmindownloadrequest", "nadr":
-		return blueprints.NonAdminDownloadRequest
-	case "nonadminschedule", "nas":
-		return blueprints.NonAdminSchedule
+	for _, k := range v1alpha1.Kinds() {
+		if strings.EqualFold(kind, k.Kind) || strings.EqualFold(kind, k.Short) {
+			return k.Blueprint
+		}
 	}
 	return ""
 }
 
+// dumpKinds completes blueprint dump's KIND: the short names, then the
+// kinds.
+func dumpKinds() []string {
+	var shorts, names []string
+	for _, k := range v1alpha1.Kinds() {
+		shorts, names = append(shorts, k.Short), append(names, k.Kind)
+	}
+	return append(shorts, names...)
+}
+
 // newPlanCommand: kubectl nac plan -f FILE [--blueprint FILE | --builtin].
 func newPlanCommand(o *Options) *cobra.Command {
-	var file, bpFile string
+	var bpFile string
 	var builtin bool
 	waitTimeout := engine.DefaultWaitTimeout
-	cmd := &cobra.Command{
-		Use:   "plan -f FILE",
-		Short: "Preview the phase plan the controller would run for a NAC object",
-		Long: "Renders the phase plan the controller would run for the NAC object of FILE (" + nacKinds + "),\n" +
-			"without running anything: each phase with its function, rendered args, timeout and retries. The blueprint is\n" +
-			"resolved as the controller would against the cluster (its Blueprints in the OADP namespace and the labels of the\n" +
-			"object's namespace), or taken from --blueprint FILE, or the built-in one with --builtin (no cluster needed).",
-		Example: "  kubectl nac plan -f examples/nonadminbackup.yaml\n" +
-			"  kubectl nac plan -f nab.yaml --builtin\n" +
-			"  kubectl nac plan -f nab.yaml --blueprint my-backup-blueprint.yaml",
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			data, err := readInput(file, o.In)
-			if err != nil {
-				return err
-			}
+	cmd := o.fileCommand("plan -f FILE", "The NAC object as YAML; - reads standard input.",
+		func(cmd *cobra.Command, _ string, data []byte) error {
 			obj, kind, action, err := decodeNAC(data)
 			if err != nil {
 				return err
@@ -324,15 +291,22 @@ func newPlanCommand(o *Options) *cobra.Command {
 			}
 			_, err = o.Out.Write(out)
 			return err
-		},
-	}
-	cmd.Flags().StringVarP(&file, "filename", "f", "", "The NAC object as YAML; - reads standard input.")
-	_ = cmd.MarkFlagRequired("filename")
+		})
 	cmd.Flags().StringVar(&bpFile, "blueprint", "", "Use this Blueprint file instead of the cluster's blueprints.")
 	cmd.Flags().BoolVar(&builtin, "builtin", false, "Use the built-in blueprint, without reading the cluster.")
 	cmd.Flags().DurationVar(&waitTimeout, "wait-timeout", waitTimeout, "The controller's --wait-timeout, shown for wait phases without a timeout.")
 	cmd.MarkFlagsMutuallyExclusive("blueprint", "builtin")
 	return cmd
+}
+
+// createAction is the action the controller runs first for an object of
+// each NAC kind (the controllers' action names), by the kind's exact name.
+var createAction = map[string]string{
+	"NonAdminBackup":                controllers.ActionBackup,
+	"NonAdminRestore":               controllers.ActionRestore,
+	"NonAdminBackupStorageLocation": controllers.ActionCreate,
+	"NonAdminDownloadRequest":       controllers.ActionDownload,
+	"NonAdminSchedule":              controllers.ActionCreate,
 }
 
 // decodeNAC decodes a NAC object and picks the action the controller would
@@ -342,22 +316,12 @@ func decodeNAC(data []byte) (engine.Object, string, string, error) {
 	if err := yaml.Unmarshal(data, &meta); err != nil {
 		return nil, "", "", fmt.Errorf("plan: %w", err)
 	}
-	var obj engine.Object
-	action := ""
-	switch meta.Kind {
-	case "NonAdminBackup":
-		obj, action = &v1alpha1.NonAdminBackup{}, controllers.ActionBackup
-	case "NonAdminRestore":
-		obj, action = &v1alpha1.NonAdminRestore{}, controllers.ActionRestore
-	case "NonAdminBackupStorageLocation":
-		obj, action = &v1alpha1.NonAdminBackupStorageLocation{}, controllers.ActionCreate
-	case "NonAdminDownloadRequest":
-		obj, action = &v1alpha1.NonAdminDownloadRequest{}, controllers.ActionDownload
-	case "NonAdminSchedule":
-		obj, action = &v1alpha1.NonAdminSchedule{}, controllers.ActionCreate
-	default:
-		return nil, "", "", fmt.Errorf("plan: kind %q is not a NAC kind (%s)", meta.Kind, nacKinds)
+	action, planned := createAction[meta.Kind]
+	k, ok := v1alpha1.LookupKind(meta.Kind)
+	if !planned || !ok {
+		return nil, "", "", fmt.Errorf("plan: kind %q is not a NAC kind (%s)", meta.Kind, v1alpha1.KindNames())
 	}
+	obj := k.New()
 	if err := yaml.UnmarshalStrict(data, obj); err != nil {
 		return nil, "", "", fmt.Errorf("plan: %w", err)
 	}
@@ -413,11 +377,8 @@ func (o *Options) resolveLive(ctx context.Context, obj engine.Object, builtin, k
 // newFuncsCommand: kubectl nac funcs prints the phase function reference.
 func newFuncsCommand(o *Options) *cobra.Command {
 	return &cobra.Command{
-		Use:     "funcs",
-		Short:   "Print the reference of the phase functions blueprints may use (Markdown)",
-		Long:    "Prints every phase function of the registry with its args, outputs, errors and safety-rule exceptions, as\nMarkdown (docs/functions.md is this output).",
-		Example: "  kubectl nac funcs > functions.md",
-		Args:    cobra.NoArgs,
+		Use:  "funcs",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			_, err := io.WriteString(o.Out, FunctionReference(offlineRegistry()))
 			return err

@@ -214,6 +214,30 @@ func (s *CommandsSuite) TestEveryCommandHasAnExample(c *C) {
 	walk(NewRootCommand(o))
 }
 
+// TestHelpTextNamesEveryCommand: help.txt has a section for every command
+// but cobra's own (help, completion), and none for a command that is gone.
+func (s *CommandsSuite) TestHelpTextNamesEveryCommand(c *C) {
+	helps, err := parseHelp(helpText)
+	c.Assert(err, IsNil)
+	o, _, _ := testOptions(nil)
+	var walk func(cmd *cobra.Command)
+	walk = func(cmd *cobra.Command) {
+		if cmd.Name() == "help" || cmd.Name() == "completion" {
+			return
+		}
+		_, ok := helps[cmd.CommandPath()]
+		c.Check(ok, Equals, true, Commentf("help.txt has no section %q", cmd.CommandPath()))
+		delete(helps, cmd.CommandPath())
+		for _, sub := range cmd.Commands() {
+			walk(sub)
+		}
+	}
+	walk(NewRootCommand(o))
+	c.Check(helps, HasLen, 0, Commentf("help.txt has sections for no command: %v", helps))
+	_, err = parseHelp("## kubectl nac x\n\nshort\n\nlong only\n")
+	c.Check(err, ErrorMatches, `help.txt: section "kubectl nac x" has 2 paragraphs, want Short, Long and Example`)
+}
+
 func (s *CommandsSuite) TestCLIReferenceIsCurrent(c *C) {
 	page, err := CLIReference()
 	c.Assert(err, IsNil)
@@ -284,4 +308,22 @@ func (s *CommandsSuite) TestWaitFollowsToTheEnd(c *C) {
 		c.Check(out.String(), Matches, `(?s).*\[3/4\] waitForBackup \(WaitFor\) waiting · 20 of 40 items.*`)
 		c.Check(out.String()+errOut.String(), Matches, `(?s).*`+tc.last+`\n`)
 	}
+}
+
+// TestGetOutputFormats: -o yaml of one object prints it with its kind;
+// -o name prints kind/name lines; a table when unset.
+func (s *CommandsSuite) TestGetOutputFormats(c *C) {
+	o, out, _ := testOptions(nil)
+	o.ConfigFlags.Namespace = ptr.To("demo")
+	g := addGetFlags(&cobra.Command{Use: "get"}, true)
+	format := "yaml"
+	g.print.OutputFormat = &format
+	list := &v1alpha1.NonAdminBackupList{Items: []v1alpha1.NonAdminBackup{*completedBackup()}}
+	c.Assert(g.printList(o, testScheme(c), list, BackupTable), IsNil)
+	c.Check(out.String(), Matches, `(?s)apiVersion: oadp.openshift.io/v1alpha1\nkind: NonAdminBackup\n.*name: b1\n.*`)
+	out.Reset()
+	format = "name"
+	list.Items = append(list.Items, *waitingBackup())
+	c.Assert(g.printList(o, testScheme(c), list, BackupTable), IsNil)
+	c.Check(out.String(), Equals, "nonadminbackup.oadp.openshift.io/b1\nnonadminbackup.oadp.openshift.io/b2\n")
 }

@@ -66,32 +66,10 @@ func DescribeBackup(w io.Writer, nab *v1alpha1.NonAdminBackup, details *Details,
 		d.line(0, "Delete Backup", "requested (the Velero Backup and its data are being deleted)")
 	}
 	d.plan(nab.Status.Plan)
-	var vs *velerov1.BackupStatus
-	if vb := nab.Status.VeleroBackup; vb != nil {
-		vs = vb.Status
-	}
-	d.backupProgress(nab.Status.QueueInfo, vs, nab.Status.DataMoverDataUploads, nab.Status.FileSystemPodVolumeBackups)
+	op := backupOperation(nab)
+	d.describeProgress(op)
 	fmt.Fprintln(w)
-	if vb := nab.Status.VeleroBackup; vb != nil && vb.Name != "" {
-		d.line(0, "Velero Backup", vb.Namespace+"/"+vb.Name)
-		if vs != nil {
-			d.line(1, "Phase", or(string(vs.Phase), "<unknown>"))
-			d.line(1, "Warnings", vs.Warnings)
-			d.line(1, "Errors", vs.Errors)
-			if vs.FailureReason != "" {
-				d.line(1, "Failure Reason", vs.FailureReason)
-			}
-			for _, e := range vs.ValidationErrors {
-				d.line(1, "Validation Error", e)
-			}
-			d.times(1, vs.StartTimestamp, vs.CompletionTimestamp)
-			if vs.Expiration != nil {
-				d.line(1, "Expiration", stamp(vs.Expiration))
-			}
-		}
-	} else {
-		d.line(0, "Velero Backup", "<none yet>")
-	}
+	d.describeResult(op)
 	if dbr := nab.Status.VeleroDeleteBackupRequest; dbr != nil && dbr.Name != "" {
 		phase := "<unknown>"
 		if dbr.Status != nil && dbr.Status.Phase != "" {
@@ -114,29 +92,10 @@ func DescribeRestore(w io.Writer, nar *v1alpha1.NonAdminRestore, details *Detail
 		d.line(0, "Excluded Resources", listOr(spec.ExcludedResources, "<none>"))
 	}
 	d.plan(nar.Status.Plan)
-	var vs *velerov1.RestoreStatus
-	if vr := nar.Status.VeleroRestore; vr != nil {
-		vs = vr.Status
-	}
-	d.restoreProgress(nar.Status.QueueInfo, vs, nar.Status.DataMoverDataDownloads, nar.Status.FileSystemPodVolumeRestores)
+	op := restoreOperation(nar)
+	d.describeProgress(op)
 	fmt.Fprintln(w)
-	if vr := nar.Status.VeleroRestore; vr != nil && vr.Name != "" {
-		d.line(0, "Velero Restore", vr.Namespace+"/"+vr.Name)
-		if vs != nil {
-			d.line(1, "Phase", or(string(vs.Phase), "<unknown>"))
-			d.line(1, "Warnings", vs.Warnings)
-			d.line(1, "Errors", vs.Errors)
-			if vs.FailureReason != "" {
-				d.line(1, "Failure Reason", vs.FailureReason)
-			}
-			for _, e := range vs.ValidationErrors {
-				d.line(1, "Validation Error", e)
-			}
-			d.times(1, vs.StartTimestamp, vs.CompletionTimestamp)
-		}
-	} else {
-		d.line(0, "Velero Restore", "<none yet>")
-	}
+	d.describeResult(op)
 	d.conditions(nar.Status.Conditions)
 	d.details(details)
 }
@@ -285,47 +244,6 @@ func (d describer) plan(p *v1alpha1.PlanStatus) {
 		row(p.DeferPhase.Name+" (defer)", *p.DeferPhase)
 	}
 	tw.Flush()
-}
-
-func (d describer) backupProgress(q *v1alpha1.QueueInfo, vs *velerov1.BackupStatus, dm *v1alpha1.DataMoverDataUploads, fs *v1alpha1.FileSystemPodVolumeBackups) {
-	var parts []string
-	if q != nil && q.EstimatedQueuePosition > 0 {
-		parts = append(parts, fmt.Sprintf("queue position %d", q.EstimatedQueuePosition))
-	}
-	if vs != nil && vs.Progress != nil && vs.Progress.TotalItems > 0 {
-		parts = append(parts, fmt.Sprintf("%d of %d items backed up", vs.Progress.ItemsBackedUp, vs.Progress.TotalItems))
-	}
-	if vs != nil && vs.BackupItemOperationsAttempted > 0 {
-		parts = append(parts, fmt.Sprintf("%d of %d async item operations completed", vs.BackupItemOperationsCompleted, vs.BackupItemOperationsAttempted))
-	}
-	if dm != nil && dm.Total > 0 {
-		parts = append(parts, fmt.Sprintf("%d of %d volumes uploaded by the data mover", dm.Completed, dm.Total))
-	}
-	if fs != nil && fs.Total > 0 {
-		parts = append(parts, fmt.Sprintf("%d of %d pod volumes backed up", fs.Completed, fs.Total))
-	}
-	if len(parts) > 0 {
-		d.line(0, "Progress", strings.Join(parts, "; "))
-	}
-}
-
-func (d describer) restoreProgress(q *v1alpha1.QueueInfo, vs *velerov1.RestoreStatus, dm *v1alpha1.DataMoverDataDownloads, fs *v1alpha1.FileSystemPodVolumeRestores) {
-	var parts []string
-	if q != nil && q.EstimatedQueuePosition > 0 {
-		parts = append(parts, fmt.Sprintf("queue position %d", q.EstimatedQueuePosition))
-	}
-	if vs != nil && vs.Progress != nil && vs.Progress.TotalItems > 0 {
-		parts = append(parts, fmt.Sprintf("%d of %d items restored", vs.Progress.ItemsRestored, vs.Progress.TotalItems))
-	}
-	if dm != nil && dm.Total > 0 {
-		parts = append(parts, fmt.Sprintf("%d of %d volumes downloaded by the data mover", dm.Completed, dm.Total))
-	}
-	if fs != nil && fs.Total > 0 {
-		parts = append(parts, fmt.Sprintf("%d of %d pod volumes restored", fs.Completed, fs.Total))
-	}
-	if len(parts) > 0 {
-		d.line(0, "Progress", strings.Join(parts, "; "))
-	}
 }
 
 func (d describer) times(indent int, start, end *metav1.Time) {

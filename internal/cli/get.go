@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/duration"
@@ -161,159 +162,229 @@ func age(t metav1.Time, now time.Time) string {
 	return duration.HumanDuration(now.Sub(t.Time))
 }
 
-func col(name, desc string, priority int32) metav1.TableColumnDefinition {
-	return metav1.TableColumnDefinition{Name: name, Type: "string", Description: desc, Priority: priority}
+// column is one column of a kind's get table: its header, description,
+// whether only -o wide shows it, and its cell for one object (now ages it).
+type column[T any] struct {
+	name, description string
+	wide              bool
+	cell              func(obj T, now time.Time) string
 }
 
-func row(obj runtime.Object, cells ...any) metav1.TableRow {
-	return metav1.TableRow{Cells: cells, Object: runtime.RawExtension{Object: obj}}
+// tableOf returns the table of the objects of list, which holds Ts, in
+// columns cols.
+func tableOf[T runtime.Object](list client.ObjectList, now time.Time, cols []column[T]) *metav1.Table {
+	t := &metav1.Table{}
+	for _, c := range cols {
+		priority := int32(0)
+		if c.wide {
+			priority = 1
+		}
+		t.ColumnDefinitions = append(t.ColumnDefinitions, metav1.TableColumnDefinition{Name: c.name, Type: "string", Description: c.description, Priority: priority})
+	}
+	// Extracting fails only for a list without Items; every caller passes
+	// a typed list of Ts.
+	items, _ := metaExtractList(list)
+	for _, it := range items {
+		obj := it.(T)
+		cells := make([]any, len(cols))
+		for i, c := range cols {
+			cells[i] = c.cell(obj, now)
+		}
+		t.Rows = append(t.Rows, metav1.TableRow{Cells: cells, Object: runtime.RawExtension{Object: obj}})
+	}
+	return t
 }
 
 func dash(s string) string { return or(s, "-") }
+
+// The columns every NAC kind's table shares.
+
+func nameColumn[T v1alpha1.Object](description string) column[T] {
+	return column[T]{name: "Name", description: description, cell: func(obj T, _ time.Time) string { return obj.GetName() }}
+}
+
+func requestPhaseColumn[T any](phase func(T) v1alpha1.NonAdminPhase) column[T] {
+	return column[T]{name: "Request-Phase", description: "status.phase", cell: func(obj T, _ time.Time) string { return dash(string(phase(obj))) }}
+}
+
+func planColumn[T v1alpha1.Object]() column[T] {
+	return column[T]{name: "Plan-Phase", description: "the phase that runs, waits or last ended", cell: func(obj T, _ time.Time) string { return planCurrent(obj.GetPlan()) }}
+}
+
+func ageColumn[T metav1.Object]() column[T] {
+	return column[T]{name: "Age", description: "time since creation", cell: func(obj T, now time.Time) string { return age(obj.GetCreationTimestamp(), now) }}
+}
+
+// The Velero columns of a backup's or a restore's table, read from its
+// veleroOperation.
+
+func veleroPhaseColumn[T any](op func(T) veleroOperation, description string) column[T] {
+	return column[T]{name: "Velero-Phase", description: description, cell: func(obj T, _ time.Time) string { return dash(op(obj).phase()) }}
+}
+
+func veleroNameColumn[T any](op func(T) veleroOperation, kind string) column[T] {
+	return column[T]{name: "Velero-" + kind, description: "the Velero " + kind + " in the OADP namespace", wide: true,
+		cell: func(obj T, _ time.Time) string {
+			if v := op(obj).velero; v != nil {
+				return dash(v.name)
+			}
+			return "-"
+		}}
+}
+
+func itemsColumn[T any](op func(T) veleroOperation, description string) column[T] {
+	return column[T]{name: "Items", description: description, wide: true, cell: func(obj T, _ time.Time) string { return dash(op(obj).items()) }}
+}
+
+func queueColumn[T any](op func(T) veleroOperation) column[T] {
+	return column[T]{name: "Queue", description: "estimated queue position", wide: true, cell: func(obj T, _ time.Time) string { return queue(op(obj).queue) }}
+}
 
 // BackupTable is `kubectl nac backup get`: the columns of the
 // NonAdminBackup CRD (and OADP's plugin), with -o wide the Velero Backup,
 // its location, items, queue position and expiry.
 func BackupTable(list client.ObjectList, now time.Time) *metav1.Table {
-	t := &metav1.Table{ColumnDefinitions: []metav1.TableColumnDefinition{
-		col("Name", "NonAdminBackup name", 0),
-		col("Request-Phase", "status.phase", 0),
-		col("Velero-Phase", "Velero Backup's phase", 0),
-		col("Plan-Phase", "the phase that runs, waits or last ended", 0),
-		col("Created", "creation time, RFC 3339", 0),
-		col("Age", "time since creation", 0),
-		col("Velero-Backup", "the Velero Backup in the OADP namespace", 1),
-		col("Storage-Location", "spec.backupSpec.storageLocation", 1),
-		col("Items", "items backed up of total", 1),
-		col("Queue", "estimated queue position", 1),
-		col("Expires", "Velero Backup's expiration", 1),
-	}}
-	for i := range list.(*v1alpha1.NonAdminBackupList).Items {
-		nab := &list.(*v1alpha1.NonAdminBackupList).Items[i]
-		vphase, vname, items, expires := "", "", "", ""
-		if vb := nab.Status.VeleroBackup; vb != nil {
-			vname = vb.Name
-			if vb.Status != nil {
-				vphase = string(vb.Status.Phase)
-				if p := vb.Status.Progress; p != nil && p.TotalItems > 0 {
-					items = fmt.Sprintf("%d/%d", p.ItemsBackedUp, p.TotalItems)
-				}
-				if vb.Status.Expiration != nil {
-					expires = stamp(vb.Status.Expiration)
-				}
-			}
+	return tableOf(list, now, backupColumns)
+}
+
+var backupColumns = []column[*v1alpha1.NonAdminBackup]{
+	nameColumn[*v1alpha1.NonAdminBackup]("NonAdminBackup name"),
+	requestPhaseColumn(func(nab *v1alpha1.NonAdminBackup) v1alpha1.NonAdminPhase { return nab.Status.Phase }),
+	veleroPhaseColumn(backupOperation, "Velero Backup's phase"),
+	planColumn[*v1alpha1.NonAdminBackup](),
+	{name: "Created", description: "creation time, RFC 3339", cell: func(nab *v1alpha1.NonAdminBackup, _ time.Time) string { return stamp(&nab.CreationTimestamp) }},
+	ageColumn[*v1alpha1.NonAdminBackup](),
+	veleroNameColumn(backupOperation, "Backup"),
+	{name: "Storage-Location", description: "spec.backupSpec.storageLocation", wide: true, cell: func(nab *v1alpha1.NonAdminBackup, _ time.Time) string {
+		if nab.Spec.BackupSpec == nil {
+			return "<default>"
 		}
-		loc := ""
-		if nab.Spec.BackupSpec != nil {
-			loc = nab.Spec.BackupSpec.StorageLocation
+		return or(nab.Spec.BackupSpec.StorageLocation, "<default>")
+	}},
+	itemsColumn(backupOperation, "items backed up of total"),
+	queueColumn(backupOperation),
+	{name: "Expires", description: "Velero Backup's expiration", wide: true, cell: func(nab *v1alpha1.NonAdminBackup, _ time.Time) string {
+		if s := backupOperation(nab).status(); s != nil && s.expiration != nil {
+			return stamp(s.expiration)
 		}
-		t.Rows = append(t.Rows, row(nab, nab.Name, dash(string(nab.Status.Phase)), dash(vphase), planCurrent(nab.Status.Plan),
-			stamp(&nab.CreationTimestamp), age(nab.CreationTimestamp, now),
-			dash(vname), or(loc, "<default>"), dash(items), queue(nab.Status.QueueInfo), dash(expires)))
-	}
-	return t
+		return "-"
+	}},
 }
 
 // RestoreTable is `kubectl nac restore get` (the layout of BackupTable).
 func RestoreTable(list client.ObjectList, now time.Time) *metav1.Table {
-	t := &metav1.Table{ColumnDefinitions: []metav1.TableColumnDefinition{
-		col("Name", "NonAdminRestore name", 0),
-		col("Backup", "the NonAdminBackup restored", 0),
-		col("Request-Phase", "status.phase", 0),
-		col("Velero-Phase", "Velero Restore's phase", 0),
-		col("Plan-Phase", "the phase that runs, waits or last ended", 0),
-		col("Age", "time since creation", 0),
-		col("Velero-Restore", "the Velero Restore in the OADP namespace", 1),
-		col("Items", "items restored of total", 1),
-		col("Queue", "estimated queue position", 1),
-	}}
-	for i := range list.(*v1alpha1.NonAdminRestoreList).Items {
-		nar := &list.(*v1alpha1.NonAdminRestoreList).Items[i]
-		vphase, vname, items, backup := "", "", "", ""
-		if nar.Spec.RestoreSpec != nil {
-			backup = nar.Spec.RestoreSpec.BackupName
+	return tableOf(list, now, restoreColumns)
+}
+
+var restoreColumns = []column[*v1alpha1.NonAdminRestore]{
+	nameColumn[*v1alpha1.NonAdminRestore]("NonAdminRestore name"),
+	{name: "Backup", description: "the NonAdminBackup restored", cell: func(nar *v1alpha1.NonAdminRestore, _ time.Time) string {
+		if nar.Spec.RestoreSpec == nil {
+			return "-"
 		}
-		if vr := nar.Status.VeleroRestore; vr != nil {
-			vname = vr.Name
-			if vr.Status != nil {
-				vphase = string(vr.Status.Phase)
-				if p := vr.Status.Progress; p != nil && p.TotalItems > 0 {
-					items = fmt.Sprintf("%d/%d", p.ItemsRestored, p.TotalItems)
-				}
-			}
-		}
-		t.Rows = append(t.Rows, row(nar, nar.Name, dash(backup), dash(string(nar.Status.Phase)), dash(vphase), planCurrent(nar.Status.Plan),
-			age(nar.CreationTimestamp, now), dash(vname), dash(items), queue(nar.Status.QueueInfo)))
-	}
-	return t
+		return dash(nar.Spec.RestoreSpec.BackupName)
+	}},
+	requestPhaseColumn(func(nar *v1alpha1.NonAdminRestore) v1alpha1.NonAdminPhase { return nar.Status.Phase }),
+	veleroPhaseColumn(restoreOperation, "Velero Restore's phase"),
+	planColumn[*v1alpha1.NonAdminRestore](),
+	ageColumn[*v1alpha1.NonAdminRestore](),
+	veleroNameColumn(restoreOperation, "Restore"),
+	itemsColumn(restoreOperation, "items restored of total"),
+	queueColumn(restoreOperation),
 }
 
 // BSLTable is `kubectl nac bsl get`.
 func BSLTable(list client.ObjectList, now time.Time) *metav1.Table {
-	t := &metav1.Table{ColumnDefinitions: []metav1.TableColumnDefinition{
-		col("Name", "NonAdminBackupStorageLocation name", 0),
-		col("Request-Phase", "status.phase", 0),
-		col("Velero-Phase", "the Velero location's phase (Available, Unavailable)", 0),
-		col("Approved", "the ClusterAdminApproved condition", 0),
-		col("Plan-Phase", "the phase that runs, waits or last ended", 0),
-		col("Age", "time since creation", 0),
-		col("Provider", "spec provider", 1),
-		col("Bucket", "object storage bucket", 1),
-		col("Prefix", "object storage prefix asked for", 1),
-	}}
-	for i := range list.(*v1alpha1.NonAdminBackupStorageLocationList).Items {
-		l := &list.(*v1alpha1.NonAdminBackupStorageLocationList).Items[i]
-		vphase := ""
+	return tableOf(list, now, bslColumns)
+}
+
+var bslColumns = []column[*v1alpha1.NonAdminBackupStorageLocation]{
+	nameColumn[*v1alpha1.NonAdminBackupStorageLocation]("NonAdminBackupStorageLocation name"),
+	requestPhaseColumn(func(l *v1alpha1.NonAdminBackupStorageLocation) v1alpha1.NonAdminPhase { return l.Status.Phase }),
+	{name: "Velero-Phase", description: "the Velero location's phase (Available, Unavailable)", cell: func(l *v1alpha1.NonAdminBackupStorageLocation, _ time.Time) string {
 		if v := l.Status.VeleroBackupStorageLocation; v != nil && v.Status != nil {
-			vphase = string(v.Status.Phase)
+			return dash(string(v.Status.Phase))
 		}
+		return "-"
+	}},
+	{name: "Approved", description: "the ClusterAdminApproved condition", cell: func(l *v1alpha1.NonAdminBackupStorageLocation, _ time.Time) string {
 		approved := ""
 		for _, c := range l.Status.Conditions {
 			if c.Type == v1alpha1.ConditionClusterAdminApproved {
 				approved = string(c.Status)
 			}
 		}
-		provider, bucket, prefix := "", "", ""
-		if s := l.Spec.BackupStorageLocationSpec; s != nil {
-			provider = s.Provider
-			if s.ObjectStorage != nil {
-				bucket, prefix = s.ObjectStorage.Bucket, s.ObjectStorage.Prefix
-			}
+		return dash(approved)
+	}},
+	planColumn[*v1alpha1.NonAdminBackupStorageLocation](),
+	ageColumn[*v1alpha1.NonAdminBackupStorageLocation](),
+	locationColumn("Provider", "spec provider", bslSpecOf, func(s *velerov1.BackupStorageLocationSpec) string { return s.Provider }),
+	locationColumn("Bucket", "object storage bucket", bslSpecOf, bucketOf),
+	locationColumn("Prefix", "object storage prefix asked for", bslSpecOf, func(s *velerov1.BackupStorageLocationSpec) string {
+		if s.ObjectStorage == nil {
+			return ""
 		}
-		t.Rows = append(t.Rows, row(l, l.Name, dash(string(l.Status.Phase)), dash(vphase), dash(approved), planCurrent(l.Status.Plan),
-			age(l.CreationTimestamp, now), dash(provider), dash(bucket), dash(prefix)))
+		return s.ObjectStorage.Prefix
+	}),
+}
+
+func bslSpecOf(l *v1alpha1.NonAdminBackupStorageLocation) *velerov1.BackupStorageLocationSpec {
+	return l.Spec.BackupStorageLocationSpec
+}
+
+func bucketOf(s *velerov1.BackupStorageLocationSpec) string {
+	if s.ObjectStorage == nil {
+		return ""
 	}
-	return t
+	return s.ObjectStorage.Bucket
+}
+
+// locationColumn is a -o wide column of the storage location spec an
+// object holds ("-" when it holds none).
+func locationColumn[T any](name, description string, spec func(T) *velerov1.BackupStorageLocationSpec, field func(*velerov1.BackupStorageLocationSpec) string) column[T] {
+	return column[T]{name: name, description: description, wide: true, cell: func(obj T, _ time.Time) string {
+		if s := spec(obj); s != nil {
+			return dash(field(s))
+		}
+		return "-"
+	}}
 }
 
 // BSLRequestTable is `kubectl nac bsl request get` (admins).
 func BSLRequestTable(list client.ObjectList, now time.Time) *metav1.Table {
-	t := &metav1.Table{ColumnDefinitions: []metav1.TableColumnDefinition{
-		col("Name", "request name", 0),
-		col("Request-Phase", "Pending, Approved or Rejected", 0),
-		col("Request-Namespace", "the tenant's namespace", 0),
-		col("Request-Name", "the NonAdminBackupStorageLocation", 0),
-		col("Decision", "spec.approvalDecision", 0),
-		col("Age", "time since creation", 0),
-		col("Provider", "requested provider", 1),
-		col("Bucket", "requested bucket", 1),
-	}}
-	for i := range list.(*v1alpha1.NonAdminBackupStorageLocationRequestList).Items {
-		r := &list.(*v1alpha1.NonAdminBackupStorageLocationRequestList).Items[i]
-		ns, name, provider, bucket := "", "", "", ""
+	return tableOf(list, now, bslRequestColumns)
+}
+
+var bslRequestColumns = []column[*v1alpha1.NonAdminBackupStorageLocationRequest]{
+	{name: "Name", description: "request name", cell: func(r *v1alpha1.NonAdminBackupStorageLocationRequest, _ time.Time) string { return r.Name }},
+	{name: "Request-Phase", description: "Pending, Approved or Rejected", cell: func(r *v1alpha1.NonAdminBackupStorageLocationRequest, _ time.Time) string {
+		return dash(string(r.Status.Phase))
+	}},
+	{name: "Request-Namespace", description: "the tenant's namespace", cell: func(r *v1alpha1.NonAdminBackupStorageLocationRequest, _ time.Time) string {
 		if src := r.Status.SourceNonAdminBSL; src != nil {
-			ns, name = src.Namespace, src.Name
-			if s := src.RequestedSpec; s != nil {
-				provider = s.Provider
-				if s.ObjectStorage != nil {
-					bucket = s.ObjectStorage.Bucket
-				}
-			}
+			return dash(src.Namespace)
 		}
-		t.Rows = append(t.Rows, row(r, r.Name, dash(string(r.Status.Phase)), dash(ns), dash(name), dash(string(r.Spec.ApprovalDecision)),
-			age(r.CreationTimestamp, now), dash(provider), dash(bucket)))
+		return "-"
+	}},
+	{name: "Request-Name", description: "the NonAdminBackupStorageLocation", cell: func(r *v1alpha1.NonAdminBackupStorageLocationRequest, _ time.Time) string {
+		if src := r.Status.SourceNonAdminBSL; src != nil {
+			return dash(src.Name)
+		}
+		return "-"
+	}},
+	{name: "Decision", description: "spec.approvalDecision", cell: func(r *v1alpha1.NonAdminBackupStorageLocationRequest, _ time.Time) string {
+		return dash(string(r.Spec.ApprovalDecision))
+	}},
+	ageColumn[*v1alpha1.NonAdminBackupStorageLocationRequest](),
+	locationColumn("Provider", "requested provider", requestedSpecOf, func(s *velerov1.BackupStorageLocationSpec) string { return s.Provider }),
+	locationColumn("Bucket", "requested bucket", requestedSpecOf, bucketOf),
+}
+
+func requestedSpecOf(r *v1alpha1.NonAdminBackupStorageLocationRequest) *velerov1.BackupStorageLocationSpec {
+	if src := r.Status.SourceNonAdminBSL; src != nil {
+		return src.RequestedSpec
 	}
-	return t
+	return nil
 }
 
 func planCurrent(p *v1alpha1.PlanStatus) string {

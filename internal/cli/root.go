@@ -115,16 +115,7 @@ func (o *Options) adminNamespace() string { return o.OADPNamespace }
 // NewRootCommand returns the kubectl-nac command tree over o.
 func NewRootCommand(o *Options) *cobra.Command {
 	root := &cobra.Command{
-		Use:   "kubectl-nac",
-		Short: "Back up and restore your own namespace with Velero, through nacflow",
-		Long: "kubectl nac is nacflow's command line. Namespace owners create, follow, inspect and delete backups and\n" +
-			"restores of their own namespace and their own storage locations; cluster admins approve storage-location\n" +
-			"requests and check blueprints. The verbs and flags are those of OADP's `kubectl oadp nonadmin`; describe\n" +
-			"adds the phase timeline nacflow records on every object, and --wait follows it live.",
-		Example: "  kubectl nac backup create b1 -n demo --wait\n" +
-			"  kubectl nac backup describe b1 -n demo --details\n" +
-			"  kubectl nac backup logs b1 -n demo\n" +
-			"  kubectl nac restore create r1 -n demo --from-backup b1 --wait",
+		Use:           "kubectl-nac",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl nac"},
@@ -133,13 +124,14 @@ func NewRootCommand(o *Options) *cobra.Command {
 	o.ConfigFlags.AddFlags(flags)
 	flags.StringVar(&o.OADPNamespace, "oadp-namespace", o.OADPNamespace, "The OADP namespace, where Velero and the admin's objects live ($"+namespaceEnvVar+" when set).")
 	root.AddCommand(
-		newBackupCommand(o),
-		newRestoreCommand(o),
+		backups().command(o),
+		restores().command(o),
 		newBSLCommand(o),
 		newBlueprintCommand(o),
 		newPlanCommand(o),
 		newFuncsCommand(o),
 	)
+	setHelp(root)
 	// The completion commands bind their output when they are made.
 	root.SetIn(o.In)
 	root.SetOut(o.Out)

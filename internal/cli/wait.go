@@ -88,61 +88,13 @@ func failedPhase(p *v1alpha1.PlanStatus) string {
 // BackupProgress is the Progress of nab's backup: it succeeds when the plan
 // completed and Velero's Backup is Completed.
 func BackupProgress(nab *v1alpha1.NonAdminBackup) Progress {
-	pr := planProgress(nab.Status.Plan, "backup")
-	if q := nab.Status.QueueInfo; q != nil {
-		pr.Queue = q.EstimatedQueuePosition
-	}
-	var phase string
-	if vb := nab.Status.VeleroBackup; vb != nil && vb.Status != nil {
-		s := vb.Status
-		phase = string(s.Phase)
-		if s.Progress != nil {
-			pr.Done, pr.Total = s.Progress.ItemsBackedUp, s.Progress.TotalItems
-		}
-		if pr.Ended && pr.Failure == "" {
-			pr.Summary = fmt.Sprintf("Velero Backup %s/%s %s: %d of %d items, %d warnings, %d errors", vb.Namespace, vb.Name, or(phase, "<unknown>"),
-				pr.Done, pr.Total, s.Warnings, s.Errors)
-		}
-	}
-	if dm := nab.Status.DataMoverDataUploads; dm != nil && dm.Total > 0 {
-		pr.Volumes = fmt.Sprintf("%d of %d volumes uploaded", dm.Completed, dm.Total)
-	} else if fs := nab.Status.FileSystemPodVolumeBackups; fs != nil && fs.Total > 0 {
-		pr.Volumes = fmt.Sprintf("%d of %d pod volumes backed up", fs.Completed, fs.Total)
-	}
-	if pr.Ended && pr.Failure == "" && phase != "Completed" {
-		pr.Failure = fmt.Sprintf("the Velero Backup ended %s", or(phase, "without a phase"))
-	}
-	return pr
+	return backupOperation(nab).progress()
 }
 
 // RestoreProgress is the Progress of nar's restore: it succeeds when the
 // plan completed and Velero's Restore is Completed.
 func RestoreProgress(nar *v1alpha1.NonAdminRestore) Progress {
-	pr := planProgress(nar.Status.Plan, "restore")
-	if q := nar.Status.QueueInfo; q != nil {
-		pr.Queue = q.EstimatedQueuePosition
-	}
-	var phase string
-	if vr := nar.Status.VeleroRestore; vr != nil && vr.Status != nil {
-		s := vr.Status
-		phase = string(s.Phase)
-		if s.Progress != nil {
-			pr.Done, pr.Total = s.Progress.ItemsRestored, s.Progress.TotalItems
-		}
-		if pr.Ended && pr.Failure == "" {
-			pr.Summary = fmt.Sprintf("Velero Restore %s/%s %s: %d of %d items, %d warnings, %d errors", vr.Namespace, vr.Name, or(phase, "<unknown>"),
-				pr.Done, pr.Total, s.Warnings, s.Errors)
-		}
-	}
-	if dm := nar.Status.DataMoverDataDownloads; dm != nil && dm.Total > 0 {
-		pr.Volumes = fmt.Sprintf("%d of %d volumes downloaded", dm.Completed, dm.Total)
-	} else if fs := nar.Status.FileSystemPodVolumeRestores; fs != nil && fs.Total > 0 {
-		pr.Volumes = fmt.Sprintf("%d of %d pod volumes restored", fs.Completed, fs.Total)
-	}
-	if pr.Ended && pr.Failure == "" && phase != "Completed" {
-		pr.Failure = fmt.Sprintf("the Velero Restore ended %s", or(phase, "without a phase"))
-	}
-	return pr
+	return restoreOperation(nar).progress()
 }
 
 // follow shows obj's Progress (a bar on a terminal, a line per change
