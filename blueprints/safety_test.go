@@ -58,7 +58,7 @@ func (s *SafetySuite) TestBuiltInsMarkTheirChecks(c *C) {
 		{"NonAdminRestore", "restore", []string{"ValidateRestoreSpec", "CheckRestoreItems"}},
 		{"NonAdminBackupStorageLocation", "create", []string{"ValidateBSLSpec"}},
 		{"NonAdminDownloadRequest", "download", []string{"ValidateDownloadRequest"}},
-		{"NonAdminSchedule", "create", []string{"ValidateScheduleSpec"}},
+		{"NonAdminSchedule", "create", []string{"ValidateScheduleSpec", "SyncScheduleRuns"}},
 		{"NonAdminBackup", "finalize", nil},
 		{"NonAdminBackup", "explode", nil},
 		{"Nothing", "backup", nil},
