@@ -3,6 +3,8 @@ package phases
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"time"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
@@ -11,16 +13,50 @@ import (
 	"github.com/nacflow/nacflow/engine"
 )
 
-// defaultServeTimeout is how long Velero may take to serve a file of a
-// backup through a DownloadRequest (a phase's args.timeout unset): about a
-// second when the location is Available.
-const defaultServeTimeout = 2 * time.Minute
+// Limits of reading a backup's files: they come from a bucket the tenant
+// may write, so every wait, download and size is bounded and nothing is held
+// whole.
+const (
+	// defaultServeTimeout is how long Velero may take to serve a file of a
+	// backup through a DownloadRequest (a phase's args.timeout unset): about
+	// a second when the location is Available.
+	defaultServeTimeout = 2 * time.Minute
+	// resourceListDownloadTimeout bounds one download of a resource list.
+	resourceListDownloadTimeout = 30 * time.Second
+	// maxResourceList bounds the resource list read, uncompressed (bytes):
+	// about 800,000 items, read as a stream (readResourceList) in about a
+	// second of CPU; a real namespace of 100,000 items lists in 4 MiB.
+	maxResourceList = 32 << 20
+	// contentsDownloadTimeout bounds one download of a contents tarball.
+	contentsDownloadTimeout = 5 * time.Minute
+	// maxContents bounds the contents tarball read (compressed bytes).
+	maxContents = 256 << 20
+	// maxItemBytes bounds one item's JSON in the tarball; a larger one is
+	// reported, not read.
+	maxItemBytes = 1 << 20
+	// maxCheckedItems bounds the items read from the tarball; past it the
+	// check stops and says so.
+	maxCheckedItems = 100000
+	// maxDeferredBindings bounds the RoleBindings to Roles of the backup
+	// held until every Role of the tarball is read.
+	maxDeferredBindings = 10000
+)
 
-// serveTimeout returns timeout (a phase's args.timeout) when it is set and
-// positive, else defaultServeTimeout.
-func serveTimeout(timeout *metav1.Duration) time.Duration {
-	if timeout != nil && timeout.Duration > 0 {
-		return timeout.Duration
+// ServeTimeoutArgs is the argument of the functions that read a file of a
+// backup through a Velero DownloadRequest of their own.
+type ServeTimeoutArgs struct {
+	// Timeout is how long Velero may take to serve the backup's file (and,
+	// for CheckRestoreItems, to list its plugins) before the function gives
+	// up (default 2m, defaultServeTimeout): on the file, its condition
+	// Unknown; on the plugins, a refusal.
+	Timeout *metav1.Duration `json:"timeout,omitempty" doc:"how long Velero may take to serve the backup's file (and, for CheckRestoreItems, to list its plugins) before the function gives up (default 2m)"`
+}
+
+// serveTimeout returns args.timeout when it is set and positive, else
+// defaultServeTimeout.
+func (a ServeTimeoutArgs) serveTimeout() time.Duration {
+	if a.Timeout != nil && a.Timeout.Duration > 0 {
+		return a.Timeout.Duration
 	}
 	return defaultServeTimeout
 }
@@ -58,4 +94,24 @@ func awaitServed(dr *velerov1.DownloadRequest, file string, timeout time.Duratio
 	}
 	w := engine.Wait(fmt.Sprintf("waiting for Velero to serve %s (DownloadRequest %s is %s)", file, dr.Name, phaseOr(string(dr.Status.Phase))), time.Second)
 	return &w, false
+}
+
+// getBackupFile GETs a backup's file from url, the pre-signed URL Velero
+// served in a DownloadRequest's status.downloadURL, with ctx (which bounds
+// the download). The caller reads and closes the body. Errors: the HTTP
+// client's, and the status when not 200.
+func getBackupFile(ctx context.Context, url string) (io.ReadCloser, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		return nil, fmt.Errorf("the object store answered %s", resp.Status)
+	}
+	return resp.Body, nil
 }

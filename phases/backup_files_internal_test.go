@@ -26,7 +26,7 @@ func (s *BackupFilesInternalSuite) TestServeTimeout(c *C) {
 		{&metav1.Duration{Duration: -time.Second}, defaultServeTimeout},
 		{&metav1.Duration{Duration: 30 * time.Second}, 30 * time.Second},
 	} {
-		c.Check(serveTimeout(tc.timeout), Equals, tc.want, Commentf("%v", tc.timeout))
+		c.Check(ServeTimeoutArgs{Timeout: tc.timeout}.serveTimeout(), Equals, tc.want, Commentf("%v", tc.timeout))
 	}
 }
 

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"path"
 	"slices"
 	"sort"
@@ -28,22 +27,6 @@ import (
 	"github.com/nacflow/nacflow/internal/restorepolicy"
 )
 
-// Limits of CheckRestoreItems: a backup's contents come from a bucket the
-// tenant may write, so every size is bounded and nothing is held whole.
-const (
-	// maxContents bounds the backup tarball read (compressed bytes).
-	maxContents = 256 << 20
-	// maxItemBytes bounds one item's JSON; a larger one is reported, not read.
-	maxItemBytes = 1 << 20
-	// maxCheckedItems bounds the items read; past it the check stops and says so.
-	maxCheckedItems = 100000
-	// maxDeferredBindings bounds the RoleBindings to Roles of the backup
-	// held until every Role is read.
-	maxDeferredBindings = 10000
-	// contentsDownloadTimeout bounds one download of the tarball.
-	contentsDownloadTimeout = 5 * time.Minute
-)
-
 // veleroNeverRestored are the resources Velero never restores
 // (pkg/restore/restore.go nonRestorableResources, Velero v1.18): not worth
 // a word in the check.
@@ -60,9 +43,7 @@ type CheckRestoreItemsArgs struct {
 	// refuse (the whole restore is refused, Accepted=False naming the items,
 	// nothing created; so is a backup whose contents could not be read).
 	OnExcluded string `json:"onExcluded,omitempty" doc:"exclude (default: the restore goes on without the items the tenant could not create) or refuse (the whole restore is refused naming them, as is a backup whose contents could not be read)"`
-	// Timeout is how long Velero may take to answer (its plugins, the
-	// tarball's URL) before the check gives up (default 2m).
-	Timeout *metav1.Duration `json:"timeout,omitempty" doc:"how long Velero may take to list its plugins and serve the backup's contents (default 2m)"`
+	ServeTimeoutArgs
 }
 
 // CheckRestoreItems runs before a NonAdminRestore's Velero Restore is
@@ -136,7 +117,7 @@ func (f *CheckRestoreItems) Run(ctx context.Context, op *engine.Operation, args 
 	if a.BackupName == "" {
 		return engine.Result{}, engine.Terminalf("CheckRestoreItems: args.backupName is empty")
 	}
-	timeout := serveTimeout(a.Timeout)
+	timeout := a.serveTimeout()
 	name := v1alpha1.NACObjectName(nar.Namespace, nar.Name, op.UUID)
 
 	// Velero's plugins first: read straight from the API server (no cache
@@ -347,20 +328,12 @@ func (l precheckLookup) RoleRules(ctx context.Context, kind, ns, name string) ([
 func checkContents(ctx context.Context, url string, p restorepolicy.Policy, skip func(schema.GroupResource) bool, lk precheckLookup) (int, []string, error) {
 	ctx, cancel := context.WithTimeout(ctx, contentsDownloadTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	body, err := getBackupFile(ctx, url)
 	if err != nil {
 		return 0, nil, err
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return 0, nil, fmt.Errorf("the object store answered %s", resp.Status)
-	}
-	body := &limitedReader{r: resp.Body, left: maxContents}
-	gz, err := gzip.NewReader(body)
+	defer body.Close()
+	gz, err := gzip.NewReader(&limitedReader{r: body, left: maxContents})
 	if err != nil {
 		return 0, nil, err
 	}

@@ -4,9 +4,7 @@ import (
 	"compress/gzip"
 	"context"
 	"fmt"
-	"net/http"
 	"strings"
-	"time"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -19,17 +17,8 @@ import (
 	"github.com/nacflow/nacflow/engine"
 )
 
-// Limits of VerifyBackupContents.
-const (
-	// maxResourceList bounds the resource list read, uncompressed (bytes):
-	// about 800,000 items, read as a stream (readResourceList) in about a
-	// second of CPU; a real namespace of 100,000 items lists in 4 MiB.
-	maxResourceList = 32 << 20
-	// downloadTimeout bounds one download of the resource list.
-	downloadTimeout = 30 * time.Second
-	// maxListedItems is how many unexpected items a condition names.
-	maxListedItems = 10
-)
+// maxListedItems is how many unexpected items a condition names.
+const maxListedItems = 10
 
 // VerifyBackupContentsArgs are the args of VerifyBackupContents.
 type VerifyBackupContentsArgs struct {
@@ -40,9 +29,7 @@ type VerifyBackupContentsArgs struct {
 	// backup holds an item that is not the tenant's (default: only
 	// Verified=False, a Warning event and the metric).
 	FailOnUnexpectedItems bool `json:"failOnUnexpectedItems,omitempty" doc:"fail the plan when the backup holds an item that is not the tenant's (default false: Verified=False, a Warning event and nacflow_backups_unverified only)"`
-	// Timeout is how long Velero may take to serve the resource list before
-	// Verified=Unknown (default 2m).
-	Timeout *metav1.Duration `json:"timeout,omitempty" doc:"how long Velero may take to serve the resource list before Verified=Unknown (default 2m)"`
+	ServeTimeoutArgs
 }
 
 // VerifyBackupContents checks, after the fact, that a finished (Completed or
@@ -103,7 +90,7 @@ func (f *VerifyBackupContents) Run(ctx context.Context, op *engine.Operation, ar
 	if err != nil {
 		return engine.Result{}, err
 	}
-	timeout := serveTimeout(a.Timeout)
+	timeout := a.serveTimeout()
 	unknown := func(why string) (engine.Result, error) {
 		setVerified(nab, metav1.ConditionUnknown, v1alpha1.ReasonVerificationUnavailable, why)
 		if err := deleteOwn(ctx, op, dr); err != nil {
@@ -166,21 +153,14 @@ func deleteOwn(ctx context.Context, op *engine.Operation, obj client.Object) err
 // ns's backup from url (readResourceList). Errors: the HTTP status when not
 // 200, gzip errors, and readResourceList's.
 func downloadResourceList(ctx context.Context, url, ns string) (*resourceList, error) {
-	ctx, cancel := context.WithTimeout(ctx, downloadTimeout)
+	ctx, cancel := context.WithTimeout(ctx, resourceListDownloadTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	body, err := getBackupFile(ctx, url)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("the object store answered %s", resp.Status)
-	}
-	gz, err := gzip.NewReader(resp.Body)
+	defer body.Close()
+	gz, err := gzip.NewReader(body)
 	if err != nil {
 		return nil, err
 	}

@@ -9,17 +9,24 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// BackupFinished reports whether a Velero Backup phase is terminal: Completed,
-// PartiallyFailed, Failed or FailedValidation. Velero will not change such a
-// backup again except to delete it.
-func BackupFinished(phase velerov1.BackupPhase) bool {
-	switch phase {
-	case velerov1.BackupPhaseCompleted, velerov1.BackupPhasePartiallyFailed,
-		velerov1.BackupPhaseFailed, velerov1.BackupPhaseFailedValidation:
+// veleroFinished reports whether phase, a Velero Backup's or Restore's, is
+// terminal: both kinds end in the same four phases, Completed,
+// PartiallyFailed, Failed and FailedValidation (velerov1's BackupPhase and
+// RestorePhase constants), and Velero will not change such an object again
+// except to delete it.
+func veleroFinished[P velerov1.BackupPhase | velerov1.RestorePhase](phase P) bool {
+	switch string(phase) {
+	case string(velerov1.BackupPhaseCompleted), string(velerov1.BackupPhasePartiallyFailed),
+		string(velerov1.BackupPhaseFailed), string(velerov1.BackupPhaseFailedValidation):
 		return true
 	}
 	return false
 }
+
+// BackupFinished reports whether a Velero Backup phase is terminal: Completed,
+// PartiallyFailed, Failed or FailedValidation. Velero will not change such a
+// backup again except to delete it.
+func BackupFinished(phase velerov1.BackupPhase) bool { return veleroFinished(phase) }
 
 // MirrorBackup copies the Velero Backup's effective spec and status into
 // status.veleroBackup, and its queue position into status.queueInfo:
@@ -69,14 +76,7 @@ func (n *NonAdminBackup) MirrorBackup(b *velerov1.Backup) bool {
 
 // RestoreFinished reports whether a Velero Restore phase is terminal:
 // Completed, PartiallyFailed, Failed or FailedValidation.
-func RestoreFinished(phase velerov1.RestorePhase) bool {
-	switch phase {
-	case velerov1.RestorePhaseCompleted, velerov1.RestorePhasePartiallyFailed,
-		velerov1.RestorePhaseFailed, velerov1.RestorePhaseFailedValidation:
-		return true
-	}
-	return false
-}
+func RestoreFinished(phase velerov1.RestorePhase) bool { return veleroFinished(phase) }
 
 // MirrorRestore copies the Velero Restore's status into
 // status.veleroRestore, and queue position 0 into status.queueInfo once it
@@ -84,14 +84,8 @@ func RestoreFinished(phase velerov1.RestorePhase) bool {
 // whether anything changed.
 func (n *NonAdminRestore) MirrorRestore(r *velerov1.Restore) bool {
 	before := n.Status.DeepCopy()
-	if n.Status.VeleroRestore == nil {
-		n.Status.VeleroRestore = &VeleroRestore{}
-	}
-	vr := n.Status.VeleroRestore
-	vr.Name, vr.Namespace = r.Name, r.Namespace
-	if id := r.Labels[NarOriginNACUUIDLabel]; id != "" {
-		vr.NACUUID = id
-	}
+	vr := allocated(&n.Status.VeleroRestore)
+	mirrorRef(r, NarOriginNACUUIDLabel, &vr.Name, &vr.Namespace, &vr.NACUUID)
 	vr.Status = r.Status.DeepCopy()
 	if RestoreFinished(r.Status.Phase) {
 		n.Status.QueueInfo = &QueueInfo{EstimatedQueuePosition: 0}
@@ -103,14 +97,8 @@ func (n *NonAdminRestore) MirrorRestore(r *velerov1.Restore) bool {
 // status.veleroBackupStorageLocation. It reports whether anything changed.
 func (n *NonAdminBackupStorageLocation) MirrorBSL(b *velerov1.BackupStorageLocation) bool {
 	before := n.Status.DeepCopy()
-	if n.Status.VeleroBackupStorageLocation == nil {
-		n.Status.VeleroBackupStorageLocation = &VeleroBackupStorageLocation{}
-	}
-	v := n.Status.VeleroBackupStorageLocation
-	v.Name, v.Namespace = b.Name, b.Namespace
-	if id := b.Labels[NabslOriginNACUUIDLabel]; id != "" {
-		v.NACUUID = id
-	}
+	v := allocated(&n.Status.VeleroBackupStorageLocation)
+	mirrorRef(b, NabslOriginNACUUIDLabel, &v.Name, &v.Namespace, &v.NACUUID)
 	v.Status = b.Status.DeepCopy()
 	return !equality.Semantic.DeepEqual(before, &n.Status)
 }
@@ -140,4 +128,22 @@ func (n *NonAdminDownloadRequest) MirrorDownloadRequest(dr *velerov1.DownloadReq
 		})
 	}
 	return !equality.Semantic.DeepEqual(before, &n.Status)
+}
+
+// mirrorRef copies the Velero object o's name and namespace into a mirror's
+// name and namespace, and its NACUUID label (label) into nacuuid when set: a
+// Velero object made before the label keeps the NACUUID already recorded.
+func mirrorRef(o metav1.Object, label string, name, namespace, nacuuid *string) {
+	*name, *namespace = o.GetName(), o.GetNamespace()
+	if id := o.GetLabels()[label]; id != "" {
+		*nacuuid = id
+	}
+}
+
+// allocated returns *mirror, first set to a new zero T when nil.
+func allocated[T any](mirror **T) *T {
+	if *mirror == nil {
+		*mirror = new(T)
+	}
+	return *mirror
 }
