@@ -189,7 +189,11 @@ func (s *FairShareSuite) TestBurstLeavesAnotherTenantNext(c *C) {
 		c.Check(nab.Status.VeleroBackup == nil || nab.Status.VeleroBackup.Name == "", Equals, true)
 		c.Check(nab.Status.Plan.Phase("createBackup").State, Equals, v1alpha1.PhasePending)
 	}
-	c.Check(eventReasons(c, a, waiting[0].Name), DeepEquals, []string{"Normal PhaseWaiting"})
+	// Events are delivered after the status write, asynchronously.
+	eventually(c, 10*time.Second, func() (bool, string) {
+		got := eventReasons(c, a, waiting[0].Name)
+		return slices.Equal(got, []string{"Normal PhaseWaiting"}), fmt.Sprintf("events %q", got)
+	})
 
 	// The other tenant's backup goes to Velero at once.
 	other := create(b, "one")
