@@ -41,24 +41,13 @@ type AdoptVeleroBackupArgs struct {
 // a terminal refusal; API errors are retryable.
 type AdoptVeleroBackup struct{}
 
-// Name implements engine.Func.
-func (*AdoptVeleroBackup) Name() string { return "AdoptVeleroBackup" }
-
-// NewArgs implements engine.Func.
-func (*AdoptVeleroBackup) NewArgs() any { return &AdoptVeleroBackupArgs{} }
-
 // SyncRecordGrace is how long AdoptVeleroBackup waits, after a NAB's
 // creation, for backup sync to record the backup it was made from in the
 // NAB's status, before it refuses the sync label as not set by backup sync.
 const SyncRecordGrace = 10 * time.Second
 
-// Run implements engine.Func.
-func (f *AdoptVeleroBackup) Run(ctx context.Context, op *engine.Operation, args any) (engine.Result, error) {
-	a := args.(*AdoptVeleroBackupArgs)
-	nab, err := as[*v1alpha1.NonAdminBackup](f.Name(), op)
-	if err != nil {
-		return engine.Result{}, err
-	}
+// Run implements phaseFunc.
+func (f *AdoptVeleroBackup) Run(ctx context.Context, op *engine.Operation, nab *v1alpha1.NonAdminBackup, a *AdoptVeleroBackupArgs) (engine.Result, error) {
 	if a.NACUUID == "" {
 		return engine.Result{}, engine.Terminalf("AdoptVeleroBackup: args.nacuuid is empty")
 	}

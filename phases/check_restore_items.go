@@ -81,12 +81,6 @@ type CheckRestoreItems struct {
 	adminOwned []schema.GroupResource
 }
 
-// Name implements engine.Func.
-func (*CheckRestoreItems) Name() string { return "CheckRestoreItems" }
-
-// NewArgs implements engine.Func.
-func (*CheckRestoreItems) NewArgs() any { return &CheckRestoreItemsArgs{} }
-
 // SafetyExceptions implements engine.Excepted: the tenant role and the
 // ClusterRoles that the backup's RoleBindings bind are cluster-scoped, and
 // a PersistentVolume of the backup must not exist already.
@@ -99,13 +93,8 @@ func (*CheckRestoreItems) SafetyExceptions() []engine.Exception {
 	}
 }
 
-// Run implements engine.Func.
-func (f *CheckRestoreItems) Run(ctx context.Context, op *engine.Operation, args any) (engine.Result, error) {
-	a := args.(*CheckRestoreItemsArgs)
-	nar, err := as[*v1alpha1.NonAdminRestore](f.Name(), op)
-	if err != nil {
-		return engine.Result{}, err
-	}
+// Run implements phaseFunc.
+func (f *CheckRestoreItems) Run(ctx context.Context, op *engine.Operation, nar *v1alpha1.NonAdminRestore, a *CheckRestoreItemsArgs) (engine.Result, error) {
 	switch a.OnExcluded {
 	case "", "exclude", "refuse":
 	default:

@@ -36,21 +36,11 @@ type CopySecret struct {
 	content contentRules
 }
 
-// Name implements engine.Func.
-func (*CopySecret) Name() string { return "CopySecret" }
-
-// NewArgs implements engine.Func: the function takes no args.
-func (*CopySecret) NewArgs() any { return &noArgs{} }
-
-// Run implements engine.Func.
-func (f *CopySecret) Run(ctx context.Context, op *engine.Operation, _ any) (engine.Result, error) {
-	nabsl, err := as[*v1alpha1.NonAdminBackupStorageLocation](f.Name(), op)
-	if err != nil {
-		return engine.Result{}, err
-	}
+// Run implements phaseFunc.
+func (f *CopySecret) Run(ctx context.Context, op *engine.Operation, nabsl *v1alpha1.NonAdminBackupStorageLocation, _ *noArgs) (engine.Result, error) {
 	cred := nabsl.Spec.BackupStorageLocationSpec.Credential
 	src := &corev1.Secret{}
-	err = op.APIReader.Get(ctx, client.ObjectKey{Namespace: nabsl.Namespace, Name: cred.Name}, src)
+	err := op.APIReader.Get(ctx, client.ObjectKey{Namespace: nabsl.Namespace, Name: cred.Name}, src)
 	if apierrors.IsNotFound(err) {
 		return engine.Result{}, refuse(nabsl, v1alpha1.ReasonInvalidBSLSpec,
 			fmt.Errorf("spec.backupStorageLocationSpec.credential: Secret %q not found in namespace %s", cred.Name, nabsl.Namespace))

@@ -33,18 +33,8 @@ type CreateDeleteBackupRequest struct {
 	tools tools
 }
 
-// Name implements engine.Func.
-func (*CreateDeleteBackupRequest) Name() string { return "CreateDeleteBackupRequest" }
-
-// NewArgs implements engine.Func: the function takes no args.
-func (*CreateDeleteBackupRequest) NewArgs() any { return &noArgs{} }
-
-// Run implements engine.Func.
-func (f *CreateDeleteBackupRequest) Run(ctx context.Context, op *engine.Operation, _ any) (engine.Result, error) {
-	nab, err := as[*v1alpha1.NonAdminBackup](f.Name(), op)
-	if err != nil {
-		return engine.Result{}, err
-	}
+// Run implements phaseFunc.
+func (f *CreateDeleteBackupRequest) Run(ctx context.Context, op *engine.Operation, nab *v1alpha1.NonAdminBackup, _ *noArgs) (engine.Result, error) {
 	none := engine.Done("no Velero Backup to delete", map[string]string{"name": ""})
 	backup, err := ownBackup(ctx, op, nab)
 	if err != nil || backup == nil {

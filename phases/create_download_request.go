@@ -36,19 +36,8 @@ type CreateDownloadRequest struct {
 	tools tools
 }
 
-// Name implements engine.Func.
-func (*CreateDownloadRequest) Name() string { return "CreateDownloadRequest" }
-
-// NewArgs implements engine.Func.
-func (*CreateDownloadRequest) NewArgs() any { return &CreateDownloadRequestArgs{} }
-
-// Run implements engine.Func.
-func (f *CreateDownloadRequest) Run(ctx context.Context, op *engine.Operation, args any) (engine.Result, error) {
-	a := args.(*CreateDownloadRequestArgs)
-	nadr, err := as[*v1alpha1.NonAdminDownloadRequest](f.Name(), op)
-	if err != nil {
-		return engine.Result{}, err
-	}
+// Run implements phaseFunc.
+func (f *CreateDownloadRequest) Run(ctx context.Context, op *engine.Operation, nadr *v1alpha1.NonAdminDownloadRequest, a *CreateDownloadRequestArgs) (engine.Result, error) {
 	kind := velerov1.DownloadTargetKind(a.Kind)
 	if v1alpha1.DownloadTargetOf(kind) == "" {
 		return engine.Result{}, engine.Terminalf("CreateDownloadRequest: args.kind %q is not a Velero DownloadTarget kind", a.Kind)

@@ -41,20 +41,8 @@ type CreateVeleroBackup struct {
 	tools tools
 }
 
-// Name implements engine.Func.
-func (*CreateVeleroBackup) Name() string { return "CreateVeleroBackup" }
-
-// NewArgs implements engine.Func: optional labels and annotations for the
-// Velero Backup (ObjectMetaArgs).
-func (*CreateVeleroBackup) NewArgs() any { return &ObjectMetaArgs{} }
-
-// Run implements engine.Func.
-func (f *CreateVeleroBackup) Run(ctx context.Context, op *engine.Operation, args any) (engine.Result, error) {
-	extra := args.(*ObjectMetaArgs)
-	nab, err := as[*v1alpha1.NonAdminBackup](f.Name(), op)
-	if err != nil {
-		return engine.Result{}, err
-	}
+// Run implements phaseFunc.
+func (f *CreateVeleroBackup) Run(ctx context.Context, op *engine.Operation, nab *v1alpha1.NonAdminBackup, extra *ObjectMetaArgs) (engine.Result, error) {
 	if nab.Spec.BackupSpec == nil {
 		return engine.Result{}, engine.Terminalf("spec.backupSpec is required")
 	}

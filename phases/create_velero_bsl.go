@@ -39,19 +39,8 @@ type CreateVeleroBSL struct {
 	tools tools
 }
 
-// Name implements engine.Func.
-func (*CreateVeleroBSL) Name() string { return "CreateVeleroBSL" }
-
-// NewArgs implements engine.Func.
-func (*CreateVeleroBSL) NewArgs() any { return &CreateVeleroBSLArgs{} }
-
-// Run implements engine.Func.
-func (f *CreateVeleroBSL) Run(ctx context.Context, op *engine.Operation, args any) (engine.Result, error) {
-	a := args.(*CreateVeleroBSLArgs)
-	nabsl, err := as[*v1alpha1.NonAdminBackupStorageLocation](f.Name(), op)
-	if err != nil {
-		return engine.Result{}, err
-	}
+// Run implements phaseFunc.
+func (f *CreateVeleroBSL) Run(ctx context.Context, op *engine.Operation, nabsl *v1alpha1.NonAdminBackupStorageLocation, a *CreateVeleroBSLArgs) (engine.Result, error) {
 	if a.SecretName == "" {
 		return engine.Result{}, engine.Terminalf("CreateVeleroBSL: args.secretName is empty")
 	}

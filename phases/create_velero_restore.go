@@ -48,19 +48,8 @@ type CreateVeleroRestore struct {
 	adminOwned []schema.GroupResource
 }
 
-// Name implements engine.Func.
-func (*CreateVeleroRestore) Name() string { return "CreateVeleroRestore" }
-
-// NewArgs implements engine.Func.
-func (*CreateVeleroRestore) NewArgs() any { return &CreateVeleroRestoreArgs{} }
-
-// Run implements engine.Func.
-func (f *CreateVeleroRestore) Run(ctx context.Context, op *engine.Operation, args any) (engine.Result, error) {
-	a := args.(*CreateVeleroRestoreArgs)
-	nar, err := as[*v1alpha1.NonAdminRestore](f.Name(), op)
-	if err != nil {
-		return engine.Result{}, err
-	}
+// Run implements phaseFunc.
+func (f *CreateVeleroRestore) Run(ctx context.Context, op *engine.Operation, nar *v1alpha1.NonAdminRestore, a *CreateVeleroRestoreArgs) (engine.Result, error) {
 	if a.BackupName == "" {
 		return engine.Result{}, engine.Terminalf("CreateVeleroRestore: args.backupName is empty")
 	}

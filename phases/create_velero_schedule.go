@@ -38,23 +38,11 @@ type CreateVeleroSchedule struct {
 	tools tools
 }
 
-// Name implements engine.Func.
-func (*CreateVeleroSchedule) Name() string { return "CreateVeleroSchedule" }
-
-// NewArgs implements engine.Func: optional labels and annotations for the
-// Velero Schedule (ObjectMetaArgs; Velero copies them onto every run).
-func (*CreateVeleroSchedule) NewArgs() any { return &ObjectMetaArgs{} }
-
-// Run implements engine.Func.
-func (f *CreateVeleroSchedule) Run(ctx context.Context, op *engine.Operation, args any) (engine.Result, error) {
-	extra := args.(*ObjectMetaArgs)
-	nas, err := as[*v1alpha1.NonAdminSchedule](f.Name(), op)
-	if err != nil {
-		return engine.Result{}, err
-	}
+// Run implements phaseFunc.
+func (f *CreateVeleroSchedule) Run(ctx context.Context, op *engine.Operation, nas *v1alpha1.NonAdminSchedule, extra *ObjectMetaArgs) (engine.Result, error) {
 	vs := nas.Status.VeleroSchedule
 	if vs == nil || vs.Spec == nil {
-		return engine.Result{}, engine.Terminalf("%s: no accepted schedule spec in status.veleroSchedule.spec (run ValidateScheduleSpec first)", f.Name())
+		return engine.Result{}, engine.Terminalf("CreateVeleroSchedule: no accepted schedule spec in status.veleroSchedule.spec (run ValidateScheduleSpec first)")
 	}
 	labels, annotations := op.OwnerMeta()
 	extra.apply(labels, annotations)

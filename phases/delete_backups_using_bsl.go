@@ -20,12 +20,6 @@ import (
 // Output: deleted (how many). Errors: API errors are retryable.
 type DeleteBackupsUsingBSL struct{}
 
-// Name implements engine.Func.
-func (*DeleteBackupsUsingBSL) Name() string { return "DeleteBackupsUsingBSL" }
-
-// NewArgs implements engine.Func: the function takes no args.
-func (*DeleteBackupsUsingBSL) NewArgs() any { return &noArgs{} }
-
 // SafetyExceptions implements engine.Excepted: the cascade deletes the
 // tenant's own NonAdminBackups, in the operation's namespace.
 func (*DeleteBackupsUsingBSL) SafetyExceptions() []engine.Exception {
@@ -33,12 +27,8 @@ func (*DeleteBackupsUsingBSL) SafetyExceptions() []engine.Exception {
 		Scope: engine.InOperationNamespace, Why: "a deleted location takes the tenant's backups that use it along (seed design non_admin_backupstoragelocation.md)"}}
 }
 
-// Run implements engine.Func.
-func (f *DeleteBackupsUsingBSL) Run(ctx context.Context, op *engine.Operation, _ any) (engine.Result, error) {
-	nabsl, err := as[*v1alpha1.NonAdminBackupStorageLocation](f.Name(), op)
-	if err != nil {
-		return engine.Result{}, err
-	}
+// Run implements phaseFunc.
+func (f *DeleteBackupsUsingBSL) Run(ctx context.Context, op *engine.Operation, nabsl *v1alpha1.NonAdminBackupStorageLocation, _ *noArgs) (engine.Result, error) {
 	deleted, err := deleteReferring(ctx, op, nabsl.Namespace, &v1alpha1.NonAdminBackupList{}, func(o client.Object) bool {
 		spec := o.(*v1alpha1.NonAdminBackup).Spec.BackupSpec
 		return spec != nil && spec.StorageLocation == nabsl.Name

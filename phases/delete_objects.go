@@ -46,15 +46,8 @@ var deletableKinds = map[string]func() client.Object{
 // Errors: an unknown kind is terminal; API errors are retryable.
 type DeleteObjects struct{}
 
-// Name implements engine.Func.
-func (*DeleteObjects) Name() string { return "DeleteObjects" }
-
-// NewArgs implements engine.Func.
-func (*DeleteObjects) NewArgs() any { return &DeleteObjectsArgs{} }
-
-// Run implements engine.Func.
-func (f *DeleteObjects) Run(ctx context.Context, op *engine.Operation, args any) (engine.Result, error) {
-	a := args.(*DeleteObjectsArgs)
+// Run implements phaseFunc.
+func (f *DeleteObjects) Run(ctx context.Context, op *engine.Operation, _ engine.Object, a *DeleteObjectsArgs) (engine.Result, error) {
 	if len(a.Kinds) == 0 {
 		return engine.Result{}, engine.Terminalf("DeleteObjects: args.kinds is empty")
 	}

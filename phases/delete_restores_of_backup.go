@@ -20,12 +20,6 @@ import (
 // Output: deleted (how many). Errors: API errors are retryable.
 type DeleteRestoresOfBackup struct{}
 
-// Name implements engine.Func.
-func (*DeleteRestoresOfBackup) Name() string { return "DeleteRestoresOfBackup" }
-
-// NewArgs implements engine.Func: the function takes no args.
-func (*DeleteRestoresOfBackup) NewArgs() any { return &noArgs{} }
-
 // SafetyExceptions implements engine.Excepted: the cascade deletes the
 // tenant's own NonAdminRestores, in the operation's namespace.
 func (*DeleteRestoresOfBackup) SafetyExceptions() []engine.Exception {
@@ -33,12 +27,8 @@ func (*DeleteRestoresOfBackup) SafetyExceptions() []engine.Exception {
 		Scope: engine.InOperationNamespace, Why: "a backup deleted for good takes the tenant's restores made from it along (OADP NAC)"}}
 }
 
-// Run implements engine.Func.
-func (f *DeleteRestoresOfBackup) Run(ctx context.Context, op *engine.Operation, _ any) (engine.Result, error) {
-	nab, err := as[*v1alpha1.NonAdminBackup](f.Name(), op)
-	if err != nil {
-		return engine.Result{}, err
-	}
+// Run implements phaseFunc.
+func (f *DeleteRestoresOfBackup) Run(ctx context.Context, op *engine.Operation, nab *v1alpha1.NonAdminBackup, _ *noArgs) (engine.Result, error) {
 	deleted, err := deleteReferring(ctx, op, nab.Namespace, &v1alpha1.NonAdminRestoreList{}, func(o client.Object) bool {
 		spec := o.(*v1alpha1.NonAdminRestore).Spec.RestoreSpec
 		return spec != nil && spec.BackupName == nab.Name

@@ -22,7 +22,7 @@ var _ = Suite(&EnforceSuite{})
 // validate runs ValidateBackupSpec on a NAB with user spec under the enforce
 // args given as JSON, as a blueprint would give them.
 func validate(c *C, user velerov1.BackupSpec, enforce string) (*v1alpha1.NonAdminBackup, error) {
-	fn := &phases.ValidateBackupSpec{}
+	fn := phases.AsFunc(&phases.ValidateBackupSpec{})
 	args := fn.NewArgs()
 	c.Assert(engine.DecodeArgs(map[string]any{"enforce": json.RawMessage(enforce)}, args), IsNil)
 	nab := &v1alpha1.NonAdminBackup{
@@ -77,7 +77,7 @@ func (s *EnforceSuite) TestRefusals(c *C) {
 }
 
 func (s *EnforceSuite) TestBadEnforceArgs(c *C) {
-	fn := &phases.ValidateBackupSpec{}
+	fn := phases.AsFunc(&phases.ValidateBackupSpec{})
 	for enforce, want := range map[string]string{
 		`{"includedNamespaces": ["x"], "storageLocation": "y"}`: `args: enforce.includedNamespaces, enforce.storageLocation can not be enforced: it would break tenant isolation`,
 		`{"snapshotVolume": false}`:                             `args: json: unknown field "snapshotVolume"`,

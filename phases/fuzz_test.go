@@ -27,7 +27,7 @@ func FuzzValidateBackupSpec(f *testing.F) {
 		if json.Unmarshal([]byte(userJSON), &spec) != nil {
 			return
 		}
-		fn := &phases.ValidateBackupSpec{}
+		fn := phases.AsFunc(&phases.ValidateBackupSpec{})
 		args := fn.NewArgs()
 		if engine.DecodeArgs(map[string]any{"enforce": json.RawMessage(enforceJSON)}, args) != nil {
 			return // a blueprint that does not validate is never used

@@ -6,7 +6,6 @@ import (
 	. "gopkg.in/check.v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/nacflow/nacflow/engine"
 	"github.com/nacflow/nacflow/phases"
 )
 
@@ -43,7 +42,7 @@ func holdsClient(t reflect.Type, seen map[reflect.Type]bool) bool {
 // the guarded clients of engine.Operation (the safety rule): none keeps a
 // client of its own.
 func (s *GuardedSuite) TestFunctionsHoldNoClient(c *C) {
-	funcs := []engine.Func{
+	funcs := []any{
 		&phases.ValidateBackupSpec{}, &phases.CreateVeleroBackup{}, &phases.WaitFor{}, &phases.SyncStatus{},
 		&phases.MarkDeleting{}, &phases.CreateDeleteBackupRequest{}, &phases.DeleteObjects{}, &phases.ValidateRestoreSpec{},
 		&phases.CreateVeleroRestore{}, &phases.DeleteRestoresOfBackup{}, &phases.ValidateBSLSpec{}, &phases.RequestApproval{},
@@ -56,7 +55,7 @@ func (s *GuardedSuite) TestFunctionsHoldNoClient(c *C) {
 	c.Assert(err, IsNil)
 	c.Assert(funcs, HasLen, len(reg.Names()), Commentf("a new function: add it here"))
 	for _, f := range funcs {
-		c.Check(holdsClient(reflect.TypeOf(f), map[reflect.Type]bool{}), Equals, false, Commentf(f.Name()))
+		c.Check(holdsClient(reflect.TypeOf(f), map[reflect.Type]bool{}), Equals, false, Commentf("%T", f))
 	}
 	c.Check(holdsClient(reflect.TypeOf(phases.Clients{}), map[reflect.Type]bool{}), Equals, true, Commentf("the check finds a client"))
 }

@@ -45,15 +45,8 @@ type LimitActiveOperations struct {
 	ledger *admissions
 }
 
-// Name implements engine.Func.
-func (*LimitActiveOperations) Name() string { return "LimitActiveOperations" }
-
-// NewArgs implements engine.Func.
-func (*LimitActiveOperations) NewArgs() any { return &LimitActiveOperationsArgs{} }
-
-// Run implements engine.Func.
-func (f *LimitActiveOperations) Run(ctx context.Context, op *engine.Operation, args any) (engine.Result, error) {
-	a := args.(*LimitActiveOperationsArgs)
+// Run implements phaseFunc.
+func (f *LimitActiveOperations) Run(ctx context.Context, op *engine.Operation, _ engine.Object, a *LimitActiveOperationsArgs) (engine.Result, error) {
 	ns := op.Object.GetNamespace()
 	k, _ := v1alpha1.KindOf(op.Object)
 	if !slices.Contains(limitedKinds, k.Kind) {

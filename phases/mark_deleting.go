@@ -20,21 +20,10 @@ type MarkDeletingArgs struct {
 // deletion status). It writes nothing outside the object's status.
 type MarkDeleting struct{}
 
-// Name implements engine.Func.
-func (*MarkDeleting) Name() string { return "MarkDeleting" }
-
-// NewArgs implements engine.Func.
-func (*MarkDeleting) NewArgs() any { return &MarkDeletingArgs{} }
-
-// Run implements engine.Func.
-func (f *MarkDeleting) Run(_ context.Context, op *engine.Operation, args any) (engine.Result, error) {
-	a := args.(*MarkDeletingArgs)
+// Run implements phaseFunc.
+func (f *MarkDeleting) Run(_ context.Context, op *engine.Operation, obj engine.Object, a *MarkDeletingArgs) (engine.Result, error) {
 	if a.Message == "" {
 		return engine.Result{}, engine.Terminalf("MarkDeleting: args.message is empty")
-	}
-	obj, ok := op.Object.(v1alpha1.Object)
-	if !ok {
-		return engine.Result{}, engine.Terminalf("MarkDeleting serves the NAC kinds, not %T", op.Object)
 	}
 	setPhaseAndCondition(obj, v1alpha1.NonAdminPhaseDeleting, metav1.Condition{
 		Type: v1alpha1.ConditionDeleting, Status: metav1.ConditionTrue,

@@ -52,15 +52,8 @@ type Notify struct {
 	tools tools
 }
 
-// Name implements engine.Func.
-func (*Notify) Name() string { return "Notify" }
-
-// NewArgs implements engine.Func.
-func (*Notify) NewArgs() any { return &NotifyArgs{} }
-
-// Run implements engine.Func.
-func (f *Notify) Run(_ context.Context, op *engine.Operation, args any) (engine.Result, error) {
-	a := args.(*NotifyArgs)
+// Run implements phaseFunc.
+func (f *Notify) Run(_ context.Context, op *engine.Operation, _ engine.Object, a *NotifyArgs) (engine.Result, error) {
 	t := a.Type
 	if t == "" {
 		t = corev1.EventTypeNormal

@@ -103,19 +103,8 @@ func (f *RequestApproval) isRequired(ctx context.Context) (bool, string, error) 
 	return required, source, err
 }
 
-// Name implements engine.Func.
-func (*RequestApproval) Name() string { return "RequestApproval" }
-
-// NewArgs implements engine.Func.
-func (*RequestApproval) NewArgs() any { return &RequestApprovalArgs{} }
-
-// Run implements engine.Func.
-func (f *RequestApproval) Run(ctx context.Context, op *engine.Operation, args any) (engine.Result, error) {
-	a := args.(*RequestApprovalArgs)
-	nabsl, err := as[*v1alpha1.NonAdminBackupStorageLocation](f.Name(), op)
-	if err != nil {
-		return engine.Result{}, err
-	}
+// Run implements phaseFunc.
+func (f *RequestApproval) Run(ctx context.Context, op *engine.Operation, nabsl *v1alpha1.NonAdminBackupStorageLocation, a *RequestApprovalArgs) (engine.Result, error) {
 	required, requiredBy, err := f.isRequired(ctx)
 	if err != nil {
 		return engine.Result{}, err

@@ -52,12 +52,6 @@ const (
 // safety rule refuses to claim is left alone (logged).
 type SyncScheduleRuns struct{ tools tools }
 
-// Name implements engine.Func.
-func (*SyncScheduleRuns) Name() string { return "SyncScheduleRuns" }
-
-// NewArgs implements engine.Func: the function takes no args.
-func (*SyncScheduleRuns) NewArgs() any { return &noArgs{} }
-
 // SafetyExceptions implements engine.Excepted: a run becomes a
 // NonAdminBackup of the schedule's own namespace, linked in its status.
 func (*SyncScheduleRuns) SafetyExceptions() []engine.Exception {
@@ -70,12 +64,8 @@ func (*SyncScheduleRuns) SafetyExceptions() []engine.Exception {
 	}
 }
 
-// Run implements engine.Func.
-func (f *SyncScheduleRuns) Run(ctx context.Context, op *engine.Operation, _ any) (engine.Result, error) {
-	nas, ok := op.Object.(*v1alpha1.NonAdminSchedule)
-	if !ok {
-		return engine.Result{}, engine.Terminalf("%s serves NonAdminSchedule, not %T", f.Name(), op.Object)
-	}
+// Run implements phaseFunc.
+func (f *SyncScheduleRuns) Run(ctx context.Context, op *engine.Operation, nas *v1alpha1.NonAdminSchedule, _ *noArgs) (engine.Result, error) {
 	vs := nas.Status.VeleroSchedule
 	if vs == nil || vs.Name == "" {
 		return engine.Done("no Velero Schedule yet", nil), nil

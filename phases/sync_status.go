@@ -37,18 +37,11 @@ type SyncStatusArgs struct {
 // to); API errors are retryable.
 type SyncStatus struct{}
 
-// Name implements engine.Func.
-func (*SyncStatus) Name() string { return "SyncStatus" }
-
-// NewArgs implements engine.Func.
-func (*SyncStatus) NewArgs() any { return &SyncStatusArgs{} }
-
-// Run implements engine.Func.
-func (f *SyncStatus) Run(ctx context.Context, op *engine.Operation, args any) (engine.Result, error) {
-	a := args.(*SyncStatusArgs)
+// Run implements phaseFunc.
+func (f *SyncStatus) Run(ctx context.Context, op *engine.Operation, _ engine.Object, a *SyncStatusArgs) (engine.Result, error) {
 	switch a.Kind {
 	case "Backup":
-		nab, err := as[*v1alpha1.NonAdminBackup](f.Name(), op)
+		nab, err := as[*v1alpha1.NonAdminBackup]("SyncStatus", op)
 		if err != nil {
 			return engine.Result{}, err
 		}
@@ -57,7 +50,7 @@ func (f *SyncStatus) Run(ctx context.Context, op *engine.Operation, args any) (e
 			return string(b.Status.Phase), string(b.Status.Phase)
 		})
 	case "DeleteBackupRequest":
-		nab, err := as[*v1alpha1.NonAdminBackup](f.Name(), op)
+		nab, err := as[*v1alpha1.NonAdminBackup]("SyncStatus", op)
 		if err != nil {
 			return engine.Result{}, err
 		}
@@ -69,7 +62,7 @@ func (f *SyncStatus) Run(ctx context.Context, op *engine.Operation, args any) (e
 			return string(dbr.Status.Phase), phaseOr(string(dbr.Status.Phase))
 		})
 	case "Restore":
-		nar, err := as[*v1alpha1.NonAdminRestore](f.Name(), op)
+		nar, err := as[*v1alpha1.NonAdminRestore]("SyncStatus", op)
 		if err != nil {
 			return engine.Result{}, err
 		}
@@ -78,7 +71,7 @@ func (f *SyncStatus) Run(ctx context.Context, op *engine.Operation, args any) (e
 			return string(r.Status.Phase), phaseOr(string(r.Status.Phase))
 		})
 	case "BackupStorageLocation":
-		nabsl, err := as[*v1alpha1.NonAdminBackupStorageLocation](f.Name(), op)
+		nabsl, err := as[*v1alpha1.NonAdminBackupStorageLocation]("SyncStatus", op)
 		if err != nil {
 			return engine.Result{}, err
 		}
@@ -87,7 +80,7 @@ func (f *SyncStatus) Run(ctx context.Context, op *engine.Operation, args any) (e
 			return string(b.Status.Phase), phaseOr(string(b.Status.Phase))
 		})
 	case "DownloadRequest":
-		nadr, err := as[*v1alpha1.NonAdminDownloadRequest](f.Name(), op)
+		nadr, err := as[*v1alpha1.NonAdminDownloadRequest]("SyncStatus", op)
 		if err != nil {
 			return engine.Result{}, err
 		}

@@ -67,19 +67,8 @@ type ValidateBackupSpec struct {
 	settings Settings
 }
 
-// Name implements engine.Func.
-func (*ValidateBackupSpec) Name() string { return "ValidateBackupSpec" }
-
-// NewArgs implements engine.Func.
-func (*ValidateBackupSpec) NewArgs() any { return &ValidateBackupSpecArgs{} }
-
-// Run implements engine.Func.
-func (f *ValidateBackupSpec) Run(ctx context.Context, op *engine.Operation, args any) (engine.Result, error) {
-	a := args.(*ValidateBackupSpecArgs)
-	nab, err := as[*v1alpha1.NonAdminBackup](f.Name(), op)
-	if err != nil {
-		return engine.Result{}, err
-	}
+// Run implements phaseFunc.
+func (f *ValidateBackupSpec) Run(ctx context.Context, op *engine.Operation, nab *v1alpha1.NonAdminBackup, a *ValidateBackupSpecArgs) (engine.Result, error) {
 	refusal := validateBackupSpec(nab)
 	if refusal == nil {
 		refusal = outsideOADPNamespace(op)

@@ -50,7 +50,7 @@ func (s *ValidateSuite) TestTenantRules(c *C) {
 			ObjectMeta: metav1.ObjectMeta{Name: "nab", Namespace: "team", Generation: 2},
 			Spec:       v1alpha1.NonAdminBackupSpec{BackupSpec: &spec},
 		}
-		fn := &phases.ValidateBackupSpec{}
+		fn := phases.AsFunc(&phases.ValidateBackupSpec{})
 		_, err := fn.Run(context.Background(), &engine.Operation{Object: nab}, fn.NewArgs())
 		cond := meta.FindStatusCondition(nab.Status.Conditions, v1alpha1.ConditionAccepted)
 		c.Assert(cond, NotNil, Commentf(tc.about))
@@ -71,7 +71,7 @@ func (s *ValidateSuite) TestTenantRules(c *C) {
 }
 
 func (s *ValidateSuite) TestWrongKindIsTerminal(c *C) {
-	fn := &phases.ValidateBackupSpec{}
+	fn := phases.AsFunc(&phases.ValidateBackupSpec{})
 	_, err := fn.Run(context.Background(), &engine.Operation{Object: &fakeObject{}}, fn.NewArgs())
 	c.Check(err, ErrorMatches, `ValidateBackupSpec serves NonAdminBackup, not \*phases_test.fakeObject`)
 	c.Check(engine.IsTerminal(err), Equals, true)

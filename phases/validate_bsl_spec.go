@@ -127,12 +127,6 @@ type ValidateBSLSpec struct {
 	content  contentRules
 }
 
-// Name implements engine.Func.
-func (*ValidateBSLSpec) Name() string { return "ValidateBSLSpec" }
-
-// NewArgs implements engine.Func.
-func (*ValidateBSLSpec) NewArgs() any { return &ValidateBSLSpecArgs{} }
-
 // SafetyExceptions implements engine.Excepted: the storage rule reads the
 // NonAdminBackupStorageLocation behind each tenant BSL in the OADP
 // namespace, in its own namespace, to learn which location came first
@@ -142,13 +136,8 @@ func (*ValidateBSLSpec) SafetyExceptions() []engine.Exception {
 		Scope: engine.InAnyNamespace, Why: "the storage rule: of two overlapping locations the older one stays (their creation times)"}}
 }
 
-// Run implements engine.Func.
-func (f *ValidateBSLSpec) Run(ctx context.Context, op *engine.Operation, args any) (engine.Result, error) {
-	a := args.(*ValidateBSLSpecArgs)
-	nabsl, err := as[*v1alpha1.NonAdminBackupStorageLocation](f.Name(), op)
-	if err != nil {
-		return engine.Result{}, err
-	}
+// Run implements phaseFunc.
+func (f *ValidateBSLSpec) Run(ctx context.Context, op *engine.Operation, nabsl *v1alpha1.NonAdminBackupStorageLocation, a *ValidateBSLSpecArgs) (engine.Result, error) {
 	var effective *velerov1.BackupStorageLocationSpec
 	refusal := validateBSLSpec(nabsl)
 	if refusal == nil {

@@ -43,19 +43,8 @@ type ValidateDownloadRequestArgs struct {
 // Restore). Errors: refusals are terminal; API errors are retryable.
 type ValidateDownloadRequest struct{}
 
-// Name implements engine.Func.
-func (*ValidateDownloadRequest) Name() string { return "ValidateDownloadRequest" }
-
-// NewArgs implements engine.Func.
-func (*ValidateDownloadRequest) NewArgs() any { return &ValidateDownloadRequestArgs{} }
-
-// Run implements engine.Func.
-func (f *ValidateDownloadRequest) Run(ctx context.Context, op *engine.Operation, args any) (engine.Result, error) {
-	a := args.(*ValidateDownloadRequestArgs)
-	nadr, err := as[*v1alpha1.NonAdminDownloadRequest](f.Name(), op)
-	if err != nil {
-		return engine.Result{}, err
-	}
+// Run implements phaseFunc.
+func (f *ValidateDownloadRequest) Run(ctx context.Context, op *engine.Operation, nadr *v1alpha1.NonAdminDownloadRequest, a *ValidateDownloadRequestArgs) (engine.Result, error) {
 	invalid := func(format string, v ...any) error {
 		return refuse(nadr, v1alpha1.ReasonInvalidDownloadRequest, fmt.Errorf(format, v...))
 	}

@@ -43,19 +43,8 @@ type ValidateRestoreSpec struct {
 	settings Settings
 }
 
-// Name implements engine.Func.
-func (*ValidateRestoreSpec) Name() string { return "ValidateRestoreSpec" }
-
-// NewArgs implements engine.Func.
-func (*ValidateRestoreSpec) NewArgs() any { return &ValidateRestoreSpecArgs{} }
-
-// Run implements engine.Func.
-func (f *ValidateRestoreSpec) Run(ctx context.Context, op *engine.Operation, args any) (engine.Result, error) {
-	a := args.(*ValidateRestoreSpecArgs)
-	nar, err := as[*v1alpha1.NonAdminRestore](f.Name(), op)
-	if err != nil {
-		return engine.Result{}, err
-	}
+// Run implements phaseFunc.
+func (f *ValidateRestoreSpec) Run(ctx context.Context, op *engine.Operation, nar *v1alpha1.NonAdminRestore, a *ValidateRestoreSpecArgs) (engine.Result, error) {
 	refusal := validateRestoreSpec(nar)
 	if refusal == nil {
 		refusal = outsideOADPNamespace(op)

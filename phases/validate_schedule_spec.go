@@ -67,19 +67,8 @@ type ValidateScheduleSpec struct {
 	settings Settings
 }
 
-// Name implements engine.Func.
-func (*ValidateScheduleSpec) Name() string { return "ValidateScheduleSpec" }
-
-// NewArgs implements engine.Func.
-func (*ValidateScheduleSpec) NewArgs() any { return &ValidateScheduleSpecArgs{} }
-
-// Run implements engine.Func.
-func (f *ValidateScheduleSpec) Run(ctx context.Context, op *engine.Operation, args any) (engine.Result, error) {
-	a := args.(*ValidateScheduleSpecArgs)
-	nas, err := as[*v1alpha1.NonAdminSchedule](f.Name(), op)
-	if err != nil {
-		return engine.Result{}, err
-	}
+// Run implements phaseFunc.
+func (f *ValidateScheduleSpec) Run(ctx context.Context, op *engine.Operation, nas *v1alpha1.NonAdminSchedule, a *ValidateScheduleSpecArgs) (engine.Result, error) {
 	hours, err := ParseHours(a.AllowedHours)
 	if err != nil {
 		return engine.Result{}, engine.Terminalf("ValidateScheduleSpec: args.allowedHours: %v", err)

@@ -58,19 +58,8 @@ type VerifyBackupContents struct {
 	tools tools
 }
 
-// Name implements engine.Func.
-func (*VerifyBackupContents) Name() string { return "VerifyBackupContents" }
-
-// NewArgs implements engine.Func.
-func (*VerifyBackupContents) NewArgs() any { return &VerifyBackupContentsArgs{} }
-
-// Run implements engine.Func.
-func (f *VerifyBackupContents) Run(ctx context.Context, op *engine.Operation, args any) (engine.Result, error) {
-	a := args.(*VerifyBackupContentsArgs)
-	nab, err := as[*v1alpha1.NonAdminBackup](f.Name(), op)
-	if err != nil {
-		return engine.Result{}, err
-	}
+// Run implements phaseFunc.
+func (f *VerifyBackupContents) Run(ctx context.Context, op *engine.Operation, nab *v1alpha1.NonAdminBackup, a *VerifyBackupContentsArgs) (engine.Result, error) {
 	if a.Name == "" {
 		return engine.Done("no Velero Backup to verify", nil), nil
 	}

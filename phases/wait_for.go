@@ -86,15 +86,8 @@ type WaitFor struct {
 	tools tools
 }
 
-// Name implements engine.Func.
-func (*WaitFor) Name() string { return "WaitFor" }
-
-// NewArgs implements engine.Func.
-func (*WaitFor) NewArgs() any { return &WaitForArgs{} }
-
-// Run implements engine.Func.
-func (f *WaitFor) Run(ctx context.Context, op *engine.Operation, args any) (engine.Result, error) {
-	a := args.(*WaitForArgs)
+// Run implements phaseFunc.
+func (f *WaitFor) Run(ctx context.Context, op *engine.Operation, _ engine.Object, a *WaitForArgs) (engine.Result, error) {
 	switch a.Kind {
 	case "Backup":
 		return f.backup(ctx, op, a.Name)

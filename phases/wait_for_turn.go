@@ -84,19 +84,8 @@ type WaitForTurn struct {
 	defaultMax int
 }
 
-// Name implements engine.Func.
-func (*WaitForTurn) Name() string { return "WaitForTurn" }
-
-// NewArgs implements engine.Func.
-func (*WaitForTurn) NewArgs() any { return &WaitForTurnArgs{} }
-
-// Run implements engine.Func.
-func (f *WaitForTurn) Run(ctx context.Context, op *engine.Operation, args any) (engine.Result, error) {
-	a := args.(*WaitForTurnArgs)
-	nab, err := as[*v1alpha1.NonAdminBackup](f.Name(), op)
-	if err != nil {
-		return engine.Result{}, err
-	}
+// Run implements phaseFunc.
+func (f *WaitForTurn) Run(ctx context.Context, op *engine.Operation, nab *v1alpha1.NonAdminBackup, a *WaitForTurnArgs) (engine.Result, error) {
 	limit := f.defaultMax
 	if a.Max != nil {
 		limit = *a.Max

@@ -45,7 +45,7 @@ func intp(n int) *int { return &n }
 
 func (s *WaitForTurnSuite) TestWaitsSayingWhyAndWhere(c *C) {
 	turns := &fixedTurns{d: TurnDecision{InVelero: 2, Position: 4, Waiting: 22}}
-	f := &WaitForTurn{tools: tools{turns: turns}, defaultMax: 2}
+	f := bind(&WaitForTurn{tools: tools{turns: turns}, defaultMax: 2})
 	op := turnOp("", nil)
 	res, err := f.Run(context.Background(), op, &WaitForTurnArgs{})
 	c.Assert(err, IsNil)
@@ -79,26 +79,26 @@ func (s *WaitForTurnSuite) TestPlaceRewrittenOnlyWhenStale(c *C) {
 		rewrite bool
 	}{{12, false}, {11, false}, {9, false}, {8, true}, {5, true}} {
 		turns := &fixedTurns{d: TurnDecision{InVelero: 2, Position: tc.pos, Waiting: 21}}
-		f := &WaitForTurn{tools: tools{turns: turns}, defaultMax: 2}
+		f := bind(&WaitForTurn{tools: tools{turns: turns}, defaultMax: 2})
 		res, err := f.Run(context.Background(), turnOp(old, oldOut), &WaitForTurnArgs{})
 		c.Assert(err, IsNil)
 		c.Check(res.Message == old, Equals, !tc.rewrite, Commentf("position %d: %s", tc.pos, res.Message))
 	}
 	// A limit that changed is always told.
-	f := &WaitForTurn{tools: tools{turns: &fixedTurns{d: TurnDecision{InVelero: 2, Position: 12, Waiting: 22}}}, defaultMax: 2}
+	f := bind(&WaitForTurn{tools: tools{turns: &fixedTurns{d: TurnDecision{InVelero: 2, Position: 12, Waiting: 22}}}, defaultMax: 2})
 	res, err := f.Run(context.Background(), turnOp(old, oldOut), &WaitForTurnArgs{Max: intp(3)})
 	c.Assert(err, IsNil)
 	c.Check(res.Message, Matches, ".* has 2 of its 3 backups .*")
 }
 
 func (s *WaitForTurnSuite) TestAdmittedUnlimitedAndMisuse(c *C) {
-	f := &WaitForTurn{tools: tools{turns: &fixedTurns{d: TurnDecision{Admitted: true, InVelero: 1}}}, defaultMax: 2}
+	f := bind(&WaitForTurn{tools: tools{turns: &fixedTurns{d: TurnDecision{Admitted: true, InVelero: 1}}}, defaultMax: 2})
 	res, err := f.Run(context.Background(), turnOp("", nil), &WaitForTurnArgs{})
 	c.Assert(err, IsNil)
 	c.Check(res, DeepEquals, engine.Done("its turn in Velero's queue: namespace a had 1 of its 2 backups in Velero", map[string]string{"limit": "2"}))
 
 	// 0 is unlimited: no keeper asked, none needed.
-	none := &WaitForTurn{}
+	none := bind(&WaitForTurn{})
 	res, err = none.Run(context.Background(), turnOp("", nil), &WaitForTurnArgs{})
 	c.Assert(err, IsNil)
 	c.Check(res.Wait, Equals, false)
