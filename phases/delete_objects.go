@@ -7,7 +7,6 @@ import (
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
@@ -59,7 +58,7 @@ func (f *DeleteObjects) Run(ctx context.Context, op *engine.Operation, _ engine.
 	for _, k := range a.Kinds {
 		err := op.Client.DeleteAllOf(ctx, deletableKinds[k](), client.InNamespace(op.OADPNamespace),
 			client.MatchingLabels{op.OriginLabel(): op.UUID})
-		if err != nil && !apierrors.IsNotFound(err) {
+		if client.IgnoreNotFound(err) != nil {
 			return engine.Result{}, fmt.Errorf("deleting Velero %s objects of %s: %w", k, op.UUID, err)
 		}
 	}

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -103,4 +105,29 @@ func linkedUUIDs(op *engine.Operation) []string {
 		return []string{nab.Status.VeleroBackup.NACUUID}
 	}
 	return nil
+}
+
+// read reads namespace/name into obj with r. found is false when there is
+// no such object (an answer, not a failure); err is any other read error,
+// naming the object (the API server's: retryable).
+func read(ctx context.Context, r client.Reader, namespace, name string, obj client.Object) (found bool, err error) {
+	err = r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, obj)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("reading %s %s/%s: %w", reflect.TypeOf(obj).Elem().Name(), namespace, name, err)
+	}
+	return true, nil
+}
+
+// lookup is read through op's cache, then straight from the API server when
+// the cache does not have the object: the cache lags a create, and an object
+// applied together with the one that names it (a NonAdminBackup with its
+// restore, a location with its backup) may not be in it yet.
+func lookup(ctx context.Context, op *engine.Operation, namespace, name string, obj client.Object) (found bool, err error) {
+	if found, err = read(ctx, op.Client, namespace, name, obj); found || err != nil {
+		return found, err
+	}
+	return read(ctx, op.APIReader, namespace, name, obj)
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
@@ -136,12 +135,8 @@ func mirrorOwned[T client.Object](ctx context.Context, op *engine.Operation, kin
 // reader's, wrapped (retryable), and a foreign object (terminal: the safety
 // rule).
 func getOwned(ctx context.Context, r client.Reader, op *engine.Operation, verb, kind, name string, obj client.Object, also ...string) (found bool, err error) {
-	err = r.Get(ctx, client.ObjectKey{Namespace: op.OADPNamespace, Name: name}, obj)
-	if apierrors.IsNotFound(err) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("reading Velero %s %s/%s: %w", kind, op.OADPNamespace, name, err)
+	if found, err = read(ctx, r, op.OADPNamespace, name, obj); !found || err != nil {
+		return found, err
 	}
 	return true, op.CheckOwned(verb, "Velero "+kind, obj, also...)
 }

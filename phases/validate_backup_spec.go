@@ -7,24 +7,24 @@ import (
 	"time"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/engine"
 )
 
-// ValidateBackupSpecArgs are the args of ValidateBackupSpec.
+// ValidateBackupSpecArgs are the args of ValidateBackupSpec: the admin's
+// rules for a tenant's backupSpec. ValidateScheduleSpecArgs embed them, as
+// every run of a schedule is held to the rules of a NonAdminBackup.
 type ValidateBackupSpecArgs struct {
-	// Enforce holds the admin's enforced backupSpec values (seed design
-	// "admin enforced spec"), typed as Velero's BackupSpec.
-	Enforce *EnforcedBackupSpec `json:"enforce,omitempty" doc:"admin-enforced values, typed as Velero's BackupSpec"`
-	// LocationTimeout bounds the wait for a storageLocation of the NAB's
+	// Enforce holds the admin's enforced backupSpec values (OADP's "admin
+	// enforced spec" design), typed as Velero's BackupSpec.
+	Enforce *EnforcedBackupSpec `json:"enforce,omitempty" doc:"admin-enforced values (a schedule's: of every run's backupSpec), typed as Velero's BackupSpec"`
+	// LocationTimeout bounds the wait for a storageLocation of the
 	// namespace that exists but is not ready yet (approval pending, not
 	// created, not Available); DefaultLocationTimeout when unset.
-	LocationTimeout *metav1.Duration `json:"locationTimeout,omitempty" doc:"how long a NAB waits for its NonAdminBackupStorageLocation to be approved, created and Available before it is refused (duration, default 5m)"`
+	LocationTimeout *metav1.Duration `json:"locationTimeout,omitempty" doc:"how long a NAB or schedule waits for its NonAdminBackupStorageLocation to be approved, created and Available before it is refused (duration, default 5m)"`
 }
 
 // DefaultLocationTimeout is how long a NonAdminBackup waits for a storage
@@ -192,16 +192,12 @@ func validateBackupSpec(nab *v1alpha1.NonAdminBackup) error {
 // deleted. Other errors are the API server's (retryable).
 func storageLocation(ctx context.Context, op *engine.Operation, ns, name string) (veleroBSL, notReady string, err error) {
 	nabsl := &v1alpha1.NonAdminBackupStorageLocation{}
-	err = op.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, nabsl)
-	if apierrors.IsNotFound(err) {
-		// A location applied together with the NAB may not be cached yet.
-		err = op.APIReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, nabsl)
-	}
-	if apierrors.IsNotFound(err) {
-		return "", "", engine.Terminalf("spec.backupSpec.storageLocation: no NonAdminBackupStorageLocation named %q in namespace %s", name, ns)
-	}
+	found, err := lookup(ctx, op, ns, name, nabsl)
 	if err != nil {
-		return "", "", fmt.Errorf("reading NonAdminBackupStorageLocation %s/%s: %w", ns, name, err)
+		return "", "", err
+	}
+	if !found {
+		return "", "", engine.Terminalf("spec.backupSpec.storageLocation: no NonAdminBackupStorageLocation named %q in namespace %s", name, ns)
 	}
 	v := nabsl.Status.VeleroBackupStorageLocation
 	about := fmt.Sprintf("NonAdminBackupStorageLocation %q", name)

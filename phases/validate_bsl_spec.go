@@ -7,8 +7,6 @@ import (
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/engine"
@@ -325,12 +323,12 @@ func (f *ValidateBSLSpec) checkSecret(ctx context.Context, op *engine.Operation,
 	effective *velerov1.BackupStorageLocationSpec) (refusal, err error) {
 	cred := nabsl.Spec.BackupStorageLocationSpec.Credential
 	s := &corev1.Secret{}
-	err = op.APIReader.Get(ctx, client.ObjectKey{Namespace: nabsl.Namespace, Name: cred.Name}, s)
-	if apierrors.IsNotFound(err) {
-		return fmt.Errorf("spec.backupStorageLocationSpec.credential: Secret %q not found in namespace %s", cred.Name, nabsl.Namespace), nil
-	}
+	found, err := read(ctx, op.APIReader, nabsl.Namespace, cred.Name, s)
 	if err != nil {
-		return nil, fmt.Errorf("reading Secret %s/%s: %w", nabsl.Namespace, cred.Name, err)
+		return nil, err
+	}
+	if !found {
+		return fmt.Errorf("spec.backupStorageLocationSpec.credential: Secret %q not found in namespace %s", cred.Name, nabsl.Namespace), nil
 	}
 	data, ok := s.Data[cred.Key]
 	if !ok {

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -158,10 +157,10 @@ func finishedTarget(ctx context.Context, op *engine.Operation, name string, inva
 	if k, ok := v1alpha1.KindOf(t.nac); ok {
 		kind = k.Kind
 	}
-	if err := getInNamespace(ctx, op, ns, name, t.nac); apierrors.IsNotFound(err) {
-		return "", invalid("spec.target.name: %s %s/%s does not exist", kind, ns, name)
-	} else if err != nil {
+	if found, err := lookup(ctx, op, ns, name, t.nac); err != nil {
 		return "", err
+	} else if !found {
+		return "", invalid("spec.target.name: %s %s/%s does not exist", kind, ns, name)
 	}
 	linked := t.linked()
 	if linked == "" {
@@ -170,10 +169,10 @@ func finishedTarget(ctx context.Context, op *engine.Operation, name string, inva
 		}
 		return fmt.Sprintf("%s %s has no Velero %s yet", kind, name, t.veleroKind), nil
 	}
-	if err := getInNamespace(ctx, op, op.OADPNamespace, linked, t.velero); apierrors.IsNotFound(err) {
-		return "", invalid("spec.target.name: the Velero %s %s of %s %s no longer exists", t.veleroKind, linked, kind, name)
-	} else if err != nil {
+	if found, err := lookup(ctx, op, op.OADPNamespace, linked, t.velero); err != nil {
 		return "", err
+	} else if !found {
+		return "", invalid("spec.target.name: the Velero %s %s of %s %s no longer exists", t.veleroKind, linked, kind, name)
 	}
 	origin := t.nac.OriginKeys()
 	if got := t.velero.GetAnnotations()[origin.NamespaceAnnotation]; got != ns {
@@ -188,21 +187,6 @@ func finishedTarget(ctx context.Context, op *engine.Operation, name string, inva
 	return "", nil
 }
 
-// getInNamespace reads namespace/name into obj through the cache, then the
-// API server when the cache does not have it (it may lag). The error is the
-// API server's: NotFound when there is no such object.
-func getInNamespace(ctx context.Context, op *engine.Operation, namespace, name string, obj client.Object) error {
-	key := client.ObjectKey{Namespace: namespace, Name: name}
-	err := op.Client.Get(ctx, key, obj)
-	if apierrors.IsNotFound(err) {
-		err = op.APIReader.Get(ctx, key, obj)
-	}
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("reading %T %s/%s: %w", obj, namespace, name, err)
-	}
-	return err
-}
-
 // isTenantLocation reports whether the Velero BackupStorageLocation name of
 // the OADP namespace is a tenant's (it carries the NABSL origin label). ""
 // is Velero's default location: the admin's.
@@ -213,12 +197,8 @@ func isTenantLocation(ctx context.Context, op *engine.Operation, name string) (b
 	bsl := &velerov1.BackupStorageLocation{}
 	// Only tenants' locations are cached (the NAC label): the admin's read
 	// NotFound, which is the answer.
-	err := op.Client.Get(ctx, client.ObjectKey{Namespace: op.OADPNamespace, Name: name}, bsl)
-	if apierrors.IsNotFound(err) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("reading Velero BackupStorageLocation %s/%s: %w", op.OADPNamespace, name, err)
+	if found, err := read(ctx, op.Client, op.OADPNamespace, name, bsl); !found || err != nil {
+		return false, err
 	}
 	_, tenant := bsl.Labels[v1alpha1.NabslOriginNACUUIDLabel]
 	return tenant, nil

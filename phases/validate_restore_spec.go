@@ -6,8 +6,6 @@ import (
 	"strings"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/engine"
@@ -126,17 +124,12 @@ func validateRestoreSpec(nar *v1alpha1.NonAdminRestore) error {
 func (f *ValidateRestoreSpec) checkBackup(ctx context.Context, op *engine.Operation, nar *v1alpha1.NonAdminRestore) (error, error) {
 	name := nar.Spec.RestoreSpec.BackupName
 	nab := &v1alpha1.NonAdminBackup{}
-	err := op.Client.Get(ctx, client.ObjectKey{Namespace: nar.Namespace, Name: name}, nab)
-	if apierrors.IsNotFound(err) {
-		// The cache may not have a NAB created just before the restore: the
-		// API server decides.
-		err = op.APIReader.Get(ctx, client.ObjectKey{Namespace: nar.Namespace, Name: name}, nab)
-	}
-	if apierrors.IsNotFound(err) {
-		return fmt.Errorf("spec.restoreSpec.backupName: no NonAdminBackup named %q in namespace %s", name, nar.Namespace), nil
-	}
+	found, err := lookup(ctx, op, nar.Namespace, name, nab)
 	if err != nil {
-		return nil, fmt.Errorf("reading NonAdminBackup %s/%s: %w", nar.Namespace, name, err)
+		return nil, err
+	}
+	if !found {
+		return fmt.Errorf("spec.restoreSpec.backupName: no NonAdminBackup named %q in namespace %s", name, nar.Namespace), nil
 	}
 	switch nab.Status.Phase {
 	case v1alpha1.NonAdminPhaseBackingOff, v1alpha1.NonAdminPhaseDeleting:

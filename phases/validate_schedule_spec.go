@@ -19,11 +19,9 @@ import (
 // template's enforcement as for a NonAdminBackup, and the admin's bounds on
 // tenants' schedules.
 type ValidateScheduleSpecArgs struct {
-	// Enforce holds the admin's enforced backupSpec values for every run
-	// (as ValidateBackupSpec's args.enforce).
-	Enforce *EnforcedBackupSpec `json:"enforce,omitempty" doc:"admin-enforced values of every run's backupSpec, typed as Velero's BackupSpec"`
-	// LocationTimeout bounds the wait for the template's storage location.
-	LocationTimeout *metav1.Duration `json:"locationTimeout,omitempty" doc:"how long a schedule waits for its NonAdminBackupStorageLocation to be approved, created and Available before it is refused (duration, default 5m)"`
+	// ValidateBackupSpecArgs hold enforce and locationTimeout, applied to
+	// the template every run is made from.
+	ValidateBackupSpecArgs
 	// MinInterval is the shortest time allowed between two runs.
 	MinInterval *metav1.Duration `json:"minInterval,omitempty" doc:"the shortest time allowed between two runs (duration, e.g. 1h); a schedule that runs more often is refused"`
 	// MaxTTL is the longest TTL a run may keep its backup; a template

@@ -8,7 +8,6 @@ import (
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -132,7 +131,7 @@ func setVerified(nab *v1alpha1.NonAdminBackup, status metav1.ConditionStatus, re
 
 // deleteOwn deletes obj, one of op's own objects; one already gone is fine.
 func deleteOwn(ctx context.Context, op *engine.Operation, obj client.Object) error {
-	if err := op.Client.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
+	if err := client.IgnoreNotFound(op.Client.Delete(ctx, obj)); err != nil {
 		return fmt.Errorf("deleting %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
 	}
 	return nil

@@ -7,8 +7,6 @@ import (
 	"time"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/engine"
@@ -169,32 +167,25 @@ func (f *WaitFor) bsl(ctx context.Context, op *engine.Operation, name string) (e
 func (f *WaitFor) restorable(ctx context.Context, op *engine.Operation, name string) (engine.Result, error) {
 	ns := op.Object.GetNamespace()
 	nab := &v1alpha1.NonAdminBackup{}
-	err := op.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, nab)
-	if apierrors.IsNotFound(err) {
-		err = op.APIReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, nab) // the cache may lag
+	found, err := lookup(ctx, op, ns, name, nab)
+	if err != nil {
+		return engine.Result{}, err
 	}
-	if apierrors.IsNotFound(err) {
+	if !found {
 		return engine.Result{}, refuse(op.Object, v1alpha1.ReasonInvalidRestoreSpec,
 			fmt.Errorf("spec.restoreSpec.backupName: NonAdminBackup %s/%s no longer exists", ns, name))
-	}
-	if err != nil {
-		return engine.Result{}, fmt.Errorf("reading NonAdminBackup %s/%s: %w", ns, name, err)
 	}
 	vb := nab.Status.VeleroBackup
 	if vb == nil || vb.Name == "" || vb.Namespace == "" {
 		return engine.Wait(fmt.Sprintf("NonAdminBackup %s has no Velero Backup yet", name), recheckMissing), nil
 	}
 	b := &velerov1.Backup{}
-	err = op.Client.Get(ctx, client.ObjectKey{Namespace: op.OADPNamespace, Name: vb.Name}, b)
-	if apierrors.IsNotFound(err) {
-		err = op.APIReader.Get(ctx, client.ObjectKey{Namespace: op.OADPNamespace, Name: vb.Name}, b)
-		if apierrors.IsNotFound(err) {
-			return engine.Result{}, refuse(op.Object, v1alpha1.ReasonInvalidRestoreSpec,
-				fmt.Errorf("spec.restoreSpec.backupName: the Velero Backup %s of NonAdminBackup %s no longer exists", vb.Name, name))
-		}
+	if found, err = lookup(ctx, op, op.OADPNamespace, vb.Name, b); !found && err == nil {
+		return engine.Result{}, refuse(op.Object, v1alpha1.ReasonInvalidRestoreSpec,
+			fmt.Errorf("spec.restoreSpec.backupName: the Velero Backup %s of NonAdminBackup %s no longer exists", vb.Name, name))
 	}
 	if err != nil {
-		return engine.Result{}, fmt.Errorf("reading Velero Backup %s/%s: %w", op.OADPNamespace, vb.Name, err)
+		return engine.Result{}, err
 	}
 	if origin := b.Annotations[v1alpha1.NabOriginNamespaceAnnotation]; origin != ns {
 		return engine.Result{}, engine.Terminal(&engine.SafetyViolation{Rule: engine.RuleReferences, Phase: op.Phase, Func: op.Func,
@@ -300,11 +291,11 @@ func (f *WaitFor) deletion(ctx context.Context, op *engine.Operation, name strin
 	}
 	ns := op.OADPNamespace
 	dbr := &velerov1.DeleteBackupRequest{}
-	err := op.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, dbr)
-	if err != nil && !apierrors.IsNotFound(err) {
-		return engine.Result{}, fmt.Errorf("reading Velero DeleteBackupRequest %s/%s: %w", ns, name, err)
+	found, err := read(ctx, op.Client, ns, name, dbr)
+	if err != nil {
+		return engine.Result{}, err
 	}
-	if err == nil {
+	if found {
 		if err := op.CheckOwned(waitVerb, "Velero DeleteBackupRequest", dbr); err != nil {
 			return engine.Result{}, err
 		}
@@ -314,12 +305,10 @@ func (f *WaitFor) deletion(ctx context.Context, op *engine.Operation, name strin
 		backupName = dbr.Spec.BackupName
 	}
 	b := &velerov1.Backup{}
-	berr := op.APIReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: backupName}, b)
-	if apierrors.IsNotFound(berr) {
+	if found, err := read(ctx, op.APIReader, ns, backupName, b); err != nil {
+		return engine.Result{}, err
+	} else if !found {
 		return engine.Done(fmt.Sprintf("Velero deleted Backup %s and its data", backupName), nil), nil
-	}
-	if berr != nil {
-		return engine.Result{}, fmt.Errorf("reading Velero Backup %s/%s: %w", ns, backupName, berr)
 	}
 	if err := op.CheckOwned(waitVerb, "Velero Backup", b, linkedUUIDs(op)...); err != nil {
 		return engine.Result{}, err
