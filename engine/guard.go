@@ -291,6 +291,14 @@ func (op *Operation) OwnerMeta() (labels, annotations map[string]string) {
 	return labels, annotations
 }
 
+// ObjectMeta returns the metadata of an object op creates in the OADP
+// namespace: name, the OADP namespace, and OwnerMeta's labels and
+// annotations (new maps, which the caller may add to).
+func (op *Operation) ObjectMeta(name string) metav1.ObjectMeta {
+	labels, annotations := op.OwnerMeta()
+	return metav1.ObjectMeta{Name: name, Namespace: op.OADPNamespace, Labels: labels, Annotations: annotations}
+}
+
 // CheckOwned returns nil when op owns obj (Owns: op's origin label with
 // op.UUID, or with one of also, e.g. the NACUUID of the Velero Backup a
 // NonAdminBackup adopted, and op's namespace in its origin-namespace

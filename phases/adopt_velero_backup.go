@@ -7,7 +7,6 @@ import (
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/engine"
@@ -52,8 +51,7 @@ func (f *AdoptVeleroBackup) Run(ctx context.Context, op *engine.Operation, nab *
 		return engine.Result{}, engine.Terminalf("AdoptVeleroBackup: args.nacuuid is empty")
 	}
 	list := &velerov1.BackupList{}
-	if err := op.APIReader.List(ctx, list, client.InNamespace(op.OADPNamespace),
-		client.MatchingLabels{v1alpha1.NabOriginNACUUIDLabel: a.NACUUID}); err != nil {
+	if err := listLabelled(ctx, op.APIReader, op, list, v1alpha1.NabOriginNACUUIDLabel, a.NACUUID); err != nil {
 		return engine.Result{}, fmt.Errorf("listing Velero Backups of %s: %w", a.NACUUID, err)
 	}
 	// Only a Backup made for this very NAB — its origin namespace and name

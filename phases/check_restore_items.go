@@ -75,10 +75,9 @@ type CheckRestoreItemsArgs struct {
 // onExcluded refuse any excluded item or unread contents, are terminal
 // (Accepted=False); API errors are retryable.
 type CheckRestoreItems struct {
-	tools      tools
-	enabled    bool
-	tenantRole string
-	adminOwned []schema.GroupResource
+	restoreRules
+	tools   tools
+	enabled bool
 }
 
 // SafetyExceptions implements engine.Excepted: the tenant role and the
@@ -117,8 +116,7 @@ func (f *CheckRestoreItems) Run(ctx context.Context, op *engine.Operation, nar *
 		return engine.Result{}, err
 	}
 	if !found {
-		labels, annotations := op.OwnerMeta()
-		want := &velerov1.ServerStatusRequest{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: op.OADPNamespace, Labels: labels, Annotations: annotations}}
+		want := &velerov1.ServerStatusRequest{ObjectMeta: op.ObjectMeta(name)}
 		obj, _, err := createOrAdopt(ctx, op, f.tools.recent, "Velero ServerStatusRequest", want)
 		if err != nil {
 			return engine.Result{}, err

@@ -212,7 +212,7 @@ func runCheck(c *C, enabled bool, plugins []velerov1.PluginInfo, url, onExcluded
 	).Build()
 	op.Client, op.APIReader = cl, cl
 	rec := record.NewFakeRecorder(10)
-	f := bind(&CheckRestoreItems{tools: tools{recorder: rec, recent: newRecentCreates()}, enabled: enabled, tenantRole: "admin", adminOwned: restorepolicy.DefaultAdminOwned})
+	f := bind(&CheckRestoreItems{tools: tools{recorder: rec, recent: newRecentCreates()}, enabled: enabled, restoreRules: restoreRules{tenantRole: "admin", adminOwned: restorepolicy.DefaultAdminOwned}})
 	res, err := f.Run(context.Background(), op, &CheckRestoreItemsArgs{BackupName: "b", OnExcluded: onExcluded})
 	if err == nil {
 		// Done: both requests are gone.
@@ -293,7 +293,7 @@ func (s *CheckRestoreItemsSuite) TestRestoreCarriesSettings(c *C) {
 		nar := &v1alpha1.NonAdminRestore{ObjectMeta: metav1.ObjectMeta{Name: "back", Namespace: "team"},
 			Spec: v1alpha1.NonAdminRestoreSpec{RestoreSpec: &velerov1.RestoreSpec{BackupName: "nab"}}}
 		op := &engine.Operation{Object: nar, OADPNamespace: "oadp", UUID: "uuid-1", Client: cl, APIReader: cl}
-		f := bind(&CreateVeleroRestore{tools: tools{recent: newRecentCreates()}, tenantRole: t.role, adminOwned: t.owned})
+		f := bind(&CreateVeleroRestore{tools: tools{recent: newRecentCreates()}, restoreRules: restoreRules{tenantRole: t.role, adminOwned: t.owned}})
 		_, err := f.Run(context.Background(), op, &CreateVeleroRestoreArgs{BackupName: "b"})
 		c.Assert(err, IsNil)
 		r := &velerov1.Restore{}

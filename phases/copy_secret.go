@@ -67,14 +67,10 @@ func (f *CopySecret) Run(ctx context.Context, op *engine.Operation, nabsl *v1alp
 		return engine.Result{}, refuse(nabsl, v1alpha1.ReasonInvalidBSLSpec, refusal)
 	}
 	copied := map[string][]byte{cred.Key: data}
-	labels, annotations := op.OwnerMeta()
 	want := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: v1alpha1.NACObjectName(nabsl.Namespace, nabsl.Name, op.UUID), Namespace: op.OADPNamespace,
-			Labels: labels, Annotations: annotations,
-		},
-		Type: src.Type,
-		Data: copied,
+		ObjectMeta: op.ObjectMeta(v1alpha1.NACObjectName(nabsl.Namespace, nabsl.Name, op.UUID)),
+		Type:       src.Type,
+		Data:       copied,
 	}
 	obj, verb, err := createOrAdopt(ctx, op, f.tools.recent, "Secret", want)
 	if err != nil {

@@ -5,8 +5,6 @@ import (
 	"fmt"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/engine"
@@ -46,16 +44,12 @@ func (f *CreateDeleteBackupRequest) Run(ctx context.Context, op *engine.Operatio
 		vb.Name, vb.Namespace, vb.NACUUID = backup.Name, backup.Namespace, op.UUID
 	}
 
-	labels, annotations := op.OwnerMeta()
-	labels[velerov1.BackupNameLabel] = backup.Name
-	labels[velerov1.BackupUIDLabel] = string(backup.UID)
 	want := &velerov1.DeleteBackupRequest{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: backup.Name, Namespace: op.OADPNamespace,
-			Labels: labels, Annotations: annotations,
-		},
-		Spec: velerov1.DeleteBackupRequestSpec{BackupName: backup.Name},
+		ObjectMeta: op.ObjectMeta(backup.Name),
+		Spec:       velerov1.DeleteBackupRequestSpec{BackupName: backup.Name},
 	}
+	want.Labels[velerov1.BackupNameLabel] = backup.Name
+	want.Labels[velerov1.BackupUIDLabel] = string(backup.UID)
 	got, verb, err := createOrAdopt(ctx, op, f.tools.recent, "Velero DeleteBackupRequest", want)
 	if err != nil {
 		return engine.Result{}, err
@@ -75,8 +69,7 @@ func (f *CreateDeleteBackupRequest) Run(ctx context.Context, op *engine.Operatio
 // from the tenant's bucket), the oldest. Errors are the API server's.
 func ownBackup(ctx context.Context, op *engine.Operation, nab *v1alpha1.NonAdminBackup) (*velerov1.Backup, error) {
 	list := &velerov1.BackupList{}
-	if err := op.APIReader.List(ctx, list, client.InNamespace(op.OADPNamespace),
-		client.MatchingLabels{v1alpha1.NabOriginNACUUIDLabel: op.UUID}); err != nil {
+	if err := listLabelled(ctx, op.APIReader, op, list, v1alpha1.NabOriginNACUUIDLabel, op.UUID); err != nil {
 		return nil, fmt.Errorf("listing the Velero Backups of %s: %w", op.UUID, err)
 	}
 	var own *velerov1.Backup

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/engine"
@@ -59,9 +58,8 @@ func (f *CreateDownloadRequest) Run(ctx context.Context, op *engine.Operation, n
 // DownloadRequest name in the OADP namespace for the file kind of the Velero
 // Backup or Restore target, with op's origin labels and annotations.
 func createDownloadRequest(ctx context.Context, op *engine.Operation, recent *recentCreates, name string, kind velerov1.DownloadTargetKind, target string) (*velerov1.DownloadRequest, string, error) {
-	labels, annotations := op.OwnerMeta()
 	want := &velerov1.DownloadRequest{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: op.OADPNamespace, Labels: labels, Annotations: annotations},
+		ObjectMeta: op.ObjectMeta(name),
 		Spec:       velerov1.DownloadRequestSpec{Target: velerov1.DownloadTarget{Kind: kind, Name: target}},
 	}
 	obj, verb, err := createOrAdopt(ctx, op, recent, "Velero DownloadRequest", want)

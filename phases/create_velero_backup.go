@@ -46,15 +46,9 @@ func (f *CreateVeleroBackup) Run(ctx context.Context, op *engine.Operation, nab 
 	if nab.Spec.BackupSpec == nil {
 		return engine.Result{}, engine.Terminalf("spec.backupSpec is required")
 	}
-	labels, annotations := op.OwnerMeta()
 	want := &velerov1.Backup{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:        v1alpha1.NACObjectName(nab.Namespace, nab.Name, op.UUID),
-			Namespace:   op.OADPNamespace,
-			Labels:      labels,
-			Annotations: annotations,
-		},
-		Spec: *tenantBackupSpec(nab),
+		ObjectMeta: op.ObjectMeta(v1alpha1.NACObjectName(nab.Namespace, nab.Name, op.UUID)),
+		Spec:       *tenantBackupSpec(nab),
 	}
 	extra.apply(want.Labels, want.Annotations)
 	if l := originLabels(nab); l != "" {

@@ -54,13 +54,9 @@ func (f *CreateVeleroBSL) Run(ctx context.Context, op *engine.Operation, nabsl *
 		LocalObjectReference: corev1.LocalObjectReference{Name: a.SecretName},
 		Key:                  nabsl.Spec.BackupStorageLocationSpec.Credential.Key,
 	}
-	labels, annotations := op.OwnerMeta()
 	want := &velerov1.BackupStorageLocation{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: v1alpha1.NACObjectName(nabsl.Namespace, nabsl.Name, op.UUID), Namespace: op.OADPNamespace,
-			Labels: labels, Annotations: annotations,
-		},
-		Spec: *spec,
+		ObjectMeta: op.ObjectMeta(v1alpha1.NACObjectName(nabsl.Namespace, nabsl.Name, op.UUID)),
+		Spec:       *spec,
 	}
 	obj, verb, err := createOrAdopt(ctx, op, f.tools.recent, "Velero BackupStorageLocation", want)
 	if err != nil {

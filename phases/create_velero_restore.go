@@ -7,7 +7,6 @@ import (
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
@@ -43,9 +42,8 @@ type CreateVeleroRestoreArgs struct {
 // Outputs: name. Errors: a foreign or missing backup and a name taken by
 // another object are terminal; API errors are retryable.
 type CreateVeleroRestore struct {
-	tools      tools
-	tenantRole string
-	adminOwned []schema.GroupResource
+	restoreRules
+	tools tools
 }
 
 // Run implements phaseFunc.
@@ -73,7 +71,8 @@ func (f *CreateVeleroRestore) Run(ctx context.Context, op *engine.Operation, nar
 			spec.ExcludedResources = append(spec.ExcludedResources, r)
 		}
 	}
-	labels, annotations := op.OwnerMeta()
+	meta := op.ObjectMeta(v1alpha1.NACObjectName(nar.Namespace, nar.Name, op.UUID))
+	annotations := meta.Annotations
 	// Only settings that differ from the plugin's defaults are written: a
 	// default restore carries OADP's metadata alone.
 	if f.tenantRole != restorepolicy.DefaultTenantRole {
@@ -83,11 +82,8 @@ func (f *CreateVeleroRestore) Run(ctx context.Context, op *engine.Operation, nar
 		annotations[restorepolicy.AdminOwnedAnnotation] = owned
 	}
 	want := &velerov1.Restore{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: v1alpha1.NACObjectName(nar.Namespace, nar.Name, op.UUID), Namespace: op.OADPNamespace,
-			Labels: labels, Annotations: annotations,
-		},
-		Spec: *spec,
+		ObjectMeta: meta,
+		Spec:       *spec,
 	}
 	a.apply(want.Labels, want.Annotations)
 	obj, verb, err := createOrAdopt(ctx, op, f.tools.recent, "Velero Restore", want)

@@ -131,3 +131,10 @@ func lookup(ctx context.Context, op *engine.Operation, namespace, name string, o
 	}
 	return read(ctx, op.APIReader, namespace, name, obj)
 }
+
+// listLabelled lists into list, with r, the objects of the OADP namespace
+// whose label key has value: an operation's objects by their origin
+// NACUUID label, or Velero's by its own labels. The error is r's.
+func listLabelled(ctx context.Context, r client.Reader, op *engine.Operation, list client.ObjectList, key, value string) error {
+	return r.List(ctx, list, client.InNamespace(op.OADPNamespace), client.MatchingLabels{key: value})
+}

@@ -35,6 +35,18 @@ type Clients struct {
 	Turns TurnKeeper
 }
 
+// restoreRules bound what a tenant's restore may create (restorepolicy):
+// CheckRestoreItems judges a backup's items by them before the restore, and
+// CreateVeleroRestore hands them to Velero's plugin on the Velero Restore.
+type restoreRules struct {
+	// tenantRole is the ClusterRole bounding a tenant's restore
+	// (--tenant-role; restorepolicy.DefaultTenantRole when unset).
+	tenantRole string
+	// adminOwned are the resources a restore never changes when they exist
+	// (--admin-owned-resources; restorepolicy.DefaultAdminOwned when unset).
+	adminOwned []schema.GroupResource
+}
+
 // tools are what some functions keep besides the operation: never a client.
 type tools struct {
 	// recorder emits the events of Notify and SyncScheduleRuns (nil: none).
@@ -91,12 +103,12 @@ type Options struct {
 // malformed (programming errors).
 func NewRegistry(c Clients, o Options) (*engine.Registry, error) {
 	t := tools{recorder: c.Recorder, queue: c.Queue, turns: c.Turns, recent: newRecentCreates()}
-	tenantRole, adminOwned := o.TenantRole, o.AdminOwned
-	if tenantRole == "" {
-		tenantRole = restorepolicy.DefaultTenantRole
+	rules := restoreRules{tenantRole: o.TenantRole, adminOwned: o.AdminOwned}
+	if rules.tenantRole == "" {
+		rules.tenantRole = restorepolicy.DefaultTenantRole
 	}
-	if adminOwned == nil {
-		adminOwned = restorepolicy.DefaultAdminOwned
+	if rules.adminOwned == nil {
+		rules.adminOwned = restorepolicy.DefaultAdminOwned
 	}
 	content := newContentRules(o)
 	var settings Settings = noSettings{}
@@ -112,8 +124,8 @@ func NewRegistry(c Clients, o Options) (*engine.Registry, error) {
 		bind(&CreateDeleteBackupRequest{tools: t}),
 		bind(&DeleteObjects{}),
 		bind(&ValidateRestoreSpec{settings: settings}),
-		bind(&CreateVeleroRestore{tools: t, tenantRole: tenantRole, adminOwned: adminOwned}),
-		bind(&CheckRestoreItems{tools: t, enabled: o.RestorePrecheck, tenantRole: tenantRole, adminOwned: adminOwned}),
+		bind(&CreateVeleroRestore{restoreRules: rules, tools: t}),
+		bind(&CheckRestoreItems{restoreRules: rules, tools: t, enabled: o.RestorePrecheck}),
 		bind(&DeleteRestoresOfBackup{}),
 		bind(&ValidateBSLSpec{settings: settings, content: content}),
 		bind(&RequestApproval{tools: t, required: o.RequireApprovalForBSL, settings: settings}),

@@ -109,17 +109,13 @@ func (f *RequestApproval) Run(ctx context.Context, op *engine.Operation, nabsl *
 	if err != nil {
 		return engine.Result{}, err
 	}
-	labels, annotations := op.OwnerMeta()
 	decision := v1alpha1.ApprovalApprove
 	if required {
 		decision = v1alpha1.ApprovalPending
 	}
 	want := &v1alpha1.NonAdminBackupStorageLocationRequest{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: v1alpha1.NACObjectName(nabsl.Namespace, nabsl.Name, op.UUID), Namespace: op.OADPNamespace,
-			Labels: labels, Annotations: annotations,
-		},
-		Spec: v1alpha1.NonAdminBackupStorageLocationRequestSpec{ApprovalDecision: decision},
+		ObjectMeta: op.ObjectMeta(v1alpha1.NACObjectName(nabsl.Namespace, nabsl.Name, op.UUID)),
+		Spec:       v1alpha1.NonAdminBackupStorageLocationRequestSpec{ApprovalDecision: decision},
 	}
 	obj, _, err := createOrAdopt(ctx, op, f.tools.recent, "NonAdminBackupStorageLocationRequest", want)
 	if err != nil {

@@ -122,7 +122,7 @@ type run struct {
 func (f *SyncScheduleRuns) syncRuns(ctx context.Context, op *engine.Operation, nas *v1alpha1.NonAdminSchedule) ([]run, error) {
 	vs := nas.Status.VeleroSchedule
 	list := &velerov1.BackupList{}
-	if err := op.Client.List(ctx, list, client.InNamespace(op.OADPNamespace), client.MatchingLabels{v1alpha1.NasOriginNACUUIDLabel: vs.NACUUID}); err != nil {
+	if err := listLabelled(ctx, op.Client, op, list, v1alpha1.NasOriginNACUUIDLabel, vs.NACUUID); err != nil {
 		return nil, fmt.Errorf("listing the Velero Backups of schedule %s: %w", vs.Name, err)
 	}
 	var runs []run

@@ -70,8 +70,8 @@ func (f *ValidateDownloadRequest) Run(ctx context.Context, op *engine.Operation,
 		veleroName = r.Name
 		if a.RequireTenantLocation {
 			b := &velerov1.Backup{}
-			if err := op.Client.Get(ctx, client.ObjectKey{Namespace: op.OADPNamespace, Name: r.Spec.BackupName}, b); client.IgnoreNotFound(err) != nil {
-				return engine.Result{}, fmt.Errorf("reading Velero Backup %s/%s: %w", op.OADPNamespace, r.Spec.BackupName, err)
+			if _, err := read(ctx, op.Client, op.OADPNamespace, r.Spec.BackupName, b); err != nil {
+				return engine.Result{}, err
 			}
 			location = b.Spec.StorageLocation
 		}

@@ -86,7 +86,7 @@ func progressSummary(dm *v1alpha1.DataMoverDataUploads, fs *v1alpha1.FileSystemP
 // key=<Velero object name> (velero.io/backup-name or restore-name, as
 // Velero's node agent labels them) and returns their phases.
 func phasesOf(ctx context.Context, op *engine.Operation, list client.ObjectList, key, name string) ([]string, error) {
-	if err := op.Client.List(ctx, list, client.InNamespace(op.OADPNamespace), client.MatchingLabels{key: label.GetValidName(name)}); err != nil {
+	if err := listLabelled(ctx, op.Client, op, list, key, label.GetValidName(name)); err != nil {
 		return nil, fmt.Errorf("listing %T of %s: %w", list, name, err)
 	}
 	var out []string
