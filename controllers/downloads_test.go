@@ -29,12 +29,26 @@ import (
 // starts with "expiring-"). A backup's resource list is, unless a test set
 // one (setResourceList), the namespace and a ConfigMap app-config in it; a
 // log names the Velero object.
-var veleroDownloads = &downloadStore{lists: map[string]map[string][]string{}}
+var veleroDownloads = &downloadStore{lists: map[string]map[string][]string{}, held: map[string]bool{}}
 
 type downloadStore struct {
 	srv   *httptest.Server
 	mu    sync.Mutex
 	lists map[string]map[string][]string // by Velero Backup name
+	held  map[string]bool                // targets whose requests wait
+}
+
+// holdDownloads leaves the DownloadRequests for target unprocessed, as a
+// busy Velero would, until the returned release is called.
+func holdDownloads(target string) (release func()) {
+	veleroDownloads.mu.Lock()
+	defer veleroDownloads.mu.Unlock()
+	veleroDownloads.held[target] = true
+	return func() {
+		veleroDownloads.mu.Lock()
+		defer veleroDownloads.mu.Unlock()
+		delete(veleroDownloads.held, target)
+	}
 }
 
 // setResourceList makes backup's resource list list.
@@ -68,7 +82,10 @@ func (d *downloadStore) processAll(ctx context.Context) {
 	}
 	for i := range list.Items {
 		dr := &list.Items[i]
-		if dr.Status.Phase == velerov1.DownloadRequestPhaseProcessed {
+		d.mu.Lock()
+		held := d.held[dr.Spec.Target.Name]
+		d.mu.Unlock()
+		if held || dr.Status.Phase == velerov1.DownloadRequestPhaseProcessed {
 			continue
 		}
 		expiry := 10 * time.Minute

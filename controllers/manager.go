@@ -57,6 +57,7 @@ func CacheOptions(oadpNamespace string) cache.Options {
 			&velerov1.Restore{}:                              {Namespaces: oadpOnly, Label: nacSelector},
 			&velerov1.BackupStorageLocation{}:                {Namespaces: oadpOnly, Label: nacSelector},
 			&velerov1.DownloadRequest{}:                      {Namespaces: oadpOnly, Label: nacSelector},
+			&velerov1.ServerStatusRequest{}:                  {Namespaces: oadpOnly, Label: nacSelector},
 			&velerov1.Schedule{}:                             {Namespaces: oadpOnly, Label: nacSelector},
 			&v1alpha1.NonAdminBackupStorageLocationRequest{}: {Namespaces: oadpOnly},
 			&v1alpha1.Blueprint{}:                            {Namespaces: oadpOnly},

@@ -206,6 +206,10 @@ func (r *NonAdminBackupReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			builder.WithPredicates(predicate.NewPredicateFuncs(r.inOADPNamespace))).
 		Watches(&velerov1.DeleteBackupRequest{}, handler.EnqueueRequestsFromMapFunc(r.backupToNAB),
 			builder.WithPredicates(predicate.NewPredicateFuncs(r.isNACObject))).
+		// The DownloadRequests VerifyBackupContents waits on: Velero serving
+		// one wakes its NAB (no polling).
+		Watches(&velerov1.DownloadRequest{}, toOrigin[*v1alpha1.NonAdminBackup](),
+			builder.WithPredicates(madeForKind[*v1alpha1.NonAdminBackup](r.OADPNamespace))).
 		// The node agent's volume work: the NAB's progress counters.
 		Watches(&velerov2alpha1.DataUpload{}, handler.EnqueueRequestsFromMapFunc(r.volumeToNAB),
 			builder.WithPredicates(predicate.NewPredicateFuncs(r.inOADPNamespace))).

@@ -36,7 +36,7 @@ type NonAdminRestoreReconciler struct {
 // The restore pre-check (CheckRestoreItems): Velero's plugin list, the
 // tenant role and the roles a backup's RoleBindings bind, and whether a
 // backup's PersistentVolume exists already.
-// +kubebuilder:rbac:groups=velero.io,namespace=openshift-adp,resources=serverstatusrequests,verbs=get;create;delete
+// +kubebuilder:rbac:groups=velero.io,namespace=openshift-adp,resources=serverstatusrequests,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles;roles,verbs=get
 // +kubebuilder:rbac:groups="",resources=persistentvolumes,verbs=get
 
@@ -75,6 +75,12 @@ func (r *NonAdminRestoreReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&velerov1.Restore{}, toOrigin[*v1alpha1.NonAdminRestore](), builder.WithPredicates(madeForKind[*v1alpha1.NonAdminRestore](r.OADPNamespace))).
 		Watches(&velerov1.Backup{}, toWaiters[*v1alpha1.NonAdminRestore, *v1alpha1.NonAdminBackup](r.Client, restoresBackup),
 			builder.WithPredicates(madeForKind[*v1alpha1.NonAdminBackup](r.OADPNamespace))).
+		// The ServerStatusRequest and DownloadRequest CheckRestoreItems waits
+		// on: Velero answering wakes the NAR (no polling).
+		Watches(&velerov1.ServerStatusRequest{}, toOrigin[*v1alpha1.NonAdminRestore](),
+			builder.WithPredicates(madeForKind[*v1alpha1.NonAdminRestore](r.OADPNamespace))).
+		Watches(&velerov1.DownloadRequest{}, toOrigin[*v1alpha1.NonAdminRestore](),
+			builder.WithPredicates(madeForKind[*v1alpha1.NonAdminRestore](r.OADPNamespace))).
 		// The node agent's volume work: the NAR's progress counters.
 		Watches(&velerov2alpha1.DataDownload{}, handler.EnqueueRequestsFromMapFunc(r.volumeToNAR), builder.WithPredicates(r.inOADP())).
 		Watches(&velerov1.PodVolumeRestore{}, handler.EnqueueRequestsFromMapFunc(r.volumeToNAR), builder.WithPredicates(r.inOADP())).

@@ -86,8 +86,13 @@ type Result struct {
 	// Wait is true when the phase is not finished and must be checked again.
 	Wait bool
 	// RecheckAfter is how long to wait before checking again (Wait only); the
-	// runner is also woken by watch events before then.
+	// runner is also woken by watch events before then. With Watched, it is
+	// the latest the function must look again (0: no such deadline).
 	RecheckAfter time.Duration
+	// Watched is true when what the phase waits for is an object the
+	// controller watches, so its change wakes the runner: the runner's own
+	// recheck is then only a safety net (SafetyNet), never a fixed poll.
+	Watched bool
 	// Message says what was done or what is awaited, deterministically.
 	Message string
 	// Output is the phase's small key/value output: on Done, what later
@@ -105,6 +110,33 @@ func Done(message string, output map[string]string) Result {
 // checked again after recheck (or sooner on a watch event).
 func Wait(reason string, recheck time.Duration) Result {
 	return Result{Wait: true, Message: reason, RecheckAfter: recheck}
+}
+
+// WaitWatched returns a Result that keeps the phase waiting for reason on an
+// object the controller watches (Velero's wait-for-ready design: a change of
+// it wakes the runner). The runner rechecks only as a safety net, backing
+// off with the time the phase has waited (SafetyNet), and by deadline at the
+// latest when it is positive (the function's own limit, such as how long
+// Velero may take to serve a file).
+func WaitWatched(reason string, deadline time.Duration) Result {
+	return Result{Wait: true, Message: reason, RecheckAfter: deadline, Watched: true}
+}
+
+// Bounds of SafetyNet.
+const (
+	// MinSafetyNet is the first recheck of a watched wait.
+	MinSafetyNet = 5 * time.Second
+	// MaxSafetyNet is the longest a watched wait goes without a recheck.
+	MaxSafetyNet = 5 * time.Minute
+)
+
+// SafetyNet returns when a phase that has waited for waited on a watched
+// object is rechecked though no event came (a missed watch event, a
+// relist): as long again as it has waited, between MinSafetyNet and
+// MaxSafetyNet, so its rechecks come at 5 s, 10 s, 20 s, 40 s, ... after
+// it began, doubling to every 5 minutes.
+func SafetyNet(waited time.Duration) time.Duration {
+	return min(max(waited, MinSafetyNet), MaxSafetyNet)
 }
 
 // terminalError marks an error that retrying cannot fix (invalid input).

@@ -449,6 +449,11 @@ func (r *Runner) onWait(obj Object, ps *nacv1alpha1.PhaseStatus, spec nacv1alpha
 		}
 	}
 	after := res.RecheckAfter
+	if res.Watched {
+		if net := SafetyNet(waited); after <= 0 || net < after {
+			after = net
+		}
+	}
 	if after <= 0 || after > timeout-waited {
 		after = timeout - waited
 	}

@@ -588,3 +588,27 @@ func (s *RunSuite) TestCancelledRenderIsNotTerminal(c *C) {
 	c.Check(err, ErrorMatches, "phase b: rendering stopped: context canceled") // a's args are plain values
 	c.Check(s.nab.Status.Plan.Phase("b").State, Not(Equals), v1alpha1.PhaseFailed)
 }
+
+// A wait on a watched object is rechecked only as a safety net that backs
+// off with the time waited (5 s, 10 s, 20 s, ... up to 5 min), never sooner
+// than that for a longer deadline, and never later than the function's
+// deadline or the phase's timeout.
+func (s *RunSuite) TestWatchedWaitBacksOff(c *C) {
+	deadline := 2 * time.Minute
+	s.fn.script["b"] = func(int, *stepArgs) (engine.Result, error) {
+		return engine.WaitWatched("waiting for Velero", deadline), nil
+	}
+	var got []time.Duration
+	for range 6 {
+		out, err := s.runner.Run(context.Background(), s.request(c, nil))
+		c.Assert(err, IsNil)
+		got = append(got, out.RequeueAfter)
+		s.now = s.now.Add(out.RequeueAfter)
+		deadline -= out.RequeueAfter
+	}
+	c.Check(got, DeepEquals, []time.Duration{5 * time.Second, 5 * time.Second, 10 * time.Second, 20 * time.Second, 40 * time.Second, 40 * time.Second},
+		Commentf("the last recheck is the function's deadline (2 min after the wait began), before the 80 s safety net"))
+	c.Check(s.fn.calls["b"], Equals, 6)
+	c.Check(engine.SafetyNet(time.Hour), Equals, engine.MaxSafetyNet)
+	c.Check(engine.SafetyNet(0), Equals, engine.MinSafetyNet)
+}

@@ -82,17 +82,20 @@ func backupFileRequest(ctx context.Context, op *engine.Operation, recent *recent
 
 // awaitServed reports how far Velero got with dr, a request for file (e.g.
 // "the contents of Backup b"): served (both results zero: its URL is in
-// status.downloadURL), not yet (wait, the phase's Wait result, rechecked
-// every second), or not within timeout of dr's creation (expired: the phase
-// gives up on the file).
+// status.downloadURL), not yet (wait, the phase's Wait result: the
+// controller watches DownloadRequests, so Velero's answer wakes the phase,
+// and the runner rechecks only as a safety net and when timeout runs out),
+// or not within timeout of dr's creation (expired: the phase gives up on the
+// file).
 func awaitServed(dr *velerov1.DownloadRequest, file string, timeout time.Duration) (wait *engine.Result, expired bool) {
 	if dr.Status.Phase == velerov1.DownloadRequestPhaseProcessed && dr.Status.DownloadURL != "" {
 		return nil, false
 	}
-	if time.Since(dr.CreationTimestamp.Time) > timeout {
+	age := time.Since(dr.CreationTimestamp.Time)
+	if age > timeout {
 		return nil, true
 	}
-	w := engine.Wait(fmt.Sprintf("waiting for Velero to serve %s (DownloadRequest %s is %s)", file, dr.Name, phaseOr(string(dr.Status.Phase))), time.Second)
+	w := engine.WaitWatched(fmt.Sprintf("waiting for Velero to serve %s (DownloadRequest %s is %s)", file, dr.Name, phaseOr(string(dr.Status.Phase))), timeout-age+time.Second)
 	return &w, false
 }
 

@@ -143,7 +143,8 @@ func (f *CheckRestoreItems) Run(ctx context.Context, op *engine.Operation, nar *
 			return engine.Result{}, refuse(nar, v1alpha1.ReasonRestorePluginMissing, fmt.Errorf(
 				"Velero did not list its plugins within %s (ServerStatusRequest %s): is the Velero server running? A restore waits for it to show plugin %s", timeout, name, restorepolicy.PluginName))
 		}
-		return engine.Wait(fmt.Sprintf("waiting for Velero to list its plugins (ServerStatusRequest %s is %s)", name, phaseOr(string(ssr.Status.Phase))), time.Second), nil
+		return engine.WaitWatched(fmt.Sprintf("waiting for Velero to list its plugins (ServerStatusRequest %s is %s)", name, phaseOr(string(ssr.Status.Phase))),
+			timeout-time.Since(ssr.CreationTimestamp.Time)+time.Second), nil
 	}
 	if !slices.ContainsFunc(ssr.Status.Plugins, func(p velerov1.PluginInfo) bool {
 		return p.Name == restorepolicy.PluginName && strings.HasPrefix(p.Kind, "RestoreItemAction")
