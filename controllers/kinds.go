@@ -4,11 +4,13 @@ import (
 	"context"
 	"strings"
 
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -126,5 +128,28 @@ func after[T v1alpha1.Object](action string, fn func(context.Context, T) error) 
 			return nil
 		}
 		return fn(ctx, obj)
+	}
+}
+
+// veleroAnswered passes the updates of a Velero request (DownloadRequest,
+// ServerStatusRequest) that change its status.phase: Velero answering it.
+// Its creation (by the operation that waits on it), later updates and its
+// deletion (Velero expiring it) wake no one; a controller that starts
+// reconciles every NAC object anyway.
+func veleroAnswered() predicate.Predicate {
+	phase := func(o client.Object) string {
+		switch r := o.(type) {
+		case *velerov1.DownloadRequest:
+			return string(r.Status.Phase)
+		case *velerov1.ServerStatusRequest:
+			return string(r.Status.Phase)
+		}
+		return ""
+	}
+	return predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+		UpdateFunc:  func(e event.UpdateEvent) bool { return phase(e.ObjectOld) != phase(e.ObjectNew) },
 	}
 }

@@ -209,7 +209,7 @@ func (r *NonAdminBackupReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// The DownloadRequests VerifyBackupContents waits on: Velero serving
 		// one wakes its NAB (no polling).
 		Watches(&velerov1.DownloadRequest{}, toOrigin[*v1alpha1.NonAdminBackup](),
-			builder.WithPredicates(madeForKind[*v1alpha1.NonAdminBackup](r.OADPNamespace))).
+			builder.WithPredicates(madeForKind[*v1alpha1.NonAdminBackup](r.OADPNamespace), veleroAnswered())).
 		// The node agent's volume work: the NAB's progress counters.
 		Watches(&velerov2alpha1.DataUpload{}, handler.EnqueueRequestsFromMapFunc(r.volumeToNAB),
 			builder.WithPredicates(predicate.NewPredicateFuncs(r.inOADPNamespace))).

@@ -78,9 +78,9 @@ func (r *NonAdminRestoreReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// The ServerStatusRequest and DownloadRequest CheckRestoreItems waits
 		// on: Velero answering wakes the NAR (no polling).
 		Watches(&velerov1.ServerStatusRequest{}, toOrigin[*v1alpha1.NonAdminRestore](),
-			builder.WithPredicates(madeForKind[*v1alpha1.NonAdminRestore](r.OADPNamespace))).
+			builder.WithPredicates(madeForKind[*v1alpha1.NonAdminRestore](r.OADPNamespace), veleroAnswered())).
 		Watches(&velerov1.DownloadRequest{}, toOrigin[*v1alpha1.NonAdminRestore](),
-			builder.WithPredicates(madeForKind[*v1alpha1.NonAdminRestore](r.OADPNamespace))).
+			builder.WithPredicates(madeForKind[*v1alpha1.NonAdminRestore](r.OADPNamespace), veleroAnswered())).
 		// The node agent's volume work: the NAR's progress counters.
 		Watches(&velerov2alpha1.DataDownload{}, handler.EnqueueRequestsFromMapFunc(r.volumeToNAR), builder.WithPredicates(r.inOADP())).
 		Watches(&velerov1.PodVolumeRestore{}, handler.EnqueueRequestsFromMapFunc(r.volumeToNAR), builder.WithPredicates(r.inOADP())).

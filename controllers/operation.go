@@ -177,7 +177,13 @@ func reconcileNAC[T v1alpha1.Object](ctx context.Context, d *Deps, reads *stalen
 		k.begin(obj)
 	}
 	buffer := &events.Buffer{}
-	result, finished, err := runAction(ctx, d, kind, k, obj, action, buffer)
+	result, finished, held, err := runAction(ctx, d, kind, k, obj, action, buffer)
+	if held && err == nil {
+		// A brief wait on Velero (engine.WaitBriefly): its answer, or the
+		// next look, records this run's transitions with the wait's outcome
+		// in one status write and one event.
+		return result, nil
+	}
 	if err == nil {
 		obj.SetObservedGeneration(obj.GetGeneration())
 	}
@@ -241,11 +247,13 @@ func kindOf[T v1alpha1.Object]() (v1alpha1.Kind, error) {
 
 // runAction resolves (for a new operation) and runs action, then afterRun.
 // The run's events go to buffer, sent once its status is written.
-// finished is true once the plan, deferPhase included, has ended.
-func runAction[T v1alpha1.Object](ctx context.Context, d *Deps, kind v1alpha1.Kind, k nacKind[T], obj T, action string, buffer *events.Buffer) (ctrl.Result, bool, error) {
+// finished is true once the plan, deferPhase included, has ended; held when
+// the run stopped at a brief wait and need not be recorded
+// (engine.Outcome.Held).
+func runAction[T v1alpha1.Object](ctx context.Context, d *Deps, kind v1alpha1.Kind, k nacKind[T], obj T, action string, buffer *events.Buffer) (result ctrl.Result, finished, held bool, err error) {
 	uuid, corrected, err := operationIdentity(ctx, d.Client, d.OADPNamespace, kind.Kind, obj, k.refs(obj), k.adopts)
 	if err != nil {
-		return ctrl.Result{}, false, err
+		return ctrl.Result{}, false, false, err
 	}
 	if len(corrected) > 0 {
 		msg := correctedMessage(kind.Kind, corrected)
@@ -256,12 +264,12 @@ func runAction[T v1alpha1.Object](ctx context.Context, d *Deps, kind v1alpha1.Ki
 	if k.revision != nil {
 		var err error
 		if revision, err = k.revision(ctx, obj); err != nil {
-			return ctrl.Result{}, false, err
+			return ctrl.Result{}, false, false, err
 		}
 	}
 	ns := &corev1.Namespace{}
 	if err := d.Client.Get(ctx, client.ObjectKey{Name: obj.GetNamespace()}, ns); client.IgnoreNotFound(err) != nil {
-		return ctrl.Result{}, false, fmt.Errorf("reading namespace %s: %w", obj.GetNamespace(), err)
+		return ctrl.Result{}, false, false, fmt.Errorf("reading namespace %s: %w", obj.GetNamespace(), err)
 	}
 	plan := engine.ResolvedAction{Name: action}
 	if engine.NeedsNewPlan(obj, action, revision) {
@@ -270,24 +278,27 @@ func runAction[T v1alpha1.Object](ctx context.Context, d *Deps, kind v1alpha1.Ki
 		var err error
 		if plan, err = resolveAction(ctx, d, obj, kind.Blueprint, kind.Kind, action, ns.Labels); err != nil {
 			d.Recorder.Event(obj, corev1.EventTypeWarning, EventBlueprintInvalid, err.Error())
-			return ctrl.Result{}, false, reconcile.TerminalError(err)
+			return ctrl.Result{}, false, false, reconcile.TerminalError(err)
 		}
 	}
 	out, err := d.Runner.Run(ctx, engine.Request{Object: obj, Action: plan, UUID: uuid, OADPNamespace: d.OADPNamespace,
 		Revision: revision, NamespaceLabels: ns.Labels, Recorder: buffer})
 	if engine.IsTerminal(err) {
 		d.Recorder.Event(obj, corev1.EventTypeWarning, EventBlueprintInvalid, err.Error())
-		return ctrl.Result{}, false, reconcile.TerminalError(err)
+		return ctrl.Result{}, false, false, reconcile.TerminalError(err)
 	}
 	if err != nil {
-		return ctrl.Result{}, false, err
+		return ctrl.Result{}, false, false, err
+	}
+	if out.Held {
+		return ctrl.Result{RequeueAfter: out.RequeueAfter}, false, true, nil
 	}
 	if k.afterRun != nil {
 		if err := k.afterRun(ctx, obj, action, out.Finished); err != nil {
-			return ctrl.Result{}, false, err
+			return ctrl.Result{}, false, false, err
 		}
 	}
-	return ctrl.Result{RequeueAfter: out.RequeueAfter}, out.Finished, nil
+	return ctrl.Result{RequeueAfter: out.RequeueAfter}, out.Finished, false, nil
 }
 
 // resolveAction returns the blueprint action to run (see blueprints.Resolver:

@@ -93,6 +93,9 @@ type Result struct {
 	// controller watches, so its change wakes the runner: the runner's own
 	// recheck is then only a safety net (SafetyNet), never a fixed poll.
 	Watched bool
+	// Brief is true when the watched object usually answers within
+	// RecheckAfter (WaitBriefly): the wait need not be recorded yet.
+	Brief bool
 	// Message says what was done or what is awaited, deterministically.
 	Message string
 	// Output is the phase's small key/value output: on Done, what later
@@ -120,6 +123,20 @@ func Wait(reason string, recheck time.Duration) Result {
 // Velero may take to serve a file).
 func WaitWatched(reason string, deadline time.Duration) Result {
 	return Result{Wait: true, Message: reason, RecheckAfter: deadline, Watched: true}
+}
+
+// WaitBriefly is WaitWatched for a wait that usually ends within within —
+// Velero serves a DownloadRequest in about 100 ms — so recording it would
+// cost a status write and an event that the answer makes moot at once. When
+// the phase was not already recorded as waiting, the run is held back
+// (Outcome.Held): its status changes and events need not be written, and
+// the caller looks again after within or when the object changes; the
+// phases that ran are idempotent and run again then, and their transitions
+// are recorded with the wait's outcome in one write. A function returns it
+// only while the wait is new (e.g. the request it waits on is younger than
+// within), so a wait that goes on is recorded on the next look.
+func WaitBriefly(reason string, within time.Duration) Result {
+	return Result{Wait: true, Message: reason, RecheckAfter: within, Watched: true, Brief: true}
 }
 
 // Bounds of SafetyNet.

@@ -114,6 +114,11 @@ type Outcome struct {
 	RequeueAfter time.Duration
 	// Finished is true once the plan, deferPhase included, has ended.
 	Finished bool
+	// Held is true when the run stopped at a brief wait (WaitBriefly) that
+	// was not recorded yet: the object's status changes and the run's
+	// events need not be written (the next run makes them again), and the
+	// Observer was not told of the run's transitions.
+	Held bool
 }
 
 func (r *Runner) now() time.Time {
@@ -132,11 +137,25 @@ func (r *Runner) now() time.Time {
 // attempts left (the caller returns it so the workqueue backs off) or when a
 // new plan cannot be compiled (a broken blueprint: the plan is not started).
 func (r *Runner) Run(ctx context.Context, req Request) (Outcome, error) {
+	rr := *r // the Runner holds no state: a copy with the run's recorder and observer
 	if req.Recorder != nil {
-		rr := *r // the Runner holds no state: a copy with the run's recorder
 		rr.Recorder = req.Recorder
-		r = &rr
 	}
+	// The Observer hears of the run's transitions once the run is over, and
+	// not at all when it is held back (they will be made again).
+	told := &observerBuffer{}
+	if r.Observer != nil {
+		rr.Observer = told
+	}
+	out, err := rr.run(ctx, req)
+	if r.Observer != nil && !out.Held {
+		told.replay(r.Observer)
+	}
+	return out, err
+}
+
+// run is Run with the run's recorder and buffered observer.
+func (r *Runner) run(ctx context.Context, req Request) (Outcome, error) {
 	obj := req.Object
 	if NeedsNewPlan(obj, req.Action.Name, req.Revision) {
 		if out, err := r.startPlan(ctx, req); err != nil || !out.Finished {
@@ -436,6 +455,9 @@ func (r *Runner) onWait(obj Object, ps *nacv1alpha1.PhaseStatus, spec nacv1alpha
 		r.fail(obj, ps, msg)
 		return Outcome{}, nil
 	}
+	if res.Brief && ps.State != nacv1alpha1.PhaseWaiting {
+		return Outcome{RequeueAfter: min(max(res.RecheckAfter, time.Millisecond), timeout-waited), Held: true}, nil
+	}
 	if ps.State != nacv1alpha1.PhaseWaiting {
 		r.event(obj, corev1.EventTypeNormal, EventPhaseWaiting, "Phase %s (%s) is waiting: %s", ps.Name, ps.Func, res.Message)
 	}
@@ -577,4 +599,26 @@ func bounded(s string) string {
 		return s
 	}
 	return s[:maxMessage-3] + "..."
+}
+
+// observerBuffer is an Observer that keeps what it is told, for replay.
+type observerBuffer struct{ calls []func(Observer) }
+
+func (b *observerBuffer) ActionStarted(obj Object, action string) {
+	b.calls = append(b.calls, func(o Observer) { o.ActionStarted(obj, action) })
+}
+
+func (b *observerBuffer) ActionEnded(obj Object, action string, failed bool, d time.Duration) {
+	b.calls = append(b.calls, func(o Observer) { o.ActionEnded(obj, action, failed, d) })
+}
+
+func (b *observerBuffer) PhaseEnded(obj Object, fn string, failed bool, d time.Duration) {
+	b.calls = append(b.calls, func(o Observer) { o.PhaseEnded(obj, fn, failed, d) })
+}
+
+// replay tells o what b was told, in order.
+func (b *observerBuffer) replay(o Observer) {
+	for _, call := range b.calls {
+		call(o)
+	}
 }

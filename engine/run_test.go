@@ -506,14 +506,16 @@ func (s *RunSuite) TestSupersededPlanEndsProperly(c *C) {
 	c.Check(obs.ended, DeepEquals, []string{"backup failed=true", "backup failed=false"})
 }
 
-// countingObserver records ActionEnded calls.
-type countingObserver struct{ ended []string }
+// countingObserver records ActionEnded and PhaseEnded calls.
+type countingObserver struct{ ended, phases []string }
 
 func (o *countingObserver) ActionStarted(engine.Object, string) {}
 func (o *countingObserver) ActionEnded(_ engine.Object, action string, failed bool, _ time.Duration) {
 	o.ended = append(o.ended, fmt.Sprintf("%s failed=%v", action, failed))
 }
-func (o *countingObserver) PhaseEnded(engine.Object, string, bool, time.Duration) {}
+func (o *countingObserver) PhaseEnded(_ engine.Object, fn string, failed bool, _ time.Duration) {
+	o.phases = append(o.phases, fmt.Sprintf("%s failed=%v", fn, failed))
+}
 
 func (s *RunSuite) TestNewRevisionStartsANewRun(c *C) {
 	req := s.request(c, nil)
@@ -611,4 +613,53 @@ func (s *RunSuite) TestWatchedWaitBacksOff(c *C) {
 	c.Check(s.fn.calls["b"], Equals, 6)
 	c.Check(engine.SafetyNet(time.Hour), Equals, engine.MaxSafetyNet)
 	c.Check(engine.SafetyNet(0), Equals, engine.MinSafetyNet)
+}
+
+// A brief wait that is not recorded yet holds the run back: the caller need
+// not write it, the Observer hears nothing, and the next run, once the
+// answer came, makes the same transitions again and ends the plan. A brief
+// wait of a phase already recorded as waiting is an ordinary watched wait.
+func (s *RunSuite) TestBriefWaitIsHeldBack(c *C) {
+	obs := &countingObserver{}
+	s.runner.Observer = obs
+	answered := false
+	s.fn.script["b"] = func(int, *stepArgs) (engine.Result, error) {
+		if answered {
+			return engine.Done("answered", nil), nil
+		}
+		return engine.WaitBriefly("asked Velero", 2*time.Second), nil
+	}
+	out, err := s.runner.Run(context.Background(), s.request(c, nil))
+	c.Assert(err, IsNil)
+	c.Check(out, DeepEquals, engine.Outcome{RequeueAfter: 2 * time.Second, Held: true})
+	c.Check(obs.phases, HasLen, 0, Commentf("phase a ended in memory only"))
+
+	// The caller did not write: the next run starts from the same record.
+	s.nab.Status.Plan = nil
+	answered = true
+	out, err = s.runner.Run(context.Background(), s.request(c, nil))
+	c.Assert(err, IsNil)
+	c.Check(out.Finished, Equals, true)
+	c.Check(out.Held, Equals, false)
+	c.Check(s.fn.calls, DeepEquals, map[string]int{"a": 2, "b": 2, "c": 1, "d": 1})
+	c.Check(obs.phases, DeepEquals, []string{"Step failed=false", "Step failed=false", "Step failed=false", "Step failed=false"})
+	c.Check(obs.ended, DeepEquals, []string{"backup failed=false"})
+
+	// Recorded as waiting already: not held.
+	s.nab.Status.Plan = nil
+	answered = false
+	s.fn.script["b"] = func(n int, _ *stepArgs) (engine.Result, error) {
+		if n == 3 {
+			return engine.Wait("slow", time.Minute), nil
+		}
+		return engine.WaitBriefly("asked Velero", 2*time.Second), nil
+	}
+	out, err = s.runner.Run(context.Background(), s.request(c, nil))
+	c.Assert(err, IsNil)
+	c.Check(out.Held, Equals, false)
+	c.Check(s.nab.Status.Plan.Phase("b").State, Equals, v1alpha1.PhaseWaiting)
+	out, err = s.runner.Run(context.Background(), s.request(c, nil))
+	c.Assert(err, IsNil)
+	c.Check(out.Held, Equals, false)
+	c.Check(out.RequeueAfter, Equals, 2*time.Second)
 }

@@ -80,11 +80,16 @@ func backupFileRequest(ctx context.Context, op *engine.Operation, recent *recent
 	return dr, err
 }
 
+// briefServe is how long a new DownloadRequest's wait goes unrecorded
+// (engine.WaitBriefly): a running Velero serves one in about 100 ms.
+const briefServe = 2 * time.Second
+
 // awaitServed reports how far Velero got with dr, a request for file (e.g.
 // "the contents of Backup b"): served (both results zero: its URL is in
 // status.downloadURL), not yet (wait, the phase's Wait result: the
 // controller watches DownloadRequests, so Velero's answer wakes the phase,
-// and the runner rechecks only as a safety net and when timeout runs out),
+// and the runner rechecks only as a safety net and when timeout runs out;
+// for the first briefServe the wait is not even recorded),
 // or not within timeout of dr's creation (expired: the phase gives up on the
 // file).
 func awaitServed(dr *velerov1.DownloadRequest, file string, timeout time.Duration) (wait *engine.Result, expired bool) {
@@ -95,7 +100,12 @@ func awaitServed(dr *velerov1.DownloadRequest, file string, timeout time.Duratio
 	if age > timeout {
 		return nil, true
 	}
-	w := engine.WaitWatched(fmt.Sprintf("waiting for Velero to serve %s (DownloadRequest %s is %s)", file, dr.Name, phaseOr(string(dr.Status.Phase))), timeout-age+time.Second)
+	msg := fmt.Sprintf("waiting for Velero to serve %s (DownloadRequest %s is %s)", file, dr.Name, phaseOr(string(dr.Status.Phase)))
+	if age < briefServe {
+		w := engine.WaitBriefly(msg, briefServe-age)
+		return &w, false
+	}
+	w := engine.WaitWatched(msg, timeout-age+time.Second)
 	return &w, false
 }
 

@@ -31,7 +31,8 @@ func (s *BackupFilesInternalSuite) TestServeTimeout(c *C) {
 }
 
 // A request is served once processed with a URL, waited for until it is
-// older than the timeout, then given up.
+// older than the timeout, then given up. The wait is a watched one (Velero's
+// answer wakes the phase), unrecorded while the request is new.
 func (s *BackupFilesInternalSuite) TestAwaitServed(c *C) {
 	request := func(phase velerov1.DownloadRequestPhase, url string, age time.Duration) *velerov1.DownloadRequest {
 		dr := &velerov1.DownloadRequest{ObjectMeta: metav1.ObjectMeta{Name: "dr", CreationTimestamp: metav1.NewTime(time.Now().Add(-age))}}
@@ -47,7 +48,15 @@ func (s *BackupFilesInternalSuite) TestAwaitServed(c *C) {
 	c.Check(expired, Equals, false)
 	c.Check(wait.Message, Equals, "waiting for Velero to serve the contents of Backup b (DownloadRequest dr is not started)")
 	c.Check(wait.Wait, Equals, true)
-	c.Check(wait.RecheckAfter, Equals, time.Second)
+	c.Check(wait.Watched, Equals, true)
+	c.Check(wait.Brief, Equals, true, Commentf("a request a second old: Velero serves it in about 100 ms"))
+	c.Check(wait.RecheckAfter > 900*time.Millisecond && wait.RecheckAfter <= time.Second, Equals, true, Commentf("%s: until it is 2 s old", wait.RecheckAfter))
+
+	wait, _ = awaitServed(request("", "", 10*time.Second), "the contents of Backup b", time.Minute)
+	c.Assert(wait, NotNil)
+	c.Check(wait.Watched, Equals, true)
+	c.Check(wait.Brief, Equals, false, Commentf("a wait that goes on is recorded"))
+	c.Check(wait.RecheckAfter > 50*time.Second && wait.RecheckAfter <= 51*time.Second, Equals, true, Commentf("%s: by the timeout at the latest", wait.RecheckAfter))
 
 	wait, expired = awaitServed(request(velerov1.DownloadRequestPhaseProcessed, "", 2*time.Minute), "the file", time.Minute)
 	c.Check(wait, IsNil)
