@@ -88,26 +88,43 @@ func toWaiters[T, Target v1alpha1.Object](c client.Reader, waits func(waiter T, 
 		if !ok {
 			return nil
 		}
-		kind, err := kindOf[T]()
-		if err != nil {
-			return nil
-		}
-		list := kind.NewList()
-		if err := c.List(ctx, list, client.InNamespace(target.Namespace)); err != nil {
-			return nil
-		}
-		items, err := meta.ExtractList(list)
-		if err != nil {
-			return nil
-		}
-		var reqs []reconcile.Request
-		for _, item := range items {
-			if w, ok := item.(T); ok && waits(w, target.Name) {
-				reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: w.GetNamespace(), Name: w.GetName()}})
-			}
-		}
-		return reqs
+		return waitersOf(ctx, c, target, waits)
 	})
+}
+
+// toUsers maps a NAC object to the objects of kind T in its namespace that
+// wait for it: those for which waits(waiter, its name) holds (a
+// NonAdminBackupStorageLocation approved or turned Available wakes the
+// backups and schedules waiting to use it). A list that fails maps to
+// nothing (the waiters' safety-net rechecks remain).
+func toUsers[T v1alpha1.Object](c client.Reader, waits func(waiter T, target string) bool) handler.EventHandler {
+	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
+		return waitersOf(ctx, c, client.ObjectKeyFromObject(obj), waits)
+	})
+}
+
+// waitersOf returns the requests of the objects of kind T in target's
+// namespace for which waits(waiter, target's name) holds.
+func waitersOf[T v1alpha1.Object](ctx context.Context, c client.Reader, target types.NamespacedName, waits func(waiter T, target string) bool) []reconcile.Request {
+	kind, err := kindOf[T]()
+	if err != nil {
+		return nil
+	}
+	list := kind.NewList()
+	if err := c.List(ctx, list, client.InNamespace(target.Namespace)); err != nil {
+		return nil
+	}
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		return nil
+	}
+	var reqs []reconcile.Request
+	for _, item := range items {
+		if w, ok := item.(T); ok && waits(w, target.Name) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: w.GetNamespace(), Name: w.GetName()}})
+		}
+	}
+	return reqs
 }
 
 // finalizeOr returns the actionFor of a kind that runs action until its

@@ -206,6 +206,9 @@ func (r *NonAdminBackupReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			builder.WithPredicates(predicate.NewPredicateFuncs(r.inOADPNamespace))).
 		Watches(&velerov1.DeleteBackupRequest{}, handler.EnqueueRequestsFromMapFunc(r.backupToNAB),
 			builder.WithPredicates(predicate.NewPredicateFuncs(r.isNACObject))).
+		// A location approved, created or turned Available wakes the NABs
+		// waiting to use it.
+		Watches(&v1alpha1.NonAdminBackupStorageLocation{}, toUsers[*v1alpha1.NonAdminBackup](r.Client, usesLocation)).
 		// The DownloadRequests VerifyBackupContents waits on: Velero serving
 		// one wakes its NAB (no polling).
 		Watches(&velerov1.DownloadRequest{}, toOrigin[*v1alpha1.NonAdminBackup](),
@@ -250,4 +253,12 @@ func (r *NonAdminBackupReconciler) isNACObject(obj client.Object) bool {
 // annotations.
 func (r *NonAdminBackupReconciler) backupToNAB(_ context.Context, obj client.Object) []reconcile.Request {
 	return originOf[*v1alpha1.NonAdminBackup](obj)
+}
+
+// usesLocation reports whether nab, not ended, names the
+// NonAdminBackupStorageLocation location in its backupSpec.
+func usesLocation(nab *v1alpha1.NonAdminBackup, location string) bool {
+	p := nab.Status.Plan
+	return nab.Spec.BackupSpec != nil && nab.Spec.BackupSpec.StorageLocation == location &&
+		(p == nil || p.State == v1alpha1.PlanRunning)
 }

@@ -141,5 +141,15 @@ func (r *NonAdminScheduleReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return b.
 		Watches(&velerov1.Schedule{}, toOrigin[*v1alpha1.NonAdminSchedule](), made).
 		Watches(&velerov1.Backup{}, toOrigin[*v1alpha1.NonAdminSchedule](), made).
+		// A location approved, created or turned Available wakes the
+		// schedules waiting to use it.
+		Watches(&v1alpha1.NonAdminBackupStorageLocation{}, toUsers[*v1alpha1.NonAdminSchedule](r.Client, scheduleUsesLocation)).
 		Complete(r)
+}
+
+// scheduleUsesLocation reports whether nas, running, names the
+// NonAdminBackupStorageLocation location in its template.
+func scheduleUsesLocation(nas *v1alpha1.NonAdminSchedule, location string) bool {
+	t, p := nas.Spec.Template.BackupSpec, nas.Status.Plan
+	return t != nil && t.StorageLocation == location && (p == nil || p.State == v1alpha1.PlanRunning)
 }

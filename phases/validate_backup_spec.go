@@ -34,10 +34,6 @@ type ValidateBackupSpecArgs struct {
 // timeout, ends the wait.
 const DefaultLocationTimeout = 5 * time.Minute
 
-// recheckLocation is how often a NAB waiting for its storage location looks
-// again (a location turns ready in seconds once approved).
-const recheckLocation = 5 * time.Second
-
 // ValidateBackupSpec checks a NonAdminBackup's backupSpec against the tenant
 // rules of OADP NAC — a tenant may back up only its own namespace, and
 // nothing cluster-scoped — and applies the admin's enforced values
@@ -148,7 +144,9 @@ func awaitLocation(ctx context.Context, op *engine.Operation, ns string, spec *v
 		limit = timeout.Duration
 	}
 	if waited := phaseAge(op); waited < limit {
-		w := engine.Wait(fmt.Sprintf("waiting up to %s for %s", limit, notReady), min(recheckLocation, limit-waited))
+		// The controllers map the location's changes to the NABs and
+		// schedules that use it: a watched wait.
+		w := engine.WaitWatched(fmt.Sprintf("waiting up to %s for %s", limit, notReady), limit-waited)
 		return &w, nil, nil
 	}
 	return nil, fmt.Errorf("spec.backupSpec.storageLocation: not ready within %s: %s", limit, notReady), nil

@@ -3,7 +3,6 @@ package phases
 import (
 	"context"
 	"fmt"
-	"time"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -12,11 +11,6 @@ import (
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/engine"
 )
-
-// recheckTarget is the fallback recheck while the NonAdminBackup or
-// NonAdminRestore a download names is still running; the watch on Velero
-// objects does not reach NonAdminDownloadRequests.
-const recheckTarget = 10 * time.Second
 
 // ValidateDownloadRequestArgs are the args of ValidateDownloadRequest.
 type ValidateDownloadRequestArgs struct {
@@ -94,12 +88,14 @@ func (f *ValidateDownloadRequest) Run(ctx context.Context, op *engine.Operation,
 		map[string]string{"kind": string(t.Kind), "name": veleroName}), nil
 }
 
-// waitOr returns a Wait result with message wait, or err.
+// waitOr returns a watched wait with message wait, or err: the controller
+// maps the Velero Backups and Restores of NAC objects to the requests that
+// name them, so the target's progress wakes the request.
 func waitOr(wait string, err error) (engine.Result, error) {
 	if err != nil {
 		return engine.Result{}, err
 	}
-	return engine.Wait(wait, recheckTarget), nil
+	return engine.WaitWatched(wait, 0), nil
 }
 
 // downloadTarget is what a download may name: a NAC object (nac, empty, a

@@ -12,12 +12,13 @@ import (
 	"github.com/nacflow/nacflow/engine"
 )
 
-// Recheck periods of WaitFor. Watches on Velero objects wake the controller
-// sooner; these are only the fallback.
+// WaitFor's waits are woken by the watches on what they wait for: an object
+// not yet in the cache (its creation), a location or schedule Velero
+// validates, a DownloadRequest Velero serves are watched waits
+// (engine.WaitWatched: the runner's recheck is a safety net backing off
+// from 5 s). Backups, Restores and DeleteBackupRequests Velero works on may
+// wait for hours in Velero's queue: their recheck stays one long period.
 const (
-	// recheckMissing is used while an object the operation just created is
-	// not yet in the cache.
-	recheckMissing = 2 * time.Second
 	// recheckRunning is used while Velero works on an object. Every update
 	// Velero makes to the object wakes its NAC object through the watch, so
 	// this only bounds how long a lost event could go unnoticed; polling
@@ -120,7 +121,7 @@ func (f *WaitFor) schedule(ctx context.Context, op *engine.Operation, name strin
 		return engine.Result{}, err
 	}
 	if !found {
-		return engine.Wait(fmt.Sprintf("Velero Schedule %s not found yet", name), recheckMissing), nil
+		return engine.WaitWatched(fmt.Sprintf("Velero Schedule %s not found yet", name), 0), nil
 	}
 	switch s.Status.Phase {
 	case velerov1.SchedulePhaseEnabled:
@@ -129,11 +130,8 @@ func (f *WaitFor) schedule(ctx context.Context, op *engine.Operation, name strin
 		return engine.Result{}, refuse(op.Object, v1alpha1.ReasonInvalidScheduleSpec,
 			fmt.Errorf("Velero refused Schedule %s: %s", name, strings.Join(s.Status.ValidationErrors, "; ")))
 	}
-	return engine.Wait(fmt.Sprintf("Velero Schedule %s is %s", name, phaseOr(string(s.Status.Phase))), recheckBSL), nil
+	return engine.WaitWatched(fmt.Sprintf("Velero Schedule %s is %s", name, phaseOr(string(s.Status.Phase))), 0), nil
 }
-
-// recheckBSL is the fallback recheck while Velero validates a location.
-const recheckBSL = 5 * time.Second
 
 // bsl waits until Velero reports the BackupStorageLocation name, one of
 // op's own, Available.
@@ -147,7 +145,7 @@ func (f *WaitFor) bsl(ctx context.Context, op *engine.Operation, name string) (e
 		return engine.Result{}, err
 	}
 	if !found {
-		return engine.Wait(fmt.Sprintf("Velero BackupStorageLocation %s not found yet", name), recheckMissing), nil
+		return engine.WaitWatched(fmt.Sprintf("Velero BackupStorageLocation %s not found yet", name), 0), nil
 	}
 	if b.Status.Phase == velerov1.BackupStorageLocationPhaseAvailable {
 		return engine.Done(fmt.Sprintf("Velero BackupStorageLocation %s is Available", name), map[string]string{"phase": string(b.Status.Phase)}), nil
@@ -156,7 +154,7 @@ func (f *WaitFor) bsl(ctx context.Context, op *engine.Operation, name string) (e
 	if b.Status.Message != "" {
 		msg += ": " + b.Status.Message
 	}
-	return engine.Wait(msg, recheckBSL), nil
+	return engine.WaitWatched(msg, 0), nil
 }
 
 // restorable waits until the Velero Backup of the NonAdminBackup name, in
@@ -177,7 +175,7 @@ func (f *WaitFor) restorable(ctx context.Context, op *engine.Operation, name str
 	}
 	vb := nab.Status.VeleroBackup
 	if vb == nil || vb.Name == "" || vb.Namespace == "" {
-		return engine.Wait(fmt.Sprintf("NonAdminBackup %s has no Velero Backup yet", name), recheckMissing), nil
+		return engine.WaitWatched(fmt.Sprintf("NonAdminBackup %s has no Velero Backup yet", name), 0), nil
 	}
 	b := &velerov1.Backup{}
 	if found, err = lookup(ctx, op, op.OADPNamespace, vb.Name, b); !found && err == nil {
@@ -327,10 +325,6 @@ func (f *WaitFor) deletion(ctx context.Context, op *engine.Operation, name strin
 	return engine.Wait(fmt.Sprintf("Velero DeleteBackupRequest %s is %s", name, phase), recheckRunning), nil
 }
 
-// recheckDownload is the fallback recheck while Velero processes a
-// DownloadRequest (about a second when its location is Available).
-const recheckDownload = 5 * time.Second
-
 // download waits until Velero has processed the DownloadRequest name, one
 // of op's own: its status carries the download URL.
 func (f *WaitFor) download(ctx context.Context, op *engine.Operation, name string) (engine.Result, error) {
@@ -355,7 +349,7 @@ func (f *WaitFor) download(ctx context.Context, op *engine.Operation, name strin
 		}
 		return engine.Done(fmt.Sprintf("Velero processed DownloadRequest %s: the URL expires at %s", name, out["expiration"]), out), nil
 	}
-	return engine.Wait(fmt.Sprintf("Velero DownloadRequest %s is %s", name, phaseOr(string(dr.Status.Phase))), recheckDownload), nil
+	return engine.WaitWatched(fmt.Sprintf("Velero DownloadRequest %s is %s", name, phaseOr(string(dr.Status.Phase))), 0), nil
 }
 
 // phaseOr returns phase, or "not started" when Velero has set none.
