@@ -263,8 +263,9 @@ func (s *ControllerSuite) TestDownloadRequireTenantLocation(c *C) {
 }
 
 // TestBackupVerified: the backup action checks the finished backup's
-// resource list (Verified=True with the count) and deletes its own
-// DownloadRequest.
+// resource list (Verified=True with the count). Its DownloadRequest is left
+// for Velero to expire (no write for what Velero does anyway); deleting the
+// NAB removes it.
 func (s *ControllerSuite) TestBackupVerified(c *C) {
 	ns := createNamespace(c, "verify")
 	nab, veleroName := startedBackup(c, s.oadp, ns, "checked")
@@ -276,7 +277,17 @@ func (s *ControllerSuite) TestBackupVerified(c *C) {
 	c.Check(v.Reason, Equals, v1alpha1.ReasonContentsVerified)
 	c.Check(v.Message, Equals, fmt.Sprintf("2 items of Velero Backup %s checked: all belong to namespace %s", veleroName, ns))
 	c.Check(got.Status.Plan.Phase("verify").Output, DeepEquals, map[string]string{"items": "2", "unexpected": "0"})
-	c.Check(veleroDownloadRequestsOf(c, s.oadp, v1alpha1.NabOriginNACUUIDLabel, controllers.NACUUID(got.UID)), HasLen, 0)
+	nacuuid := controllers.NACUUID(got.UID)
+	left := veleroDownloadRequestsOf(c, s.oadp, v1alpha1.NabOriginNACUUIDLabel, nacuuid)
+	c.Assert(left, HasLen, 1)
+	c.Check(left[0].Status.Phase, Equals, velerov1.DownloadRequestPhaseProcessed)
+	c.Check(left[0].Status.Expiration, NotNil, Commentf("Velero deletes it once expired"))
+
+	c.Assert(testClient.Delete(context.Background(), nab), IsNil)
+	eventually(c, 10*time.Second, func() (bool, string) {
+		n := len(veleroDownloadRequestsOf(c, s.oadp, v1alpha1.NabOriginNACUUIDLabel, nacuuid))
+		return n == 0, fmt.Sprintf("%d DownloadRequests left", n)
+	})
 }
 
 // TestBackupVerificationFindsStrangers: items of another namespace and

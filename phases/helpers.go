@@ -138,3 +138,11 @@ func lookup(ctx context.Context, op *engine.Operation, namespace, name string, o
 func listLabelled(ctx context.Context, r client.Reader, op *engine.Operation, list client.ObjectList, key, value string) error {
 	return r.List(ctx, list, client.InNamespace(op.OADPNamespace), client.MatchingLabels{key: value})
 }
+
+// deleteOwn deletes obj, one of op's own objects; one already gone is fine.
+func deleteOwn(ctx context.Context, op *engine.Operation, obj client.Object) error {
+	if err := client.IgnoreNotFound(op.Client.Delete(ctx, obj)); err != nil {
+		return fmt.Errorf("deleting %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
+	}
+	return nil
+}

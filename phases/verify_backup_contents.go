@@ -41,7 +41,7 @@ type VerifyBackupContentsArgs struct {
 // NonAdminBackup's namespace; cluster-scoped ones must be that Namespace, a
 // PersistentVolume bound to one of its claims, or a CustomResourceDefinition
 // of a custom resource backed up from it (the cluster-scoped items Velero
-// adds for a namespace). The DownloadRequest is deleted after use.
+// adds for a namespace). Velero deletes the DownloadRequest when its URL expires.
 //
 // Sets condition Verified: True naming the number of items checked; False
 // naming the unexpected items (the first 10), with a Warning event
@@ -79,11 +79,14 @@ func (f *VerifyBackupContents) Run(ctx context.Context, op *engine.Operation, na
 		return engine.Result{}, err
 	}
 	timeout := a.serveTimeout()
+	// The DownloadRequest is left to Velero, which deletes a request once
+	// its URL expires (10 minutes after serving it): deleting it here would
+	// cost a write per backup for what Velero does anyway, and its URL stays
+	// valid until then whoever deletes the object. A request Velero never
+	// served goes with the NonAdminBackup (the finalize action's
+	// DeleteObjects), or is served and expired when Velero runs again.
 	unknown := func(why string) (engine.Result, error) {
 		setVerified(nab, metav1.ConditionUnknown, v1alpha1.ReasonVerificationUnavailable, why)
-		if err := deleteOwn(ctx, op, dr); err != nil {
-			return engine.Result{}, err
-		}
 		return engine.Done("not verified: "+why, nil), nil
 	}
 	if wait, expired := awaitServed(dr, "the resource list of Backup "+b.Name, timeout); expired {
@@ -101,9 +104,6 @@ func (f *VerifyBackupContents) Run(ctx context.Context, op *engine.Operation, na
 		return engine.Result{}, err
 	}
 	unexpected, shown := list.check(allowed)
-	if err := deleteOwn(ctx, op, dr); err != nil {
-		return engine.Result{}, err
-	}
 	out := map[string]string{"items": fmt.Sprint(list.total), "unexpected": fmt.Sprint(unexpected)}
 	if unexpected == 0 {
 		msg := fmt.Sprintf("%d items of Velero Backup %s checked: all belong to namespace %s", list.total, b.Name, nab.Namespace)
@@ -127,14 +127,6 @@ func (f *VerifyBackupContents) Run(ctx context.Context, op *engine.Operation, na
 // setVerified sets nab's Verified condition.
 func setVerified(nab *v1alpha1.NonAdminBackup, status metav1.ConditionStatus, reason, msg string) {
 	setCondition(nab, v1alpha1.ConditionVerified, status, reason, msg)
-}
-
-// deleteOwn deletes obj, one of op's own objects; one already gone is fine.
-func deleteOwn(ctx context.Context, op *engine.Operation, obj client.Object) error {
-	if err := client.IgnoreNotFound(op.Client.Delete(ctx, obj)); err != nil {
-		return fmt.Errorf("deleting %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
-	}
-	return nil
 }
 
 // downloadResourceList reads Velero's gzipped resource list of namespace

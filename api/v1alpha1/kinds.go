@@ -53,7 +53,9 @@ var kinds = []Kind{{
 	Actions: []string{"adopt", "backup", "delete", "finalize", "forceDelete"},
 	New:     func() Object { return &NonAdminBackup{} }, NewList: func() client.ObjectList { return &NonAdminBackupList{} },
 	GarbageCollected: func() []client.ObjectList {
-		return []client.ObjectList{&velerov1.BackupList{}, &velerov1.DeleteBackupRequestList{}}
+		// DownloadRequests: VerifyBackupContents leaves its request to
+		// Velero, which never expires one it did not serve.
+		return []client.ObjectList{&velerov1.BackupList{}, &velerov1.DeleteBackupRequestList{}, &velerov1.DownloadRequestList{}}
 	},
 }, {
 	Kind: "NonAdminRestore", Resource: "nonadminrestores", Short: "nar",

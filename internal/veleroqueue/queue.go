@@ -133,9 +133,13 @@ func (q *BackupQueue) StaleWaiting() []types.NamespacedName {
 	q.mu.RLock()
 	defer q.mu.RUnlock()
 	var out []types.NamespacedName
+	first := 0 // the index of the first Backup created when k was
 	for i, k := range q.order {
+		if i > 0 && !k.created.Equal(q.order[i-1].created) {
+			first = i
+		}
 		e := q.pending[k.name]
-		if e.nab.Namespace != "" && e.nab.Name != "" && phases.PositionStale(e.shown, i+1) {
+		if e.nab.Namespace != "" && e.nab.Name != "" && phases.PositionStale(e.shown, first+1) {
 			out = append(out, e.nab)
 		}
 	}
@@ -183,14 +187,18 @@ func (q *BackupQueue) Forget(name string) {
 }
 
 // Position implements phases.QueueEstimator: 1 + the pending Backups created
-// before (created, name). O(log pending), no allocation.
+// strictly before created, as OADP NAC counts (GetBackupQueueInfo): Backups
+// created in the same second share a place. A Backup's figure thus never
+// depends on Backups created after it — a wave's later Backups of the same
+// second, which sort before it by name, do not make the figure it recorded
+// at creation stale. O(log pending), no allocation.
 func (q *BackupQueue) Position(name string, created time.Time) int {
 	q.mu.RLock()
 	defer q.mu.RUnlock()
-	k := queueKey{created: created, name: name}
-	i, _ := slices.BinarySearchFunc(q.order, k, queueKey.compare)
+	// Names are never empty: this finds the first Backup created at created.
+	i, _ := slices.BinarySearchFunc(q.order, queueKey{created: created}, queueKey.compare)
 	// The Backup itself never counts, even when asked with another time.
-	if e, ok := q.pending[name]; ok && (queueKey{created: e.created, name: name}).compare(k) < 0 {
+	if e, ok := q.pending[name]; ok && e.created.Before(created) {
 		i--
 	}
 	return 1 + i

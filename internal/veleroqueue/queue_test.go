@@ -30,7 +30,7 @@ func (s *QueueSuite) TestQueuePosition(c *C) {
 		backupAt("done", 0, velerov1.BackupPhaseCompleted, 0),
 		backupAt("running", 1, velerov1.BackupPhaseInProgress, 0),
 		backupAt("a", 2, velerov1.BackupPhaseNew, 0),
-		backupAt("b", 2, "", 0), // same second as a: name breaks the tie
+		backupAt("b", 2, "", 0), // same second as a: they share a place
 		backupAt("failed", 3, velerov1.BackupPhaseFailed, 0),
 	} {
 		q.Observe(&b)
@@ -38,8 +38,9 @@ func (s *QueueSuite) TestQueuePosition(c *C) {
 	at := func(sec int) time.Time { return time.Unix(int64(1000+sec), 0) }
 	c.Check(q.Position("running", at(1)), Equals, 1)
 	c.Check(q.Position("a", at(2)), Equals, 2)
-	c.Check(q.Position("b", at(2)), Equals, 3)
+	c.Check(q.Position("b", at(2)), Equals, 2, Commentf("OADP NAC counts the Backups created strictly before"))
 	c.Check(q.Position("new", at(9)), Equals, 4, Commentf("a Backup not yet observed"))
+	c.Check(q.Position("c", at(2)), Equals, 2, Commentf("one created later in the same second does not move a or b"))
 	// running finishes, a is deleted: everyone moves up.
 	fin := backupAt("running", 1, velerov1.BackupPhaseCompleted, 0)
 	q.Observe(&fin)
@@ -76,7 +77,7 @@ func (s *QueueSuite) TestQueuePositionMatchesCounting(c *C) {
 		probe, psec := fmt.Sprintf("b%03d", rng.IntN(300)), rng.IntN(50)
 		want := 1
 		for n, t := range pending {
-			if n != probe && (t < psec || (t == psec && n < probe)) {
+			if n != probe && t < psec {
 				want++
 			}
 		}
