@@ -36,6 +36,13 @@ type Restart struct {
 	// out); WritesTotal their sum, EventWrites the events among them.
 	Writes                   map[string]float64
 	WritesTotal, EventWrites float64
+	// ObservedSeconds, ObservedWrites and ObservedTotal: with
+	// -restart-observe, the writes from the start until that long after
+	// it (and quiet again), to catch the periodic passes (backup sync
+	// every 2 min) and the waits' rechecks.
+	ObservedSeconds float64            `json:",omitempty"`
+	ObservedWrites  map[string]float64 `json:",omitempty"`
+	ObservedTotal   float64            `json:",omitempty"`
 	// NABReconciles of the new process until quiet.
 	NABReconciles float64
 	// ControllerCPUSeconds and ControllerPeakRSSMiB of the new process
@@ -49,7 +56,7 @@ type Restart struct {
 // with restartNac and measures the restart into res.Restart. cpu0 is the
 // first process's CPU before the wave, for res.ControllerCPUSeconds.
 func measureRestart(ctx context.Context, c client.WithWatch, m *meter, res *Result, backups []velerov1.Backup,
-	cpu0 float64, nac *nacProc, restartNac func() (*nacProc, error), probeAddr string) error {
+	cpu0 float64, nac *nacProc, restartNac func() (*nacProc, error), probeAddr string, observe time.Duration) error {
 	r := &Restart{}
 	res.Restart = r
 	plans := trackPlans(ctx, c)
@@ -132,6 +139,26 @@ func measureRestart(ctx context.Context, c client.WithWatch, m *meter, res *Resu
 		return err
 	}
 	r.NABReconciles = nabReconciles(nm)
+	if rest := time.Until(nac.started.Add(observe)); rest > 0 {
+		debugf("observing for %s more", rest.Round(time.Second))
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(rest):
+		}
+		if err := m.quiet(); err != nil {
+			return err
+		}
+		r.ObservedSeconds = time.Since(nac.started).Seconds()
+		end, err := scrape(ctx, m.cs)
+		if err != nil {
+			return err
+		}
+		r.ObservedWrites = controllerWriteDelta(before, end, m.downloads.Patches()-patches0)
+		for _, v := range r.ObservedWrites {
+			r.ObservedTotal += v
+		}
+	}
 	r.ControllerCPUSeconds, _ = procCPU(nac.pid())
 	r.ControllerPeakRSSMiB = procPeakRSS(nac.pid())
 	return nil
