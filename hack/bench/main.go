@@ -5,8 +5,11 @@
 // reports throughput, create→Velero Backup latency, the controller's API
 // writes per NAB by verb and resource (from the API server's
 // apiserver_request_total, less the bench's own writes), conflicts, writes
-// per completion and per completion burst, and the controller's CPU seconds
-// and peak RSS. It prints a table and writes JSON.
+// per completion and per completion burst (with the burst's CPU seconds and
+// NAB reconciles per completion; Velero's download service played or absent,
+// -downloads), and the controller's CPU seconds and peak RSS. -restart
+// measures instead a restart over settled NABs: seconds to ready, writes
+// until quiet. It prints a table and writes JSON.
 package main
 
 import (
