@@ -461,7 +461,7 @@ func run(cfg config) (*Result, error) {
 		downloads = serveDownloads(ctx, c, oadpNS)
 	}
 	res.Downloads = cfg.downloads
-	m := &meter{ctx: ctx, cs: cs, nacMetrics: nacMetrics, downloads: downloads, pid: func() int { return nac.pid() }, window: cfg.window}
+	m := &meter{ctx: ctx, c: c, cs: cs, nacMetrics: nacMetrics, downloads: downloads, pid: func() int { return nac.pid() }, window: cfg.window}
 	backups, err := tenantBackups(ctx, c)
 	if err != nil {
 		return nil, err
@@ -885,6 +885,10 @@ func printFigures(w io.Writer, title string, f *Figures) {
 	if f.BenchDownloadPatches > 0 {
 		fmt.Fprintf(w, "    %-40s %.0f (not counted)\n", "the bench's DownloadRequest patches", f.BenchDownloadPatches)
 	}
+	if f.FieldsChanged != nil {
+		fmt.Fprintf(w, "  %-42s %d\n", "NABs changed (status, spec or metadata)", f.NABsChanged)
+		printCounts(w, f.FieldsChanged, "NABs")
+	}
 	if f.PlansEnded > 0 {
 		fmt.Fprintf(w, "  %-42s %d of %d\n", "plans ended", f.PlansEnded, f.Completions+1)
 	}
@@ -922,6 +926,20 @@ func printRestart(w io.Writer, r *Restart) {
 		fmt.Fprintf(w, "  %-42s %.0f\n", fmt.Sprintf("controller writes, start → %.0f s", r.ObservedSeconds), r.ObservedTotal)
 		printWrites(w, r.ObservedWrites, 1)
 	}
+	fmt.Fprintf(w, "  %-42s %d\n", "NABs changed since before the restart", r.NABsChanged)
+	printCounts(w, r.FieldsChanged, "NABs")
 	fmt.Fprintf(w, "  %-42s %.0f\n", "NAB reconciles, start → quiet", r.NABReconciles)
 	fmt.Fprintf(w, "  %-42s %.1f s, peak RSS %.1f MiB\n", "restarted controller CPU", r.ControllerCPUSeconds, r.ControllerPeakRSSMiB)
+}
+
+// printCounts prints counts by key, sorted, each followed by unit.
+func printCounts(w io.Writer, counts map[string]int, unit string) {
+	keys := make([]string, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(w, "    %-40s %d %s\n", k, counts[k], unit)
+	}
 }

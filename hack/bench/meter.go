@@ -40,6 +40,12 @@ type Figures struct {
 	// BenchDownloadPatches are the bench's own DownloadRequest patches
 	// (playing Velero), left out of Writes.
 	BenchDownloadPatches float64
+	// NABsChanged are the NABs whose status, spec or metadata differ
+	// between the two snapshots; FieldsChanged how many of them changed
+	// each field ("status.<field>", "metadata.labels", ...): what the
+	// status writes were for.
+	NABsChanged   int
+	FieldsChanged map[string]int
 	// PlansEnded are the completed NABs whose plan ended (with
 	// -burst-wait-verify).
 	PlansEnded int `json:",omitempty"`
@@ -48,6 +54,7 @@ type Figures struct {
 // meter takes the snapshots the figures come from.
 type meter struct {
 	ctx        context.Context
+	c          client.Client
 	cs         *kubernetes.Clientset
 	nacMetrics func() (map[string]float64, error)
 	downloads  *downloadService
@@ -63,6 +70,7 @@ type snapshot struct {
 	cpu          float64
 	reconciles   float64
 	benchPatches float64
+	nabs         nabFields
 }
 
 func (m *meter) take() (snapshot, error) {
@@ -77,6 +85,11 @@ func (m *meter) take() (snapshot, error) {
 		return s, err
 	}
 	s.reconciles = nabReconciles(nm)
+	if m.c != nil {
+		if s.nabs, err = readNABs(m.ctx, m.c); err != nil {
+			return s, err
+		}
+	}
 	return s, nil
 }
 
@@ -134,6 +147,9 @@ func (m *meter) figures(a, b snapshot, completions int) *Figures {
 	f := &Figures{Completions: completions, Seconds: b.at.Sub(a.at).Seconds(), ControllerCPUSeconds: b.cpu - a.cpu,
 		NABReconciles: b.reconciles - a.reconciles, BenchDownloadPatches: b.benchPatches - a.benchPatches}
 	f.WritesByResource = controllerWriteDelta(a.writes, b.writes, f.BenchDownloadPatches)
+	if a.nabs != nil && b.nabs != nil {
+		f.NABsChanged, f.FieldsChanged = changedFields(a.nabs, b.nabs)
+	}
 	for k, v := range f.WritesByResource {
 		if strings.HasSuffix(k, " events") {
 			f.EventWrites += v

@@ -26,3 +26,19 @@ func (s *MeterSuite) TestControllerWrites(c *check.C) {
 	c.Check(f.WritesPerCompletionInclEvents, check.Equals, 3.01)
 	c.Check(f.ReconcilesPerCompletion, check.Equals, 3.0)
 }
+
+// TestChangedFields counts the NABs that changed and which fields.
+func (s *MeterSuite) TestChangedFields(c *check.C) {
+	a := nabFields{
+		"t/a": {"status.queueInfo": []byte(`{"p":2}`), "spec": []byte(`{}`)},
+		"t/b": {"status.queueInfo": []byte(`{"p":3}`), "spec": []byte(`{}`)},
+	}
+	b := nabFields{
+		"t/a": {"status.queueInfo": []byte(`{ "p": 2 }`), "spec": []byte(`{}`)},
+		"t/b": {"status.queueInfo": []byte(`{"p":2}`), "status.phase": []byte(`"Created"`), "spec": []byte(`{}`)},
+		"t/c": {"spec": []byte(`{}`)},
+	}
+	n, fields := changedFields(a, b)
+	c.Check(n, check.Equals, 2)
+	c.Check(fields, check.DeepEquals, map[string]int{"status.queueInfo": 1, "status.phase": 1, "spec": 1})
+}

@@ -43,6 +43,11 @@ type Restart struct {
 	ObservedSeconds float64            `json:",omitempty"`
 	ObservedWrites  map[string]float64 `json:",omitempty"`
 	ObservedTotal   float64            `json:",omitempty"`
+	// NABsChanged and FieldsChanged: the NABs that differ from before the
+	// restart (at quiet, or at the end of -restart-observe), and how many
+	// changed each field (see Figures).
+	NABsChanged   int
+	FieldsChanged map[string]int
 	// NABReconciles of the new process until quiet.
 	NABReconciles float64
 	// ControllerCPUSeconds and ControllerPeakRSSMiB of the new process
@@ -96,6 +101,10 @@ func measureRestart(ctx context.Context, c client.WithWatch, m *meter, res *Resu
 	res.ControllerRSSAnonMiB = procStatusMiB(nac.pid(), "RssAnon")
 	res.ControllerRSSFileMiB = procStatusMiB(nac.pid(), "RssFile")
 
+	nabs0, err := readNABs(ctx, c)
+	if err != nil {
+		return err
+	}
 	debugf("settled; stopping nac")
 	nac.stop()
 	before, err := scrape(ctx, m.cs)
@@ -159,6 +168,11 @@ func measureRestart(ctx context.Context, c client.WithWatch, m *meter, res *Resu
 			r.ObservedTotal += v
 		}
 	}
+	nabs1, err := readNABs(ctx, c)
+	if err != nil {
+		return err
+	}
+	r.NABsChanged, r.FieldsChanged = changedFields(nabs0, nabs1)
 	r.ControllerCPUSeconds, _ = procCPU(nac.pid())
 	r.ControllerPeakRSSMiB = procPeakRSS(nac.pid())
 	return nil
