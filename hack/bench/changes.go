@@ -42,7 +42,8 @@ func readNABs(ctx context.Context, c client.Client) (nabFields, error) {
 }
 
 // changedFields returns how many NABs of b differ from a (new ones
-// included), and how many of them changed each field.
+// included), and how many of them changed each field. With $BENCH_DEBUG it
+// prints the first two changes of each field.
 func changedFields(a, b nabFields) (int, map[string]int) {
 	n, fields := 0, map[string]int{}
 	for key, fb := range b {
@@ -52,6 +53,9 @@ func changedFields(a, b nabFields) (int, map[string]int) {
 			if !jsonEqual(fa[k], v) {
 				fields[k]++
 				changed = true
+				if fields[k] <= 2 {
+					debugf("%s %s: %s → %s", key, k, tail(string(fa[k]), 600), tail(string(v), 600))
+				}
 			}
 		}
 		for k := range fa {
