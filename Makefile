@@ -179,13 +179,32 @@ BENCH_N ?= 1000
 BENCH_M ?= 100
 BENCH_C ?= 10
 BENCH_SECRETS ?= 0
+# The burst completes every NAB but the one completed first.
+BENCH_BURST ?= $(shell expr $(BENCH_N) - 1)
+# Velero's download service, one bench run each: served (the bench plays it), absent (nothing serves DownloadRequests).
+BENCH_DOWNLOADS ?= served absent
+# More bench flags, e.g. -burst-wait-verify (also wait until every completed NAB's plan ended: +2 min absent).
+BENCH_FLAGS ?=
+BENCH_RESTART_N ?= 10000
+BENCH_RESTART_M ?= 1000
 
 .PHONY: bench
-bench: $(CONTROL_PLANE) build ## Benchmarks: the engine's Go benchmarks, then nac at BENCH_N NABs over BENCH_M namespaces (writes, throughput, latency, CPU, RSS).
+bench: $(CONTROL_PLANE) build ## Benchmarks: the engine's Go benchmarks, then nac at BENCH_N NABs over BENCH_M namespaces (writes, throughput, latency, CPU, RSS), one completion and a burst of BENCH_BURST (CPU, reconciles and writes per completion), once per BENCH_DOWNLOADS (served absent); BENCH_FLAGS adds bench flags.
 	$(GO) test -run '^$$' -bench . -benchmem ./engine/
 	@mkdir -p $(LOCAL)
 	$(GO) build -o $(BIN)/bench ./hack/bench
-	$(BIN)/bench -assets $(BIN) -nac $(NAC) -n $(BENCH_N) -m $(BENCH_M) -c $(BENCH_C) -secrets $(BENCH_SECRETS) -json $(LOCAL)/bench-$(BENCH_N).json
+	@for d in $(BENCH_DOWNLOADS); do \
+		echo ">> bench: Velero's download service $$d"; \
+		$(BIN)/bench -assets $(BIN) -nac $(NAC) -n $(BENCH_N) -m $(BENCH_M) -c $(BENCH_C) -secrets $(BENCH_SECRETS) \
+			-burst $(BENCH_BURST) -downloads $$d -json $(LOCAL)/bench-$(BENCH_N)-$$d.json $(BENCH_FLAGS) || exit 1; \
+	done
+
+.PHONY: bench-restart
+bench-restart: $(CONTROL_PLANE) build ## Restart benchmark: BENCH_RESTART_N NABs over BENCH_RESTART_M namespaces settled (a third each Completed, waiting, Failed), nac restarted: seconds to ready, writes until quiet.
+	@mkdir -p $(LOCAL)
+	$(GO) build -o $(BIN)/bench ./hack/bench
+	$(BIN)/bench -assets $(BIN) -nac $(NAC) -restart -n $(BENCH_RESTART_N) -m $(BENCH_RESTART_M) -c $(BENCH_C) \
+		-json $(LOCAL)/bench-restart-$(BENCH_RESTART_N).json $(BENCH_FLAGS)
 
 .PHONY: clean
 clean: ## Remove build output and the local control plane's state (keeps the cached tools).

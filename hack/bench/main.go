@@ -5,8 +5,11 @@
 // reports throughput, create→Velero Backup latency, the controller's API
 // writes per NAB by verb and resource (from the API server's
 // apiserver_request_total, less the bench's own writes), conflicts, writes
-// per completion and per completion burst, and the controller's CPU seconds
-// and peak RSS. It prints a table and writes JSON.
+// per completion and per completion burst (with the burst's CPU seconds and
+// NAB reconciles per completion; Velero's download service played or absent,
+// -downloads), and the controller's CPU seconds and peak RSS. -restart
+// measures instead a restart over settled NABs: seconds to ready, writes
+// until quiet. It prints a table and writes JSON.
 package main
 
 import (
@@ -20,7 +23,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"regexp"
@@ -62,6 +64,11 @@ type config struct {
 	metricsRole            string
 	timeout                time.Duration
 	window                 time.Duration
+	// downloads is -downloads: served or absent.
+	downloads       string
+	burstWaitVerify bool
+	restart         bool
+	restartObserve  time.Duration
 }
 
 // Result is what one run measured (the JSON output).
@@ -95,6 +102,16 @@ type Result struct {
 	// ReadsPerNAB are the GETs and LISTs of the wave (all clients less the
 	// bench's own, which are none during it) per NAB.
 	ReadsPerNAB float64
+	// Downloads says whether the bench played Velero's download service
+	// (served) or not (absent).
+	Downloads string
+	// OneCompletion and Burst are the figures of the one completion and
+	// of the burst, until the controller was quiet; BurstVerified those
+	// of the burst until every completed NAB's plan ended
+	// (-burst-wait-verify).
+	OneCompletion, Burst, BurstVerified *Figures `json:",omitempty"`
+	// Restart is the restart mode's (-restart).
+	Restart *Restart `json:",omitempty"`
 }
 
 func main() {
@@ -103,7 +120,10 @@ func main() {
 	flag.IntVar(&cfg.m, "m", 100, "Tenant namespaces they are spread over.")
 	flag.IntVar(&cfg.c, "c", 10, "Concurrent clients creating them.")
 	flag.IntVar(&cfg.secrets, "secrets", 0, "Unrelated Secrets to create first (spread over the namespaces).")
-	flag.IntVar(&cfg.burst, "burst", 100, "Backups Velero completes at once in the burst measurement.")
+	flag.IntVar(&cfg.burst, "burst", 100, "Backups Velero completes at once in the burst measurement, after one completion (at most n-1: 999 with -n 1000 completes all the others). The burst is measured until the controller is quiet: CPU, NAB reconciles and writes per completion, with and without events.")
+	flag.StringVar(&cfg.downloads, "downloads", downloadsServed, "Velero's download service: served (the bench processes each DownloadRequest as soon as its watch shows it, with a URL to a local server of the file, as Velero would; its patches are not counted as the controller's) or absent (nothing serves them: verification waits for its timeout).")
+	flag.BoolVar(&cfg.burstWaitVerify, "burst-wait-verify", false, "After the burst is quiet, also wait until every completed NAB's plan has ended (complete or failed; with -downloads absent that is verification's 2-minute timeout) and report the burst's figures until then too.")
+	flag.BoolVar(&cfg.restart, "restart", false, "Restart mode, instead of the completions: create n NABs, settle them into a mix (a third Completed with downloads served, a third waiting in Velero's queue, a third Failed), wait until the controller is quiet and the plans that can end have ended, stop nac (SIGTERM), start it again with the same flags and report the seconds until its /readyz answers and its writes (by verb and resource, events included) until it is quiet again.")
 	flag.IntVar(&cfg.maxInVelero, "max-backups-in-velero", 0, "nac's --max-backups-in-velero-per-namespace during the run. 0 (unlimited), not nac's default of 2: the targets (create→Velero Backup p99, writes per NAB) measure backups created at once, which the fair share of Velero's queue would hold back on purpose.")
 	flag.StringVar(&cfg.assets, "assets", "bin", "Directory of kube-apiserver and etcd.")
 	flag.StringVar(&cfg.nac, "nac", "bin/nac", "The nac binary.")
@@ -113,12 +133,21 @@ func main() {
 	flag.StringVar(&cfg.nacArgs, "nac-args", "", "Extra nac flags, space-separated (e.g. \"--max-concurrent-reconciles=16\").")
 	flag.StringVar(&cfg.apiserverProf, "apiserver-cpu-profile", "", "Write an 8 s CPU profile of the kube-apiserver, taken as the NAB wave starts, to this file.")
 	flag.StringVar(&cfg.pprof, "pprof", "", "nac's --pprof-bind-address during the run (to profile it).")
+	flag.DurationVar(&cfg.restartObserve, "restart-observe", 0, "With -restart, also count the writes from the restart until this long after it (then quiet again), e.g. 150s to include the first periodic backup sync (every 2 min); 0: until quiet only.")
 	flag.StringVar(&cfg.nacGOGC, "nac-gogc", "", "GOGC for the nac process only (empty: nac's default, 50).")
 	flag.StringVar(&cfg.nacMemLimit, "nac-gomemlimit", "", "GOMEMLIMIT for the nac process only (e.g. 140MiB; empty: nac's default, a 112 MiB budget that follows a larger live heap).")
 	flag.StringVar(&cfg.heapProfile, "heap-profile", "", "Write the controller's heap profile, taken after the wave settled, to this file (needs -pprof).")
 	flag.DurationVar(&cfg.scrapeEvery, "metrics-scrape-interval", 15*time.Second, "Scrape the controller's /metrics this often during the run, as Prometheus would (0: never).")
 	flag.StringVar(&cfg.metricsRole, "metrics-reader-role", "config/rbac/metrics_reader_role.yaml", "The ClusterRole that may scrape nac's /metrics, bound to the bench's scraper.")
 	flag.Parse()
+	if cfg.downloads != downloadsServed && cfg.downloads != downloadsAbsent {
+		fmt.Fprintf(os.Stderr, "bench: -downloads %q: served or absent\n", cfg.downloads)
+		os.Exit(2)
+	}
+	if cfg.restart && cfg.downloads != downloadsServed {
+		fmt.Fprintln(os.Stderr, "bench: -restart needs -downloads served: the completed third's verification must end")
+		os.Exit(2)
+	}
 	res, err := run(cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -211,42 +240,33 @@ func run(cfg config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	args := []string{"--kubeconfig", kcPath, "--oadp-namespace", oadpNS,
-		"--metrics-bind-address", metricsAddr, "--health-probe-bind-address", "127.0.0.1:0",
-		"--queue-refresh-window", cfg.window.String(), "--zap-log-level", "error", "--pprof-bind-address", cfg.pprof,
-		"--max-backups-in-velero-per-namespace", strconv.Itoa(cfg.maxInVelero)}
-	nac := exec.CommandContext(ctx, cfg.nac, append(args, strings.Fields(cfg.nacArgs)...)...)
-	nac.Env = os.Environ()
-	if cfg.nacGOGC != "" {
-		nac.Env = append(nac.Env, "GOGC="+cfg.nacGOGC)
-	}
-	if cfg.nacMemLimit != "" {
-		nac.Env = append(nac.Env, "GOMEMLIMIT="+cfg.nacMemLimit)
-	}
-	logPath := filepath.Join(dir, "nac.log")
-	logFile, err := os.Create(logPath)
+	// A port of its own for the probes, so that the restart mode can ask
+	// /readyz when the controller is ready.
+	probeAddr, err := freeAddr()
 	if err != nil {
 		return nil, err
 	}
-	defer logFile.Close()
-	nac.Stdout, nac.Stderr = logFile, logFile
-	if err := nac.Start(); err != nil {
-		return nil, fmt.Errorf("starting nac: %w", err)
+	args := []string{"--kubeconfig", kcPath, "--oadp-namespace", oadpNS,
+		"--metrics-bind-address", metricsAddr, "--health-probe-bind-address", probeAddr,
+		"--queue-refresh-window", cfg.window.String(), "--zap-log-level", "error", "--pprof-bind-address", cfg.pprof,
+		"--max-backups-in-velero-per-namespace", strconv.Itoa(cfg.maxInVelero)}
+	args = append(args, strings.Fields(cfg.nacArgs)...)
+	nacEnv := os.Environ()
+	if cfg.nacGOGC != "" {
+		nacEnv = append(nacEnv, "GOGC="+cfg.nacGOGC)
 	}
-	exited := make(chan struct{})
-	go func() { _ = nac.Wait(); close(exited) }()
-	defer func() { _ = nac.Process.Signal(syscall.SIGTERM); <-exited }()
+	if cfg.nacMemLimit != "" {
+		nacEnv = append(nacEnv, "GOMEMLIMIT="+cfg.nacMemLimit)
+	}
+	logPath := filepath.Join(dir, "nac.log")
 	// The controller stopping on its own ends the run, with its last words.
 	ctx, stopRun := context.WithCancelCause(ctx)
 	defer stopRun(nil)
-	go func() {
-		select {
-		case <-exited:
-			data, _ := os.ReadFile(logPath)
-			stopRun(fmt.Errorf("nac exited: %s", tail(string(data), 2000)))
-		case <-ctx.Done():
-		}
-	}()
+	nac, err := startNac(cfg.nac, args, nacEnv, logPath, stopRun)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { nac.stop() }()
 
 	debugf("control plane and scene ready")
 	// Wait until the controller serves: a probe NAB gets its Velero Backup.
@@ -317,7 +337,7 @@ func run(cfg config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	cpu0, _ := procCPU(nac.Process.Pid)
+	cpu0, _ := procCPU(nac.pid())
 	if cfg.apiserverProf != "" {
 		go func() {
 			data, err := cs.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", "8").DoRaw(ctx)
@@ -436,70 +456,91 @@ func run(cfg config) (*Result, error) {
 	res.EventDrainSeconds = eventsDrained.Seconds()
 
 	debugf("wave measured")
-	// One completion, then a burst, as Velero would.
-	backups := &velerov1.BackupList{}
-	if err := c.List(ctx, backups, client.InNamespace(oadpNS)); err != nil {
+	var downloads *downloadService
+	if cfg.downloads == downloadsServed {
+		downloads = serveDownloads(ctx, c, oadpNS)
+	}
+	res.Downloads = cfg.downloads
+	m := &meter{ctx: ctx, c: c, cs: cs, nacMetrics: nacMetrics, downloads: downloads, pid: func() int { return nac.pid() }, window: cfg.window}
+	backups, err := tenantBackups(ctx, c)
+	if err != nil {
 		return nil, err
 	}
-	sort.Slice(backups.Items, func(i, j int) bool { return backups.Items[i].Name < backups.Items[j].Name })
-	complete := func(bs []velerov1.Backup) error {
-		return parallel(ctx, len(bs), 20, func(i int) error {
-			b := bs[i].DeepCopy()
-			patch := client.MergeFrom(b.DeepCopy())
-			b.Status.Phase = velerov1.BackupPhaseCompleted
-			return c.Patch(ctx, b, patch)
-		})
-	}
-	controllerWrites := func(a, b map[string]float64) int {
-		n := 0.0
-		for k, v := range diff(a, b) {
-			if !strings.HasSuffix(k, " events") && !strings.HasSuffix(k, " backups") {
-				n += v
-			}
+	if cfg.restart {
+		restartNac := func() (*nacProc, error) {
+			var err error
+			nac, err = startNac(cfg.nac, args, nacEnv, logPath, stopRun)
+			return nac, err
 		}
-		return int(n)
-	}
-	nabReconciles := func() float64 {
-		m, _ := nacMetrics()
-		n := 0.0
-		for k, v := range m {
-			if strings.HasPrefix(k, `controller_runtime_reconcile_total{controller="nonadminbackup"`) {
-				n += v
-			}
+		if err := measureRestart(ctx, c, m, res, backups, cpu0, nac, restartNac, probeAddr, cfg.restartObserve); err != nil {
+			return nil, errors.Join(err, context.Cause(ctx))
 		}
-		return n
+		res.ControllerMetricsScrapes = int(scrapes.Load())
+		return res, nil
 	}
-	s0, _ := scrape(ctx, cs)
-	r0 := nabReconciles()
-	if err := complete(backups.Items[:1]); err != nil {
-		return nil, err
-	}
-	time.Sleep(cfg.window)
-	_ = settle(ctx, cs, 3*time.Second)
-	s1, _ := scrape(ctx, cs)
-	res.ReconcilesForOneCompletion = int(nabReconciles() - r0)
-	debugf("one completion measured")
-	res.WritesForOneCompletion = controllerWrites(s0, s1)
-	if os.Getenv("BENCH_DEBUG") != "" {
-		fmt.Fprintln(os.Stderr, "one completion:", diff(s0, s1))
-	}
-	burst := min(cfg.burst, len(backups.Items)-1)
-	res.BurstSize = burst
-	res.WaitingNABsAtBurst = len(backups.Items) - 1 - burst
-	if err := complete(backups.Items[1 : 1+burst]); err != nil {
-		return nil, err
-	}
-	time.Sleep(cfg.window)
-	_ = settle(ctx, cs, 3*time.Second)
-	s2, _ := scrape(ctx, cs)
-	res.WritesForBurst = controllerWrites(s1, s2)
 
+	// One completion, then a burst, as Velero would.
+	var plans *planTracker
+	if cfg.burstWaitVerify {
+		plans = trackPlans(ctx, c)
+	}
+	s0, err := m.take()
+	if err != nil {
+		return nil, err
+	}
+	if err := patchPhase(ctx, c, backups[:1], velerov1.BackupPhaseCompleted); err != nil {
+		return nil, err
+	}
+	if err := m.quiet(); err != nil {
+		return nil, err
+	}
+	s1, err := m.take()
+	if err != nil {
+		return nil, err
+	}
+	one := m.figures(s0, s1, 1)
+	res.ReconcilesForOneCompletion = int(one.NABReconciles)
+	res.WritesForOneCompletion = int(one.Writes)
+	res.OneCompletion = one
+	debugf("one completion measured: %v", one.WritesByResource)
+	burst := min(cfg.burst, len(backups)-1)
+	res.BurstSize = burst
+	res.WaitingNABsAtBurst = len(backups) - 1 - burst
+	if err := patchPhase(ctx, c, backups[1:1+burst], velerov1.BackupPhaseCompleted); err != nil {
+		return nil, err
+	}
+	if err := m.quiet(); err != nil {
+		return nil, err
+	}
+	s2, err := m.take()
+	if err != nil {
+		return nil, err
+	}
+	res.Burst = m.figures(s1, s2, burst)
+	res.WritesForBurst = int(res.Burst.Writes)
 	debugf("burst measured")
-	cpu1, _ := procCPU(nac.Process.Pid)
+	if plans != nil {
+		keys := nabKeys(backups[:1+burst])
+		if err := plans.waitEnded(ctx, keys); err != nil {
+			return nil, errors.Join(err, context.Cause(ctx))
+		}
+		if err := m.quiet(); err != nil {
+			return nil, err
+		}
+		s3, err := m.take()
+		if err != nil {
+			return nil, err
+		}
+		res.BurstVerified = m.figures(s1, s3, burst)
+		res.BurstVerified.PlansEnded = plans.ended(keys)
+		debugf("burst's plans ended")
+	}
+
+	cpu1, _ := procCPU(nac.pid())
 	res.ControllerCPUSeconds = cpu1 - cpu0
-	res.ControllerPeakRSSMiB = procPeakRSS(nac.Process.Pid)
-	res.ControllerRSSAnonMiB = procStatusMiB(nac.Process.Pid, "RssAnon")
-	res.ControllerRSSFileMiB = procStatusMiB(nac.Process.Pid, "RssFile")
+	res.ControllerPeakRSSMiB = procPeakRSS(nac.pid())
+	res.ControllerRSSAnonMiB = procStatusMiB(nac.pid(), "RssAnon")
+	res.ControllerRSSFileMiB = procStatusMiB(nac.pid(), "RssFile")
 	res.ControllerMetricsScrapes = int(scrapes.Load())
 	return res, nil
 }
@@ -575,7 +616,7 @@ func freeAddr() (string, error) {
 	return l.Addr().String(), nil
 }
 
-var sampleLine = regexp.MustCompile(`^((?:nacflow_[a-z_]+|controller_runtime_reconcile_total)(\{[^}]*\})?) ([0-9.e+-]+)$`)
+var sampleLine = regexp.MustCompile(`^((?:nacflow_[a-z_]+|controller_runtime_reconcile_total|workqueue_depth)(\{[^}]*\})?) ([0-9.e+-]+)$`)
 
 // scraperToken installs the metrics reader ClusterRole of the file role,
 // binds it to a new ServiceAccount bench-scraper of the OADP namespace and
@@ -815,12 +856,90 @@ func printTable(w io.Writer, r *Result) {
 	fmt.Fprintf(w, "%-44s %.2f\n", "writes per NAB including events", r.WritesPerNAB+r.EventWritesPerNAB)
 	fmt.Fprintf(w, "%-44s %.2f\n", "API reads (GET, LIST) per NAB", r.ReadsPerNAB)
 	fmt.Fprintf(w, "%-44s %d\n", "409 conflicts", r.Conflicts)
-	fmt.Fprintf(w, "%-44s %d (%d NAB reconciles)\n", "controller writes for one completion", r.WritesForOneCompletion, r.ReconcilesForOneCompletion)
-	fmt.Fprintf(w, "%-44s %d (burst of %d, %d NABs waiting)\n", "controller writes for a completion burst", r.WritesForBurst, r.BurstSize, r.WaitingNABsAtBurst)
+	fmt.Fprintf(w, "%-44s %s\n", "Velero's download service", r.Downloads)
+	if r.Restart == nil {
+		fmt.Fprintf(w, "%-44s %d (%d NAB reconciles)\n", "controller writes for one completion", r.WritesForOneCompletion, r.ReconcilesForOneCompletion)
+		printFigures(w, "  one completion", r.OneCompletion)
+		fmt.Fprintf(w, "%-44s %d (burst of %d, %d NABs waiting)\n", "controller writes for a completion burst", r.WritesForBurst, r.BurstSize, r.WaitingNABsAtBurst)
+		printFigures(w, "burst, until quiet", r.Burst)
+		printFigures(w, "burst, until every plan ended", r.BurstVerified)
+	}
+	printRestart(w, r.Restart)
 	fmt.Fprintf(w, "%-44s %d (%d waiting; refresh rule, simulated)\n", "position writes for one completion", r.PositionWritesOneCompletion, r.NABs-1)
 	fmt.Fprintf(w, "%-44s %d (n = %d; n²/2 = %d without the rule)\n", "position writes to drain the queue serially", r.PositionWritesSerialDrain, r.NABs, r.NABs*r.NABs/2)
 	fmt.Fprintf(w, "%-44s %.1f s\n", "controller CPU", r.ControllerCPUSeconds)
 	fmt.Fprintf(w, "%-44s %.1f MiB\n", "controller peak RSS", r.ControllerPeakRSSMiB)
 	fmt.Fprintf(w, "%-44s %.1f MiB heap and runtime + %.1f MiB the binary's mapped code\n", "  resident at the end", r.ControllerRSSAnonMiB, r.ControllerRSSFileMiB)
 	fmt.Fprintf(w, "%-44s %d\n", "controller /metrics scrapes during the run", r.ControllerMetricsScrapes)
+}
+
+// printFigures prints f under title (nothing for nil).
+func printFigures(w io.Writer, title string, f *Figures) {
+	if f == nil {
+		return
+	}
+	fmt.Fprintf(w, "%-44s %.1f s, controller CPU %.1f s\n", title, f.Seconds, f.ControllerCPUSeconds)
+	fmt.Fprintf(w, "  %-42s %.2f (%.0f)\n", "NAB reconciles per completion", f.ReconcilesPerCompletion, f.NABReconciles)
+	fmt.Fprintf(w, "  %-42s %.2f / %.2f\n", "writes per completion: no events / incl.", f.WritesPerCompletion, f.WritesPerCompletionInclEvents)
+	printWrites(w, f.WritesByResource, float64(f.Completions))
+	if f.BenchDownloadPatches > 0 {
+		fmt.Fprintf(w, "    %-40s %.0f (not counted)\n", "the bench's DownloadRequest patches", f.BenchDownloadPatches)
+	}
+	if f.FieldsChanged != nil {
+		fmt.Fprintf(w, "  %-42s %d\n", "NABs changed (status, spec or metadata)", f.NABsChanged)
+		printCounts(w, f.FieldsChanged, "NABs")
+	}
+	if f.PlansEnded > 0 {
+		fmt.Fprintf(w, "  %-42s %d of %d\n", "plans ended", f.PlansEnded, f.Completions+1)
+	}
+}
+
+// printWrites prints writes by verb and resource, in total and divided by
+// per when it is above 1.
+func printWrites(w io.Writer, writes map[string]float64, per float64) {
+	keys := make([]string, 0, len(writes))
+	for k := range writes {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if per > 1 {
+			fmt.Fprintf(w, "    %-40s %.0f (%.2f each)\n", k, writes[k], writes[k]/per)
+		} else {
+			fmt.Fprintf(w, "    %-40s %.0f\n", k, writes[k])
+		}
+	}
+}
+
+// printRestart prints the restart mode's figures (nothing for nil).
+func printRestart(w io.Writer, r *Restart) {
+	if r == nil {
+		return
+	}
+	fmt.Fprintf(w, "%-44s %d Completed, %d waiting (New), %d Failed; settled in %.1f s\n", "restart over settled NABs", r.Completed, r.Waiting, r.Failed, r.SettleSeconds)
+	fmt.Fprintf(w, "  %-42s %.2f s\n", "start → /readyz 200", r.ReadySeconds)
+	fmt.Fprintf(w, "  %-42s %.1f s\n", "start → as many NAB reconciles as NABs", r.ReconciledSeconds)
+	fmt.Fprintf(w, "  %-42s %.1f s\n", "start → quiet", r.QuietSeconds)
+	fmt.Fprintf(w, "  %-42s %.0f (%.0f of them events)\n", "controller writes, start → quiet", r.WritesTotal, r.EventWrites)
+	printWrites(w, r.Writes, 1)
+	if r.ObservedSeconds > 0 {
+		fmt.Fprintf(w, "  %-42s %.0f\n", fmt.Sprintf("controller writes, start → %.0f s", r.ObservedSeconds), r.ObservedTotal)
+		printWrites(w, r.ObservedWrites, 1)
+	}
+	fmt.Fprintf(w, "  %-42s %d\n", "NABs changed since before the restart", r.NABsChanged)
+	printCounts(w, r.FieldsChanged, "NABs")
+	fmt.Fprintf(w, "  %-42s %.0f\n", "NAB reconciles, start → quiet", r.NABReconciles)
+	fmt.Fprintf(w, "  %-42s %.1f s, peak RSS %.1f MiB\n", "restarted controller CPU", r.ControllerCPUSeconds, r.ControllerPeakRSSMiB)
+}
+
+// printCounts prints counts by key, sorted, each followed by unit.
+func printCounts(w io.Writer, counts map[string]int, unit string) {
+	keys := make([]string, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(w, "    %-40s %d %s\n", k, counts[k], unit)
+	}
 }

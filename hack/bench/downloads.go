@@ -1,0 +1,179 @@
+package main
+
+import (
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nacflow/nacflow/api/v1alpha1"
+)
+
+// Values of -downloads.
+const (
+	downloadsServed = "served"
+	downloadsAbsent = "absent"
+)
+
+// downloadService plays Velero's DownloadRequest controller and its object
+// store (there is no Velero server in the bench): every DownloadRequest of
+// its namespace whose status.phase is "" or New is patched, as soon as its
+// watch reports it (well within the ~100 ms Velero takes), to Processed with
+// a status.downloadURL on a local HTTP server and an expiration 10 minutes
+// on. The server answers GET /<namespace>/<kind>/<target> with a gzipped
+// file: a Backup's resource list is its origin namespace and a ConfigMap
+// app-config in it (what controllers/downloads_test.go serves in the
+// integration suite). Its patches are the bench's, not the controller's:
+// patches counts them, so that the write counts can leave them out.
+type downloadService struct {
+	c       client.WithWatch
+	ns      string
+	srv     *httptest.Server
+	patches atomic.Int64
+	mu      sync.Mutex
+	done    map[types.UID]bool // patched already
+	todo    chan *velerov1.DownloadRequest
+}
+
+// serveDownloads starts the service for the DownloadRequests of namespace ns
+// until ctx ends.
+func serveDownloads(ctx context.Context, c client.WithWatch, ns string) *downloadService {
+	d := &downloadService{c: c, ns: ns, done: map[types.UID]bool{}, todo: make(chan *velerov1.DownloadRequest, 1024)}
+	d.srv = httptest.NewServer(http.HandlerFunc(d.serve))
+	go func() {
+		<-ctx.Done()
+		d.srv.Close()
+	}()
+	for range 4 {
+		go d.process(ctx)
+	}
+	go d.watch(ctx)
+	return d
+}
+
+// Patches returns how many patches the service sent (0 for a nil service:
+// downloads absent).
+func (d *downloadService) Patches() float64 {
+	if d == nil {
+		return 0
+	}
+	return float64(d.patches.Load())
+}
+
+// watch lists the namespace's DownloadRequests, then watches them from that
+// list, queueing each unprocessed one; a watch that ends (an expired
+// resource version, the API server's timeout) starts over with a list.
+func (d *downloadService) watch(ctx context.Context) {
+	for ctx.Err() == nil {
+		list := &velerov1.DownloadRequestList{}
+		if err := d.c.List(ctx, list, client.InNamespace(d.ns)); err != nil {
+			time.Sleep(time.Second)
+			continue
+		}
+		for i := range list.Items {
+			d.offer(ctx, &list.Items[i])
+		}
+		w, err := d.c.Watch(ctx, &velerov1.DownloadRequestList{},
+			&client.ListOptions{Namespace: d.ns, Raw: &metav1.ListOptions{ResourceVersion: list.ResourceVersion}})
+		if err != nil {
+			time.Sleep(time.Second)
+			continue
+		}
+		for ev := range w.ResultChan() {
+			if ev.Type != watch.Added && ev.Type != watch.Modified {
+				if ev.Type == watch.Error {
+					break
+				}
+				continue
+			}
+			if dr, ok := ev.Object.(*velerov1.DownloadRequest); ok {
+				d.offer(ctx, dr)
+			}
+		}
+		w.Stop()
+	}
+}
+
+// offer queues dr when Velero would process it: not yet processed, and not
+// patched by the service already.
+func (d *downloadService) offer(ctx context.Context, dr *velerov1.DownloadRequest) {
+	if p := dr.Status.Phase; p != "" && p != velerov1.DownloadRequestPhaseNew {
+		return
+	}
+	d.mu.Lock()
+	seen := d.done[dr.UID]
+	d.done[dr.UID] = true
+	d.mu.Unlock()
+	if seen {
+		return
+	}
+	select {
+	case d.todo <- dr:
+	case <-ctx.Done():
+	}
+}
+
+// process patches queued DownloadRequests Processed: a merge patch of the
+// main resource, as Velero's CRD has no status subresource.
+func (d *downloadService) process(ctx context.Context) {
+	for {
+		var dr *velerov1.DownloadRequest
+		select {
+		case <-ctx.Done():
+			return
+		case dr = <-d.todo:
+		}
+		status := map[string]any{"status": map[string]any{
+			"phase":       velerov1.DownloadRequestPhaseProcessed,
+			"downloadURL": fmt.Sprintf("%s/%s/%s/%s", d.srv.URL, dr.Namespace, dr.Spec.Target.Kind, dr.Spec.Target.Name),
+			"expiration":  metav1.NewTime(time.Now().Add(10 * time.Minute)),
+		}}
+		data, _ := json.Marshal(status)
+		d.patches.Add(1) // counted whatever the answer: the API server counts it too
+		obj := &velerov1.DownloadRequest{ObjectMeta: metav1.ObjectMeta{Namespace: dr.Namespace, Name: dr.Name}}
+		if err := d.c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, data)); err != nil {
+			debugf("processing DownloadRequest %s: %v", dr.Name, err)
+		}
+	}
+}
+
+// serve answers GET /<namespace>/<kind>/<target> with the gzipped file.
+func (d *downloadService) serve(w http.ResponseWriter, r *http.Request) {
+	parts := strings.Split(strings.TrimPrefix(r.URL.Path, "/"), "/")
+	if len(parts) != 3 {
+		http.NotFound(w, r)
+		return
+	}
+	oadp, kind, target := parts[0], velerov1.DownloadTargetKind(parts[1]), parts[2]
+	var body []byte
+	switch kind {
+	case velerov1.DownloadTargetKindBackupResourceList:
+		b := &velerov1.Backup{}
+		if err := d.c.Get(r.Context(), client.ObjectKey{Namespace: oadp, Name: target}, b); err != nil {
+			http.Error(w, err.Error(), http.StatusNotFound)
+			return
+		}
+		ns := b.Annotations[v1alpha1.NabOriginNamespaceAnnotation]
+		body, _ = json.Marshal(map[string][]string{"v1/Namespace": {ns}, "v1/ConfigMap": {ns + "/app-config"}})
+	case velerov1.DownloadTargetKindBackupLog, velerov1.DownloadTargetKindRestoreLog:
+		body = fmt.Appendf(nil, "time=%q level=info msg=\"the log of %s\" logSource=\"bench\"\n", time.Now().Format(time.RFC3339), target)
+	default:
+		body = fmt.Appendf(nil, "{%q: %q}\n", kind, target)
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	gz := gzip.NewWriter(w)
+	_, _ = gz.Write(body)
+	_ = gz.Close()
+}
