@@ -117,10 +117,11 @@ func Wait(reason string, recheck time.Duration) Result {
 
 // WaitWatched returns a Result that keeps the phase waiting for reason on an
 // object the controller watches (Velero's wait-for-ready design: a change of
-// it wakes the runner). The runner rechecks only as a safety net, backing
-// off with the time the phase has waited (SafetyNet), and by deadline at the
-// latest when it is positive (the function's own limit, such as how long
-// Velero may take to serve a file).
+// it wakes the runner). deadline is when the function must look again
+// whatever happens (its own limit, such as how long Velero may take to serve
+// a file; 0: none). Within MaxSafetyNet it is the only recheck; else the
+// runner rechecks as a safety net backing off with the time the phase has
+// waited (SafetyNet), and by deadline at the latest.
 func WaitWatched(reason string, deadline time.Duration) Result {
 	return Result{Wait: true, Message: reason, RecheckAfter: deadline, Watched: true}
 }

@@ -471,7 +471,9 @@ func (r *Runner) onWait(obj Object, ps *nacv1alpha1.PhaseStatus, spec nacv1alpha
 		}
 	}
 	after := res.RecheckAfter
-	if res.Watched {
+	// A watched wait's own deadline within MaxSafetyNet is its safety net:
+	// a lost event costs no more than that wait would at most anyway.
+	if res.Watched && (after <= 0 || after > MaxSafetyNet) {
 		if net := SafetyNet(waited); after <= 0 || net < after {
 			after = net
 		}

@@ -592,11 +592,11 @@ func (s *RunSuite) TestCancelledRenderIsNotTerminal(c *C) {
 }
 
 // A wait on a watched object is rechecked only as a safety net that backs
-// off with the time waited (5 s, 10 s, 20 s, ... up to 5 min), never sooner
-// than that for a longer deadline, and never later than the function's
-// deadline or the phase's timeout.
+// off with the time waited (5 s, 10 s, 20 s, ... up to 5 min), never later
+// than the function's deadline or the phase's timeout; a deadline within 5
+// min is the only recheck.
 func (s *RunSuite) TestWatchedWaitBacksOff(c *C) {
-	deadline := 2 * time.Minute
+	deadline := 6 * time.Minute
 	s.fn.script["b"] = func(int, *stepArgs) (engine.Result, error) {
 		return engine.WaitWatched("waiting for Velero", deadline), nil
 	}
@@ -608,9 +608,16 @@ func (s *RunSuite) TestWatchedWaitBacksOff(c *C) {
 		s.now = s.now.Add(out.RequeueAfter)
 		deadline -= out.RequeueAfter
 	}
-	c.Check(got, DeepEquals, []time.Duration{5 * time.Second, 5 * time.Second, 10 * time.Second, 20 * time.Second, 40 * time.Second, 40 * time.Second},
-		Commentf("the last recheck is the function's deadline (2 min after the wait began), before the 80 s safety net"))
+	c.Check(got, DeepEquals, []time.Duration{5 * time.Second, 5 * time.Second, 10 * time.Second, 20 * time.Second, 40 * time.Second, 280 * time.Second},
+		Commentf("at 80 s the deadline is 280 s away, within 5 min: the only recheck"))
 	c.Check(s.fn.calls["b"], Equals, 6)
+	s.fn.script["c"] = func(int, *stepArgs) (engine.Result, error) {
+		return engine.WaitWatched("waiting for Velero", 2*time.Minute), nil
+	}
+	s.fn.script["b"] = func(int, *stepArgs) (engine.Result, error) { return engine.Done("", nil), nil }
+	out, err := s.runner.Run(context.Background(), s.request(c, nil))
+	c.Assert(err, IsNil)
+	c.Check(out.RequeueAfter, Equals, 2*time.Minute, Commentf("a deadline within 5 min: no earlier recheck"))
 	c.Check(engine.SafetyNet(time.Hour), Equals, engine.MaxSafetyNet)
 	c.Check(engine.SafetyNet(0), Equals, engine.MinSafetyNet)
 }

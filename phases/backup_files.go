@@ -81,8 +81,12 @@ func backupFileRequest(ctx context.Context, op *engine.Operation, recent *recent
 }
 
 // briefServe is how long a new DownloadRequest's wait goes unrecorded
-// (engine.WaitBriefly): a running Velero serves one in about 100 ms.
-const briefServe = 2 * time.Second
+// (engine.WaitBriefly): a running Velero serves one in about 100 ms, and
+// serves a burst one at a time (its DownloadRequest controller has one
+// worker), a thousand in a few seconds. It is the lag a NonAdminBackup's
+// status may show behind its Velero Backup's completion, as long as queue
+// positions may lag a completion (DefaultRefreshWindow).
+const briefServe = 5 * time.Second
 
 // awaitServed reports how far Velero got with dr, a request for file (e.g.
 // "the contents of Backup b"): served (both results zero: its URL is in

@@ -50,7 +50,7 @@ func (s *BackupFilesInternalSuite) TestAwaitServed(c *C) {
 	c.Check(wait.Wait, Equals, true)
 	c.Check(wait.Watched, Equals, true)
 	c.Check(wait.Brief, Equals, true, Commentf("a request a second old: Velero serves it in about 100 ms"))
-	c.Check(wait.RecheckAfter > 900*time.Millisecond && wait.RecheckAfter <= time.Second, Equals, true, Commentf("%s: until it is 2 s old", wait.RecheckAfter))
+	c.Check(wait.RecheckAfter > 3900*time.Millisecond && wait.RecheckAfter <= 4*time.Second, Equals, true, Commentf("%s: until it is 5 s old", wait.RecheckAfter))
 
 	wait, _ = awaitServed(request("", "", 10*time.Second), "the contents of Backup b", time.Minute)
 	c.Assert(wait, NotNil)
