@@ -420,11 +420,33 @@ func (s *CrashSuite) TestForeignObjectIsNeverAdopted(c *C) {
 func finishAllBackups(c *C, oadp string) {
 	list := &velerov1.BackupList{}
 	c.Assert(testClient.List(context.Background(), list, client.InNamespace(oadp)), IsNil)
+	var finished []velerov1.Backup
 	for _, b := range list.Items {
 		if !v1alpha1.BackupFinished(b.Status.Phase) {
 			completeBackup(c, oadp, b.Name, velerov1.BackupPhaseCompleted)
+			finished = append(finished, b)
 		}
 	}
+	if len(finished) == 0 {
+		return
+	}
+	// Their NABs verify the backups and end their plans; the rechecks their
+	// brief waits asked for (5 s after each DownloadRequest) then come and
+	// go, so that a test counting reconciles next counts its own.
+	eventually(c, 15*time.Second, func() (bool, string) {
+		for _, b := range finished {
+			nab := &v1alpha1.NonAdminBackup{}
+			key := client.ObjectKey{Namespace: b.Annotations[v1alpha1.NabOriginNamespaceAnnotation], Name: b.Annotations[v1alpha1.NabOriginNameAnnotation]}
+			if err := testClient.Get(context.Background(), key, nab); err != nil {
+				continue // not a NAB's, or gone
+			}
+			if p := nab.Status.Plan; p != nil && p.State == v1alpha1.PlanRunning && p.Action == "backup" {
+				return false, fmt.Sprintf("NonAdminBackup %s: %s", key, p.Current)
+			}
+		}
+		return true, ""
+	})
+	time.Sleep(6 * time.Second)
 }
 
 func queuePos(c *C, nab *v1alpha1.NonAdminBackup) int {
