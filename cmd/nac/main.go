@@ -8,6 +8,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -409,7 +410,16 @@ func run(o options) error {
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return err
 	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+	// Ready once the informers have synced: until then a reconcile would
+	// read a partial cache (at 10,000 NABs the initial lists take seconds).
+	if err := mgr.AddReadyzCheck("informers", func(req *http.Request) error {
+		ctx, cancel := context.WithTimeout(req.Context(), time.Second)
+		defer cancel()
+		if !mgr.GetCache().WaitForCacheSync(ctx) {
+			return errors.New("the informers' caches have not synced yet")
+		}
+		return nil
+	}); err != nil {
 		return err
 	}
 
