@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -19,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
+	"github.com/nacflow/nacflow/internal/veleroplay"
 )
 
 // veleroDownloads plays Velero's DownloadRequest controller and object
@@ -58,9 +58,17 @@ func setResourceList(backup string, list map[string][]string) {
 	veleroDownloads.lists[backup] = list
 }
 
+// list returns the resource list a test set for backup (setResourceList).
+func (d *downloadStore) list(backup string) (map[string][]string, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	l, ok := d.lists[backup]
+	return l, ok
+}
+
 // start serves files and processes DownloadRequests until ctx ends.
 func (d *downloadStore) start(ctx context.Context) {
-	d.srv = httptest.NewServer(http.HandlerFunc(d.serve))
+	d.srv = httptest.NewServer(&veleroplay.Files{Reader: testClient, List: d.list, Source: "test"})
 	go func() {
 		<-ctx.Done()
 		d.srv.Close()
@@ -101,41 +109,6 @@ func (d *downloadStore) processAll(ctx context.Context) {
 		}
 		_ = testClient.Patch(ctx, dr, client.MergeFrom(before)) // no status subresource in Velero's CRD
 	}
-}
-
-// serve answers GET /<namespace>/<kind>/<target> with the gzipped file.
-func (d *downloadStore) serve(w http.ResponseWriter, r *http.Request) {
-	parts := strings.Split(strings.TrimPrefix(r.URL.Path, "/"), "/")
-	if len(parts) != 3 {
-		http.NotFound(w, r)
-		return
-	}
-	oadp, kind, target := parts[0], velerov1.DownloadTargetKind(parts[1]), parts[2]
-	var body []byte
-	switch kind {
-	case velerov1.DownloadTargetKindBackupResourceList:
-		d.mu.Lock()
-		list, ok := d.lists[target]
-		d.mu.Unlock()
-		if !ok {
-			b := &velerov1.Backup{}
-			if err := testClient.Get(r.Context(), client.ObjectKey{Namespace: oadp, Name: target}, b); err != nil {
-				http.Error(w, err.Error(), http.StatusNotFound)
-				return
-			}
-			ns := b.Annotations[v1alpha1.NabOriginNamespaceAnnotation]
-			list = map[string][]string{"v1/Namespace": {ns}, "v1/ConfigMap": {ns + "/app-config"}}
-		}
-		body, _ = json.Marshal(list)
-	case velerov1.DownloadTargetKindBackupLog, velerov1.DownloadTargetKindRestoreLog:
-		body = fmt.Appendf(nil, "time=%q level=info msg=\"the log of %s\" logSource=\"test\"\n", time.Now().Format(time.RFC3339), target)
-	default:
-		body = fmt.Appendf(nil, "{%q: %q}\n", kind, target)
-	}
-	w.Header().Set("Content-Type", "application/octet-stream")
-	gz := gzip.NewWriter(w)
-	_, _ = gz.Write(body)
-	_ = gz.Close()
 }
 
 // download GETs url and returns the gunzipped body.

@@ -1,13 +1,10 @@
 package main
 
 import (
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/nacflow/nacflow/api/v1alpha1"
+	"github.com/nacflow/nacflow/internal/veleroplay"
 )
 
 // Values of -downloads.
@@ -51,7 +48,7 @@ type downloadService struct {
 // until ctx ends.
 func serveDownloads(ctx context.Context, c client.WithWatch, ns string) *downloadService {
 	d := &downloadService{c: c, ns: ns, done: map[types.UID]bool{}, todo: make(chan *velerov1.DownloadRequest, 1024)}
-	d.srv = httptest.NewServer(http.HandlerFunc(d.serve))
+	d.srv = httptest.NewServer(&veleroplay.Files{Reader: d.c, Source: "bench"})
 	go func() {
 		<-ctx.Done()
 		d.srv.Close()
@@ -147,33 +144,4 @@ func (d *downloadService) process(ctx context.Context) {
 			debugf("processing DownloadRequest %s: %v", dr.Name, err)
 		}
 	}
-}
-
-// serve answers GET /<namespace>/<kind>/<target> with the gzipped file.
-func (d *downloadService) serve(w http.ResponseWriter, r *http.Request) {
-	parts := strings.Split(strings.TrimPrefix(r.URL.Path, "/"), "/")
-	if len(parts) != 3 {
-		http.NotFound(w, r)
-		return
-	}
-	oadp, kind, target := parts[0], velerov1.DownloadTargetKind(parts[1]), parts[2]
-	var body []byte
-	switch kind {
-	case velerov1.DownloadTargetKindBackupResourceList:
-		b := &velerov1.Backup{}
-		if err := d.c.Get(r.Context(), client.ObjectKey{Namespace: oadp, Name: target}, b); err != nil {
-			http.Error(w, err.Error(), http.StatusNotFound)
-			return
-		}
-		ns := b.Annotations[v1alpha1.NabOriginNamespaceAnnotation]
-		body, _ = json.Marshal(map[string][]string{"v1/Namespace": {ns}, "v1/ConfigMap": {ns + "/app-config"}})
-	case velerov1.DownloadTargetKindBackupLog, velerov1.DownloadTargetKindRestoreLog:
-		body = fmt.Appendf(nil, "time=%q level=info msg=\"the log of %s\" logSource=\"bench\"\n", time.Now().Format(time.RFC3339), target)
-	default:
-		body = fmt.Appendf(nil, "{%q: %q}\n", kind, target)
-	}
-	w.Header().Set("Content-Type", "application/octet-stream")
-	gz := gzip.NewWriter(w)
-	_, _ = gz.Write(body)
-	_ = gz.Close()
 }
