@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sync"
 	"time"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
@@ -88,16 +89,66 @@ func backupFileRequest(ctx context.Context, op *engine.Operation, recent *recent
 // positions may lag a completion (DefaultRefreshWindow).
 const briefServe = 5 * time.Second
 
+// maxBriefServe bounds how long a DownloadRequest's wait may go unrecorded
+// while Velero is seen serving others (serving.busy): a backlog of requests
+// served one at a time ends within it, and a NonAdminBackup's status lags its
+// Velero Backup by no more. Past it, or as soon as Velero has answered no
+// request for briefServe (absent, busy elsewhere, or its location
+// Unavailable), the wait is recorded and told as an event.
+const maxBriefServe = 30 * time.Second
+
+// serving remembers when this process last saw Velero's download service
+// answer one of its DownloadRequests: whether Velero is working through a
+// backlog (a wait soon answered) or not answering at all (a wait worth
+// recording). Only an observation: a restart forgets it, and then waits are
+// held for briefServe, as for a first request. Safe for concurrent use; the
+// zero value is ready, with the clock time.Now.
+type serving struct {
+	mu   sync.Mutex
+	now  func() time.Time
+	last time.Time
+}
+
+func (s *serving) clock() time.Time {
+	if s.now != nil {
+		return s.now()
+	}
+	return time.Now()
+}
+
+// served records that a DownloadRequest was found served now.
+func (s *serving) served() {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.last = s.clock()
+}
+
+// busy reports whether a request was found served within the last within.
+func (s *serving) busy(within time.Duration) bool {
+	if s == nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.last.IsZero() && s.clock().Sub(s.last) < within
+}
+
 // awaitServed reports how far Velero got with dr, a request for file (e.g.
 // "the contents of Backup b"): served (both results zero: its URL is in
-// status.downloadURL), not yet (wait, the phase's Wait result: the
-// controller watches DownloadRequests, so Velero's answer wakes the phase,
-// and the runner rechecks only as a safety net and when timeout runs out;
-// for the first briefServe the wait is not even recorded),
-// or not within timeout of dr's creation (expired: the phase gives up on the
-// file).
-func awaitServed(dr *velerov1.DownloadRequest, file string, timeout time.Duration) (wait *engine.Result, expired bool) {
+// status.downloadURL, and sv learns Velero is answering), not yet (wait, the
+// phase's Wait result: the controller watches DownloadRequests, so Velero's
+// answer wakes the phase, and the runner rechecks only as a safety net and
+// when timeout runs out), or not within timeout of dr's creation (expired:
+// the phase gives up on the file). The wait is not even recorded
+// (engine.WaitBriefly) for the request's first briefServe, and then for as
+// long as Velero is seen answering other requests (sv.busy), up to
+// maxBriefServe of the request's age.
+func awaitServed(dr *velerov1.DownloadRequest, file string, timeout time.Duration, sv *serving) (wait *engine.Result, expired bool) {
 	if dr.Status.Phase == velerov1.DownloadRequestPhaseProcessed && dr.Status.DownloadURL != "" {
+		sv.served()
 		return nil, false
 	}
 	age := time.Since(dr.CreationTimestamp.Time)
@@ -105,8 +156,12 @@ func awaitServed(dr *velerov1.DownloadRequest, file string, timeout time.Duratio
 		return nil, true
 	}
 	msg := fmt.Sprintf("waiting for Velero to serve %s (DownloadRequest %s is %s)", file, dr.Name, phaseOr(string(dr.Status.Phase)))
-	if age < briefServe {
+	switch {
+	case age < briefServe:
 		w := engine.WaitBriefly(msg, briefServe-age)
+		return &w, false
+	case age < min(maxBriefServe, timeout) && sv.busy(briefServe):
+		w := engine.WaitBriefly(msg, min(briefServe, maxBriefServe-age))
 		return &w, false
 	}
 	w := engine.WaitWatched(msg, timeout-age+time.Second)

@@ -166,7 +166,7 @@ func (f *CheckRestoreItems) Run(ctx context.Context, op *engine.Operation, nar *
 		}
 		return engine.Done("not checked: "+why, nil), nil
 	}
-	if wait, expired := awaitServed(dr, "the contents of Backup "+a.BackupName, timeout); expired {
+	if wait, expired := awaitServed(dr, "the contents of Backup "+a.BackupName, timeout, f.tools.serving); expired {
 		return notChecked(fmt.Sprintf("Velero did not serve the contents of Backup %s within %s", a.BackupName, timeout))
 	} else if wait != nil {
 		return *wait, nil

@@ -57,6 +57,8 @@ type tools struct {
 	turns TurnKeeper
 	// recent remembers what these functions created.
 	recent *recentCreates
+	// serving remembers when Velero last answered a DownloadRequest.
+	serving *serving
 }
 
 // Options are controller settings some phase functions follow.
@@ -102,7 +104,7 @@ type Options struct {
 // returns an error only if two functions share a name or an exception is
 // malformed (programming errors).
 func NewRegistry(c Clients, o Options) (*engine.Registry, error) {
-	t := tools{recorder: c.Recorder, queue: c.Queue, turns: c.Turns, recent: newRecentCreates()}
+	t := tools{recorder: c.Recorder, queue: c.Queue, turns: c.Turns, recent: newRecentCreates(), serving: &serving{}}
 	rules := restoreRules{tenantRole: o.TenantRole, adminOwned: o.AdminOwned}
 	if rules.tenantRole == "" {
 		rules.tenantRole = restorepolicy.DefaultTenantRole

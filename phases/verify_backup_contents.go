@@ -89,7 +89,7 @@ func (f *VerifyBackupContents) Run(ctx context.Context, op *engine.Operation, na
 		setVerified(nab, metav1.ConditionUnknown, v1alpha1.ReasonVerificationUnavailable, why)
 		return engine.Done("not verified: "+why, nil), nil
 	}
-	if wait, expired := awaitServed(dr, "the resource list of Backup "+b.Name, timeout); expired {
+	if wait, expired := awaitServed(dr, "the resource list of Backup "+b.Name, timeout, f.tools.serving); expired {
 		return unknown(fmt.Sprintf("Velero did not serve the resource list of Backup %s within %s (DownloadRequest %s is %s)",
 			b.Name, timeout, dr.Name, phaseOr(string(dr.Status.Phase))))
 	} else if wait != nil {
