@@ -143,7 +143,8 @@ func main() {
 	}
 	// A controller's heap is mostly short-lived reconcile garbage around a
 	// live set that grows with the objects cached: GOGC is 50, and a soft
-	// memory limit of 112 MiB (never less than 25 % above the live heap)
+	// memory limit of what 150 MiB resident leaves beside the binary's own
+	// pages (never less than 25 % above the live heap)
 	// keeps a large controller small without collecting it all the time
 	// (package gctune). $GOGC and $GOMEMLIMIT, when set, win.
 	tuner := gctune.Tuner{}

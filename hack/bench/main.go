@@ -135,7 +135,7 @@ func main() {
 	flag.StringVar(&cfg.pprof, "pprof", "", "nac's --pprof-bind-address during the run (to profile it).")
 	flag.DurationVar(&cfg.restartObserve, "restart-observe", 0, "With -restart, also count the writes from the restart until this long after it (then quiet again), e.g. 150s to include the first periodic backup sync (every 2 min); 0: until quiet only.")
 	flag.StringVar(&cfg.nacGOGC, "nac-gogc", "", "GOGC for the nac process only (empty: nac's default, 50).")
-	flag.StringVar(&cfg.nacMemLimit, "nac-gomemlimit", "", "GOMEMLIMIT for the nac process only (e.g. 140MiB; empty: nac's default, a 112 MiB budget that follows a larger live heap).")
+	flag.StringVar(&cfg.nacMemLimit, "nac-gomemlimit", "", "GOMEMLIMIT for the nac process only (e.g. 140MiB; empty: nac's default, a budget of 150 MiB resident less the binary's pages, that follows a larger live heap).")
 	flag.StringVar(&cfg.heapProfile, "heap-profile", "", "Write the controller's heap profile, taken after the wave settled, to this file (needs -pprof).")
 	flag.DurationVar(&cfg.scrapeEvery, "metrics-scrape-interval", 15*time.Second, "Scrape the controller's /metrics this often during the run, as Prometheus would (0: never).")
 	flag.StringVar(&cfg.metricsRole, "metrics-reader-role", "config/rbac/metrics_reader_role.yaml", "The ClusterRole that may scrape nac's /metrics, bound to the bench's scraper.")

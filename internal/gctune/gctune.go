@@ -8,11 +8,16 @@
 // collect earlier when the Go memory (heap, stacks and runtime metadata; not
 // the binary's mapped code) nears it, whatever GOGC allows.
 //
-// The Tuner sets GOGC to Percent (50) and the limit to Budget (112 MiB), but
-// never lower than the live heap plus MinPercent (25 %) of growth plus the
-// memory outside the heap: a large cache is then collected as at GOGC=25
-// rather than continuously (a fixed limit below the live heap makes the
-// runtime spend up to half the CPU on collection).
+// The Tuner sets GOGC to Percent (50) and the limit to Budget, but never
+// lower than the live heap plus MinPercent (25 %) of growth plus the memory
+// outside the heap: a large cache is then collected as at GOGC=25 rather
+// than continuously (a fixed limit below the live heap makes the runtime
+// spend up to half the CPU on collection). By default the Budget is what a
+// resident set of Resident (150 MiB) leaves once the binary's own resident
+// pages are taken out, as measured (Linux's RssFile, read every Period; 112
+// MiB where it cannot be read): the code the process touches grows with the
+// features it links, and a fixed Go budget would let the resident set grow
+// with it.
 //
 // A budget rather than a GOGC derived from the live heap alone: the
 // latter collects hard from a fixed heap size whether or not the memory is
@@ -21,10 +26,13 @@
 package gctune
 
 import (
+	"bytes"
 	"context"
 	"math"
+	"os"
 	"runtime/debug"
 	"runtime/metrics"
+	"strconv"
 	"time"
 )
 
@@ -32,10 +40,16 @@ import (
 const (
 	// DefaultPercent is the GOGC set (nacflow's value before the tuner).
 	DefaultPercent = 50
-	// DefaultBudget is the soft limit on the Go memory: 112 MiB. With the
-	// binary's mapped code and data (about 35 MiB) that keeps the resident
-	// set near 150 MiB.
+	// DefaultResident is the resident-set budget the soft limit is derived
+	// from by default: 150 MiB, less the binary's resident pages.
+	DefaultResident = 150 << 20
+	// DefaultBudget is the soft limit on the Go memory where the binary's
+	// resident pages cannot be read (not Linux): 112 MiB, which with about
+	// 38 MiB of mapped code and data keeps the resident set near 150 MiB.
 	DefaultBudget = 112 << 20
+	// minBudget is the least Go budget a Resident leaves, however much of
+	// it the binary's pages take (a floor against a misread figure).
+	minBudget = 64 << 20
 	// DefaultMinPercent is the least growth above the live heap, in
 	// percent, that the limit leaves.
 	DefaultMinPercent = 25
@@ -54,8 +68,18 @@ type Tuner struct {
 	// Leave: not set).
 	Percent int
 	// Budget is the soft memory limit in bytes when the live heap leaves
-	// room under it (0: DefaultBudget; Leave: no limit is set).
+	// room under it (0: Resident less the binary's resident pages; Leave:
+	// no limit is set).
 	Budget int64
+	// Resident is the resident-set budget in bytes that a zero Budget is
+	// derived from every Period: Resident less the process's file-backed
+	// resident pages (/proc/self/status RssFile: the binary's code and
+	// data), but not below 64 MiB; DefaultBudget where that cannot be read
+	// (0: DefaultResident).
+	Resident int64
+	// fileResident reads the process's file-backed resident bytes (nil:
+	// /proc/self/status); ok is false where it cannot.
+	fileResident func() (bytes int64, ok bool)
 	// MinPercent is the least growth above the live heap, in percent of
 	// it, the limit leaves (0: DefaultMinPercent).
 	MinPercent int
@@ -69,8 +93,8 @@ func (t Tuner) withDefaults() Tuner {
 	if t.Percent == 0 {
 		t.Percent = DefaultPercent
 	}
-	if t.Budget == 0 {
-		t.Budget = DefaultBudget
+	if t.Resident <= 0 {
+		t.Resident = DefaultResident
 	}
 	if t.MinPercent <= 0 {
 		t.MinPercent = DefaultMinPercent
@@ -81,10 +105,59 @@ func (t Tuner) withDefaults() Tuner {
 	return t
 }
 
+// budget returns the Go budget in bytes: Budget when set, else Resident
+// less the binary's resident pages (DefaultBudget when they cannot be read).
+func (t Tuner) budget() int64 {
+	if t.Budget != 0 {
+		return t.Budget
+	}
+	read := t.fileResident
+	if read == nil {
+		read = procFileResident
+	}
+	file, ok := read()
+	if !ok {
+		return DefaultBudget
+	}
+	return max(t.Resident-file, minBudget)
+}
+
+// procFileResident reads RssFile (kB) from /proc/self/status: the
+// process's resident pages backed by files, which for a static Go binary are
+// its code and read-only data. ok is false where there is no such line.
+func procFileResident() (int64, bool) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, false
+	}
+	return parseRssFile(b)
+}
+
+// parseRssFile returns the RssFile line of a /proc/PID/status in bytes.
+func parseRssFile(status []byte) (int64, bool) {
+	for line := range bytes.Lines(status) {
+		rest, found := bytes.CutPrefix(line, []byte("RssFile:"))
+		if !found {
+			continue
+		}
+		f := bytes.Fields(rest)
+		if len(f) != 2 || string(f[1]) != "kB" {
+			return 0, false
+		}
+		kb, err := strconv.ParseInt(string(f[0]), 10, 64)
+		if err != nil || kb < 0 || kb > math.MaxInt64>>10 {
+			return 0, false
+		}
+		return kb << 10, true
+	}
+	return 0, false
+}
+
 // Limit returns the soft memory limit in bytes for a live heap of live
 // bytes and nonHeap bytes of Go memory outside the heap (stacks, runtime
-// metadata): Budget, or live plus MinPercent of it plus nonHeap when that
-// is more. It returns math.MaxInt64 (no limit) when Budget is Leave.
+// metadata): the budget (Budget, or what Resident leaves), or live plus
+// MinPercent of it plus nonHeap when that is more. It returns
+// math.MaxInt64 (no limit) when Budget is Leave.
 func (t Tuner) Limit(live, nonHeap uint64) int64 {
 	t = t.withDefaults()
 	if t.Budget < 0 {
@@ -98,7 +171,7 @@ func (t Tuner) Limit(live, nonHeap uint64) int64 {
 		return math.MaxInt64
 	}
 	floor := live + live/100*m + live%100*m/100 + nonHeap
-	return max(t.Budget, int64(floor))
+	return max(t.budget(), int64(floor))
 }
 
 // The runtime/metrics samples Run reads: the live heap, and what the soft

@@ -3,6 +3,7 @@ package gctune_test
 import (
 	"context"
 	"math"
+	"os"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
@@ -24,7 +25,9 @@ var _ = Suite(&TunerSuite{})
 // under it, and follows the live heap above that.
 func (s *TunerSuite) TestLimit(c *C) {
 	const mib = 1 << 20
-	t := gctune.Tuner{}
+	// The binary's resident pages: 38 MiB of a 150 MiB resident budget
+	// leave 112 MiB to the Go memory.
+	t := gctune.WithFileResident(gctune.Tuner{}, func() (int64, bool) { return 38 * mib, true })
 	for _, tc := range []struct {
 		live, nonHeap uint64
 		want          int64
@@ -48,6 +51,55 @@ func (s *TunerSuite) TestLimit(c *C) {
 	c.Check(t.Limit(1<<60, 0), Equals, int64(1<<60+1<<58)) // 25 % above, exactly
 	c.Check(custom.Limit(199, 0), Equals, int64(1000))
 	c.Check(gctune.Tuner{Budget: 1, MinPercent: 25}.Limit(199, 1), Equals, int64(199+49+1))
+}
+
+// By default the budget is what the resident budget leaves once the
+// binary's resident pages, as read, are taken out: more code, less heap.
+func (s *TunerSuite) TestBudgetFollowsTheBinary(c *C) {
+	const mib = 1 << 20
+	file := func(n int64, ok bool) func() (int64, bool) { return func() (int64, bool) { return n, ok } }
+	c.Check(gctune.WithFileResident(gctune.Tuner{}, file(42*mib, true)).Limit(0, 0), Equals, int64(108*mib))
+	c.Check(gctune.WithFileResident(gctune.Tuner{}, file(30*mib, true)).Limit(0, 0), Equals, int64(120*mib))
+	c.Check(gctune.WithFileResident(gctune.Tuner{Resident: 200 * mib}, file(42*mib, true)).Limit(0, 0), Equals, int64(158*mib))
+	c.Check(gctune.WithFileResident(gctune.Tuner{}, file(0, false)).Limit(0, 0), Equals, int64(gctune.DefaultBudget),
+		Commentf("unreadable (not Linux): the fixed budget"))
+	c.Check(gctune.WithFileResident(gctune.Tuner{}, file(140*mib, true)).Limit(0, 0), Equals, int64(64*mib),
+		Commentf("never below 64 MiB"))
+	c.Check(gctune.WithFileResident(gctune.Tuner{Budget: 90 * mib}, file(42*mib, true)).Limit(0, 0), Equals, int64(90*mib),
+		Commentf("a Budget set wins"))
+	c.Check(gctune.WithFileResident(gctune.Tuner{}, file(42*mib, true)).Limit(100*mib, 0), Equals, int64(125*mib),
+		Commentf("the floor above the live heap still holds"))
+}
+
+// RssFile is read from a /proc/PID/status in kB; anything else is unread.
+func (s *TunerSuite) TestParseRssFile(c *C) {
+	for _, tc := range []struct {
+		status string
+		want   int64
+		ok     bool
+	}{
+		{"Name:\tnac\nRssAnon:\t  81234 kB\nRssFile:\t  43008 kB\nRssShmem:\t0 kB\n", 43008 << 10, true},
+		{"RssFile: 0 kB", 0, true},
+		{"Name:\tnac\n", 0, false},
+		{"RssFile:\t12 MB\n", 0, false},
+		{"RssFile:\t-1 kB\n", 0, false},
+		{"RssFile:\t99999999999999999999 kB\n", 0, false},
+		{"RssFile:\t9007199254740993 kB\n", 0, false},
+		{"RssFile:\n", 0, false},
+		{"", 0, false},
+	} {
+		got, ok := gctune.ParseRssFile([]byte(tc.status))
+		c.Check(ok, Equals, tc.ok, Commentf("%q", tc.status))
+		c.Check(got, Equals, tc.want, Commentf("%q", tc.status))
+	}
+	// On this machine (Linux), the test binary's own figure is read.
+	if runtime.GOOS == "linux" {
+		b, err := os.ReadFile("/proc/self/status")
+		c.Assert(err, IsNil)
+		n, ok := gctune.ParseRssFile(b)
+		c.Check(ok, Equals, true)
+		c.Check(n > 0, Equals, true, Commentf("a running binary has resident code"))
+	}
 }
 
 // Run sets the process's GOGC and soft memory limit, and stops with its
