@@ -36,6 +36,7 @@ import (
 	"github.com/nacflow/nacflow/internal/restmapper"
 	"github.com/nacflow/nacflow/internal/restorepolicy"
 	"github.com/nacflow/nacflow/internal/veleroqueue"
+	"github.com/nacflow/nacflow/internal/version"
 	"github.com/nacflow/nacflow/phases"
 )
 
@@ -76,6 +77,7 @@ func isExecutable(path string) bool {
 const namespaceEnvVar = "WATCH_NAMESPACE"
 
 type options struct {
+	version       bool
 	oadpNamespace string
 	waitTimeout   time.Duration
 	metricsAddr   string
@@ -175,8 +177,13 @@ Flags:
 		flag.PrintDefaults()
 	}
 	flag.Parse()
+	if o.version {
+		fmt.Println("nac", version.Get())
+		return
+	}
 	o.given = givenFlags(flag.CommandLine)
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(zapOpts)))
+	ctrl.Log.Info("starting nac", "version", version.Get().Version, "revision", version.Get().Revision)
 
 	if err := run(o); err != nil {
 		ctrl.Log.Error(err, "nac stopped")
@@ -188,6 +195,7 @@ Flags:
 // logging flags (--zap-encoder json|console, --zap-log-level, ...), on fs;
 // docs/configuration.md documents each (a test holds it to that).
 func registerFlags(fs *flag.FlagSet, o *options) *zap.Options {
+	fs.BoolVar(&o.version, "version", false, "Print nac's version (release, commit, Go version, platform) and exit.")
 	fs.StringVar(&o.oadpNamespace, "oadp-namespace", "",
 		"Namespace where Velero runs and where nacflow creates Velero objects (the OADP namespace). Default: $"+namespaceEnvVar+".")
 	fs.DurationVar(&o.waitTimeout, "wait-timeout", engine.DefaultWaitTimeout,
