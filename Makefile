@@ -37,6 +37,13 @@ KUBECTL_NAC     := $(BIN)/kubectl-nac
 LOCALCP         := $(BIN)/localcp
 NACFLOW_PLUGIN  := $(BIN)/plugins/velero-plugin-nacflow
 
+# nacflow's own version: git describe of the commit (-dirty with uncommitted
+# changes), stamped into nac and kubectl-nac, the image's tag and labels.
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
+NAC_LDFLAGS := -X github.com/nacflow/nacflow/internal/version.version=$(VERSION) \
+	-X github.com/nacflow/nacflow/internal/version.revision=$(REVISION)
+
 VERSION_PKG := k8s.io/component-base/version
 KUBE_LDFLAGS := -s -w \
 	-X $(VERSION_PKG).gitVersion=$(KUBE_VERSION) \
@@ -107,9 +114,9 @@ vet: ## go vet the module.
 
 .PHONY: build
 build: ## Build bin/nac (the manager), bin/kubectl-nac (the kubectl plugin: put bin/ on PATH for `kubectl nac`), bin/localcp and Velero's plugin bin/plugins/velero-plugin-nacflow.
-	$(GO) build -o $(NAC) ./cmd/nac
+	$(GO) build -ldflags "$(NAC_LDFLAGS)" -o $(NAC) ./cmd/nac
 	$(GO) build -o $(NACFLOW_PLUGIN) ./cmd/velero-plugin-nacflow
-	$(GO) build -o $(KUBECTL_NAC) ./cmd/kubectl-nac
+	$(GO) build -ldflags "$(NAC_LDFLAGS)" -o $(KUBECTL_NAC) ./cmd/kubectl-nac
 	install -m 0755 hack/kubectl_complete-nac $(BIN)/kubectl_complete-nac
 	$(GO) build -o $(LOCALCP) ./hack/localcp
 
@@ -139,7 +146,10 @@ test-e2e: $(CONTROL_PLANE) $(VELERO_STACK) install-manifest ## End-to-end tests:
 
 ##@ Install
 
-IMG          ?= ghcr.io/nacflow/nacflow:v0.1.0
+IMAGE_REPO   ?= ghcr.io/nacflow/nacflow
+IMG          ?= $(IMAGE_REPO):$(VERSION)
+IMAGE_ARCH   ?= $(shell $(GO) env GOARCH)
+IMAGE_TAR    := $(CURDIR)/dist/nacflow-image.tar
 KUBECTL      ?= kubectl
 DIST         := $(CURDIR)/dist
 OADP_NAMESPACE ?= openshift-adp
@@ -149,6 +159,14 @@ install-manifest: ## Render config/default (CRDs, RBAC, tenant roles, Deployment
 	@mkdir -p $(DIST)
 	$(KUBECTL) kustomize config/default | sed 's|image: ghcr.io/nacflow/nacflow:v0.1.0|image: $(IMG)|' > $(DIST)/install.yaml
 	@echo "wrote $(DIST)/install.yaml (image $(IMG))"
+
+.PHONY: image
+image: ## Build nac's container image without a Docker engine (hack/image, go-containerregistry): the OCI archive dist/nacflow-image.tar (ctr images import, docker load) and its layout dist/nacflow-image-oci, tag IMG (git describe); reproducible, prints the digest.
+	@mkdir -p $(DIST)/linux-$(IMAGE_ARCH)
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -ldflags "-s -w $(NAC_LDFLAGS)" -o $(DIST)/linux-$(IMAGE_ARCH)/nac ./cmd/nac
+	$(GO) run ./hack/image -binary $(DIST)/linux-$(IMAGE_ARCH)/nac -arch $(IMAGE_ARCH) -tag $(IMG) -version $(VERSION) -revision "$(REVISION)" \
+		-created "$$(git log -1 --format=%ct 2>/dev/null || echo 0)" -out $(IMAGE_TAR) -oci-layout $(DIST)/nacflow-image-oci | tee $(DIST)/nacflow-image.digest
+	@echo "image $(IMG) ($$(cat $(DIST)/nacflow-image.digest)) in $(IMAGE_TAR)"
 
 .PHONY: deploy
 deploy: install-manifest ## Install nacflow into the cluster of the current kubeconfig, in the OADP namespace (created if missing).
