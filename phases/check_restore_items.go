@@ -310,36 +310,69 @@ func (l precheckLookup) RoleRules(ctx context.Context, kind, ns, name string) ([
 // checkContents downloads the backup tarball at url and decides every item
 // Velero would restore (skip says which group-resources it would not).
 // It returns the items decided and the excluded ones, sorted, as
-// "<resource> <namespace/name>: <reason>". Errors: the download, gzip and
-// tar errors, a tarball over maxContents; a Lookup error comes wrapped in
-// apiError.
+// "<resource> <namespace/name>: <reason>". Errors: walkContents'.
 func checkContents(ctx context.Context, url string, p restorepolicy.Policy, skip func(schema.GroupResource) bool, lk precheckLookup) (int, []string, error) {
+	var excluded []string
+	total, err := walkContents(ctx, url, p, skip, lk, func(it contentItem) error {
+		if !it.decision.Allowed {
+			excluded = append(excluded, it.key+": "+it.decision.Reason)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, nil, err
+	}
+	sort.Strings(excluded)
+	return total, excluded, nil
+}
+
+// contentItem is one item of a backup's contents, decided.
+type contentItem struct {
+	// gr, ns and name locate it (ns is empty for a cluster-scoped item).
+	gr       schema.GroupResource
+	ns, name string
+	// key is "<resource> <namespace/name>".
+	key string
+	// obj is the item as backed up (nil when it could not be read: the
+	// decision says why).
+	obj map[string]any
+	// decision is restorepolicy's (or why the item was not read).
+	decision restorepolicy.Decision
+}
+
+// walkContents downloads the backup tarball at url and calls visit with
+// every item Velero would restore into p.Namespace (and every
+// PersistentVolume), decided by restorepolicy with lk; skip says which
+// group-resources Velero would not restore (not visited). RoleBindings of
+// the backup's own Roles are visited last, once those Roles are decided
+// (Velero restores Roles first). It returns the number of items visited.
+// Errors: the download, gzip and tar errors, a tarball over maxContents,
+// more than maxCheckedItems items, visit's; a Lookup error comes wrapped in
+// apiError.
+func walkContents(ctx context.Context, url string, p restorepolicy.Policy, skip func(schema.GroupResource) bool, lk precheckLookup, visit func(contentItem) error) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, contentsDownloadTimeout)
 	defer cancel()
 	body, err := getBackupFile(ctx, url)
 	if err != nil {
-		return 0, nil, err
+		return 0, err
 	}
 	defer body.Close()
 	gz, err := gzip.NewReader(&limitedReader{r: body, left: maxContents})
 	if err != nil {
-		return 0, nil, err
+		return 0, err
 	}
 	tr := tar.NewReader(gz)
 	seen := map[string]bool{}
 	lk.backupRole = map[string][]rbacv1.PolicyRule{}
-	var excluded []string
-	var deferred []restorepolicy.Item
+	var deferred []contentItem
 	total := 0
-	decide := func(item restorepolicy.Item, key string) error {
-		d, err := restorepolicy.Decide(ctx, p, item, lk)
+	decide := func(it contentItem) error {
+		d, err := restorepolicy.Decide(ctx, p, restorepolicy.Item{Resource: it.gr, Object: it.obj}, lk)
 		if err != nil {
 			return apiError{err}
 		}
-		if !d.Allowed {
-			excluded = append(excluded, key+": "+d.Reason)
-		}
-		return nil
+		it.decision = d
+		return visit(it)
 	}
 	for {
 		h, err := tr.Next()
@@ -347,67 +380,73 @@ func checkContents(ctx context.Context, url string, p restorepolicy.Policy, skip
 			break
 		}
 		if err != nil {
-			return 0, nil, err
+			return 0, err
 		}
 		gr, ns, name, ok := itemPath(h.Name)
 		if !ok || h.Typeflag != tar.TypeReg || skip(gr) || (ns == "" && gr.String() != "persistentvolumes") || (ns != "" && ns != p.Namespace) {
 			continue
 		}
-		key := gr.String() + " " + path.Join(ns, name)
-		if seen[key] {
+		it := contentItem{gr: gr, ns: ns, name: name, key: gr.String() + " " + path.Join(ns, name)}
+		if seen[it.key] {
 			continue // the plain and the preferred-version copy of one item
 		}
-		seen[key] = true
+		seen[it.key] = true
 		if total++; total > maxCheckedItems {
-			return 0, nil, fmt.Errorf("more than %d items: not all checked", maxCheckedItems)
+			return 0, fmt.Errorf("more than %d items: not all checked", maxCheckedItems)
 		}
 		if h.Size > maxItemBytes {
-			excluded = append(excluded, fmt.Sprintf("%s: not read, larger than %d bytes", key, maxItemBytes))
+			it.decision.Reason = fmt.Sprintf("not read, larger than %d bytes", maxItemBytes)
+			if err := visit(it); err != nil {
+				return 0, err
+			}
 			continue
 		}
 		raw, err := io.ReadAll(io.LimitReader(tr, maxItemBytes+1))
 		if err != nil {
-			return 0, nil, err
+			return 0, err
 		}
-		var obj map[string]any
-		if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
-			excluded = append(excluded, key+": not a JSON object")
+		if err := json.Unmarshal(raw, &it.obj); err != nil || it.obj == nil {
+			it.obj, it.decision.Reason = nil, "not a JSON object"
+			if err := visit(it); err != nil {
+				return 0, err
+			}
 			continue
 		}
-		item := restorepolicy.Item{Resource: gr, Object: obj}
 		switch gr.String() {
 		case "rolebindings.rbac.authorization.k8s.io":
-			if kind, _ := dig(obj, "roleRef", "kind"); kind == "Role" && len(deferred) < maxDeferredBindings {
-				deferred = append(deferred, item)
+			if kind, _ := dig(it.obj, "roleRef", "kind"); kind == "Role" && len(deferred) < maxDeferredBindings {
+				deferred = append(deferred, it)
 				continue
 			}
 		case "roles.rbac.authorization.k8s.io":
-			d, err := restorepolicy.Decide(ctx, p, item, lk)
+			d, err := restorepolicy.Decide(ctx, p, restorepolicy.Item{Resource: gr, Object: it.obj}, lk)
 			if err != nil {
-				return 0, nil, apiError{err}
+				return 0, apiError{err}
 			}
 			if d.Allowed {
 				var role rbacv1.Role
 				if json.Unmarshal(raw, &role) == nil {
 					lk.backupRole[role.Name] = role.Rules
 				}
-			} else {
-				excluded = append(excluded, key+": "+d.Reason)
+			}
+			it.decision = d
+			if err := visit(it); err != nil {
+				return 0, err
 			}
 			continue
 		}
-		if err := decide(item, key); err != nil {
-			return 0, nil, err
+		if err := decide(it); err != nil {
+			return 0, err
 		}
 	}
-	for _, item := range deferred {
-		n, _ := dig(item.Object, "metadata", "name")
-		if err := decide(item, "rolebindings.rbac.authorization.k8s.io "+path.Join(p.Namespace, n)); err != nil {
-			return 0, nil, err
+	for _, it := range deferred {
+		n, _ := dig(it.obj, "metadata", "name")
+		it.key = "rolebindings.rbac.authorization.k8s.io " + path.Join(p.Namespace, n)
+		if err := decide(it); err != nil {
+			return 0, err
 		}
 	}
-	sort.Strings(excluded)
-	return total, excluded, nil
+	return total, nil
 }
 
 // itemPath parses a tarball path of Velero's layout (pkg/archive):

@@ -49,7 +49,7 @@ func (s *GuardedSuite) TestFunctionsHoldNoClient(c *C) {
 		&phases.CopySecret{}, &phases.CreateVeleroBSL{}, &phases.DeleteBackupsUsingBSL{}, &phases.AdoptVeleroBackup{},
 		&phases.Notify{}, &phases.LimitActiveOperations{}, &phases.ValidateDownloadRequest{}, &phases.CreateDownloadRequest{},
 		&phases.VerifyBackupContents{}, &phases.ValidateScheduleSpec{}, &phases.CreateVeleroSchedule{}, &phases.WaitForTurn{},
-		&phases.CheckRestoreItems{}, &phases.SyncScheduleRuns{},
+		&phases.CheckRestoreItems{}, &phases.SyncScheduleRuns{}, &phases.PreviewRestore{},
 	}
 	reg, err := phases.NewRegistry(phases.Clients{}, phases.Options{})
 	c.Assert(err, IsNil)

@@ -128,6 +128,7 @@ func NewRegistry(c Clients, o Options) (*engine.Registry, error) {
 		bind(&ValidateRestoreSpec{settings: settings}),
 		bind(&CreateVeleroRestore{restoreRules: rules, tools: t}),
 		bind(&CheckRestoreItems{restoreRules: rules, tools: t, enabled: o.RestorePrecheck}),
+		bind(&PreviewRestore{restoreRules: rules, tools: t}),
 		bind(&DeleteRestoresOfBackup{}),
 		bind(&ValidateBSLSpec{settings: settings, content: content}),
 		bind(&RequestApproval{tools: t, required: o.RequireApprovalForBSL, settings: settings}),

@@ -60,9 +60,11 @@ var kinds = []Kind{{
 }, {
 	Kind: "NonAdminRestore", Resource: "nonadminrestores", Short: "nar",
 	Finalizer: NonAdminRestoreFinalizer, Blueprint: "nonadminrestore",
-	Actions: []string{"finalize", "restore"},
+	Actions: []string{"finalize", "preview", "restore"},
 	New:     func() Object { return &NonAdminRestore{} }, NewList: func() client.ObjectList { return &NonAdminRestoreList{} },
-	GarbageCollected: func() []client.ObjectList { return []client.ObjectList{&velerov1.RestoreList{}} },
+	GarbageCollected: func() []client.ObjectList {
+		return []client.ObjectList{&velerov1.RestoreList{}, &velerov1.DownloadRequestList{}}
+	},
 }, {
 	Kind: "NonAdminBackupStorageLocation", Resource: "nonadminbackupstoragelocations", Short: "nabsl",
 	Finalizer: NonAdminBackupStorageLocationFinalizer, Blueprint: "nonadminbackupstoragelocation",

@@ -6,7 +6,8 @@ import (
 )
 
 // NonAdminRestoreSpec is what a namespace owner asks for (OADP NAC's
-// NonAdminRestoreSpec).
+// NonAdminRestoreSpec, plus nacflow's preview).
+// +kubebuilder:validation:XValidation:rule="(has(self.preview) && self.preview) == (has(oldSelf.preview) && oldSelf.preview)",message="spec.preview is immutable: create a new NonAdminRestore instead"
 type NonAdminRestoreSpec struct {
 	// restoreSpec is the Velero RestoreSpec of the restore to make. Its
 	// backupName names a NonAdminBackup in the same namespace, never a Velero
@@ -18,6 +19,101 @@ type NonAdminRestoreSpec struct {
 	// +kubebuilder:validation:XValidation:rule="has(self.backupName) && size(self.backupName) > 0",message="spec.restoreSpec.backupName is required: the name of a NonAdminBackup in this namespace"
 	// +kubebuilder:validation:XValidation:rule="!has(self.includeClusterResources) || !self.includeClusterResources",message="spec.restoreSpec.includeClusterResources can not be true: a NonAdminRestore may not restore cluster-scoped resources"
 	RestoreSpec *velerov1.RestoreSpec `json:"restoreSpec"`
+
+	// preview, when true, restores nothing: nacflow validates the restore
+	// as it would restore it, reads the backup's items through Velero, and
+	// writes in status.preview what the restore would do to each item of
+	// the namespace (create, skip, update, excluded). No Velero Restore is
+	// made. nacflow's field; immutable.
+	// +optional
+	Preview bool `json:"preview,omitempty"`
+}
+
+// Outcomes of an item in a restore preview (RestorePreviewItem.Outcome).
+const (
+	// PreviewCreate: the item does not exist in the namespace; the restore
+	// creates it.
+	PreviewCreate = "create"
+	// PreviewSkip: the item exists and the restore leaves it as it is
+	// (existingResourcePolicy none, Velero's default, or nothing differs).
+	PreviewSkip = "skip"
+	// PreviewUpdate: the item exists, differs, and existingResourcePolicy
+	// is update: Velero changes the fields named.
+	PreviewUpdate = "update"
+	// PreviewExcluded: the restore leaves the item out (the rule is named).
+	PreviewExcluded = "excluded"
+	// PreviewUnknown: nacflow could not tell (the live object could not be
+	// read; the reason is named).
+	PreviewUnknown = "unknown"
+)
+
+// Sources of a restore preview (RestorePreview.Source).
+const (
+	// PreviewFromContents: every item was read from the backup's contents
+	// and compared with the live object field by field.
+	PreviewFromContents = "Contents"
+	// PreviewFromResourceList: the contents were over the size cap; items
+	// come from the backup's resource list and are compared by existence
+	// only (an existing item is skip, or update with existingResourcePolicy
+	// update, without the fields).
+	PreviewFromResourceList = "ResourceList"
+)
+
+// RestorePreviewItem is one item of a restore preview.
+type RestorePreviewItem struct {
+	// resource is the item's group-resource as Velero names it
+	// (configmaps, deployments.apps).
+	// +kubebuilder:validation:MaxLength=253
+	Resource string `json:"resource"`
+	// name of the item (in the NonAdminRestore's namespace, or none for a
+	// cluster-scoped item).
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// outcome: create, skip, update, excluded or unknown.
+	// +kubebuilder:validation:Enum=create;skip;update;excluded;unknown
+	Outcome string `json:"outcome"`
+	// fields that the restore would change, for outcome update (the first
+	// 20; metadata noise and status left out), as dotted paths.
+	// +optional
+	// +kubebuilder:validation:MaxItems=20
+	// +listType=atomic
+	Fields []string `json:"fields,omitempty"`
+	// reason is why an item is excluded or unknown, or skipped though it
+	// differs.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	Reason string `json:"reason,omitempty"`
+}
+
+// RestorePreview is what a NonAdminRestore with spec.preview would do.
+type RestorePreview struct {
+	// backupName is the Velero Backup previewed.
+	// +optional
+	BackupName string `json:"backupName,omitempty"`
+	// source is Contents (items read and compared field by field) or
+	// ResourceList (the contents were over the cap: existence only).
+	// +optional
+	Source string `json:"source,omitempty"`
+	// total is the number of items the backup holds for the namespace
+	// (after Velero's and the restore's filters).
+	Total int32 `json:"total"`
+	// create, skip, update, excluded and unknown count the items by
+	// outcome.
+	Create   int32 `json:"create"`
+	Skip     int32 `json:"skip"`
+	Update   int32 `json:"update"`
+	Excluded int32 `json:"excluded"`
+	// +optional
+	Unknown int32 `json:"unknown,omitempty"`
+	// items are the first 100 items, ordered by resource and name.
+	// +optional
+	// +kubebuilder:validation:MaxItems=100
+	// +listType=atomic
+	Items []RestorePreviewItem `json:"items,omitempty"`
+	// message says what was previewed and how, in one sentence.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
 }
 
 // Condition reasons of NonAdminRestores (OADP NAC).
@@ -113,6 +209,10 @@ type NonAdminRestoreStatus struct {
 	// phase.
 	// +optional
 	FileSystemPodVolumeRestores *FileSystemPodVolumeRestores `json:"fileSystemPodVolumeRestores,omitempty"`
+
+	// preview is what the restore would do, for spec.preview.
+	// +optional
+	Preview *RestorePreview `json:"preview,omitempty"`
 
 	// plan is the blueprint action the controller runs for this request, with
 	// per-phase progress.

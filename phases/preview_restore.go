@@ -1,0 +1,388 @@
+package phases
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nacflow/nacflow/api/v1alpha1"
+	"github.com/nacflow/nacflow/engine"
+	"github.com/nacflow/nacflow/internal/restorepolicy"
+)
+
+// Bounds of a restore preview's status: items listed, and fields named per
+// updated item.
+const (
+	maxPreviewItems  = 100
+	maxPreviewFields = 20
+)
+
+// PreviewRestoreArgs are the args of PreviewRestore.
+type PreviewRestoreArgs struct {
+	// BackupName is the Velero Backup the restore would restore, usually
+	// {{ .Phases.waitForBackup.Output.name }}.
+	BackupName string `json:"backupName" doc:"the Velero Backup previewed, usually {{ .Phases.waitForBackup.Output.name }}"`
+	ServeTimeoutArgs
+}
+
+// PreviewRestore tells what a NonAdminRestore would do without restoring
+// anything: nacflow's answer to Velero's long-standing requests for a
+// restore dry-run (vmware-tanzu/velero#448, #6195). It reads the backup's
+// contents through a Velero DownloadRequest BackupContents of its own in the
+// OADP namespace (as CheckRestoreItems does: streamed, at most 256 MiB
+// compressed, items of at most 1 MiB), and for every item Velero would
+// restore into the namespace decides an outcome:
+//   - excluded: the restore's filters (excludedResources, includedResources,
+//     labelSelector, orLabelSelectors), nacflow's exclusions of every tenant
+//     restore, or restorepolicy (what the tenant role may create), the rule
+//     named;
+//   - create: no such object lives in the namespace;
+//   - skip: it lives there and existingResourcePolicy is none (Velero's
+//     default: it never overwrites), or nothing but metadata noise and
+//     status differs;
+//   - update: it lives there, differs, and existingResourcePolicy is update
+//     (the fields named, as dotted paths);
+//   - unknown: the live object could not be read (the reason named).
+//
+// Live objects are read from the API server through the operation's guarded
+// client, in the NonAdminRestore's own namespace only. A backup whose
+// contents are over the cap is previewed from its size alone: the status
+// says so, and no outcome is guessed.
+//
+// Sets status.preview (counts, the first 100 items: updates, creates,
+// exclusions, unknowns, then skips, each by resource and name). Makes no
+// Velero Restore; deletes its DownloadRequest once read.
+//
+// Outputs: total, create, skip, update, excluded. Errors: contents Velero
+// did not serve in time or that could not be read are terminal (the preview
+// fails saying why); API errors are retryable.
+type PreviewRestore struct {
+	restoreRules
+	tools tools
+}
+
+// SafetyExceptions implements engine.Excepted: the same cluster-scoped reads
+// as CheckRestoreItems (the tenant role and the ClusterRoles a backup's
+// RoleBindings bind; whether a backup's PersistentVolume exists).
+func (*PreviewRestore) SafetyExceptions() []engine.Exception {
+	return (&CheckRestoreItems{}).SafetyExceptions()
+}
+
+// Run implements phaseFunc.
+func (f *PreviewRestore) Run(ctx context.Context, op *engine.Operation, nar *v1alpha1.NonAdminRestore, a *PreviewRestoreArgs) (engine.Result, error) {
+	if a.BackupName == "" {
+		return engine.Result{}, engine.Terminalf("PreviewRestore: args.backupName is empty")
+	}
+	timeout := a.serveTimeout()
+	dr, err := backupFileRequest(ctx, op, f.tools.recent, "preview", v1alpha1.NACObjectName(nar.Namespace, nar.Name, op.UUID),
+		velerov1.DownloadTargetKindBackupContents, a.BackupName)
+	if err != nil {
+		return engine.Result{}, err
+	}
+	fail := func(why string) (engine.Result, error) {
+		if err := deleteOwn(ctx, op, dr); err != nil {
+			return engine.Result{}, err
+		}
+		nar.Status.Preview = &v1alpha1.RestorePreview{BackupName: a.BackupName, Message: cut(why, 1024)}
+		return engine.Result{}, engine.Terminalf("%s", why)
+	}
+	if wait, expired := awaitServed(dr, "the contents of Backup "+a.BackupName, timeout, f.tools.serving); expired {
+		return fail(fmt.Sprintf("Velero did not serve the contents of Backup %s within %s: nothing previewed", a.BackupName, timeout))
+	} else if wait != nil {
+		return *wait, nil
+	}
+	bound, err := (&CheckRestoreItems{restoreRules: f.restoreRules}).bound(ctx, op)
+	if err != nil {
+		return engine.Result{}, err
+	}
+	spec := nar.Spec.RestoreSpec
+	if spec == nil {
+		spec = &velerov1.RestoreSpec{}
+	}
+	update := spec.ExistingResourcePolicy == velerov1.PolicyTypeUpdate
+	p := restorepolicy.Policy{Namespace: nar.Namespace, Bound: bound, AdminOwned: f.adminOwned, UpdateExisting: update}
+	filtered, err := restoreFilters(spec)
+	if err != nil {
+		return fail(err.Error())
+	}
+	pv := &v1alpha1.RestorePreview{BackupName: a.BackupName, Source: v1alpha1.PreviewFromContents}
+	var items []v1alpha1.RestorePreviewItem
+	_, err = walkContents(ctx, dr.Status.DownloadURL, p, neverRestored, precheckLookup{op: op}, func(it contentItem) error {
+		item := v1alpha1.RestorePreviewItem{Resource: it.gr.String(), Name: it.name}
+		// Velero's filters first: what they leave out is never judged.
+		why := ""
+		if it.obj != nil {
+			why = filtered(it.gr, it.obj)
+		}
+		switch {
+		case why != "":
+			item.Outcome, item.Reason = v1alpha1.PreviewExcluded, why
+		case it.obj == nil || !it.decision.Allowed:
+			item.Outcome, item.Reason = v1alpha1.PreviewExcluded, it.decision.Reason
+		default:
+			if err := compareLive(ctx, op, it, update, &item); err != nil {
+				return err
+			}
+		}
+		item.Reason = cut(item.Reason, 512)
+		count(pv, item.Outcome)
+		items = append(items, item)
+		return nil
+	})
+	var apiErr apiError
+	if errors.As(err, &apiErr) {
+		return engine.Result{}, apiErr.err
+	}
+	if err != nil {
+		return fail(fmt.Sprintf("reading the contents of Backup %s: %v", a.BackupName, err))
+	}
+	if err := deleteOwn(ctx, op, dr); err != nil {
+		return engine.Result{}, err
+	}
+	pv.Items = firstItems(items)
+	pv.Message = fmt.Sprintf("%d items of Velero Backup %s for namespace %s: %d create, %d skip, %d update, %d excluded",
+		pv.Total, a.BackupName, nar.Namespace, pv.Create, pv.Skip, pv.Update, pv.Excluded)
+	if pv.Unknown > 0 {
+		pv.Message += fmt.Sprintf(", %d unknown", pv.Unknown)
+	}
+	if len(items) > len(pv.Items) {
+		pv.Message += fmt.Sprintf(" (the first %d listed)", len(pv.Items))
+	}
+	nar.Status.Preview = pv
+	out := map[string]string{"total": fmt.Sprint(pv.Total), "create": fmt.Sprint(pv.Create), "skip": fmt.Sprint(pv.Skip),
+		"update": fmt.Sprint(pv.Update), "excluded": fmt.Sprint(pv.Excluded)}
+	return engine.Done("preview: "+pv.Message, out), nil
+}
+
+// neverRestored reports the group-resources Velero never restores: not
+// worth an outcome.
+func neverRestored(gr schema.GroupResource) bool {
+	return slices.Contains(veleroNeverRestored, gr.String())
+}
+
+// restoreFilters returns what excludes an item from a restore of spec
+// (nacflow's exclusions of every tenant restore, then the spec's resource
+// and label filters, as Velero applies them), as a function naming the rule,
+// "" when the item is restored. Errors: a malformed label selector.
+func restoreFilters(spec *velerov1.RestoreSpec) (func(schema.GroupResource, map[string]any) string, error) {
+	in := func(list []string, gr schema.GroupResource) bool {
+		return slices.Contains(list, gr.String()) || slices.Contains(list, gr.Resource)
+	}
+	var selectors []labels.Selector
+	for _, ls := range append([]*metav1.LabelSelector{spec.LabelSelector}, spec.OrLabelSelectors...) {
+		if ls == nil {
+			continue
+		}
+		sel, err := metav1.LabelSelectorAsSelector(ls)
+		if err != nil {
+			return nil, fmt.Errorf("spec.restoreSpec label selector: %w", err)
+		}
+		selectors = append(selectors, sel)
+	}
+	return func(gr schema.GroupResource, obj map[string]any) string {
+		switch {
+		case in(restoreExcluded, gr):
+			return "nacflow leaves " + gr.String() + " out of every tenant restore"
+		case in(spec.ExcludedResources, gr):
+			return "spec.restoreSpec.excludedResources names " + gr.String()
+		case len(spec.IncludedResources) > 0 && !slices.Contains(spec.IncludedResources, "*") && !in(spec.IncludedResources, gr):
+			return "spec.restoreSpec.includedResources does not name " + gr.String()
+		}
+		if len(selectors) == 0 {
+			return ""
+		}
+		set := labels.Set((&unstructured.Unstructured{Object: obj}).GetLabels())
+		for _, sel := range selectors {
+			if sel.Matches(set) {
+				return ""
+			}
+		}
+		if len(selectors) == 1 && spec.LabelSelector != nil {
+			return "its labels do not match spec.restoreSpec.labelSelector"
+		}
+		return "its labels match neither spec.restoreSpec.labelSelector nor orLabelSelectors"
+	}, nil
+}
+
+// compareLive sets item's outcome from the live object of it: create when
+// absent; skip or, with update, update naming the changed fields when
+// present; unknown when it cannot be read. Errors: API server errors other
+// than NotFound, Forbidden and an unserved kind (retryable).
+func compareLive(ctx context.Context, op *engine.Operation, it contentItem, update bool, item *v1alpha1.RestorePreviewItem) error {
+	backedUp := &unstructured.Unstructured{Object: it.obj}
+	gvk := backedUp.GroupVersionKind()
+	if gvk.Kind == "" || gvk.Version == "" {
+		item.Outcome, item.Reason = v1alpha1.PreviewUnknown, "the backed-up item names no apiVersion and kind"
+		return nil
+	}
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(gvk)
+	err := op.APIReader.Get(ctx, client.ObjectKey{Namespace: it.ns, Name: it.name}, live)
+	switch {
+	case apierrors.IsNotFound(err):
+		item.Outcome = v1alpha1.PreviewCreate
+		return nil
+	case meta.IsNoMatchError(err):
+		item.Outcome, item.Reason = v1alpha1.PreviewUnknown, fmt.Sprintf("the cluster does not serve %s", gvk.GroupKind())
+		return nil
+	case apierrors.IsForbidden(err) || errors.As(err, new(*engine.SafetyViolation)):
+		item.Outcome, item.Reason = v1alpha1.PreviewUnknown, fmt.Sprintf("nacflow may not read %s: %v", it.gr, err)
+		return nil
+	case err != nil:
+		return apiError{fmt.Errorf("reading %s %s: %w", it.gr, it.name, err)}
+	}
+	fields := changedFields(it.obj, live.Object)
+	switch {
+	case len(fields) == 0:
+		item.Outcome, item.Reason = v1alpha1.PreviewSkip, "exists, as backed up"
+	case update:
+		item.Outcome, item.Fields = v1alpha1.PreviewUpdate, fields
+	default:
+		item.Outcome, item.Reason = v1alpha1.PreviewSkip, "exists and differs; existingResourcePolicy none leaves it as it is"
+		item.Fields = fields
+	}
+	return nil
+}
+
+// Fields a restore never compares: the API server's own metadata, and
+// Velero's restore labels.
+var (
+	noiseTop      = []string{"status", "apiVersion", "kind"}
+	noiseMetadata = []string{"uid", "resourceVersion", "generation", "creationTimestamp", "deletionTimestamp",
+		"deletionGracePeriodSeconds", "managedFields", "selfLink", "ownerReferences", "namespace", "generateName"}
+	noiseLabels      = []string{velerov1.BackupNameLabel, velerov1.RestoreNameLabel}
+	noiseAnnotations = []string{"kubectl.kubernetes.io/last-applied-configuration"}
+)
+
+// withoutNoise returns obj without the noise fields, sharing what it keeps
+// with obj (which is not changed); whatever obj holds, nothing panics.
+func withoutNoise(obj map[string]any) map[string]any {
+	without := func(m map[string]any, keys []string) map[string]any {
+		c := make(map[string]any, len(m))
+		for k, v := range m {
+			if !slices.Contains(keys, k) {
+				c[k] = v
+			}
+		}
+		return c
+	}
+	c := without(obj, noiseTop)
+	md, ok := c["metadata"].(map[string]any)
+	if !ok {
+		return c
+	}
+	md = without(md, noiseMetadata)
+	for key, drop := range map[string][]string{"labels": noiseLabels, "annotations": noiseAnnotations} {
+		if m, ok := md[key].(map[string]any); ok {
+			if m = without(m, drop); len(m) > 0 {
+				md[key] = m
+			} else {
+				delete(md, key)
+			}
+		}
+	}
+	c["metadata"] = md
+	return c
+}
+
+// changedFields returns the dotted paths (sorted, the first
+// maxPreviewFields) where backedUp and live differ, noise left out. Maps are
+// compared key by key; lists and scalars whole.
+func changedFields(backedUp, live map[string]any) []string {
+	var out []string
+	diffInto(&out, "", withoutNoise(backedUp), withoutNoise(live))
+	sort.Strings(out)
+	if len(out) > maxPreviewFields {
+		out = out[:maxPreviewFields]
+	}
+	return out
+}
+
+// diffInto appends to out the paths under prefix where a and b differ.
+func diffInto(out *[]string, prefix string, a, b any) {
+	am, aok := a.(map[string]any)
+	bm, bok := b.(map[string]any)
+	if !aok || !bok {
+		if !reflect.DeepEqual(a, b) {
+			*out = append(*out, prefix)
+		}
+		return
+	}
+	keys := map[string]bool{}
+	for k := range am {
+		keys[k] = true
+	}
+	for k := range bm {
+		keys[k] = true
+	}
+	for k := range keys {
+		p := k
+		if prefix != "" {
+			p = prefix + "." + k
+		}
+		diffInto(out, p, am[k], bm[k])
+	}
+}
+
+// count adds an item of outcome to pv's counts.
+func count(pv *v1alpha1.RestorePreview, outcome string) {
+	pv.Total++
+	switch outcome {
+	case v1alpha1.PreviewCreate:
+		pv.Create++
+	case v1alpha1.PreviewSkip:
+		pv.Skip++
+	case v1alpha1.PreviewUpdate:
+		pv.Update++
+	case v1alpha1.PreviewExcluded:
+		pv.Excluded++
+	default:
+		pv.Unknown++
+	}
+}
+
+// previewOrder ranks outcomes in the listed items: what changes first.
+var previewOrder = map[string]int{v1alpha1.PreviewUpdate: 0, v1alpha1.PreviewCreate: 1, v1alpha1.PreviewExcluded: 2, v1alpha1.PreviewUnknown: 3, v1alpha1.PreviewSkip: 4}
+
+// firstItems returns the first maxPreviewItems of items by outcome
+// (previewOrder), resource and name.
+func firstItems(items []v1alpha1.RestorePreviewItem) []v1alpha1.RestorePreviewItem {
+	sort.Slice(items, func(i, j int) bool {
+		a, b := items[i], items[j]
+		if previewOrder[a.Outcome] != previewOrder[b.Outcome] {
+			return previewOrder[a.Outcome] < previewOrder[b.Outcome]
+		}
+		if a.Resource != b.Resource {
+			return a.Resource < b.Resource
+		}
+		return a.Name < b.Name
+	})
+	return items[:min(len(items), maxPreviewItems)]
+}
+
+// cut cuts s to at most n bytes, on a rune boundary, marking the cut.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n - len("…")
+	for cut > 0 && !utf8RuneStart(s[cut]) {
+		cut--
+	}
+	return strings.TrimSpace(s[:cut]) + "…"
+}
+
+func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
