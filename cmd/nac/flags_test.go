@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"crypto/tls"
+	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
@@ -10,6 +12,7 @@ import (
 	"time"
 
 	. "gopkg.in/check.v1"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 )
 
 type FlagsSuite struct{}
@@ -35,6 +38,91 @@ func (s *FlagsSuite) TestEveryFlagIsDocumented(c *C) {
 			c.Check(names[name], Equals, true, Commentf("docs/configuration.md documents --%s, which nac does not have", name))
 		}
 	}
+}
+
+// docDefaults returns docs/configuration.md's Default column by flag name,
+// backticks removed.
+func docDefaults(c *C) map[string]string {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "configuration.md"))
+	c.Assert(err, IsNil)
+	out := map[string]string{}
+	for _, line := range strings.Split(string(doc), "\n") {
+		rest, ok := strings.CutPrefix(line, "| `--")
+		if !ok {
+			continue
+		}
+		cells := strings.Split(rest, " | ")
+		c.Assert(len(cells) >= 3, Equals, true, Commentf("row %q", line))
+		name, _, _ := strings.Cut(cells[0], "`")
+		out[name] = strings.ReplaceAll(strings.TrimSpace(cells[1]), "`", "")
+	}
+	return out
+}
+
+// Every default docs/configuration.md gives is the binary's: the flag's
+// DefValue, read as a duration when it is one ("10m" is "10m0s"); "none"
+// and "empty" stand for "". The exceptions are defaults nac or
+// controller-runtime apply when the flag is left empty; each is checked
+// where it is applied (zap's in TestDocumentedLogDefaults).
+func (s *FlagsSuite) TestDocumentedDefaultsAreTheBinarys(c *C) {
+	exceptions := map[string]string{
+		"oadp-namespace":       "$WATCH_NAMESPACE",             // main reads the env when the flag is empty
+		"kubeconfig":           "$KUBECONFIG, then in-cluster", // controller-runtime's, not in registerFlags
+		"zap-encoder":          "json",
+		"zap-log-level":        "info",
+		"zap-stacktrace-level": "error",
+		"zap-time-encoding":    "rfc3339",
+	}
+	docs := docDefaults(c)
+	fs := flag.NewFlagSet("nac", flag.ContinueOnError)
+	registerFlags(fs, &options{})
+	checked := 0
+	fs.VisitAll(func(f *flag.Flag) {
+		doc, ok := docs[f.Name]
+		if !ok {
+			return // TestEveryFlagIsDocumented says so
+		}
+		if want, ok := exceptions[f.Name]; ok {
+			c.Check(f.DefValue, Equals, "", Commentf("--%s now has a default of its own: drop its exception", f.Name))
+			c.Check(doc, Equals, want, Commentf("--%s", f.Name))
+			return
+		}
+		checked++
+		switch {
+		case doc == "none" || strings.HasPrefix(doc, "empty"):
+			c.Check(f.DefValue, Equals, "", Commentf("--%s is documented %q", f.Name, doc))
+		default:
+			if d, err := time.ParseDuration(f.DefValue); err == nil && f.DefValue != "0" {
+				dd, err := time.ParseDuration(doc)
+				c.Check(err, IsNil, Commentf("--%s is documented %q, not a duration", f.Name, doc))
+				c.Check(dd, Equals, d, Commentf("--%s is documented %q, the binary's default is %s", f.Name, doc, f.DefValue))
+				return
+			}
+			c.Check(doc, Equals, f.DefValue, Commentf("--%s", f.Name))
+		}
+	})
+	c.Check(docs["oadp-namespace"], Equals, exceptions["oadp-namespace"])
+	c.Check(docs["kubeconfig"], Equals, exceptions["kubeconfig"])
+	c.Check(checked > 25, Equals, true, Commentf("%d defaults compared", checked))
+}
+
+// The log defaults configuration.md gives are what nac's logger does with
+// no zap flag: JSON lines, RFC 3339 times, info level.
+func (s *FlagsSuite) TestDocumentedLogDefaults(c *C) {
+	fs := flag.NewFlagSet("nac", flag.ContinueOnError)
+	zapOpts := registerFlags(fs, &options{})
+	c.Assert(fs.Parse(nil), IsNil)
+	var buf bytes.Buffer
+	zapOpts.DestWriter = &buf
+	log := zap.New(zap.UseFlagOptions(zapOpts))
+	log.V(1).Info("debug line")
+	log.Info("info line")
+	var line map[string]any
+	c.Assert(json.Unmarshal(buf.Bytes(), &line), IsNil, Commentf("one JSON line: %q", buf.String()))
+	c.Check(line["msg"], Equals, "info line")
+	ts, _ := line["ts"].(string)
+	_, err := time.Parse(time.RFC3339, ts)
+	c.Check(err, IsNil, Commentf("ts %v", line["ts"]))
 }
 
 // Only the non-admin flags given on the command line yield nothing to a

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -84,6 +85,53 @@ func (s *CommandsSuite) TestBadFlagsAreRefusedAndCreateNothing(c *C) {
 			c.Check(items, HasLen, 0, Commentf("%v created something", args))
 		}
 	}
+}
+
+// TestRefusedFlags: the flags of OADP's CLI whose values the tenant rules
+// always refuse are neither in the help nor in docs/cli.md, and using one
+// fails with the rule and creates nothing; --include-cluster-resources=false
+// (no cluster-scoped resources at all) still works.
+func (s *CommandsSuite) TestRefusedFlags(c *C) {
+	ref, err := CLIReference()
+	c.Assert(err, IsNil)
+	for _, args := range [][]string{
+		{"backup", "create", "b1", "--include-cluster-scoped-resources", "storageclasses"},
+		{"backup", "create", "b1", "--volume-snapshot-locations", "vsl1"},
+		{"backup", "create", "b1", "--resource-policies-configmap", "policies"},
+		{"backup", "create", "b1", "--include-cluster-resources"},
+		{"restore", "create", "r1", "--from-backup", "b1", "--resource-modifier-configmap", "mods"},
+		{"restore", "create", "r1", "--from-backup", "b1", "--include-cluster-resources=true"},
+	} {
+		flag := args[len(args)-1]
+		if !strings.HasPrefix(flag, "--") {
+			flag = args[len(args)-2]
+		}
+		flag, _, _ = strings.Cut(flag, "=")
+		// A flag is offered by a line of the flags list: indented, the
+		// flag first. The help text may name it as refused.
+		offered := regexp.MustCompile(`(?m)^[ \t]+(-\w, )?` + regexp.QuoteMeta(flag) + `\b`)
+		c.Check(offered.MatchString(ref), Equals, false, Commentf("docs/cli.md offers %s", flag))
+		o, out, errOut := testOptions(c)
+		code, _ := run(o, args[0], "create", "--help")
+		c.Check(code, Equals, 0)
+		c.Check(offered.MatchString(out.String()), Equals, false, Commentf("%s create --help offers %s", args[0], flag))
+		c.Check(out.String(), Matches, `(?s).*\n  -w, --wait .*`) // the list the regexp reads
+		o, _, errOut = testOptions(c)
+		code, _ = run(o, args...)
+		c.Check(code, Equals, 2, Commentf("%v", args))
+		c.Check(errOut.String(), Matches, `Error: .*nacflow refuses .*\n`, Commentf("%v", args))
+		for _, l := range []client.ObjectList{&v1alpha1.NonAdminBackupList{}, &v1alpha1.NonAdminRestoreList{}} {
+			c.Assert(o.client.List(context.Background(), l), IsNil)
+			items, _ := metaExtractList(l)
+			c.Check(items, HasLen, 0, Commentf("%v created something", args))
+		}
+	}
+	o, _, errOut := testOptions(c)
+	code, _ := run(o, "backup", "create", "b1", "--include-cluster-resources=false")
+	c.Assert(code, Equals, 0, Commentf("%s", errOut))
+	nab := &v1alpha1.NonAdminBackup{}
+	c.Assert(o.client.Get(context.Background(), client.ObjectKey{Namespace: "demo", Name: "b1"}, nab), IsNil)
+	c.Check(*nab.Spec.BackupSpec.IncludeClusterResources, Equals, false)
 }
 
 func (s *CommandsSuite) TestRestoreCreateTakesEitherBackupFlag(c *C) {

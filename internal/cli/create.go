@@ -58,28 +58,61 @@ func addOptionalBool(fl *pflag.FlagSet, v *veleroflag.OptionalBool, name, usage 
 	fl.Lookup(name).NoOptDefVal = "true"
 }
 
-// configMapRef is Velero's reference to the ConfigMap name (resource
-// policies, resource modifiers), nil when name is empty.
-func configMapRef(name string) *corev1.TypedLocalObjectReference {
-	if name == "" {
-		return nil
-	}
-	return &corev1.TypedLocalObjectReference{Kind: "configmap", Name: name}
+// refusedFlag is a flag of Velero's or OADP's CLI that nacflow's tenant
+// rules always refuse: it is hidden from help and docs, and setting it
+// fails the command before anything is written, naming the rule, instead of
+// creating an object the controller would refuse (Accepted=False,
+// BackingOff). It stays a flag so that an OADP script gets that reason,
+// not "unknown flag".
+type refusedFlag struct{ reason string }
+
+func (f *refusedFlag) String() string { return "" }
+
+// Type is shown in usage text only, which hides the flag.
+func (f *refusedFlag) Type() string { return "string" }
+
+// Set returns why nacflow refuses the flag, whatever v is.
+func (f *refusedFlag) Set(v string) error {
+	return fmt.Errorf("nacflow refuses it: %s", f.reason)
 }
+
+// addRefused registers the hidden flag name that fails with reason.
+func addRefused(fl *pflag.FlagSet, name, reason string) {
+	fl.Var(&refusedFlag{reason: reason}, name, reason)
+	_ = fl.MarkHidden(name)
+}
+
+// refusedBackupFlags are `backup create` flags of Velero's and OADP's CLIs
+// that ValidateBackupSpec always refuses for a tenant (the tenant rules of
+// OADP's NAC): name → the rule.
+var refusedBackupFlags = map[string]string{
+	"include-cluster-scoped-resources": "a NonAdminBackup may not include cluster-scoped resources (spec.backupSpec.includedClusterScopedResources)",
+	"volume-snapshot-locations":        "volume snapshot locations are the admin's (spec.backupSpec.volumeSnapshotLocations)",
+	"resource-policies-configmap":      "the ConfigMap would be read in the OADP namespace; an admin may enforce one in the blueprint (spec.backupSpec.resourcePolicy)",
+}
+
+// refusedRestoreFlags are `restore create` flags ValidateRestoreSpec always
+// refuses: name → the rule.
+var refusedRestoreFlags = map[string]string{
+	"resource-modifier-configmap": "the ConfigMap would be read in the OADP namespace; an admin may enforce one in the blueprint (spec.restoreSpec.resourceModifier)",
+}
+
+// clusterResourcesRule is why --include-cluster-resources=true is refused;
+// =false (no cluster-scoped resources at all) is a tenant's right.
+const clusterResourcesRule = "a tenant's backup or restore may not include cluster-scoped resources; only --include-cluster-resources=false is accepted"
 
 // backupCreateFlags are Velero's and OADP's `backup create` flags.
 type backupCreateFlags struct {
 	createFlags
 	ttl                                            metav1.Duration
-	includeClusterScoped, excludeClusterScoped     veleroflag.StringArray
+	excludeClusterScoped                           veleroflag.StringArray
 	includeNamespaceScoped, excludeNamespaceScoped veleroflag.StringArray
 	storageLocation                                string
-	snapshotLocations                              []string
 	orderedResources                               string
 	csiSnapshotTimeout                             time.Duration
 	snapshotVolumes, snapshotMoveData              veleroflag.OptionalBool
 	includeClusterRes, defaultVolumesToFsBackup    veleroflag.OptionalBool
-	resourcePoliciesConfigMap, dataMover           string
+	dataMover                                      string
 	parallelFilesUpload                            int
 	force, assumeYes                               bool
 }
@@ -91,14 +124,12 @@ func newBackupCreateCommand(o *Options, k *tenantKind[*v1alpha1.NonAdminBackup])
 	fl.DurationVar(&f.ttl.Duration, "ttl", 0, "How long before the backup can be garbage collected (Velero's default, 720h, when 0).")
 	fl.Var(&f.includeResources, "include-resources", "Resources to include in the backup, formatted as resource.group, such as storageclasses.storage.k8s.io (use '*' for all resources).")
 	fl.Var(&f.excludeResources, "exclude-resources", "Resources to exclude from the backup, formatted as resource.group.")
-	fl.Var(&f.includeClusterScoped, "include-cluster-scoped-resources", "Cluster-scoped resources to include (new-style filter; nacflow's blueprint decides what a tenant may include).")
 	fl.Var(&f.excludeClusterScoped, "exclude-cluster-scoped-resources", "Cluster-scoped resources to exclude (new-style filter).")
 	fl.Var(&f.includeNamespaceScoped, "include-namespace-scoped-resources", "Namespaced resources to include (new-style filter).")
 	fl.Var(&f.excludeNamespaceScoped, "exclude-namespace-scoped-resources", "Namespaced resources to exclude (new-style filter).")
 	fl.Var(&f.labels, "labels", "Labels to apply to the NonAdminBackup and its backup, key=value,key2=value2.")
 	fl.Var(&f.annotations, "annotations", "Annotations to apply to the NonAdminBackup, key=value,key2=value2.")
 	fl.StringVar(&f.storageLocation, "storage-location", "", "Your NonAdminBackupStorageLocation to store the backup in (the admin's default location when empty).")
-	fl.StringSliceVar(&f.snapshotLocations, "volume-snapshot-locations", nil, "Volume snapshot locations to use.")
 	fl.VarP(&f.selector, "selector", "l", "Only back up resources matching this label selector.")
 	fl.Var(&f.orSelector, "or-selector", "Back up resources matching at least one of these label selectors, separated by ' or ' (not with --selector).")
 	fl.StringVar(&f.orderedResources, "ordered-resources", "", "Mapping Kinds to an ordered list of specific resources of that Kind, e.g. 'pods=ns1/pod1,ns1/pod2;persistentvolumeclaims=ns1/pvc4'.")
@@ -106,15 +137,18 @@ func newBackupCreateCommand(o *Options, k *tenantKind[*v1alpha1.NonAdminBackup])
 	fl.DurationVar(&f.itemOperationTimeout, "item-operation-timeout", 0, "How long to wait for async plugin operations.")
 	addOptionalBool(fl, &f.snapshotVolumes, "snapshot-volumes", "Take snapshots of persistent volumes.")
 	addOptionalBool(fl, &f.snapshotMoveData, "snapshot-move-data", "Move snapshot data to the backup storage location (data mover).")
-	addOptionalBool(fl, &f.includeClusterRes, "include-cluster-resources", "Include cluster-scoped resources (old-style filter; tenants usually may not).")
+	addOptionalBool(fl, &f.includeClusterRes, "include-cluster-resources", clusterResourcesRule)
+	_ = fl.MarkHidden("include-cluster-resources")
 	addOptionalBool(fl, &f.defaultVolumesToFsBackup, "default-volumes-to-fs-backup", "Back up all pod volumes with the file system backup by default.")
-	fl.StringVar(&f.resourcePoliciesConfigMap, "resource-policies-configmap", "", "A ConfigMap of resource policies for the backup.")
 	fl.StringVar(&f.dataMover, "data-mover", "", "The data mover for volume data (Velero's built-in when empty).")
 	fl.IntVar(&f.parallelFilesUpload, "parallel-files-upload", 0, "Files uploaded in parallel by the file system backup (kopia only).")
 	fl.BoolVarP(&f.wait, "wait", "w", false, "Follow the backup until it ends, showing its progress; exit 1 when it does not complete.")
 	fl.BoolVar(&f.force, "force", false, "Accepted for OADP compatibility: nacflow does not require --storage-location (the admin's default is used).")
 	fl.BoolVarP(&f.assumeYes, "assume-yes", "y", false, "Accepted for OADP compatibility (nacflow asks nothing on create).")
 	fl.StringVarP(&f.output, "output", "o", "", "Print the NonAdminBackup as yaml or json instead of creating it.")
+	for name, rule := range refusedBackupFlags {
+		addRefused(fl, name, rule)
+	}
 	_ = cmd.RegisterFlagCompletionFunc("storage-location", o.flagNameCompletion(registryKind[*v1alpha1.NonAdminBackupStorageLocation]().NewList))
 	return cmd
 }
@@ -125,8 +159,11 @@ func (f *backupCreateFlags) build(ns, name string) (*v1alpha1.NonAdminBackup, er
 	if err := f.check(); err != nil {
 		return nil, err
 	}
+	if f.includeClusterRes.Value != nil && *f.includeClusterRes.Value {
+		return nil, fmt.Errorf("nacflow refuses --include-cluster-resources: %s", clusterResourcesRule)
+	}
 	oldStyle := len(f.includeResources) > 0 || len(f.excludeResources) > 0 || f.includeClusterRes.Value != nil
-	newStyle := len(f.includeClusterScoped)+len(f.excludeClusterScoped)+len(f.includeNamespaceScoped)+len(f.excludeNamespaceScoped) > 0
+	newStyle := len(f.excludeClusterScoped)+len(f.includeNamespaceScoped)+len(f.excludeNamespaceScoped) > 0
 	if oldStyle && newStyle {
 		return nil, fmt.Errorf("--include-resources, --exclude-resources and --include-cluster-resources cannot be used with the new-style --include/exclude-*-scoped-resources filters")
 	}
@@ -134,14 +171,12 @@ func (f *backupCreateFlags) build(ns, name string) (*v1alpha1.NonAdminBackup, er
 		IncludedNamespaces:               []string{ns},
 		IncludedResources:                f.includeResources,
 		ExcludedResources:                f.excludeResources,
-		IncludedClusterScopedResources:   f.includeClusterScoped,
 		ExcludedClusterScopedResources:   f.excludeClusterScoped,
 		IncludedNamespaceScopedResources: f.includeNamespaceScoped,
 		ExcludedNamespaceScopedResources: f.excludeNamespaceScoped,
 		LabelSelector:                    f.selector.LabelSelector,
 		OrLabelSelectors:                 f.orSelector.OrLabelSelectors,
 		StorageLocation:                  f.storageLocation,
-		VolumeSnapshotLocations:          f.snapshotLocations,
 		TTL:                              f.ttl,
 		SnapshotVolumes:                  f.snapshotVolumes.Value,
 		SnapshotMoveData:                 f.snapshotMoveData.Value,
@@ -150,7 +185,6 @@ func (f *backupCreateFlags) build(ns, name string) (*v1alpha1.NonAdminBackup, er
 		DataMover:                        f.dataMover,
 		CSISnapshotTimeout:               metav1.Duration{Duration: f.csiSnapshotTimeout},
 		ItemOperationTimeout:             metav1.Duration{Duration: f.itemOperationTimeout},
-		ResourcePolicy:                   configMapRef(f.resourcePoliciesConfigMap),
 	}
 	if f.orderedResources != "" {
 		ordered, err := parseOrderedResources(f.orderedResources)
@@ -191,7 +225,6 @@ type restoreCreateFlags struct {
 	createFlags
 	fromBackup                        string
 	existingResourcePolicy            string
-	resourceModifierConfigMap         string
 	includeClusterResources           veleroflag.OptionalBool
 	restoreVolumes, preserveNodePorts veleroflag.OptionalBool
 }
@@ -210,8 +243,11 @@ func newRestoreCreateCommand(o *Options, k *tenantKind[*v1alpha1.NonAdminRestore
 	fl.Var(&f.orSelector, "or-selector", "Restore resources matching at least one of these label selectors, separated by ' or ' (not with --selector).")
 	fl.DurationVar(&f.itemOperationTimeout, "item-operation-timeout", 0, "How long to wait for async plugin operations.")
 	fl.StringVar(&f.existingResourcePolicy, "existing-resource-policy", "", "What to do with resources that already exist: none (the default: skip them) or update.")
-	fl.StringVar(&f.resourceModifierConfigMap, "resource-modifier-configmap", "", "A ConfigMap of resource modifier rules for the restore.")
-	addOptionalBool(fl, &f.includeClusterResources, "include-cluster-resources", "Include cluster-scoped resources (tenants usually may not).")
+	addOptionalBool(fl, &f.includeClusterResources, "include-cluster-resources", clusterResourcesRule)
+	_ = fl.MarkHidden("include-cluster-resources")
+	for name, rule := range refusedRestoreFlags {
+		addRefused(fl, name, rule)
+	}
 	addOptionalBool(fl, &f.restoreVolumes, "restore-volumes", "Restore volumes from snapshots or file system backups.")
 	addOptionalBool(fl, &f.preserveNodePorts, "preserve-nodeports", "Keep the node ports of Services.")
 	fl.BoolVarP(&f.wait, "wait", "w", false, "Follow the restore until it ends, showing its progress; exit 1 when it does not complete.")
@@ -233,6 +269,9 @@ func (f *restoreCreateFlags) build(ns, name string) (*v1alpha1.NonAdminRestore, 
 	if err := f.check(); err != nil {
 		return nil, err
 	}
+	if f.includeClusterResources.Value != nil && *f.includeClusterResources.Value {
+		return nil, fmt.Errorf("nacflow refuses --include-cluster-resources: %s", clusterResourcesRule)
+	}
 	switch f.existingResourcePolicy {
 	case "", string(velerov1.PolicyTypeNone), string(velerov1.PolicyTypeUpdate):
 	default:
@@ -249,7 +288,6 @@ func (f *restoreCreateFlags) build(ns, name string) (*v1alpha1.NonAdminRestore, 
 		PreserveNodePorts:       f.preserveNodePorts.Value,
 		ExistingResourcePolicy:  velerov1.PolicyType(f.existingResourcePolicy),
 		ItemOperationTimeout:    metav1.Duration{Duration: f.itemOperationTimeout},
-		ResourceModifier:        configMapRef(f.resourceModifierConfigMap),
 	}
 	return &v1alpha1.NonAdminRestore{
 		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "NonAdminRestore"},

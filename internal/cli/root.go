@@ -130,6 +130,7 @@ func NewRootCommand(o *Options) *cobra.Command {
 		newBlueprintCommand(o),
 		newPlanCommand(o),
 		newFuncsCommand(o),
+		newVersionCommand(o),
 	)
 	setHelp(root)
 	// The completion commands bind their output when they are made.

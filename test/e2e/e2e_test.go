@@ -1,7 +1,7 @@
-// Package e2e drives nacflow the way README.md tells a newcomer to: the
-// whole stack of `make run` (bin/localcp: kube-apiserver, etcd, an
-// S3-compatible object store and a real Velero server) running the real nac
-// binary, with kubectl acting as a tenant would.
+// Package e2e drives nacflow the way README.md and docs/getting-started.md
+// tell a newcomer to: the whole stack of `make run` (bin/localcp:
+// kube-apiserver, etcd, an S3-compatible object store and a real Velero
+// server) running the real nac binary, with kubectl acting as a tenant would.
 package e2e
 
 import (
@@ -76,7 +76,8 @@ func (s *E2ESuite) TearDownSuite(c *C) {
 }
 
 // runKubectl runs kubectl with stdin against the local control plane, from
-// the repository root as README.md does, and returns its combined output.
+// the repository root as docs/getting-started.md does, and returns its
+// combined output.
 func (s *E2ESuite) runKubectl(stdin string, args ...string) (string, error) {
 	return s.st.run(stdin, args...)
 }
@@ -176,7 +177,7 @@ func (s *E2ESuite) TestReadmeWalkthrough(c *C) {
 	c.Check(s.kubectl(c, "get", "nab", "-n", "demo", "sample", "-o", `jsonpath={.status.conditions[?(@.type=="Verified")].message}`),
 		Matches, `[0-9]+ items of Velero Backup `+name+` checked: all belong to namespace demo`)
 
-	// The README's NonAdminDownloadRequest: the log through Velero's URL.
+	// getting-started.md's NonAdminDownloadRequest: the log through Velero's URL.
 	c.Check(s.kubectl(c, "apply", "-f", "examples/nonadmindownloadrequest.yaml"), Matches, "nonadmindownloadrequest.oadp.openshift.io/sample-log created\n")
 	log := downloadURL(c, s.servedURL(c, "demo", "sample-log"))
 	c.Check(strings.Contains(log, "backup=openshift-adp/"+name), Equals, true, Commentf("%.300s", log))
@@ -436,9 +437,30 @@ func (s *E2ESuite) TestExamplesApply(c *C) {
 	files = append(files, more...)
 	c.Assert(len(files) >= 4, Equals, true, Commentf("%v", files))
 	for _, f := range files {
+		if filepath.Base(f) == "kustomization.yaml" {
+			continue // an overlay: TestVeleroNamespaceOverlay renders it
+		}
 		out := s.kubectl(c, "apply", "--dry-run=server", "-f", f)
 		c.Check(out, Matches, `(?s).* (created|configured|unchanged) \(server dry run\)\n`, Commentf(f))
 	}
+}
+
+// TestVeleroNamespaceOverlay: the overlay for upstream Velero's "velero"
+// namespace renders with kubectl's kustomize, puts every namespaced object
+// in "velero" (nothing is left in openshift-adp), tells the controller so,
+// and applies to the real API server (server-side dry run).
+func (s *E2ESuite) TestVeleroNamespaceOverlay(c *C) {
+	out, err := exec.Command("kubectl", "kustomize", filepath.Join(s.root, "examples", "velero-namespace")).CombinedOutput()
+	c.Assert(err, IsNil, Commentf("%s", out))
+	rendered := string(out)
+	c.Check(strings.Contains(rendered, "openshift-adp"), Equals, false, Commentf("an object is left in openshift-adp"))
+	c.Check(rendered, Matches, `(?s).*kind: Deployment\n.*  name: nacflow-controller\n  namespace: velero\n.*- --oadp-namespace=velero\n.*`)
+	c.Check(rendered, Matches, `(?s).*kind: ClusterRoleBinding\n.*subjects:\n- kind: ServiceAccount\n  name: nacflow\n  namespace: velero\n.*`)
+	if _, err := s.runKubectl("", "get", "namespace", "velero"); err != nil {
+		s.kubectl(c, "create", "namespace", "velero")
+	}
+	applied := s.kubectlIn(c, rendered, "apply", "--dry-run=server", "-f", "-")
+	c.Check(applied, Matches, `(?s).*deployment.apps/nacflow-controller (created|configured|unchanged) \(server dry run\)\n.*`)
 }
 
 func (s *E2ESuite) TestInvalidExample(c *C) {

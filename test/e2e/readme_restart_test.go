@@ -9,7 +9,8 @@ import (
 	. "gopkg.in/check.v1"
 )
 
-// ReadmeRestartSuite follows README.md's walk-through in order on one
+// ReadmeRestartSuite follows the walk-through (docs/getting-started.md, once
+// README.md's) in order on one
 // directory, as a newcomer would — backup, invalid request, restore, the
 // same with kubectl nac, the tenant's own location with a backup into it
 // (the one-file example) — then
@@ -88,7 +89,7 @@ func (s *ReadmeRestartSuite) TestReadmeTwice(c *C) {
 		out, _ := st.run("", "get", "configmap", "app-config", "-n", "demo", "-o", "jsonpath={.data.greeting}")
 		return out == "hello", out
 	})
-	// The command line: kubectl nac, as the README runs it.
+	// The command line: kubectl nac, as getting-started.md runs it.
 	out, code := st.nac(s.bin, "", "backup", "create", "b1", "-n", "demo", "--wait")
 	c.Assert(code, Equals, 0, Commentf("%s\n%s", out, st.drain()))
 	c.Check(out, Matches, `(?s).*NonAdminBackup b1 completed in [0-9]+s\. Velero Backup openshift-adp/\S+ Completed: .*`)
