@@ -232,6 +232,16 @@ type restoreCreateFlags struct {
 func newRestoreCreateCommand(o *Options, k *tenantKind[*v1alpha1.NonAdminRestore]) *cobra.Command {
 	f := &restoreCreateFlags{createFlags: newCreateFlags()}
 	cmd := k.createCommand(o, "create NAME --from-backup NONADMINBACKUP", &f.createFlags, f.build)
+	addRestoreFlags(o, cmd, f)
+	fl := cmd.Flags()
+	fl.BoolVarP(&f.wait, "wait", "w", false, "Follow the restore until it ends, showing its progress; exit 1 when it does not complete.")
+	fl.StringVarP(&f.output, "output", "o", "", "Print the NonAdminRestore as yaml or json instead of creating it.")
+	return cmd
+}
+
+// addRestoreFlags adds to cmd the flags that describe a restore (what
+// restore create and restore preview share), bound to f.
+func addRestoreFlags(o *Options, cmd *cobra.Command, f *restoreCreateFlags) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.fromBackup, "from-backup", "", "The NonAdminBackup of this namespace to restore from (required).")
 	fl.StringVar(&f.fromBackup, "backup-name", "", "The same as --from-backup (newer OADP CLIs' name).")
@@ -250,15 +260,12 @@ func newRestoreCreateCommand(o *Options, k *tenantKind[*v1alpha1.NonAdminRestore
 	}
 	addOptionalBool(fl, &f.restoreVolumes, "restore-volumes", "Restore volumes from snapshots or file system backups.")
 	addOptionalBool(fl, &f.preserveNodePorts, "preserve-nodeports", "Keep the node ports of Services.")
-	fl.BoolVarP(&f.wait, "wait", "w", false, "Follow the restore until it ends, showing its progress; exit 1 when it does not complete.")
-	fl.StringVarP(&f.output, "output", "o", "", "Print the NonAdminRestore as yaml or json instead of creating it.")
 	cmd.MarkFlagsMutuallyExclusive("from-backup", "backup-name")
 	cmd.MarkFlagsOneRequired("from-backup", "backup-name")
 	backups := o.flagNameCompletion(registryKind[*v1alpha1.NonAdminBackup]().NewList)
 	_ = cmd.RegisterFlagCompletionFunc("from-backup", backups)
 	_ = cmd.RegisterFlagCompletionFunc("backup-name", backups)
 	_ = cmd.RegisterFlagCompletionFunc("existing-resource-policy", cobra.FixedCompletions([]string{"none", "update"}, cobra.ShellCompDirectiveNoFileComp))
-	return cmd
 }
 
 // build returns the NonAdminRestore the flags describe.

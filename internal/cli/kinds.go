@@ -4,6 +4,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/spf13/cobra"
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
@@ -32,6 +33,7 @@ func backups() *tenantKind[*v1alpha1.NonAdminBackup] {
 func restores() *tenantKind[*v1alpha1.NonAdminRestore] {
 	return &tenantKind[*v1alpha1.NonAdminRestore]{
 		name: "restore", aliases: []string{"restores"}, delete: &deleteVerb{},
+		more:   []func(*Options, *tenantKind[*v1alpha1.NonAdminRestore]) *cobra.Command{newRestorePreviewCommand},
 		create: newRestoreCreateCommand, progress: RestoreProgress,
 		columns: restoreColumns, describeTo: DescribeRestore,
 		files: &veleroFiles{log: velerov1.DownloadTargetKindRestoreLog, resources: velerov1.DownloadTargetKindRestoreResourceList,

@@ -41,6 +41,8 @@ type tenantKind[T v1alpha1.Object] struct {
 	files *veleroFiles
 	// delete, when set, is how the delete command deletes.
 	delete *deleteVerb
+	// more are the kind's own commands besides the shared verbs.
+	more []func(o *Options, k *tenantKind[T]) *cobra.Command
 }
 
 // veleroFiles are the Velero files of an object, read through a
@@ -97,6 +99,9 @@ func (k *tenantKind[T]) command(o *Options) *cobra.Command {
 	}
 	if k.delete != nil {
 		cmd.AddCommand(k.deleteCommand(o))
+	}
+	for _, more := range k.more {
+		cmd.AddCommand(more(o, k))
 	}
 	return cmd
 }
