@@ -313,7 +313,7 @@ func (l precheckLookup) RoleRules(ctx context.Context, kind, ns, name string) ([
 // "<resource> <namespace/name>: <reason>". Errors: walkContents'.
 func checkContents(ctx context.Context, url string, p restorepolicy.Policy, skip func(schema.GroupResource) bool, lk precheckLookup) (int, []string, error) {
 	var excluded []string
-	total, err := walkContents(ctx, url, p, skip, lk, func(it contentItem) error {
+	total, err := walkContents(ctx, url, maxContents, p, skip, lk, func(it contentItem) error {
 		if !it.decision.Allowed {
 			excluded = append(excluded, it.key+": "+it.decision.Reason)
 		}
@@ -346,10 +346,11 @@ type contentItem struct {
 // group-resources Velero would not restore (not visited). RoleBindings of
 // the backup's own Roles are visited last, once those Roles are decided
 // (Velero restores Roles first). It returns the number of items visited.
-// Errors: the download, gzip and tar errors, a tarball over maxContents,
+// Errors: the download, gzip and tar errors, a tarball over limit bytes
+// (compressed; a *contentsTooLarge),
 // more than maxCheckedItems items, visit's; a Lookup error comes wrapped in
 // apiError.
-func walkContents(ctx context.Context, url string, p restorepolicy.Policy, skip func(schema.GroupResource) bool, lk precheckLookup, visit func(contentItem) error) (int, error) {
+func walkContents(ctx context.Context, url string, limit int64, p restorepolicy.Policy, skip func(schema.GroupResource) bool, lk precheckLookup, visit func(contentItem) error) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, contentsDownloadTimeout)
 	defer cancel()
 	body, err := getBackupFile(ctx, url)
@@ -357,7 +358,7 @@ func walkContents(ctx context.Context, url string, p restorepolicy.Policy, skip 
 		return 0, err
 	}
 	defer body.Close()
-	gz, err := gzip.NewReader(&limitedReader{r: body, left: maxContents})
+	gz, err := gzip.NewReader(&limitedReader{r: body, left: limit, limit: limit})
 	if err != nil {
 		return 0, err
 	}
@@ -486,15 +487,22 @@ func dig(obj map[string]any, keys ...string) (string, bool) {
 	return s, ok
 }
 
-// limitedReader fails once more than left bytes were read.
+// contentsTooLarge is the error of a backup's contents over the limit read.
+type contentsTooLarge struct{ limit int64 }
+
+func (e *contentsTooLarge) Error() string {
+	return fmt.Sprintf("the backup contents are larger than %d bytes", e.limit)
+}
+
+// limitedReader fails once more than left bytes (of limit) were read.
 type limitedReader struct {
-	r    io.Reader
-	left int64
+	r           io.Reader
+	left, limit int64
 }
 
 func (l *limitedReader) Read(b []byte) (int, error) {
 	if l.left < 0 {
-		return 0, fmt.Errorf("the backup contents are larger than %d bytes", maxContents)
+		return 0, &contentsTooLarge{l.limit}
 	}
 	if int64(len(b)) > l.left+1 {
 		b = b[:l.left+1]
@@ -502,7 +510,7 @@ func (l *limitedReader) Read(b []byte) (int, error) {
 	n, err := l.r.Read(b)
 	l.left -= int64(n)
 	if l.left < 0 {
-		return 0, fmt.Errorf("the backup contents are larger than %d bytes", maxContents)
+		return 0, &contentsTooLarge{l.limit}
 	}
 	return n, err
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -35,6 +36,9 @@ type PreviewRestoreArgs struct {
 	// BackupName is the Velero Backup the restore would restore, usually
 	// {{ .Phases.waitForBackup.Output.name }}.
 	BackupName string `json:"backupName" doc:"the Velero Backup previewed, usually {{ .Phases.waitForBackup.Output.name }}"`
+	// MaxContentsMiB bounds the contents read (compressed, MiB): a larger
+	// backup is previewed from its resource list alone (default 256).
+	MaxContentsMiB int64 `json:"maxContentsMiB,omitempty" doc:"contents larger than this (compressed, MiB) are previewed from the backup's resource list alone: item counts, no outcomes (default 256)"`
 	ServeTimeoutArgs
 }
 
@@ -59,8 +63,9 @@ type PreviewRestoreArgs struct {
 //
 // Live objects are read from the API server through the operation's guarded
 // client, in the NonAdminRestore's own namespace only. A backup whose
-// contents are over the cap is previewed from its size alone: the status
-// says so, and no outcome is guessed.
+// contents are over args.maxContentsMiB (256 MiB compressed) is previewed
+// from its resource list (a second DownloadRequest): the number of the
+// namespace's items, and a message saying no outcome was computed.
 //
 // Sets status.preview (counts, the first 100 items: updates, creates,
 // exclusions, unknowns, then skips, each by resource and name). Makes no
@@ -120,7 +125,11 @@ func (f *PreviewRestore) Run(ctx context.Context, op *engine.Operation, nar *v1a
 	}
 	pv := &v1alpha1.RestorePreview{BackupName: a.BackupName, Source: v1alpha1.PreviewFromContents}
 	var items []v1alpha1.RestorePreviewItem
-	_, err = walkContents(ctx, dr.Status.DownloadURL, p, neverRestored, precheckLookup{op: op}, func(it contentItem) error {
+	limit := int64(maxContents)
+	if a.MaxContentsMiB > 0 {
+		limit = min(a.MaxContentsMiB, 1<<20) << 20
+	}
+	_, err = walkContents(ctx, dr.Status.DownloadURL, limit, p, neverRestored, precheckLookup{op: op}, func(it contentItem) error {
 		item := v1alpha1.RestorePreviewItem{Resource: it.gr.String(), Name: it.name}
 		// Velero's filters first: what they leave out is never judged.
 		why := ""
@@ -143,10 +152,16 @@ func (f *PreviewRestore) Run(ctx context.Context, op *engine.Operation, nar *v1a
 		return nil
 	})
 	var apiErr apiError
-	if errors.As(err, &apiErr) {
+	var tooLarge *contentsTooLarge
+	switch {
+	case errors.As(err, &apiErr):
 		return engine.Result{}, apiErr.err
-	}
-	if err != nil {
+	case errors.As(err, &tooLarge):
+		if err := deleteOwn(ctx, op, dr); err != nil {
+			return engine.Result{}, err
+		}
+		return f.fromResourceList(ctx, op, nar, a, timeout, tooLarge)
+	case err != nil:
 		return fail(fmt.Sprintf("reading the contents of Backup %s: %v", a.BackupName, err))
 	}
 	if err := deleteOwn(ctx, op, dr); err != nil {
@@ -165,6 +180,43 @@ func (f *PreviewRestore) Run(ctx context.Context, op *engine.Operation, nar *v1a
 	out := map[string]string{"total": fmt.Sprint(pv.Total), "create": fmt.Sprint(pv.Create), "skip": fmt.Sprint(pv.Skip),
 		"update": fmt.Sprint(pv.Update), "excluded": fmt.Sprint(pv.Excluded)}
 	return engine.Done("preview: "+pv.Message, out), nil
+}
+
+// fromResourceList previews a backup whose contents are over the limit
+// from its resource list (a DownloadRequest BackupResourceList of its own):
+// the number of the namespace's items, no outcome. Errors: as Run's.
+func (f *PreviewRestore) fromResourceList(ctx context.Context, op *engine.Operation, nar *v1alpha1.NonAdminRestore, a *PreviewRestoreArgs,
+	timeout time.Duration, tooLarge *contentsTooLarge) (engine.Result, error) {
+	dr, err := backupFileRequest(ctx, op, f.tools.recent, "preview", v1alpha1.NACObjectName(nar.Namespace, nar.Name, op.UUID)+"-list",
+		velerov1.DownloadTargetKindBackupResourceList, a.BackupName)
+	if err != nil {
+		return engine.Result{}, err
+	}
+	done := func(pv *v1alpha1.RestorePreview, failed bool) (engine.Result, error) {
+		if err := deleteOwn(ctx, op, dr); err != nil {
+			return engine.Result{}, err
+		}
+		nar.Status.Preview = pv
+		if failed {
+			return engine.Result{}, engine.Terminalf("%s", pv.Message)
+		}
+		return engine.Done("preview: "+pv.Message, map[string]string{"total": fmt.Sprint(pv.Total)}), nil
+	}
+	if wait, expired := awaitServed(dr, "the resource list of Backup "+a.BackupName, timeout, f.tools.serving); expired {
+		return done(&v1alpha1.RestorePreview{BackupName: a.BackupName, Message: cut(fmt.Sprintf(
+			"%s, and Velero did not serve its resource list within %s: nothing previewed", tooLarge, timeout), 1024)}, true)
+	} else if wait != nil {
+		return *wait, nil
+	}
+	list, err := downloadResourceList(ctx, dr.Status.DownloadURL, nar.Namespace)
+	if err != nil {
+		return done(&v1alpha1.RestorePreview{BackupName: a.BackupName, Message: cut(fmt.Sprintf(
+			"%s, and its resource list could not be read: %v", tooLarge, err), 1024)}, true)
+	}
+	n := max(list.total-list.foreign-list.clusterItems, 0)
+	return done(&v1alpha1.RestorePreview{BackupName: a.BackupName, Source: v1alpha1.PreviewFromResourceList, Total: int32(min(n, 1<<30)),
+		Message: cut(fmt.Sprintf("%s: its resource list holds %d items of namespace %s; outcomes are not computed (args.maxContentsMiB raises the bound)",
+			tooLarge, n, nar.Namespace), 1024)}, false)
 }
 
 // neverRestored reports the group-resources Velero never restores: not

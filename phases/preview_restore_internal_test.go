@@ -1,7 +1,11 @@
 package phases
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"testing"
 
@@ -212,4 +216,50 @@ func FuzzPreviewItem(f *testing.F) {
 			t.Fatalf("an item differs from itself: %v", fields)
 		}
 	})
+}
+
+// Contents over args.maxContentsMiB are previewed from the resource list:
+// the namespace's items counted, no outcome, and the message says so.
+func (s *PreviewRestoreSuite) TestOverTheBound(c *C) {
+	noise := make([]byte, 3<<20)
+	_, _ = rand.Read(noise)
+	big := serve(tarball(c, "resources/configmaps/namespaces/team/a.json", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"team"}}`,
+		"resources/secrets/namespaces/team/noise.json", `{"data":"`+base64.StdEncoding.EncodeToString(noise)+`"}`))
+	defer big.Close()
+	var list bytes.Buffer
+	gz := gzip.NewWriter(&list)
+	_, _ = gz.Write([]byte(`{"v1/ConfigMap":["team/a","team/b"],"v1/Secret":["team/noise","other/x"],"v1/Namespace":["team"]}`))
+	_ = gz.Close()
+	listSrv := serve(list.Bytes())
+	defer listSrv.Close()
+
+	nar := &v1alpha1.NonAdminRestore{ObjectMeta: metav1.ObjectMeta{Name: "back", Namespace: "team", UID: "u1"},
+		Spec: v1alpha1.NonAdminRestoreSpec{RestoreSpec: &velerov1.RestoreSpec{BackupName: "nab"}, Preview: true}}
+	op := &engine.Operation{Object: nar, OADPNamespace: "oadp", UUID: "uuid-1"}
+	labels, annotations := op.OwnerMeta()
+	name := v1alpha1.NACObjectName("team", "back", "uuid-1")
+	request := func(name, url string) *velerov1.DownloadRequest {
+		return &velerov1.DownloadRequest{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "oadp", Labels: labels, Annotations: annotations, CreationTimestamp: metav1.Now()},
+			Status: velerov1.DownloadRequestStatus{Phase: velerov1.DownloadRequestPhaseProcessed, DownloadURL: url}}
+	}
+	scheme := runtime.NewScheme()
+	c.Assert(clientgoscheme.AddToScheme(scheme), IsNil)
+	c.Assert(velerov1.AddToScheme(scheme), IsNil)
+	cl := fake.NewClientBuilder().WithScheme(scheme).WithObjects(
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "admin"}, Rules: checkBound},
+		request(name, big.URL), request(name+"-list", listSrv.URL)).Build()
+	op.Client, op.APIReader = cl, cl
+	f := bind(&PreviewRestore{tools: tools{recent: newRecentCreates()}, restoreRules: restoreRules{tenantRole: "admin"}})
+	res, err := f.Run(context.Background(), op, &PreviewRestoreArgs{BackupName: "b", MaxContentsMiB: 1})
+	c.Assert(err, IsNil)
+	pv := nar.Status.Preview
+	c.Assert(pv, NotNil)
+	c.Check(pv.Source, Equals, v1alpha1.PreviewFromResourceList)
+	c.Check(pv.Total, Equals, int32(3))
+	c.Check(pv.Items, HasLen, 0)
+	c.Check(pv.Message, Equals, "the backup contents are larger than 1048576 bytes: its resource list holds 3 items of namespace team; outcomes are not computed (args.maxContentsMiB raises the bound)")
+	c.Check(res.Output, DeepEquals, map[string]string{"total": "3"})
+	for _, n := range []string{name, name + "-list"} {
+		c.Check(apierrors.IsNotFound(cl.Get(context.Background(), client.ObjectKey{Namespace: "oadp", Name: n}, &velerov1.DownloadRequest{})), Equals, true, Commentf("%s", n))
+	}
 }

@@ -52,10 +52,9 @@ const (
 	// PreviewFromContents: every item was read from the backup's contents
 	// and compared with the live object field by field.
 	PreviewFromContents = "Contents"
-	// PreviewFromResourceList: the contents were over the size cap; items
-	// come from the backup's resource list and are compared by existence
-	// only (an existing item is skip, or update with existingResourcePolicy
-	// update, without the fields).
+	// PreviewFromResourceList: the contents were over the size cap; the
+	// backup's resource list gave the number of the namespace's items, and
+	// no outcome was computed.
 	PreviewFromResourceList = "ResourceList"
 )
 
@@ -91,7 +90,7 @@ type RestorePreview struct {
 	// +optional
 	BackupName string `json:"backupName,omitempty"`
 	// source is Contents (items read and compared field by field) or
-	// ResourceList (the contents were over the cap: existence only).
+	// ResourceList (the contents were over the cap: a count only).
 	// +optional
 	Source string `json:"source,omitempty"`
 	// total is the number of items the backup holds for the namespace
