@@ -92,6 +92,18 @@ func DescribeRestore(w io.Writer, nar *v1alpha1.NonAdminRestore, details *Detail
 		d.line(0, "Excluded Resources", listOr(spec.ExcludedResources, "<none>"))
 	}
 	d.plan(nar.Status.Plan)
+	if nar.Spec.Preview {
+		// A preview restores nothing: its result is the preview itself.
+		fmt.Fprintln(w)
+		if pv := nar.Status.Preview; pv != nil {
+			fmt.Fprintln(w, "Preview:")
+			_ = printPreview(w, pv, "")
+		} else {
+			d.line(0, "Preview", "<not yet>")
+		}
+		d.conditions(nar.Status.Conditions)
+		return
+	}
 	op := restoreOperation(nar)
 	d.describeProgress(op)
 	fmt.Fprintln(w)

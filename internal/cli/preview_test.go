@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"strings"
+	"time"
 
 	. "gopkg.in/check.v1"
 
@@ -46,4 +47,19 @@ func (s *PreviewSuite) TestPreviewPrefix(c *C) {
 	long := previewPrefix(strings.Repeat("a", 40) + "-" + strings.Repeat("b", 40))
 	c.Check(len(long) <= 50, Equals, true, Commentf("%s", long))
 	c.Check(strings.HasSuffix(long, "a-preview-") || strings.HasSuffix(long, "b-preview-"), Equals, true, Commentf("%s", long))
+}
+
+// describe tells a preview's result, not a Velero Restore's.
+func (s *PreviewSuite) TestDescribePreview(c *C) {
+	nar := &v1alpha1.NonAdminRestore{Spec: v1alpha1.NonAdminRestoreSpec{Preview: true}}
+	nar.Name, nar.Namespace = "p", "demo"
+	var out bytes.Buffer
+	DescribeRestore(&out, nar, nil, time.Now())
+	c.Check(out.String(), Matches, `(?s).*Preview:\s+<not yet>\n.*`)
+	nar.Status.Preview = &v1alpha1.RestorePreview{BackupName: "vb", Total: 1, Create: 1, Message: "1 items",
+		Items: []v1alpha1.RestorePreviewItem{{Resource: "configmaps", Name: "gone", Outcome: "create"}}}
+	out.Reset()
+	DescribeRestore(&out, nar, nil, time.Now())
+	c.Check(out.String(), Matches, `(?s).*Preview:\nPreview of Velero Backup vb: 1 items\.\ncreate 1, .*\ncreate\s+configmaps\s+gone.*`)
+	c.Check(strings.Contains(out.String(), "Velero Restore"), Equals, false, Commentf("%s", out.String()))
 }
