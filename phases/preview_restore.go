@@ -27,8 +27,9 @@ import (
 // Bounds of a restore preview's status: items listed, and fields named per
 // updated item.
 const (
-	maxPreviewItems  = 100
-	maxPreviewFields = 20
+	maxPreviewItems    = 100
+	maxPreviewFields   = 20
+	maxPreviewFieldLen = 256
 )
 
 // PreviewRestoreArgs are the args of PreviewRestore.
@@ -130,7 +131,7 @@ func (f *PreviewRestore) Run(ctx context.Context, op *engine.Operation, nar *v1a
 		limit = min(a.MaxContentsMiB, 1<<20) << 20
 	}
 	_, err = walkContents(ctx, dr.Status.DownloadURL, limit, p, neverRestored, precheckLookup{op: op}, func(it contentItem) error {
-		item := v1alpha1.RestorePreviewItem{Resource: it.gr.String(), Name: it.name}
+		item := v1alpha1.RestorePreviewItem{Resource: cut(it.gr.String(), 253), Name: cut(it.name, 253)}
 		// Velero's filters first: what they leave out is never judged.
 		why := ""
 		if it.obj != nil {
@@ -271,18 +272,38 @@ func restoreFilters(spec *velerov1.RestoreSpec) (func(schema.GroupResource, map[
 
 // compareLive sets item's outcome from the live object of it: create when
 // absent; skip or, with update, update naming the changed fields when
-// present; unknown when it cannot be read. Errors: API server errors other
+// present; unknown when it cannot be read. The item comes from the tenant's
+// bucket: only the object its place in the backup names (its resource, the
+// NonAdminRestore's namespace, its name) is read, whatever kind it claims to
+// be, so a forged item cannot make the preview an oracle on other objects.
+// A cluster-scoped item (a PersistentVolume restorepolicy let through,
+// hence absent) is create, read from nothing. Errors: API server errors other
 // than NotFound, Forbidden and an unserved kind (retryable).
 func compareLive(ctx context.Context, op *engine.Operation, it contentItem, update bool, item *v1alpha1.RestorePreviewItem) error {
+	if it.ns == "" {
+		item.Outcome = v1alpha1.PreviewCreate
+		return nil
+	}
 	backedUp := &unstructured.Unstructured{Object: it.obj}
 	gvk := backedUp.GroupVersionKind()
 	if gvk.Kind == "" || gvk.Version == "" {
 		item.Outcome, item.Reason = v1alpha1.PreviewUnknown, "the backed-up item names no apiVersion and kind"
 		return nil
 	}
+	mapping, err := op.Client.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+	switch {
+	case meta.IsNoMatchError(err):
+		item.Outcome, item.Reason = v1alpha1.PreviewUnknown, fmt.Sprintf("the cluster does not serve %s", gvk.GroupKind())
+		return nil
+	case err != nil:
+		return apiError{fmt.Errorf("mapping %s: %w", gvk, err)}
+	case mapping.Resource.GroupResource() != it.gr || mapping.Scope.Name() != meta.RESTScopeNameNamespace:
+		item.Outcome, item.Reason = v1alpha1.PreviewUnknown, fmt.Sprintf("its apiVersion and kind (%s) are not those of its place in the backup (%s)", gvk, it.gr)
+		return nil
+	}
 	live := &unstructured.Unstructured{}
 	live.SetGroupVersionKind(gvk)
-	err := op.APIReader.Get(ctx, client.ObjectKey{Namespace: it.ns, Name: it.name}, live)
+	err = op.APIReader.Get(ctx, client.ObjectKey{Namespace: it.ns, Name: it.name}, live)
 	switch {
 	case apierrors.IsNotFound(err):
 		item.Outcome = v1alpha1.PreviewCreate
@@ -359,6 +380,9 @@ func changedFields(backedUp, live map[string]any) []string {
 	sort.Strings(out)
 	if len(out) > maxPreviewFields {
 		out = out[:maxPreviewFields]
+	}
+	for i := range out {
+		out[i] = cut(out[i], maxPreviewFieldLen)
 	}
 	return out
 }

@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -92,6 +93,24 @@ func (s *PreviewRestoreSuite) TestSelectorsAndFailures(c *C) {
 	c.Check(outcomes(nar.Status.Preview), DeepEquals, []string{
 		"create configmaps a",
 		"excluded configmaps b: its labels do not match spec.restoreSpec.labelSelector",
+	})
+
+	// An item of the tenant's bucket that claims another kind than its
+	// place reads nothing: no oracle on the namespace's Secrets or on
+	// cluster-scoped objects.
+	forged := serve(tarball(c,
+		"resources/configmaps/namespaces/team/creds.json", `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"creds","namespace":"team"}}`,
+		"resources/configmaps/namespaces/team/root.json", `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRole","metadata":{"name":"cluster-admin","namespace":"team"}}`,
+		"resources/configmaps/namespaces/team/gadget.json", `{"apiVersion":"example.com/v1","kind":"Gadget","metadata":{"name":"gadget","namespace":"team"}}`,
+	))
+	defer forged.Close()
+	nar, _, err = runPreview(c, forged.URL, &velerov1.RestoreSpec{BackupName: "nab"},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds", Namespace: "team"}})
+	c.Assert(err, IsNil)
+	c.Check(outcomes(nar.Status.Preview), DeepEquals, []string{
+		"unknown configmaps creds: its apiVersion and kind (/v1, Kind=Secret) are not those of its place in the backup (configmaps)",
+		"unknown configmaps gadget: the cluster does not serve Gadget.example.com",
+		"unknown configmaps root: its apiVersion and kind (rbac.authorization.k8s.io/v1, Kind=ClusterRole) are not those of its place in the backup (configmaps)",
 	})
 
 	broken := serve([]byte("not gzip"))
@@ -180,7 +199,20 @@ func runPreview(c *C, url string, spec *velerov1.RestoreSpec, live ...client.Obj
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "cluster-admin"}, Rules: []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}}}},
 		&velerov1.DownloadRequest{ObjectMeta: meta, Status: velerov1.DownloadRequestStatus{Phase: velerov1.DownloadRequestPhaseProcessed, DownloadURL: url}},
 	}, live...)
-	cl := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()
+	mapper := apimeta.NewDefaultRESTMapper(nil)
+	for _, k := range []struct {
+		gvk   schema.GroupVersionKind
+		scope apimeta.RESTScope
+	}{
+		{corev1.SchemeGroupVersion.WithKind("ConfigMap"), apimeta.RESTScopeNamespace},
+		{corev1.SchemeGroupVersion.WithKind("Secret"), apimeta.RESTScopeNamespace},
+		{corev1.SchemeGroupVersion.WithKind("ResourceQuota"), apimeta.RESTScopeNamespace},
+		{rbacv1.SchemeGroupVersion.WithKind("RoleBinding"), apimeta.RESTScopeNamespace},
+		{rbacv1.SchemeGroupVersion.WithKind("ClusterRole"), apimeta.RESTScopeRoot},
+	} {
+		mapper.Add(k.gvk, k.scope)
+	}
+	cl := fake.NewClientBuilder().WithScheme(scheme).WithRESTMapper(mapper).WithObjects(objs...).Build()
 	op.Client, op.APIReader = cl, cl
 	f := bind(&PreviewRestore{tools: tools{recent: newRecentCreates()}, restoreRules: restoreRules{tenantRole: "admin",
 		adminOwned: []schema.GroupResource{}}})

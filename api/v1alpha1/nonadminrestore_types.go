@@ -75,6 +75,7 @@ type RestorePreviewItem struct {
 	// 20; metadata noise and status left out), as dotted paths.
 	// +optional
 	// +kubebuilder:validation:MaxItems=20
+	// +kubebuilder:validation:items:MaxLength=256
 	// +listType=atomic
 	Fields []string `json:"fields,omitempty"`
 	// reason is why an item is excluded or unknown, or skipped though it
