@@ -129,7 +129,7 @@ lint: vet ## gofmt check and go vet.
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 
 .PHONY: test
-test: $(CONTROL_PLANE) $(VELERO_STACK) lint install-manifest ## All tests: unit, integration (real kube-apiserver + etcd) and e2e (plus real Velero and object store).
+test: $(CONTROL_PLANE) $(VELERO_STACK) $(HELM) lint install-manifest ## All tests: unit, integration (real kube-apiserver + etcd) and e2e (plus real Velero and object store).
 	NACFLOW_ASSETS=$(BIN) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 .PHONY: test-unit
@@ -143,6 +143,32 @@ test-integration: $(CONTROL_PLANE) ## Integration tests against a real kube-apis
 .PHONY: test-e2e
 test-e2e: $(CONTROL_PLANE) $(VELERO_STACK) install-manifest ## End-to-end tests: the make-run stack with a real Velero server, driven by kubectl.
 	NACFLOW_ASSETS=$(BIN) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -v $(E2E_PKGS)
+
+##@ Helm chart and krew plugin manifest
+
+# helm is built from the version hack/helm/go.mod pins, stamped as helm's own
+# Makefile does: its version, and the Kubernetes release its client-go speaks
+# (helm template's default .Capabilities.KubeVersion and lint's deprecation
+# checks use it; unstamped they assume Kubernetes 1.20).
+HELM              := $(BIN)/helm
+HELM_VERSION      := $(shell awk '{for (i = 1; i < NF; i++) if ($$i == "helm.sh/helm/v3") print $$(i+1)}' hack/helm/go.mod)
+HELM_KUBE_MINOR   := $(word 2,$(subst ., ,$(shell awk '$$1=="k8s.io/client-go" {print $$2}' hack/helm/go.mod)))
+HELM_LDFLAGS      := -s -w -X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION) \
+	-X helm.sh/helm/v3/internal/version.metadata= \
+	-X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=$(HELM_KUBE_MINOR) \
+	-X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$(HELM_KUBE_MINOR)
+
+$(HELM):
+	@echo ">> building helm $(HELM_VERSION) from the Go module proxy (first time: a few minutes; cached in bin/)"
+	cd hack/helm && $(GO) build -o $@ -ldflags "$(HELM_LDFLAGS)" helm.sh/helm/v3/cmd/helm
+
+.PHONY: chart
+chart: ## Generate the Helm chart charts/nacflow's CRDs, templates, values.yaml and Chart.yaml from config/default (hack/chart); its helpers, ServiceMonitor and NOTES are hand-written.
+	$(KUBECTL) kustomize config/default | $(GO) run ./hack/chart -out charts/nacflow
+
+.PHONY: helm-lint
+helm-lint: $(HELM) ## helm lint --strict charts/nacflow (make test also renders it and compares with config/default: hack/chart's tests).
+	$(HELM) lint --strict charts/nacflow
 
 ##@ Install
 
@@ -184,8 +210,9 @@ docs: ## Generate docs/functions.md (the phase function registry) and docs/cli.m
 	$(GO) run ./hack/clidocs > docs/cli.md
 
 .PHONY: verify-generated
-verify-generated: generate manifests docs ## Fail when generated files are out of date.
-	@git diff --exit-code -- api config docs || { echo "generated files are stale: run 'make generate manifests docs' and commit"; exit 1; }
+verify-generated: generate manifests docs chart ## Fail when generated files are out of date.
+	@git diff --exit-code -- api config docs charts || { echo "generated files are stale: run 'make generate manifests docs chart' and commit"; exit 1; }
+	@test -z "$$(git ls-files --others --exclude-standard -- charts)" || { git ls-files --others --exclude-standard -- charts; echo "new generated chart files: git add them"; exit 1; }
 
 .PHONY: run
 run: $(CONTROL_PLANE) $(VELERO_STACK) build ## Local control plane, object store, Velero and CRDs; the controller in the foreground.
