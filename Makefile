@@ -129,7 +129,7 @@ lint: vet ## gofmt check and go vet.
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 
 .PHONY: test
-test: $(CONTROL_PLANE) $(VELERO_STACK) $(HELM) lint install-manifest ## All tests: unit, integration (real kube-apiserver + etcd) and e2e (plus real Velero and object store).
+test: $(CONTROL_PLANE) $(VELERO_STACK) lint install-manifest ## All tests: unit, integration (real kube-apiserver + etcd) and e2e (plus real Velero and object store).
 	NACFLOW_ASSETS=$(BIN) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 .PHONY: test-unit
@@ -161,6 +161,36 @@ HELM_LDFLAGS      := -s -w -X helm.sh/helm/v3/internal/version.version=$(HELM_VE
 $(HELM):
 	@echo ">> building helm $(HELM_VERSION) from the Go module proxy (first time: a few minutes; cached in bin/)"
 	cd hack/helm && $(GO) build -o $@ -ldflags "$(HELM_LDFLAGS)" helm.sh/helm/v3/cmd/helm
+
+# krew's validator and krew itself (make test installs the generated
+# manifest with it, in hack/krew's test), pinned; installed like controller-gen
+# (krew's go.mod has no replace lines, so go install pkg@version works).
+KREW_RELEASE      ?= v0.4.3
+KREW              := $(BIN)/krew
+VALIDATE_KREW     := $(BIN)/validate-krew-manifest
+KREW_PLATFORMS    ?= linux_amd64 linux_arm64 darwin_amd64 darwin_arm64
+# krew wants spec.version a semantic version with a leading v: a release tag
+# (git describe: v0.1.0, or v0.1.0-3-gabc1234 after it); an untagged commit
+# becomes v0.0.0-g<hash>.
+KREW_VERSION      ?= $(if $(filter v%,$(VERSION)),$(VERSION),v0.0.0-g$(VERSION))
+
+$(KREW) $(VALIDATE_KREW):
+	@echo ">> installing $(notdir $@) $(KREW_RELEASE)"
+	GOBIN=$(BIN) $(GO) install sigs.k8s.io/krew/cmd/$(notdir $@)@$(KREW_RELEASE)
+
+.PHONY: krew
+krew: $(VALIDATE_KREW) ## kubectl-nac's krew release: dist/kubectl-nac_<KREW_VERSION>_<os>_<arch>.tar.gz for KREW_PLATFORMS (reproducible) and dist/nac.yaml, plugins/nac.yaml filled in with their sha256, checked by krew's validate-krew-manifest.
+	@for p in $(KREW_PLATFORMS); do \
+		echo ">> kubectl-nac for $$p"; \
+		CGO_ENABLED=0 GOOS=$${p%_*} GOARCH=$${p#*_} $(GO) build -trimpath -ldflags "-s -w $(NAC_LDFLAGS)" -o $(DIST)/krew/$$p/kubectl-nac ./cmd/kubectl-nac || exit 1; \
+	done
+	$(GO) run ./hack/krew -version $(KREW_VERSION) -bin-dir $(DIST)/krew -dist $(DIST) -template plugins/nac.yaml \
+		-file hack/kubectl_complete-nac -platforms "$$(echo $(KREW_PLATFORMS) | tr ' ' ,)" -mtime "$$(git log -1 --format=%ct 2>/dev/null || echo 0)"
+	$(VALIDATE_KREW) -manifest $(DIST)/nac.yaml -skip-install
+	@cd $(DIST) && sha256sum kubectl-nac_$(KREW_VERSION)_*.tar.gz
+
+# hack/chart's and hack/krew's tests (in make test's go test ./...) run these.
+test: $(HELM) $(KREW) $(VALIDATE_KREW)
 
 .PHONY: chart
 chart: ## Generate the Helm chart charts/nacflow's CRDs, templates, values.yaml and Chart.yaml from config/default (hack/chart); its helpers, ServiceMonitor and NOTES are hand-written.
