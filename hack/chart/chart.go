@@ -419,7 +419,9 @@ func expand(src string, fixedArgs []string) (string, error) {
 			}
 			fmt.Fprintf(&out, "%s{{- range $name, $value := .Values.flags }}\n", pad)
 			fmt.Fprintf(&out, "%s{{- range (kindIs \"slice\" $value | ternary $value (list $value)) }}\n", pad)
-			fmt.Fprintf(&out, "%s- {{ printf \"--%%s=%%v\" $name . | quote }}\n", pad)
+			// Helm reads numbers in values files as float64, which %v
+			// would print as 1e+06: non-strings are written as JSON.
+			fmt.Fprintf(&out, "%s- {{ printf \"--%%s=%%s\" $name (kindIs \"string\" . | ternary . (toJson .)) | quote }}\n", pad)
 			fmt.Fprintf(&out, "%s{{- end }}\n%s{{- end }}\n", pad, pad)
 			fmt.Fprintf(&out, "%s{{- with .Values.extraArgs }}\n%s{{- toYaml . | nindent %d }}\n%s{{- end }}\n", pad, pad, n, pad)
 		case strings.Contains(line, "HELMPLACEHOLDER"):

@@ -269,6 +269,24 @@ func (s *chartSuite) TestFlagsAndLeaderElection(c *C) {
 	})
 	c.Check(lookup(ctr, "resources", "limits", "memory"), Equals, "1Gi")
 	c.Check(lookup(ctr, "resources", "requests", "memory"), Equals, "128Mi")
+
+	// A values file's numbers and booleans are written as written.
+	values := filepath.Join(c.MkDir(), "values.yaml")
+	c.Assert(os.WriteFile(values, []byte("flags:\n  kube-api-qps: 1000000\n  event-qps: 0.5\n  restore-precheck: false\n"), 0o644), IsNil)
+	got = args(c, container(c, s.render(c, "-f", values), "openshift-adp"))
+	for _, want := range []string{"--kube-api-qps=1000000", "--event-qps=0.5", "--restore-precheck=false", "--zap-encoder=json"} {
+		c.Check(contains(got, want), Equals, true, Commentf("%s not in %v", want, got))
+	}
+}
+
+// values.schema.json refuses values the templates would render wrong.
+func (s *chartSuite) TestSchemaRefuses(c *C) {
+	for _, set := range []string{"tenantRoles.enabled=no", "flags.Bad_Flag=1", "typo=1", "image.pullPolicy=Sometimes", "replicaCount=one"} {
+		cmd := exec.Command(s.helm, "template", "nacflow", filepath.Join(s.root, "charts", "nacflow"), "--set", set)
+		out, err := cmd.CombinedOutput()
+		c.Check(err, NotNil, Commentf(set))
+		c.Check(string(out), Matches, "(?s).*values don't meet the specifications of the schema.*", Commentf(set))
+	}
 }
 
 func (s *chartSuite) TestScheduling(c *C) {
