@@ -144,6 +144,62 @@ test-integration: $(CONTROL_PLANE) ## Integration tests against a real kube-apis
 test-e2e: $(CONTROL_PLANE) $(VELERO_STACK) install-manifest ## End-to-end tests: the make-run stack with a real Velero server, driven by kubectl.
 	NACFLOW_ASSETS=$(BIN) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -v $(E2E_PKGS)
 
+##@ Helm chart and krew plugin manifest
+
+# helm is built from the version hack/helm/go.mod pins, stamped as helm's own
+# Makefile does: its version, and the Kubernetes release its client-go speaks
+# (helm template's default .Capabilities.KubeVersion and lint's deprecation
+# checks use it; unstamped they assume Kubernetes 1.20).
+HELM              := $(BIN)/helm
+HELM_VERSION      := $(shell awk '{for (i = 1; i < NF; i++) if ($$i == "helm.sh/helm/v3") print $$(i+1)}' hack/helm/go.mod)
+HELM_KUBE_MINOR   := $(word 2,$(subst ., ,$(shell awk '$$1=="k8s.io/client-go" {print $$2}' hack/helm/go.mod)))
+HELM_LDFLAGS      := -s -w -X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION) \
+	-X helm.sh/helm/v3/internal/version.metadata= \
+	-X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=$(HELM_KUBE_MINOR) \
+	-X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$(HELM_KUBE_MINOR)
+
+$(HELM):
+	@echo ">> building helm $(HELM_VERSION) from the Go module proxy (first time: a few minutes; cached in bin/)"
+	cd hack/helm && $(GO) build -o $@ -ldflags "$(HELM_LDFLAGS)" helm.sh/helm/v3/cmd/helm
+
+# krew's validator and krew itself (make test installs the generated
+# manifest with it, in hack/krew's test), pinned; installed like controller-gen
+# (krew's go.mod has no replace lines, so go install pkg@version works).
+KREW_RELEASE      ?= v0.4.3
+KREW              := $(BIN)/krew
+VALIDATE_KREW     := $(BIN)/validate-krew-manifest
+KREW_PLATFORMS    ?= linux_amd64 linux_arm64 darwin_amd64 darwin_arm64
+# krew wants spec.version a semantic version with a leading v: a release tag
+# (git describe: v0.1.0, or v0.1.0-3-gabc1234 after it); an untagged commit
+# becomes v0.0.0-g<hash>.
+KREW_VERSION      ?= $(if $(filter v%,$(VERSION)),$(VERSION),v0.0.0-g$(VERSION))
+
+$(KREW) $(VALIDATE_KREW):
+	@echo ">> installing $(notdir $@) $(KREW_RELEASE)"
+	GOBIN=$(BIN) $(GO) install sigs.k8s.io/krew/cmd/$(notdir $@)@$(KREW_RELEASE)
+
+.PHONY: krew
+krew: $(VALIDATE_KREW) ## kubectl-nac's krew release: dist/kubectl-nac_<KREW_VERSION>_<os>_<arch>.tar.gz for KREW_PLATFORMS (reproducible) and dist/nac.yaml, plugins/nac.yaml filled in with their sha256, checked by krew's validate-krew-manifest.
+	@for p in $(KREW_PLATFORMS); do \
+		echo ">> kubectl-nac for $$p"; \
+		CGO_ENABLED=0 GOOS=$${p%_*} GOARCH=$${p#*_} $(GO) build -trimpath -ldflags "-s -w $(NAC_LDFLAGS)" -o $(DIST)/krew/$$p/kubectl-nac ./cmd/kubectl-nac || exit 1; \
+	done
+	$(GO) run ./hack/krew -version $(KREW_VERSION) -bin-dir $(DIST)/krew -dist $(DIST) -template plugins/nac.yaml \
+		-file hack/kubectl_complete-nac -platforms "$$(echo $(KREW_PLATFORMS) | tr ' ' ,)" -mtime "$$(git log -1 --format=%ct 2>/dev/null || echo 0)"
+	$(VALIDATE_KREW) -manifest $(DIST)/nac.yaml -skip-install
+	@cd $(DIST) && sha256sum kubectl-nac_$(KREW_VERSION)_*.tar.gz
+
+# hack/chart's and hack/krew's tests (in make test's go test ./...) run these.
+test: $(HELM) $(KREW) $(VALIDATE_KREW)
+
+.PHONY: chart
+chart: ## Generate the Helm chart charts/nacflow's CRDs, templates, values.yaml and Chart.yaml from config/default (hack/chart); its helpers, ServiceMonitor and NOTES are hand-written.
+	$(KUBECTL) kustomize config/default | $(GO) run ./hack/chart -out charts/nacflow
+
+.PHONY: helm-lint
+helm-lint: $(HELM) ## helm lint --strict charts/nacflow (make test also renders it and compares with config/default: hack/chart's tests).
+	$(HELM) lint --strict charts/nacflow
+
 ##@ Install
 
 IMAGE_REPO   ?= ghcr.io/nacflow/nacflow
@@ -184,8 +240,9 @@ docs: ## Generate docs/functions.md (the phase function registry) and docs/cli.m
 	$(GO) run ./hack/clidocs > docs/cli.md
 
 .PHONY: verify-generated
-verify-generated: generate manifests docs ## Fail when generated files are out of date.
-	@git diff --exit-code -- api config docs || { echo "generated files are stale: run 'make generate manifests docs' and commit"; exit 1; }
+verify-generated: generate manifests docs chart ## Fail when generated files are out of date.
+	@git diff --exit-code -- api config docs charts || { echo "generated files are stale: run 'make generate manifests docs chart' and commit"; exit 1; }
+	@test -z "$$(git ls-files --others --exclude-standard -- charts)" || { git ls-files --others --exclude-standard -- charts; echo "new generated chart files: git add them"; exit 1; }
 
 .PHONY: run
 run: $(CONTROL_PLANE) $(VELERO_STACK) build ## Local control plane, object store, Velero and CRDs; the controller in the foreground.
