@@ -32,6 +32,7 @@ import (
 	"github.com/nacflow/nacflow/internal/events"
 	"github.com/nacflow/nacflow/internal/gctune"
 	nacmetrics "github.com/nacflow/nacflow/internal/metrics"
+	"github.com/nacflow/nacflow/internal/oadpenv"
 	"github.com/nacflow/nacflow/internal/periodic"
 	"github.com/nacflow/nacflow/internal/restmapper"
 	"github.com/nacflow/nacflow/internal/restorepolicy"
@@ -73,8 +74,9 @@ func isExecutable(path string) bool {
 	return err == nil && !st.IsDir() && st.Mode()&0o111 != 0
 }
 
-// namespaceEnvVar is OADP NAC's fallback for the OADP namespace.
-const namespaceEnvVar = "WATCH_NAMESPACE"
+// namespaceEnvVar is OADP NAC's fallback for the OADP namespace (the OADP
+// operator sets it on the non-admin controller it deploys).
+const namespaceEnvVar = oadpenv.NamespaceVar
 
 type options struct {
 	version       bool
@@ -182,6 +184,13 @@ Flags:
 		return
 	}
 	o.given = givenFlags(flag.CommandLine)
+	// The OADP operator runs its non-admin controller's image with no
+	// arguments, its log settings in the environment: they apply where no
+	// flag says otherwise.
+	if err := oadpenv.ApplyLogging(zapOpts, o.given, os.Getenv); err != nil {
+		fmt.Fprintln(os.Stderr, "Error:", err)
+		os.Exit(2)
+	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(zapOpts)))
 	ctrl.Log.Info("starting nac", "version", version.Get().Version, "revision", version.Get().Revision)
 
@@ -271,13 +280,25 @@ func listFlag(fs *flag.FlagSet, dst *[]string, name, usage string) {
 	})
 }
 
+// oadpNamespace returns the OADP namespace: --oadp-namespace, else
+// $WATCH_NAMESPACE read with getenv (what the OADP operator sets). It
+// returns an error when neither names one.
+func oadpNamespace(o options, getenv func(string) string) (string, error) {
+	if o.oadpNamespace != "" {
+		return o.oadpNamespace, nil
+	}
+	if ns := getenv(namespaceEnvVar); ns != "" {
+		return ns, nil
+	}
+	return "", errors.New("the OADP namespace is not set: pass --oadp-namespace or set " + namespaceEnvVar)
+}
+
 func run(o options) error {
-	if o.oadpNamespace == "" {
-		o.oadpNamespace = os.Getenv(namespaceEnvVar)
+	ns, err := oadpNamespace(o, os.Getenv)
+	if err != nil {
+		return err
 	}
-	if o.oadpNamespace == "" {
-		return errors.New("the OADP namespace is not set: pass --oadp-namespace or set " + namespaceEnvVar)
-	}
+	o.oadpNamespace = ns
 	if o.queueWindow <= 0 {
 		return fmt.Errorf("--queue-refresh-window must be positive, got %s", o.queueWindow)
 	}
