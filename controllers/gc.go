@@ -43,6 +43,12 @@ type GarbageCollector struct {
 	APIReader client.Reader
 	// OADPNamespace is where Velero runs.
 	OADPNamespace string
+	// Off holds the NAC kinds (v1alpha1.Kind.Kind) whose objects are not
+	// collected: their CRD is not installed (Capabilities), so nacflow made
+	// nothing for them, and listing what they would make may be forbidden
+	// (OADP's RBAC has no Velero Schedules) — a list the cache would wait
+	// on forever.
+	Off map[string]bool
 }
 
 // gcKind describes one kind the collector looks at.
@@ -62,6 +68,9 @@ type gcKind struct {
 func (g *GarbageCollector) kinds() []gcKind {
 	var out []gcKind
 	for _, k := range v1alpha1.Kinds() {
+		if g.Off[k.Kind] {
+			continue
+		}
 		keys := k.New().OriginKeys()
 		for _, list := range k.GarbageCollected() {
 			_, secrets := list.(*corev1.SecretList)
