@@ -118,7 +118,14 @@ func (g *GarbageCollector) CollectOnce(ctx context.Context) (map[string]int, err
 				"originNamespace", obj.GetAnnotations()[k.keys.NamespaceAnnotation], "originName", obj.GetAnnotations()[k.keys.NameAnnotation])
 		}
 	}
-	return deleted, nil
+	// The plans nacflow keeps in Secrets under CRDs without status.plan.
+	n, err := collectPlans(ctx, g.Client, g.APIReader, g.OADPNamespace)
+	if n > 0 {
+		deleted["PlanSecret"] += n
+		gcDeleted.WithLabelValues("PlanSecret").Add(float64(n))
+		logger.Info("garbage collected orphan plans", "kind", "PlanSecret", "count", n)
+	}
+	return deleted, err
 }
 
 // orphan reports whether obj's origin NAC object is gone (and, for a

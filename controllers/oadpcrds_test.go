@@ -234,10 +234,33 @@ func (s *OADPCRDSuite) TestCapabilitiesOfNacflowCRDs(c *C) {
 // NonAdminSchedule kind OADP does not have).
 func (s *OADPCRDSuite) TestPeriodicPasses(c *C) {
 	c.Check(s.caps.Off(), DeepEquals, map[string]bool{"NonAdminSchedule": true})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	_, err := s.gc.CollectOnce(ctx)
+
+	// A live NAB's plan, the plan of one that is gone (its finalizer was
+	// removed by hand), and a Secret of nacflow's that is no plan.
+	tenant := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "tenant-"}}
+	c.Assert(s.admin.Create(ctx, tenant), IsNil)
+	live := newNAB(tenant.Name, "live", velerov1.BackupSpec{})
+	c.Assert(s.admin.Create(ctx, live), IsNil)
+	livePlan := client.ObjectKey{Namespace: s.oadp, Name: "nacflow-plan-" + string(live.UID)}
+	eventually(c, 20*time.Second, func() (bool, string) {
+		err := s.admin.Get(ctx, livePlan, &corev1.Secret{})
+		return err == nil, fmt.Sprint(err)
+	})
+	labels := map[string]string{v1alpha1.OADPLabel: v1alpha1.OADPLabelValue, v1alpha1.ManagedByLabel: v1alpha1.ManagedByLabelValue}
+	orphan := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: s.oadp, Name: "nacflow-plan-0b6c1e1e-0000-4000-8000-000000000001", Labels: labels,
+		Annotations: map[string]string{controllers.PlanOfAnnotation: "NonAdminBackup/" + tenant.Name + "/live/0b6c1e1e-0000-4000-8000-000000000001"}}}
+	c.Assert(s.admin.Create(ctx, orphan), IsNil)
+	other := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: s.oadp, Name: "nacflow-other", Labels: labels}}
+	c.Assert(s.admin.Create(ctx, other), IsNil)
+
+	deleted, err := s.gc.CollectOnce(ctx)
 	c.Check(err, IsNil)
+	c.Check(deleted, DeepEquals, map[string]int{"PlanSecret": 1})
+	c.Check(apierrors.IsNotFound(s.admin.Get(ctx, client.ObjectKeyFromObject(orphan), &corev1.Secret{})), Equals, true)
+	c.Check(s.admin.Get(ctx, livePlan, &corev1.Secret{}), IsNil)
+	c.Check(s.admin.Get(ctx, client.ObjectKeyFromObject(other), &corev1.Secret{}), IsNil)
 	_, err = s.sync.SyncOnce(ctx)
 	c.Check(err, IsNil)
 }

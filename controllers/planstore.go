@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -121,4 +122,47 @@ func (p *PlanStore) Forget(ctx context.Context, obj v1alpha1.Object) error {
 		return fmt.Errorf("deleting the plan of %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
 	}
 	return nil
+}
+
+// collectPlans deletes the plan Secrets (PlanStore) of the OADP namespace
+// whose object is gone — an object whose finalizer someone else removed,
+// so that PlanStore.Forget never ran — and returns how many it deleted. The
+// object is read from the API server (r): a plan is younger than its
+// object, and the cache may lag. A Secret whose annotation names no NAC
+// kind is left alone. It returns the first API error.
+func collectPlans(ctx context.Context, c client.Client, r client.Reader, namespace string) (int, error) {
+	list := &corev1.SecretList{}
+	if err := r.List(ctx, list, client.InNamespace(namespace),
+		client.MatchingLabels{v1alpha1.ManagedByLabel: v1alpha1.ManagedByLabelValue}); err != nil {
+		return 0, fmt.Errorf("listing plan Secrets: %w", err)
+	}
+	deleted := 0
+	for i := range list.Items {
+		s := &list.Items[i]
+		of, ok := s.Annotations[PlanOfAnnotation]
+		if !ok || !strings.HasPrefix(s.Name, planSecretPrefix) {
+			continue
+		}
+		parts := strings.Split(of, "/")
+		if len(parts) != 4 {
+			continue
+		}
+		kind, ok := v1alpha1.KindNamed(parts[0])
+		if !ok {
+			continue
+		}
+		obj := kind.New()
+		err := r.Get(ctx, client.ObjectKey{Namespace: parts[1], Name: parts[2]}, obj)
+		if err == nil && string(obj.GetUID()) == parts[3] {
+			continue
+		}
+		if err != nil && !apierrors.IsNotFound(err) {
+			return deleted, fmt.Errorf("reading %s %s/%s for its plan: %w", kind.Kind, parts[1], parts[2], err)
+		}
+		if err := c.Delete(ctx, s, client.Preconditions{UID: &s.UID}); client.IgnoreNotFound(err) != nil {
+			return deleted, fmt.Errorf("deleting plan Secret %s: %w", s.Name, err)
+		}
+		deleted++
+	}
+	return deleted, nil
 }
