@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/vmware-tanzu/velero/config/crd/v1/crds"
 	v2alpha1crds "github.com/vmware-tanzu/velero/config/crd/v2alpha1/crds"
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
@@ -208,6 +209,23 @@ func (s *OADPCRDSuite) TestCapabilities(c *C) {
 	c.Check(s.caps.Events, Equals, false)
 	c.Check(s.caps.RestorePrecheck, Equals, false)
 	c.Check(s.caps.PlanUnknown, Equals, "")
+	reg := prometheus.NewRegistry()
+	c.Assert(reg.Register(s.caps.Collector()), IsNil)
+	families, err := reg.Gather()
+	c.Assert(err, IsNil)
+	gauge := map[string]float64{}
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			gauge[m.GetLabel()[0].GetValue()] = m.GetGauge().GetValue()
+		}
+	}
+	c.Check(gauge, DeepEquals, map[string]float64{
+		"Blueprint": 0, "NonAdminBackupStorageLocationRequest": 1, "events": 0, "restorePrecheck": 0,
+		"NonAdminBackup": 1, "NonAdminBackup.status.plan": 0, "NonAdminRestore": 1, "NonAdminRestore.status.plan": 0,
+		"NonAdminBackupStorageLocation": 1, "NonAdminBackupStorageLocation.status.plan": 0,
+		"NonAdminDownloadRequest": 1, "NonAdminDownloadRequest.status.plan": 0,
+		"NonAdminSchedule": 0, "NonAdminSchedule.status.plan": 0,
+	})
 	limits := strings.Join(s.caps.Limits(), "\n")
 	for _, want := range []string{"no Blueprint CRD", "no NonAdminSchedule CRD", "the NonAdminBackup CRD has no status.plan",
 		"the NonAdminRestore CRD has no status.plan", "may not create Events", "the restore pre-check (CheckRestoreItems) is off"} {
