@@ -43,6 +43,12 @@ type GarbageCollector struct {
 	APIReader client.Reader
 	// OADPNamespace is where Velero runs.
 	OADPNamespace string
+	// Off holds the NAC kinds (v1alpha1.Kind.Kind) whose objects are not
+	// collected: their CRD is not installed (Capabilities), so nacflow made
+	// nothing for them, and listing what they would make may be forbidden
+	// (OADP's RBAC has no Velero Schedules) — a list the cache would wait
+	// on forever.
+	Off map[string]bool
 }
 
 // gcKind describes one kind the collector looks at.
@@ -62,6 +68,9 @@ type gcKind struct {
 func (g *GarbageCollector) kinds() []gcKind {
 	var out []gcKind
 	for _, k := range v1alpha1.Kinds() {
+		if g.Off[k.Kind] {
+			continue
+		}
 		keys := k.New().OriginKeys()
 		for _, list := range k.GarbageCollected() {
 			_, secrets := list.(*corev1.SecretList)
@@ -109,7 +118,14 @@ func (g *GarbageCollector) CollectOnce(ctx context.Context) (map[string]int, err
 				"originNamespace", obj.GetAnnotations()[k.keys.NamespaceAnnotation], "originName", obj.GetAnnotations()[k.keys.NameAnnotation])
 		}
 	}
-	return deleted, nil
+	// The plans nacflow keeps in Secrets under CRDs without status.plan.
+	n, err := collectPlans(ctx, g.Client, g.APIReader, g.OADPNamespace)
+	if n > 0 {
+		deleted["PlanSecret"] += n
+		gcDeleted.WithLabelValues("PlanSecret").Add(float64(n))
+		logger.Info("garbage collected orphan plans", "kind", "PlanSecret", "count", n)
+	}
+	return deleted, err
 }
 
 // orphan reports whether obj's origin NAC object is gone (and, for a

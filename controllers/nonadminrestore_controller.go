@@ -39,6 +39,13 @@ func restoreAction(nar *v1alpha1.NonAdminRestore) string {
 type NonAdminRestoreReconciler struct {
 	Deps
 
+	// NoServerStatusRequests is set when the controller may not watch
+	// Velero's ServerStatusRequests (OADP's RBAC for its non-admin
+	// controller grants none; Capabilities.RestorePrecheck): the restore
+	// pre-check, which waits on them, is off then, and a watch the API
+	// server refuses would keep the manager from starting.
+	NoServerStatusRequests bool
+
 	reads staleness.Tracker
 }
 
@@ -96,14 +103,18 @@ func (r *NonAdminRestoreReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
-	return b.
+	b = b.
 		Watches(&velerov1.Restore{}, toOrigin[*v1alpha1.NonAdminRestore](), builder.WithPredicates(madeForKind[*v1alpha1.NonAdminRestore](r.OADPNamespace))).
 		Watches(&velerov1.Backup{}, toWaiters[*v1alpha1.NonAdminRestore, *v1alpha1.NonAdminBackup](r.Client, restoresBackup),
-			builder.WithPredicates(madeForKind[*v1alpha1.NonAdminBackup](r.OADPNamespace))).
-		// The ServerStatusRequest and DownloadRequest CheckRestoreItems waits
-		// on: Velero answering wakes the NAR (no polling).
-		Watches(&velerov1.ServerStatusRequest{}, toOrigin[*v1alpha1.NonAdminRestore](),
-			builder.WithPredicates(madeForKind[*v1alpha1.NonAdminRestore](r.OADPNamespace), veleroAnswered())).
+			builder.WithPredicates(madeForKind[*v1alpha1.NonAdminBackup](r.OADPNamespace)))
+	if !r.NoServerStatusRequests {
+		// The ServerStatusRequest CheckRestoreItems waits on: Velero
+		// answering wakes the NAR (no polling).
+		b = b.Watches(&velerov1.ServerStatusRequest{}, toOrigin[*v1alpha1.NonAdminRestore](),
+			builder.WithPredicates(madeForKind[*v1alpha1.NonAdminRestore](r.OADPNamespace), veleroAnswered()))
+	}
+	return b.
+		// The DownloadRequest CheckRestoreItems waits on.
 		Watches(&velerov1.DownloadRequest{}, toOrigin[*v1alpha1.NonAdminRestore](),
 			builder.WithPredicates(madeForKind[*v1alpha1.NonAdminRestore](r.OADPNamespace), veleroAnswered())).
 		// The node agent's volume work: the NAR's progress counters.

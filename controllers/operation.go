@@ -46,6 +46,10 @@ type Deps struct {
 	// reconcile failed: MinRetryDelay·2^(failures−1), at most MaxRetryDelay
 	// (0: DefaultMinRetryDelay, DefaultMaxRetryDelay).
 	MinRetryDelay, MaxRetryDelay time.Duration
+	// Plans, when set, keeps the kind's plans out of its status: its CRD
+	// has no status.plan (OADP NAC's), Capabilities.Plan. nil: the plan is
+	// status.plan.
+	Plans *PlanStore
 }
 
 // Retry backoff defaults (--min-retry-delay, --max-retry-delay): a failed
@@ -169,6 +173,12 @@ func reconcileNAC[T v1alpha1.Object](ctx context.Context, d *Deps, reads *stalen
 	}
 	logger, storyLog := loglevel.Loggers(log.FromContext(ctx).WithValues("action", action), level)
 	ctx = log.IntoContext(ctx, logger)
+	var stored []byte
+	if d.Plans != nil {
+		if stored, err = d.Plans.Load(ctx, obj); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	before := obj.DeepCopyObject().(client.Object)
 	if obj.GetPhase() == "" {
 		obj.SetPhase(v1alpha1.NonAdminPhaseNew)
@@ -187,10 +197,17 @@ func reconcileNAC[T v1alpha1.Object](ctx context.Context, d *Deps, reads *stalen
 	if err == nil {
 		obj.SetObservedGeneration(obj.GetGeneration())
 	}
-	if perr := patch.Status(ctx, d.Client, obj, before); perr != nil {
+	if perr := writeStatus(ctx, d, obj, before); perr != nil {
 		// What this run did is not recorded: neither are its events (the
 		// retry, from a fresh read, tells the story once).
 		return ctrl.Result{}, errors.Join(err, perr)
+	}
+	if d.Plans != nil {
+		// After the status: a plan a step behind what the status says
+		// only re-enters idempotent phases.
+		if perr := d.Plans.Save(ctx, obj, stored); perr != nil {
+			return ctrl.Result{}, errors.Join(err, perr)
+		}
 	}
 	buffer.Each(func(eventType, reason, message string) {
 		storyLog.Info(message, "event", reason, "type", eventType)
@@ -221,6 +238,14 @@ func reconcileNAC[T v1alpha1.Object](ctx context.Context, d *Deps, reads *stalen
 			return ctrl.Result{}, fmt.Errorf("deleting %s after its %s action: %w", req.NamespacedName, action, err)
 		}
 	case deleting:
+		if d.Plans != nil {
+			// Before the finalizer goes, so that no plan outlives its
+			// object; should the removal fail, the finalize action
+			// starts again, and its phases are idempotent.
+			if err := d.Plans.Forget(ctx, obj); err != nil {
+				return ctrl.Result{}, err
+			}
+		}
 		controllerutil.RemoveFinalizer(obj, kind.Finalizer)
 		err := patch.Finalizers(ctx, d.Client, obj)
 		if apierrors.IsNotFound(err) {
@@ -232,6 +257,21 @@ func reconcileNAC[T v1alpha1.Object](ctx context.Context, d *Deps, reads *stalen
 		log.FromContext(ctx).Info("finalized", "kind", kind.Kind, "action", action)
 	}
 	return result, nil
+}
+
+// writeStatus patches obj's status from before's. With a PlanStore the
+// plan is left out of the patch: the API server would prune it (and warn),
+// and a run that changed only the plan costs no request.
+func writeStatus(ctx context.Context, d *Deps, obj v1alpha1.Object, before client.Object) error {
+	if d.Plans == nil {
+		return patch.Status(ctx, d.Client, obj, before)
+	}
+	plan, old := obj.GetPlan(), before.(v1alpha1.Object)
+	oldPlan := old.GetPlan()
+	obj.SetPlan(nil)
+	old.SetPlan(nil)
+	defer func() { obj.SetPlan(plan); old.SetPlan(oldPlan) }()
+	return patch.Status(ctx, d.Client, obj, before)
 }
 
 // kindOf returns the registry entry of the NAC kind T (a pointer to one of

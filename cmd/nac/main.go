@@ -16,7 +16,12 @@ import (
 	"syscall"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -32,6 +37,7 @@ import (
 	"github.com/nacflow/nacflow/internal/events"
 	"github.com/nacflow/nacflow/internal/gctune"
 	nacmetrics "github.com/nacflow/nacflow/internal/metrics"
+	"github.com/nacflow/nacflow/internal/oadpenv"
 	"github.com/nacflow/nacflow/internal/periodic"
 	"github.com/nacflow/nacflow/internal/restmapper"
 	"github.com/nacflow/nacflow/internal/restorepolicy"
@@ -73,8 +79,9 @@ func isExecutable(path string) bool {
 	return err == nil && !st.IsDir() && st.Mode()&0o111 != 0
 }
 
-// namespaceEnvVar is OADP NAC's fallback for the OADP namespace.
-const namespaceEnvVar = "WATCH_NAMESPACE"
+// namespaceEnvVar is OADP NAC's fallback for the OADP namespace (the OADP
+// operator sets it on the non-admin controller it deploys).
+const namespaceEnvVar = oadpenv.NamespaceVar
 
 type options struct {
 	version       bool
@@ -182,6 +189,13 @@ Flags:
 		return
 	}
 	o.given = givenFlags(flag.CommandLine)
+	// The OADP operator runs its non-admin controller's image with no
+	// arguments, its log settings in the environment: they apply where no
+	// flag says otherwise.
+	if err := oadpenv.ApplyLogging(zapOpts, o.given, os.Getenv); err != nil {
+		fmt.Fprintln(os.Stderr, "Error:", err)
+		os.Exit(2)
+	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(zapOpts)))
 	ctrl.Log.Info("starting nac", "version", version.Get().Version, "revision", version.Get().Revision)
 
@@ -271,13 +285,25 @@ func listFlag(fs *flag.FlagSet, dst *[]string, name, usage string) {
 	})
 }
 
+// oadpNamespace returns the OADP namespace: --oadp-namespace, else
+// $WATCH_NAMESPACE read with getenv (what the OADP operator sets). It
+// returns an error when neither names one.
+func oadpNamespace(o options, getenv func(string) string) (string, error) {
+	if o.oadpNamespace != "" {
+		return o.oadpNamespace, nil
+	}
+	if ns := getenv(namespaceEnvVar); ns != "" {
+		return ns, nil
+	}
+	return "", errors.New("the OADP namespace is not set: pass --oadp-namespace or set " + namespaceEnvVar)
+}
+
 func run(o options) error {
-	if o.oadpNamespace == "" {
-		o.oadpNamespace = os.Getenv(namespaceEnvVar)
+	ns, err := oadpNamespace(o, os.Getenv)
+	if err != nil {
+		return err
 	}
-	if o.oadpNamespace == "" {
-		return errors.New("the OADP namespace is not set: pass --oadp-namespace or set " + namespaceEnvVar)
-	}
+	o.oadpNamespace = ns
 	if o.queueWindow <= 0 {
 		return fmt.Errorf("--queue-refresh-window must be positive, got %s", o.queueWindow)
 	}
@@ -311,6 +337,20 @@ func run(o options) error {
 	if o.eventQueue <= 0 {
 		return fmt.Errorf("--event-queue-size must be positive, got %d", o.eventQueue)
 	}
+	// What the installed CRDs and RBAC allow: everything with nacflow's
+	// own; less when the OADP operator runs nac as its non-admin
+	// controller, with OADP NAC's CRDs and RBAC (docs/oadp.md).
+	caps, err := detectCapabilities(cfg, scheme, o.oadpNamespace)
+	if err != nil {
+		return err
+	}
+	for _, limit := range caps.Limits() {
+		ctrl.Log.Info("not available with the installed CRDs and RBAC: " + limit)
+	}
+	metrics.Registry.MustRegister(caps.Collector())
+	if o.precheck && !caps.RestorePrecheck {
+		o.precheck = false
+	}
 	// The manager does not stop a broadcaster it was given: run does, after
 	// the manager, so that what is still queued is written (for up to 5 s).
 	broadcaster := events.NewBroadcaster(float32(o.eventQPS), o.eventBurst, o.eventQueue)
@@ -322,7 +362,7 @@ func run(o options) error {
 		LeaderElection:          o.leaderElect,
 		LeaderElectionID:        "nacflow.oadp.openshift.io",
 		LeaderElectionNamespace: o.oadpNamespace,
-		Cache:                   controllers.CacheOptions(o.oadpNamespace),
+		Cache:                   caps.TrimCache(controllers.CacheOptions(o.oadpNamespace)),
 		MapperProvider:          restmapper.New,
 		Controller:              config.Controller{MaxConcurrentReconciles: o.concurrency},
 		PprofBindAddress:        o.pprofAddr,
@@ -345,7 +385,15 @@ func run(o options) error {
 	}
 	settings := &dpa.Source{Reader: mgr.GetAPIReader(), Namespace: o.oadpNamespace, Flags: o.nonAdminFlags()}
 	turns := veleroqueue.NewTurns(mgr.GetClient(), o.oadpNamespace)
-	registry, err := phases.NewRegistry(phases.Clients{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorderFor("nacflow-blueprint"), Queue: queue, Turns: turns},
+	// Without the right to create Events, none is attempted (each would be
+	// refused and logged as an error); the story is in the log.
+	recorderFor := func(name string) record.EventRecorder {
+		if !caps.Events {
+			return discardEvents{}
+		}
+		return mgr.GetEventRecorderFor(name)
+	}
+	registry, err := phases.NewRegistry(phases.Clients{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorderFor("nacflow-blueprint"), Queue: queue, Turns: turns},
 		phases.Options{RequireApprovalForBSL: o.bslApproval, Settings: settings, MaxBackupsInVelero: o.maxInVelero,
 			TenantRole: o.tenantRole, AdminOwned: adminOwned, RestorePrecheck: o.precheck,
 			Endpoints: endpoints, UncheckedCredentialProviders: o.unchecked})
@@ -355,48 +403,52 @@ func run(o options) error {
 	// deps returns the dependencies of one controller, its events signed
 	// with its own name.
 	deps := func(name, kind string) controllers.Deps {
-		recorder := mgr.GetEventRecorderFor(name)
+		recorder := recorderFor(name)
+		var plans *controllers.PlanStore
+		if !caps.Plan[kind] {
+			plans = &controllers.PlanStore{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespace: o.oadpNamespace}
+		}
 		return controllers.Deps{
+			Plans:     plans,
 			Client:    mgr.GetClient(),
 			APIReader: mgr.GetAPIReader(),
 			Runner: &engine.Runner{Registry: registry, Recorder: recorder, WaitTimeout: o.waitTimeout,
 				Observer: nacmetrics.Observer{Kind: kind}},
 			Recorder:      recorder,
-			Blueprints:    &blueprints.Resolver{Reader: mgr.GetClient(), Namespace: o.oadpNamespace},
+			Blueprints:    &blueprints.Resolver{Reader: caps.BlueprintReader(mgr.GetClient()), Namespace: o.oadpNamespace},
 			OADPNamespace: o.oadpNamespace,
 			MinRetryDelay: o.minRetry,
 			MaxRetryDelay: o.maxRetry,
 		}
 	}
+	var setups []setup
 	nab := &controllers.NonAdminBackupReconciler{Deps: deps("nonadminbackup-controller", "NonAdminBackup"), QueueRefreshWindow: o.queueWindow, Queue: queue, Turns: turns}
-	if err := nab.SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("setting up the NonAdminBackup controller: %w", err)
-	}
-	nar := &controllers.NonAdminRestoreReconciler{Deps: deps("nonadminrestore-controller", "NonAdminRestore")}
-	if err := nar.SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("setting up the NonAdminRestore controller: %w", err)
-	}
+	setups = append(setups, setup{"NonAdminBackup", nab.SetupWithManager})
+	nar := &controllers.NonAdminRestoreReconciler{Deps: deps("nonadminrestore-controller", "NonAdminRestore"), NoServerStatusRequests: !caps.RestorePrecheck}
+	setups = append(setups, setup{"NonAdminRestore", nar.SetupWithManager})
 	nadr := &controllers.NonAdminDownloadRequestReconciler{Deps: deps("nonadmindownloadrequest-controller", "NonAdminDownloadRequest")}
-	if err := nadr.SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("setting up the NonAdminDownloadRequest controller: %w", err)
-	}
+	setups = append(setups, setup{"NonAdminDownloadRequest", nadr.SetupWithManager})
 	nas := &controllers.NonAdminScheduleReconciler{Deps: deps("nonadminschedule-controller", "NonAdminSchedule")}
-	if err := nas.SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("setting up the NonAdminSchedule controller: %w", err)
-	}
+	setups = append(setups, setup{"NonAdminSchedule", nas.SetupWithManager})
 	nabsl := &controllers.NonAdminBackupStorageLocationReconciler{Deps: deps("nonadminbackupstoragelocation-controller", "NonAdminBackupStorageLocation"), RequireApproval: o.bslApproval, Settings: settings, CredentialCheckPeriod: o.credCheck,
 		EndpointRevision: phases.EndpointRevision(nil)}
-	if err := nabsl.SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("setting up the NonAdminBackupStorageLocation controller: %w", err)
-	}
+	setups = append(setups, setup{"NonAdminBackupStorageLocation", nabsl.SetupWithManager})
 	bpr := &controllers.BlueprintReconciler{Client: mgr.GetClient(), Registry: registry,
-		Recorder: mgr.GetEventRecorderFor("blueprint-controller"), OADPNamespace: o.oadpNamespace}
-	if err := bpr.SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("setting up the Blueprint controller: %w", err)
+		Recorder: recorderFor("blueprint-controller"), OADPNamespace: o.oadpNamespace}
+	setups = append(setups, setup{"Blueprint", bpr.SetupWithManager})
+	for _, st := range setups {
+		// A controller whose CRD is missing would keep the manager from
+		// starting (its watch never syncs): it stays off, said above.
+		if !caps.Runs(st.kind) {
+			continue
+		}
+		if err := st.setup(mgr); err != nil {
+			return fmt.Errorf("setting up the %s controller: %w", st.kind, err)
+		}
 	}
 	sync := &controllers.BackupSync{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), OADPNamespace: o.oadpNamespace,
 		TenantSpec: phases.SyncedBackupSpec}
-	gc := &controllers.GarbageCollector{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), OADPNamespace: o.oadpNamespace}
+	gc := &controllers.GarbageCollector{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), OADPNamespace: o.oadpNamespace, Off: caps.Off()}
 	period := func(which dpa.Period, def time.Duration) func(context.Context) (time.Duration, string) {
 		return func(ctx context.Context) (time.Duration, string) {
 			d, source, err := settings.Period(ctx, which, def)
@@ -437,6 +489,46 @@ func run(o options) error {
 	}
 	ctrl.Log.Info("starting nac", "oadpNamespace", o.oadpNamespace, "waitTimeout", o.waitTimeout.String())
 	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+// setup is one controller: its kind and how it joins the manager.
+type setup struct {
+	kind  string
+	setup func(ctrl.Manager) error
+}
+
+// detectCapabilities asks the API server of cfg what its CRDs and nac's
+// RBAC allow (controllers.DetectCapabilities), bounded to 30 s.
+func detectCapabilities(cfg *rest.Config, scheme *runtime.Scheme, oadpNamespace string) (controllers.Capabilities, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return controllers.Capabilities{}, fmt.Errorf("building the discovery client: %w", err)
+	}
+	cl, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return controllers.Capabilities{}, fmt.Errorf("building the client: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	caps, err := controllers.DetectCapabilities(ctx, dc, cl, oadpNamespace)
+	if err != nil {
+		return caps, fmt.Errorf("asking the API server what nac may do: %w", err)
+	}
+	return caps, nil
+}
+
+// discardEvents is the event recorder of a nac that may not create Events
+// (OADP's RBAC for its non-admin controller): every event is dropped.
+type discardEvents struct{}
+
+// Event implements record.EventRecorder: dropped.
+func (discardEvents) Event(runtime.Object, string, string, string) {}
+
+// Eventf implements record.EventRecorder: dropped.
+func (discardEvents) Eventf(runtime.Object, string, string, string, ...any) {}
+
+// AnnotatedEventf implements record.EventRecorder: dropped.
+func (discardEvents) AnnotatedEventf(runtime.Object, map[string]string, string, string, string, ...any) {
 }
 
 // metricsOptions returns the metrics server's options for o, as
