@@ -93,6 +93,43 @@ VELERO_STACK  := $(VELERO) $(AWS_PLUGIN) $(GOFAKES3)
 .PHONY: tools
 tools: $(CONTROL_PLANE) $(VELERO_STACK) $(CONTROLLER_GEN) ## Build every tool that is missing: control plane (kube-apiserver, kube-controller-manager, etcd), Velero stack, controller-gen.
 
+##@ Local node (Linux, root): kubelet, kube-scheduler and containerd run the Pods of `make deploy-local` (docs/local-node.md)
+
+KUBELET        := $(BIN)/kubelet
+KUBE_SCHEDULER := $(BIN)/kube-scheduler
+# The node's sandbox ("pause") program, made into an image by localcp: the
+# node has no registry to pull registry.k8s.io/pause from.
+PAUSE          := $(BIN)/pause
+# make run NODE=false: no node. auto (the default): a node where the machine
+# can run one (Linux, root, containerd, runc and the CNI plugins installed;
+# `make node-runtime`), else one line saying why not. true: fail without one.
+NODE           ?= auto
+NODE_TOOLS     := $(if $(filter false,$(NODE)),,$(KUBELET) $(KUBE_SCHEDULER) $(PAUSE))
+
+$(KUBELET):
+	@echo ">> building kubelet $(KUBE_VERSION) from the Go module proxy (first time: about 2 minutes; cached in bin/)"
+	cd hack/tools && $(GO) build -o $@ -ldflags "$(KUBE_LDFLAGS)" k8s.io/kubernetes/cmd/kubelet
+
+$(KUBE_SCHEDULER):
+	@echo ">> building kube-scheduler $(KUBE_VERSION) from the Go module proxy (cached in bin/)"
+	cd hack/tools && $(GO) build -o $@ -ldflags "$(KUBE_LDFLAGS)" k8s.io/kubernetes/cmd/kube-scheduler
+
+$(PAUSE): hack/localcp/pause/main.go
+	CGO_ENABLED=0 GOOS=linux $(GO) build -trimpath -ldflags "-s -w" -o $@ ./hack/localcp/pause
+
+# The container runtime comes from Debian (bookworm: containerd 1.6.20, runc
+# 1.1.5, CNI plugins 1.1.1) rather than the Go module proxy: runc needs cgo
+# and libseccomp (seccomp RuntimeDefault), which a `go build` cannot give.
+.PHONY: node-runtime
+node-runtime: ## Install the local node's container runtime with apt-get (root, Debian/Ubuntu): containerd, runc, containernetworking-plugins. Nothing is started or enabled.
+	@if command -v containerd >/dev/null && command -v runc >/dev/null && { test -x /usr/lib/cni/loopback || test -x /opt/cni/bin/loopback; }; then \
+		echo ">> containerd, runc and the CNI plugins are installed"; \
+	else \
+		command -v apt-get >/dev/null || { echo "node-runtime: no apt-get here: install containerd, runc and the CNI plugins (loopback) yourself, or run with NODE=false"; exit 1; }; \
+		echo ">> installing containerd, runc and the CNI plugins from Debian (apt-get; the packages start no service without systemd)"; \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends containerd runc containernetworking-plugins; \
+	fi
+
 ##@ Development
 
 .PHONY: generate
