@@ -225,8 +225,8 @@ verify-generated: generate manifests docs ## Fail when generated files are out o
 	@git diff --exit-code -- api config docs || { echo "generated files are stale: run 'make generate manifests docs' and commit"; exit 1; }
 
 .PHONY: run
-run: $(CONTROL_PLANE) $(VELERO_STACK) build ## Local control plane, object store, Velero and CRDs; the controller in the foreground.
-	$(LOCALCP) --assets $(BIN) --dir $(LOCAL) --oadp-namespace $(OADP_NAMESPACE) --velero=$(WITH_VELERO) -- \
+run: $(CONTROL_PLANE) $(VELERO_STACK) $(NODE_TOOLS) build ## Local control plane, object store, Velero and CRDs, a node where the machine can run one (NODE=false: none); the controller in the foreground.
+	$(LOCALCP) --assets $(BIN) --dir $(LOCAL) --oadp-namespace $(OADP_NAMESPACE) --velero=$(WITH_VELERO) --node=$(NODE) -- \
 		$(NAC) --oadp-namespace $(OADP_NAMESPACE) --metrics-bind-address 127.0.0.1:8090 --health-probe-bind-address 127.0.0.1:8091 \
 		$(if $(filter false,$(WITH_VELERO)),--restore-precheck=false)
 
