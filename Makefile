@@ -130,6 +130,32 @@ node-runtime: ## Install the local node's container runtime with apt-get (root, 
 		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends containerd runc containernetworking-plugins; \
 	fi
 
+LOCAL_KUBECONFIG := $(LOCAL)/kubeconfig
+NODE_SOCKET      := $(LOCAL)/node/containerd.sock
+DEPLOY_TIMEOUT   ?= 120s
+
+.PHONY: run-node
+run-node: $(CONTROL_PLANE) $(VELERO_STACK) $(KUBELET) $(KUBE_SCHEDULER) $(PAUSE) build ## The make-run stack with its node and no controller in the foreground, until Ctrl-C: the controller is make deploy-local's Pod.
+	$(LOCALCP) --assets $(BIN) --dir $(LOCAL) --oadp-namespace $(OADP_NAMESPACE) --velero=$(WITH_VELERO) --node=true
+
+.PHONY: deploy-local
+deploy-local: image ## Deploy onto the node of make run-node (kubeconfig .local/kubeconfig): import the image into the node's containerd, apply config/local (config/default on the node), wait until the Deployment is Available.
+	@test -S $(NODE_SOCKET) || { echo "deploy-local: no local node runs ($(NODE_SOCKET) is missing): start one with make run-node"; exit 1; }
+	ctr --address $(NODE_SOCKET) --namespace k8s.io images import $(IMAGE_TAR)
+	@mkdir -p $(DIST)
+	@server=$$(KUBECONFIG=$(LOCAL_KUBECONFIG) $(KUBECTL) config view --minify -o jsonpath='{.clusters[0].cluster.server}'); \
+		port=$${server%/}; port=$${port##*:}; \
+		$(KUBECTL) kustomize config/local | sed -e 's|image: ghcr.io/nacflow/nacflow:v0.1.0|image: $(IMG)|' \
+			-e "s|value: API_SERVER_PORT|value: \"$$port\"|" > $(DIST)/install-local.yaml; \
+		echo "wrote $(DIST)/install-local.yaml (image $(IMG), API server port $$port)"
+	KUBECONFIG=$(LOCAL_KUBECONFIG) $(KUBECTL) create namespace $(OADP_NAMESPACE) --dry-run=client -o yaml | KUBECONFIG=$(LOCAL_KUBECONFIG) $(KUBECTL) apply -f -
+	KUBECONFIG=$(LOCAL_KUBECONFIG) $(KUBECTL) apply --server-side --force-conflicts -f $(DIST)/install-local.yaml
+	KUBECONFIG=$(LOCAL_KUBECONFIG) $(KUBECTL) -n $(OADP_NAMESPACE) rollout status deployment/nacflow-controller --timeout=$(DEPLOY_TIMEOUT)
+
+.PHONY: undeploy-local
+undeploy-local: ## make undeploy on the node of make run-node: removes the controller, keeps the CRDs and every NAC object.
+	$(MAKE) undeploy KUBECONFIG=$(LOCAL_KUBECONFIG)
+
 ##@ Development
 
 .PHONY: generate
