@@ -134,6 +134,10 @@ LOCAL_KUBECONFIG := $(LOCAL)/kubeconfig
 NODE_SOCKET      := $(LOCAL)/node/containerd.sock
 DEPLOY_TIMEOUT   ?= 120s
 
+.PHONY: test-node
+test-node: $(CONTROL_PLANE) $(VELERO_STACK) $(KUBELET) $(KUBE_SCHEDULER) $(PAUSE) ## test/e2enode alone: the local node, make deploy-local, a tenant with the real Velero, make undeploy-local (skipped, one line, where the machine cannot run a node).
+	NACFLOW_ASSETS=$(BIN) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -v ./test/e2enode/... -check.v
+
 .PHONY: run-node
 run-node: $(CONTROL_PLANE) $(VELERO_STACK) $(KUBELET) $(KUBE_SCHEDULER) $(PAUSE) build ## The make-run stack with its node and no controller in the foreground, until Ctrl-C: the controller is make deploy-local's Pod.
 	$(LOCALCP) --assets $(BIN) --dir $(LOCAL) --oadp-namespace $(OADP_NAMESPACE) --velero=$(WITH_VELERO) --node=true
@@ -192,8 +196,9 @@ lint: vet ## gofmt check and go vet.
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 
 .PHONY: test
-test: $(CONTROL_PLANE) $(VELERO_STACK) lint install-manifest ## All tests: unit, integration (real kube-apiserver + etcd) and e2e (plus real Velero and object store).
-	NACFLOW_ASSETS=$(BIN) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+test: $(CONTROL_PLANE) $(VELERO_STACK) $(NODE_TOOLS) lint install-manifest ## All tests: unit, integration (real kube-apiserver + etcd) and e2e (plus real Velero and object store); then, on its own (Velero's :8080), test/e2enode (make deploy-local on the local node; NODE=false: not run).
+	NACFLOW_ASSETS=$(BIN) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v /test/e2enode)
+	$(if $(filter false,$(NODE)),@echo ">> NODE=false: test/e2enode not run",$(MAKE) test-node)
 
 .PHONY: test-unit
 test-unit: ## Unit tests only (no control plane).

@@ -117,7 +117,7 @@ func main() {
 	flag.DurationVar(&o.veleroSync, "velero-backup-sync-period", time.Minute, "The Velero server's --backup-sync-period.")
 	flag.DurationVar(&o.veleroValidation, "velero-store-validation-frequency", time.Minute, "The Velero server's --store-validation-frequency: how often it revalidates storage locations.")
 	flag.BoolVar(&o.allowStore, "allow-store-endpoint", true, "Append --endpoint-allow-hosts=<the object store's host:port> to the controller's arguments, so that tenants' locations may use the store on loopback (nac refuses loopback endpoints by default).")
-	flag.StringVar(&o.node, "node", "auto", "Run a node (containerd, kubelet, kube-scheduler; docs/local-node.md) so that Pods run: true, false, or auto (where the machine can: Linux, root, containerd, runc and the CNI plugins installed; else one line says why not).")
+	flag.StringVar(&o.node, "node", "false", "Run a node (containerd, kubelet, kube-scheduler; docs/local-node.md) so that Pods run: true, false, or auto (where the machine can: Linux, root, containerd, runc and the CNI plugins installed, no other kubelet running; else one line says why not). make run passes auto.")
 	flag.StringVar(&o.nodeIP, "node-ip", defaultNodeIP, "The node's address, added to lo while the node runs (not in 127.0.0.0/8: EndpointSlices refuse loopback addresses).")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "Usage: localcp [flags] -- CONTROLLER [ARGS...]\n\nFlags:\n")

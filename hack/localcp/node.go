@@ -90,7 +90,29 @@ func nodeSupport(assets string) string {
 	if _, err := os.Stat("/sys/fs/cgroup"); err != nil {
 		return "the local node needs cgroups mounted at /sys/fs/cgroup"
 	}
+	if pid, ok := otherKubelet("/proc"); ok {
+		return fmt.Sprintf("another kubelet runs (pid %d): one node per machine, its Pods' cgroups (kubepods) are shared", pid)
+	}
 	return ""
+}
+
+// otherKubelet returns the pid of a process named kubelet under procRoot
+// (its comm), if one runs.
+func otherKubelet(procRoot string) (int, bool) {
+	entries, err := os.ReadDir(procRoot)
+	if err != nil {
+		return 0, false
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if comm, err := os.ReadFile(filepath.Join(procRoot, e.Name(), "comm")); err == nil && strings.TrimSpace(string(comm)) == "kubelet" {
+			return pid, true
+		}
+	}
+	return 0, false
 }
 
 // cniBinDir returns the first of cniBinDirs holding the loopback plugin,

@@ -84,6 +84,8 @@ func cannotRunNode() string {
 
 func (s *NodeSuite) SetUpSuite(c *C) {
 	if s.skip = cannotRunNode(); s.skip != "" {
+		// One line, also without -check.vv (which alone shows skip reasons).
+		fmt.Println("e2enode: skipped: this machine cannot run a node:", s.skip)
 		c.Skip("this machine cannot run a node: " + s.skip)
 	}
 	if _, err := exec.LookPath("kubectl"); err != nil {
