@@ -18,9 +18,15 @@
 // controller's to the terminal and DIR/nac.log; the store keeps its data in
 // DIR/s3.db across runs.
 //
+// With --node (docs/local-node.md) it also runs a node after
+// kube-controller-manager: containerd under DIR/node, a kubelet and
+// kube-scheduler, so that Pods run; the controller command may then be left
+// out, and the stack runs until Ctrl-C (make run-node, for make
+// deploy-local).
+//
 // Stopping: SIGINT (Ctrl-C) or SIGTERM at any moment stops the controller,
-// Velero, the store and the control plane, in that order, within 15 s (each
-// gets SIGTERM, then SIGKILL after its grace). During startup localcp then
+// Velero, the store, the node and the control plane, in that order, within
+// 15 s, 23 s with a node (each gets SIGTERM, then SIGKILL after its grace). During startup localcp then
 // exits with status 1 and "interrupted"; once the controller runs, with 0. A
 // second signal exits at once. On Linux every child, kube-apiserver, etcd
 // and Velero's plugins included, also dies when localcp is killed with

@@ -177,9 +177,9 @@ func (s *NodeSuite) TearDownSuite(c *C) {
 	select {
 	case err := <-s.exited:
 		c.Check(err, IsNil, Commentf("localcp should stop cleanly:\n%s", s.drain()))
-	case <-time.After(20 * time.Second):
+	case <-time.After(25 * time.Second):
 		_ = s.cmd.Process.Kill()
-		c.Fatalf("localcp did not stop within 20s after SIGINT:\n%s", s.drain())
+		c.Fatalf("localcp did not stop within 25s after SIGINT:\n%s", s.drain())
 	}
 	// Nothing of the node is left: no mount under its directory, no
 	// container process, no shim.
