@@ -520,7 +520,8 @@ func (n *node) stop() {
 
 // removeContainers stops every task of the node's containerd (SIGTERM,
 // then SIGKILL after containerGrace), deletes the tasks, which ends their
-// shims, and the containers, which removes their snapshots.
+// shims, and the containers, which removes their snapshots. The kubelet
+// must be stopped first, or it starts them again.
 func (n *node) removeContainers() {
 	out, err := n.ctrOutput("tasks", "ls", "-q")
 	if err != nil {
@@ -531,15 +532,18 @@ func (n *node) removeContainers() {
 	for _, t := range tasks {
 		_ = n.ctr("tasks", "kill", "--signal", "SIGTERM", t)
 	}
+	// containerd's CRI plugin deletes the task of a container that exited
+	// by itself: a task is gone once delete succeeds or it is not listed.
 	deadline := time.Now().Add(containerGrace)
 	for len(tasks) > 0 && time.Now().Before(deadline) {
-		var running []string
 		for _, t := range tasks {
-			if n.ctr("tasks", "delete", t) != nil {
-				running = append(running, t)
-			}
+			_ = n.ctr("tasks", "delete", t)
 		}
-		if tasks = running; len(tasks) > 0 {
+		if out, err = n.ctrOutput("tasks", "ls", "-q"); err != nil {
+			fmt.Println("  ", err)
+			return
+		}
+		if tasks = strings.Fields(out); len(tasks) > 0 {
 			time.Sleep(200 * time.Millisecond)
 		}
 	}
