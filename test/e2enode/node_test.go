@@ -114,7 +114,8 @@ func (s *NodeSuite) SetUpSuite(c *C) {
 	start := time.Now()
 	s.make(c, "deploy-local")
 	s.deploy = time.Since(start)
-	c.Logf("node Ready in %s; make deploy-local to Available in %s", s.nodeStart.Round(100*time.Millisecond), s.deploy.Round(100*time.Millisecond))
+	fmt.Printf("e2enode: node Ready in %s; make deploy-local (image build, import, apply) to Available in %s\n",
+		s.nodeStart.Round(100*time.Millisecond), s.deploy.Round(100*time.Millisecond))
 }
 
 // start runs localcp with its node, Velero and no controller command, and
@@ -177,6 +178,9 @@ func (s *NodeSuite) TearDownSuite(c *C) {
 	select {
 	case err := <-s.exited:
 		c.Check(err, IsNil, Commentf("localcp should stop cleanly:\n%s", s.drain()))
+		if m := regexp.MustCompile(`>> stopped [0-9.]+s after SIGINT`).FindString(s.drain()); m != "" {
+			fmt.Println("e2enode: localcp", m[3:])
+		}
 	case <-time.After(25 * time.Second):
 		_ = s.cmd.Process.Kill()
 		c.Fatalf("localcp did not stop within 25s after SIGINT:\n%s", s.drain())
