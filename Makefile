@@ -93,6 +93,74 @@ VELERO_STACK  := $(VELERO) $(AWS_PLUGIN) $(GOFAKES3)
 .PHONY: tools
 tools: $(CONTROL_PLANE) $(VELERO_STACK) $(CONTROLLER_GEN) ## Build every tool that is missing: control plane (kube-apiserver, kube-controller-manager, etcd), Velero stack, controller-gen.
 
+##@ Local node (Linux, root): kubelet, kube-scheduler and containerd run the Pods of `make deploy-local` (docs/local-node.md)
+
+KUBELET        := $(BIN)/kubelet
+KUBE_SCHEDULER := $(BIN)/kube-scheduler
+# The node's sandbox ("pause") program, made into an image by localcp: the
+# node has no registry to pull registry.k8s.io/pause from.
+PAUSE          := $(BIN)/pause
+# make run NODE=false: no node. auto (the default): a node where the machine
+# can run one (Linux, root, containerd, runc and the CNI plugins installed;
+# `make node-runtime`), else one line saying why not. true: fail without one.
+NODE           ?= auto
+# Built for make run and make test on Linux only: elsewhere there is no node.
+NODE_TOOLS     := $(if $(filter false,$(NODE)),,$(if $(filter Linux,$(shell uname -s)),$(KUBELET) $(KUBE_SCHEDULER) $(PAUSE)))
+
+$(KUBELET):
+	@echo ">> building kubelet $(KUBE_VERSION) from the Go module proxy (first time: about 2 minutes; cached in bin/)"
+	cd hack/tools && $(GO) build -o $@ -ldflags "$(KUBE_LDFLAGS)" k8s.io/kubernetes/cmd/kubelet
+
+$(KUBE_SCHEDULER):
+	@echo ">> building kube-scheduler $(KUBE_VERSION) from the Go module proxy (cached in bin/)"
+	cd hack/tools && $(GO) build -o $@ -ldflags "$(KUBE_LDFLAGS)" k8s.io/kubernetes/cmd/kube-scheduler
+
+$(PAUSE): hack/localcp/pause/main.go
+	CGO_ENABLED=0 GOOS=linux $(GO) build -trimpath -ldflags "-s -w" -o $@ ./hack/localcp/pause
+
+# The container runtime comes from Debian (bookworm: containerd 1.6.20, runc
+# 1.1.5, CNI plugins 1.1.1) rather than the Go module proxy: runc needs cgo
+# and libseccomp (seccomp RuntimeDefault), which a `go build` cannot give.
+.PHONY: node-runtime
+node-runtime: ## Install the local node's container runtime with apt-get (root, Debian/Ubuntu): containerd, runc, containernetworking-plugins. Nothing is started or enabled.
+	@if command -v containerd >/dev/null && command -v runc >/dev/null && { test -x /usr/lib/cni/loopback || test -x /opt/cni/bin/loopback; }; then \
+		echo ">> containerd, runc and the CNI plugins are installed"; \
+	else \
+		command -v apt-get >/dev/null || { echo "node-runtime: no apt-get here: install containerd, runc and the CNI plugins (loopback) yourself, or run with NODE=false"; exit 1; }; \
+		echo ">> installing containerd, runc and the CNI plugins from Debian (apt-get; the packages start no service without systemd)"; \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends containerd runc containernetworking-plugins; \
+	fi
+
+LOCAL_KUBECONFIG := $(LOCAL)/kubeconfig
+NODE_SOCKET      := $(LOCAL)/node/containerd.sock
+DEPLOY_TIMEOUT   ?= 120s
+
+.PHONY: test-node
+test-node: $(CONTROL_PLANE) $(VELERO_STACK) $(KUBELET) $(KUBE_SCHEDULER) $(PAUSE) ## test/e2enode alone: the local node, make deploy-local, a tenant with the real Velero, make undeploy-local (skipped, one line, where the machine cannot run a node).
+	NACFLOW_ASSETS=$(BIN) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -v ./test/e2enode/... -check.v
+
+.PHONY: run-node
+run-node: $(CONTROL_PLANE) $(VELERO_STACK) $(KUBELET) $(KUBE_SCHEDULER) $(PAUSE) build ## The make-run stack with its node and no controller in the foreground, until Ctrl-C: the controller is make deploy-local's Pod.
+	$(LOCALCP) --assets $(BIN) --dir $(LOCAL) --oadp-namespace $(OADP_NAMESPACE) --velero=$(WITH_VELERO) --node=true
+
+.PHONY: deploy-local
+deploy-local: image ## Deploy onto the node of make run-node (kubeconfig .local/kubeconfig): import the image into the node's containerd, apply config/local (config/default on the node), wait until the Deployment is Available.
+	@test -S $(NODE_SOCKET) || { echo "deploy-local: no local node runs ($(NODE_SOCKET) is missing): start one with make run-node"; exit 1; }
+	ctr --address $(NODE_SOCKET) --namespace k8s.io images import $(IMAGE_TAR)
+	@mkdir -p $(DIST)
+	@server=$$(KUBECONFIG=$(LOCAL_KUBECONFIG) $(KUBECTL) config view --minify -o jsonpath='{.clusters[0].cluster.server}'); \
+		port=$${server%/}; port=$${port##*:}; \
+		$(KUBECTL) kustomize config/local | sed -e 's|image: ghcr.io/nacflow/nacflow:v0.1.0|image: $(IMG)|' \
+			-e "s|value: API_SERVER_PORT|value: \"$$port\"|" > $(DIST)/install-local.yaml; \
+		echo "wrote $(DIST)/install-local.yaml (image $(IMG), API server port $$port)"
+	KUBECONFIG=$(LOCAL_KUBECONFIG) $(KUBECTL) create namespace $(OADP_NAMESPACE) --dry-run=client -o yaml | KUBECONFIG=$(LOCAL_KUBECONFIG) $(KUBECTL) apply -f -
+	KUBECONFIG=$(LOCAL_KUBECONFIG) $(KUBECTL) apply --server-side --force-conflicts -f $(DIST)/install-local.yaml
+	KUBECONFIG=$(LOCAL_KUBECONFIG) $(KUBECTL) -n $(OADP_NAMESPACE) rollout status deployment/nacflow-controller --timeout=$(DEPLOY_TIMEOUT)
+
+.PHONY: undeploy-local
+undeploy-local: ## make undeploy on the node of make run-node: removes the controller, keeps the CRDs and every NAC object.
+	$(MAKE) undeploy KUBECONFIG=$(LOCAL_KUBECONFIG)
+
 ##@ Development
 
 .PHONY: generate
@@ -129,8 +197,9 @@ lint: vet ## gofmt check and go vet.
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 
 .PHONY: test
-test: $(CONTROL_PLANE) $(VELERO_STACK) lint install-manifest ## All tests: unit, integration (real kube-apiserver + etcd) and e2e (plus real Velero and object store).
-	NACFLOW_ASSETS=$(BIN) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+test: $(CONTROL_PLANE) $(VELERO_STACK) $(NODE_TOOLS) lint install-manifest ## All tests: unit, integration (real kube-apiserver + etcd) and e2e (plus real Velero and object store); then, on its own (Velero's :8080), test/e2enode (make deploy-local on the local node; NODE=false: not run).
+	NACFLOW_ASSETS=$(BIN) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v /test/e2enode)
+	$(if $(filter false,$(NODE)),@echo ">> NODE=false: test/e2enode not run",$(MAKE) test-node)
 
 .PHONY: test-unit
 test-unit: ## Unit tests only (no control plane).
@@ -245,8 +314,8 @@ verify-generated: generate manifests docs chart ## Fail when generated files are
 	@test -z "$$(git ls-files --others --exclude-standard -- charts)" || { git ls-files --others --exclude-standard -- charts; echo "new generated chart files: git add them"; exit 1; }
 
 .PHONY: run
-run: $(CONTROL_PLANE) $(VELERO_STACK) build ## Local control plane, object store, Velero and CRDs; the controller in the foreground.
-	$(LOCALCP) --assets $(BIN) --dir $(LOCAL) --oadp-namespace $(OADP_NAMESPACE) --velero=$(WITH_VELERO) -- \
+run: $(CONTROL_PLANE) $(VELERO_STACK) $(NODE_TOOLS) build ## Local control plane, object store, Velero and CRDs, a node where the machine can run one (NODE=false: none); the controller in the foreground.
+	$(LOCALCP) --assets $(BIN) --dir $(LOCAL) --oadp-namespace $(OADP_NAMESPACE) --velero=$(WITH_VELERO) --node=$(NODE) -- \
 		$(NAC) --oadp-namespace $(OADP_NAMESPACE) --metrics-bind-address 127.0.0.1:8090 --health-probe-bind-address 127.0.0.1:8091 \
 		$(if $(filter false,$(WITH_VELERO)),--restore-precheck=false)
 

@@ -18,9 +18,15 @@
 // controller's to the terminal and DIR/nac.log; the store keeps its data in
 // DIR/s3.db across runs.
 //
+// With --node (docs/local-node.md) it also runs a node after
+// kube-controller-manager: containerd under DIR/node, a kubelet and
+// kube-scheduler, so that Pods run; the controller command may then be left
+// out, and the stack runs until Ctrl-C (make run-node, for make
+// deploy-local).
+//
 // Stopping: SIGINT (Ctrl-C) or SIGTERM at any moment stops the controller,
-// Velero, the store and the control plane, in that order, within 15 s (each
-// gets SIGTERM, then SIGKILL after its grace). During startup localcp then
+// Velero, the store, the node and the control plane, in that order, within
+// 15 s, 23 s with a node (each gets SIGTERM, then SIGKILL after its grace). During startup localcp then
 // exits with status 1 and "interrupted"; once the controller runs, with 0. A
 // second signal exits at once. On Linux every child, kube-apiserver, etcd
 // and Velero's plugins included, also dies when localcp is killed with
@@ -96,6 +102,8 @@ type options struct {
 	veleroSync          time.Duration // Velero's --backup-sync-period
 	veleroValidation    time.Duration // Velero's --store-validation-frequency
 	allowStore          bool          // add the store's address to the controller's --endpoint-allow-hosts
+	node                string        // --node: auto, true or false
+	nodeIP              string        // --node-ip
 	command             []string      // the controller and its arguments
 }
 
@@ -115,6 +123,8 @@ func main() {
 	flag.DurationVar(&o.veleroSync, "velero-backup-sync-period", time.Minute, "The Velero server's --backup-sync-period.")
 	flag.DurationVar(&o.veleroValidation, "velero-store-validation-frequency", time.Minute, "The Velero server's --store-validation-frequency: how often it revalidates storage locations.")
 	flag.BoolVar(&o.allowStore, "allow-store-endpoint", true, "Append --endpoint-allow-hosts=<the object store's host:port> to the controller's arguments, so that tenants' locations may use the store on loopback (nac refuses loopback endpoints by default).")
+	flag.StringVar(&o.node, "node", "false", "Run a node (containerd, kubelet, kube-scheduler; docs/local-node.md) so that Pods run: true, false, or auto (where the machine can: Linux, root, containerd, runc and the CNI plugins installed, no other kubelet running; else one line says why not). make run passes auto.")
+	flag.StringVar(&o.nodeIP, "node-ip", defaultNodeIP, "The node's address, added to lo while the node runs (not in 127.0.0.0/8: EndpointSlices refuse loopback addresses).")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "Usage: localcp [flags] -- CONTROLLER [ARGS...]\n\nFlags:\n")
 		flag.PrintDefaults()
@@ -181,8 +191,13 @@ func notifyContext() (ctx context.Context, release func()) {
 // error (a port in use, a start that failed, the default location not
 // Available, the controller's exit).
 func run(o options) (err error) {
-	if len(o.command) == 0 {
-		return errors.New("no controller command given after --")
+	if len(o.command) == 0 && o.node == "false" {
+		return errors.New("no controller command given after -- (only a stack with a node, where `make deploy-local` runs the controller, may go without)")
+	}
+	switch o.node {
+	case "auto", "true", "false":
+	default:
+		return fmt.Errorf("--node=%s: want auto, true or false", o.node)
 	}
 	ctx, release := notifyContext()
 	defer release()
@@ -198,7 +213,11 @@ func run(o options) (err error) {
 		}
 	}()
 
-	controllerPorts := controllerAddrs(o.command[1:])
+	var controllerArgs []string
+	if len(o.command) > 0 {
+		controllerArgs = o.command[1:]
+	}
+	controllerPorts := controllerAddrs(controllerArgs)
 	ports := controllerPorts
 	if o.withVelero {
 		ports = append([]boundAddr{{veleroMetricsAddr, "Velero's metrics"}}, ports...)
@@ -243,6 +262,21 @@ func run(o options) (err error) {
 		ControlPlaneStartTimeout: 20 * time.Second,
 		ControlPlaneStopTimeout:  controlPlaneGrace,
 	}
+	var nodeCfg *nodeConfig
+	if o.node != "false" {
+		if why := nodeSupport(assets); why != "" {
+			if o.node == "true" {
+				return errors.New(why)
+			}
+			fmt.Println(">> no node (Pods will not run):", why)
+		} else if nodeCfg, err = prepareNode(env, filepath.Join(o.dir, "node"), assets, o.nodeIP); err != nil {
+			return err
+		}
+	}
+	if len(o.command) == 0 && nodeCfg == nil {
+		return errors.New("no controller command given after --, and no node to deploy it on")
+	}
+
 	step = "starting the control plane"
 	fmt.Println(">> starting kube-apiserver and etcd from", assets)
 	cfg, err := startControlPlane(ctx, env)
@@ -290,6 +324,20 @@ func run(o options) (err error) {
 	}()
 	if err := kcm.Healthy(ctx, kcmAddr, time.Minute, controllerManager.Exited); err != nil {
 		return fmt.Errorf("%w (log: %s)", err, displayPath(filepath.Join(o.dir, "kube-controller-manager.log")))
+	}
+
+	nodeLine := "none (--node=false or the machine cannot run one)"
+	if nodeCfg != nil {
+		step = "starting the node"
+		fmt.Println(">> starting the node: containerd, kubelet, kube-scheduler")
+		start := time.Now()
+		n, err := startNode(ctx, env, cfg, nodeCfg)
+		if err != nil {
+			return err
+		}
+		defer n.stop()
+		nodeLine = fmt.Sprintf("%s (%s) Ready in %.1fs; containerd socket %s; logs %s", nodeName, nodeCfg.nodeIP, time.Since(start).Seconds(), n.socket,
+			strings.Join([]string{filepath.Join(o.dir, "containerd.log"), filepath.Join(o.dir, "kubelet.log"), filepath.Join(o.dir, "kube-scheduler.log")}, ", "))
 	}
 
 	step = "creating the namespaces"
@@ -352,6 +400,7 @@ func run(o options) (err error) {
    OADP namespace:    %s
    tenant namespace:  %s
    Velero:            %s
+   node:              %s
 
    In another terminal:
      export KUBECONFIG=%s
@@ -359,9 +408,13 @@ func run(o options) (err error) {
      kubectl get nab -n %s
      kubectl describe nab -n %s sample
      kubectl get backups.velero.io -n %s
-%s
->> running the controller (Ctrl-C stops it, Velero, the object store and the control plane)
-`, cfg.Host, kcPath, o.oadpNS, o.tenantNS, velero, kcPath, o.tenantNS, o.tenantNS, o.oadpNS, scrapeHint(o.command[1:], o.oadpNS, o.metricsRole != ""))
+%s`, cfg.Host, kcPath, o.oadpNS, o.tenantNS, velero, nodeLine, kcPath, o.tenantNS, o.tenantNS, o.oadpNS, scrapeHint(controllerArgs, o.oadpNS, o.metricsRole != ""))
+	if len(o.command) == 0 {
+		fmt.Println(">> no controller command: the stack runs until Ctrl-C (`make deploy-local` runs the controller on the node)")
+		<-ctx.Done()
+		return nil
+	}
+	fmt.Println(">> running the controller (Ctrl-C stops it, Velero, the object store and the control plane)")
 	return runController(ctx, o.command, kcPath, filepath.Join(o.dir, "nac.log"))
 }
 
