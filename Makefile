@@ -273,6 +273,7 @@ krew: $(VALIDATE_KREW) ## kubectl-nac's krew release: dist/kubectl-nac_<KREW_VER
 
 # hack/chart's and hack/krew's tests (in make test's go test ./...) run these.
 test: $(HELM) $(KREW) $(VALIDATE_KREW)
+test-node: $(HELM)
 
 .PHONY: chart
 chart: ## Generate the Helm chart charts/nacflow's CRDs, templates, values.yaml and Chart.yaml from config/default (hack/chart); its helpers, ServiceMonitor and NOTES are hand-written.

@@ -16,9 +16,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/google/uuid"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -355,18 +358,24 @@ func run(o options) error {
 	// the manager, so that what is still queued is written (for up to 5 s).
 	broadcaster := events.NewBroadcaster(float32(o.eventQPS), o.eventBurst, o.eventQueue)
 	defer broadcaster.Shutdown()
+	lock, err := podLeaseLock(cfg, o)
+	if err != nil {
+		return err
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
 		Metrics:                 metricsOptions(o),
 		HealthProbeBindAddress:  o.probeAddr,
 		LeaderElection:          o.leaderElect,
-		LeaderElectionID:        "nacflow.oadp.openshift.io",
+		LeaderElectionID:        leaderElectionID,
 		LeaderElectionNamespace: o.oadpNamespace,
-		Cache:                   caps.TrimCache(controllers.CacheOptions(o.oadpNamespace)),
-		MapperProvider:          restmapper.New,
-		Controller:              config.Controller{MaxConcurrentReconciles: o.concurrency},
-		PprofBindAddress:        o.pprofAddr,
-		EventBroadcaster:        broadcaster, //nolint:staticcheck // lives as long as the process
+		// nil: controller-runtime's own lock, held as <hostname>_<uuid>.
+		LeaderElectionResourceLockInterface: lock,
+		Cache:                               caps.TrimCache(controllers.CacheOptions(o.oadpNamespace)),
+		MapperProvider:                      restmapper.New,
+		Controller:                          config.Controller{MaxConcurrentReconciles: o.concurrency},
+		PprofBindAddress:                    o.pprofAddr,
+		EventBroadcaster:                    broadcaster, //nolint:staticcheck // lives as long as the process
 	})
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
@@ -553,4 +562,27 @@ func metricsOptions(o options) metricsserver.Options {
 	opts.CertDir = o.metricsCerts
 	opts.TLSOpts = []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }}
 	return opts
+}
+
+// leaderElectionID is the name of the leader-election Lease in the OADP
+// namespace.
+const leaderElectionID = "nacflow.oadp.openshift.io"
+
+// podLeaseLock returns the leader-election lock held as
+// "<$POD_NAME>_<uuid>" when leader election is on and $POD_NAME is set (the
+// Deployment sets it from the Pod's name): a Pod on the host's network has
+// the node's hostname, which controller-runtime's own lock would name
+// instead. It returns nil otherwise (controller-runtime's lock). Errors:
+// building the clients.
+func podLeaseLock(cfg *rest.Config, o options) (resourcelock.Interface, error) {
+	pod := os.Getenv("POD_NAME")
+	if !o.leaderElect || pod == "" {
+		return nil, nil
+	}
+	cs, err := kubernetes.NewForConfig(rest.CopyConfig(cfg))
+	if err != nil {
+		return nil, fmt.Errorf("leader election: %w", err)
+	}
+	return resourcelock.New(resourcelock.LeasesResourceLock, o.oadpNamespace, leaderElectionID, cs.CoreV1(), cs.CoordinationV1(),
+		resourcelock.ResourceLockConfig{Identity: pod + "_" + uuid.NewString()})
 }

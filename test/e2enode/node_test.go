@@ -374,15 +374,13 @@ func (s *NodeSuite) TestDeploymentAsManifest(c *C) {
 // log says it acquired the Lease, and the holder (controller-runtime's
 // "hostname_uuid"; a hostNetwork Pod has the node's hostname) renews it.
 func (s *NodeSuite) TestLeaseHeldByPod(c *C) {
-	hostname, err := os.Hostname()
-	c.Assert(err, IsNil)
 	pod := s.pod(c)
-	eventually(c, 30*time.Second, func() (bool, string) {
+	eventually(c, time.Minute, func() (bool, string) {
 		log := s.kubectl(c, "logs", "-n", ns, pod.Name)
 		return strings.Contains(log, "successfully acquired lease "+ns+"/"+leaseName), log
 	})
 	holder := s.kubectl(c, "get", "lease", "-n", ns, leaseName, "-o", "jsonpath={.spec.holderIdentity}")
-	c.Check(holder, Matches, hostname+`_[0-9a-f-]{36}`)
+	c.Check(holder, Matches, pod.Name+`_[0-9a-f-]{36}`, Commentf("the Lease names the Pod ($POD_NAME), not the node's hostname"))
 	first := s.kubectl(c, "get", "lease", "-n", ns, leaseName, "-o", "jsonpath={.spec.renewTime}")
 	eventually(c, 15*time.Second, func() (bool, string) {
 		now := s.kubectl(c, "get", "lease", "-n", ns, leaseName, "-o", "jsonpath={.spec.holderIdentity}|{.spec.renewTime}")
@@ -473,4 +471,63 @@ func (s *NodeSuite) TestUndeployKeepsTenants(c *C) {
 
 	s.make(c, "deploy-local")
 	c.Check(s.kubectl(c, "get", "deployment", "-n", ns, deployment, "-o", `jsonpath={.status.conditions[?(@.type=="Available")].status}`), Equals, "True")
+}
+
+// helm runs bin/helm against the stack and fails the test when it fails.
+func (s *NodeSuite) helm(c *C, args ...string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	assets := os.Getenv("NACFLOW_ASSETS")
+	if assets == "" {
+		assets = filepath.Join(s.root, "bin")
+	}
+	cmd := exec.CommandContext(ctx, filepath.Join(assets, "helm"), args...)
+	cmd.Dir = s.root
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+s.kubeconfig)
+	out, err := cmd.CombinedOutput()
+	c.Assert(err, IsNil, Commentf("helm %s: %s\nlocalcp:\n%s", strings.Join(args, " "), out, s.drain()))
+	return string(out)
+}
+
+// The Helm chart installs on the node as admins outside OpenShift install
+// it: helm install (the node's needs added by the post-renderer that
+// applies config/local-node, as make deploy-local does) → the Deployment
+// Available with the image of the values, managed by Helm; helm uninstall
+// removes the controller and keeps the CRDs and tenants' objects. make
+// deploy-local then brings the kustomize install back for the other tests.
+func (s *NodeSuite) TestHelmChartOnNode(c *C) {
+	image := s.kubectl(c, "get", "deployment", "-n", ns, deployment, "-o", "jsonpath={.spec.template.spec.containers[0].image}")
+	repo, tag, ok := strings.Cut(image, ":")
+	c.Assert(ok, Equals, true, Commentf("image %q", image))
+	s.make(c, "undeploy-local")
+	eventually(c, time.Minute, func() (bool, string) {
+		out, _ := s.run("", "get", "pods,deployment", "-n", ns, "-l", selector, "-o", "name")
+		return out == "", out
+	})
+
+	start := time.Now()
+	s.helm(c, "install", "nacflow", "charts/nacflow", "-n", ns, "--set", "image.repository="+repo, "--set", "image.tag="+tag,
+		"--post-renderer", filepath.Join(s.root, "hack", "localcp", "helm-post-render"), "--wait", "--timeout", "3m")
+	fmt.Printf("e2enode: helm install to Available in %s\n", time.Since(start).Round(100*time.Millisecond))
+	c.Check(s.kubectl(c, "get", "deployment", "-n", ns, deployment, "-o", `jsonpath={.status.conditions[?(@.type=="Available")].status}`), Equals, "True")
+	c.Check(s.kubectl(c, "get", "deployment", "-n", ns, deployment, "-o", `jsonpath={.metadata.labels.app\.kubernetes\.io/managed-by}|{.spec.template.spec.containers[0].image}`),
+		Equals, "Helm|"+image)
+	pod := s.pod(c)
+	c.Check(pod.Status.Phase, Equals, corev1.PodRunning)
+	c.Check(*pod.Spec.SecurityContext.RunAsNonRoot, Equals, true)
+	c.Check(s.helm(c, "status", "nacflow", "-n", ns), Matches, `(?s).*STATUS: deployed.*`)
+
+	s.helm(c, "uninstall", "nacflow", "-n", ns, "--wait", "--timeout", "2m")
+	eventually(c, time.Minute, func() (bool, string) {
+		out, _ := s.run("", "get", "pods,deployment", "-n", ns, "-l", selector, "-o", "name")
+		return out == "", out
+	})
+	out, err := s.run("", "get", "serviceaccount", "-n", ns, "nacflow")
+	c.Check(err, NotNil, Commentf("helm uninstall leaves %s", out))
+	out, err = s.run("", "get", "clusterrole", "nacflow-manager")
+	c.Check(err, NotNil, Commentf("helm uninstall leaves %s", out))
+	c.Check(s.kubectl(c, "get", "crd", "nonadminbackups.oadp.openshift.io", "-o", "name"), Equals, "customresourcedefinition.apiextensions.k8s.io/nonadminbackups.oadp.openshift.io\n",
+		Commentf("Helm keeps the CRDs"))
+
+	s.make(c, "deploy-local")
 }
