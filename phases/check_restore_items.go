@@ -216,10 +216,10 @@ func (f *CheckRestoreItems) Run(ctx context.Context, op *engine.Operation, nar *
 }
 
 // bound reads the rules of the tenant role.
-func (f *CheckRestoreItems) bound(ctx context.Context, op *engine.Operation) ([]rbacv1.PolicyRule, error) {
+func (r restoreRules) bound(ctx context.Context, op *engine.Operation) ([]rbacv1.PolicyRule, error) {
 	cr := &rbacv1.ClusterRole{}
-	if err := op.APIReader.Get(ctx, client.ObjectKey{Name: f.tenantRole}, cr); err != nil {
-		return nil, fmt.Errorf("reading the tenant role, ClusterRole %s: %w", f.tenantRole, err)
+	if err := op.APIReader.Get(ctx, client.ObjectKey{Name: r.tenantRole}, cr); err != nil {
+		return nil, fmt.Errorf("reading the tenant role, ClusterRole %s: %w", r.tenantRole, err)
 	}
 	return cr.Rules, nil
 }

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -110,7 +111,7 @@ func (f *PreviewRestore) Run(ctx context.Context, op *engine.Operation, nar *v1a
 	} else if wait != nil {
 		return *wait, nil
 	}
-	bound, err := (&CheckRestoreItems{restoreRules: f.restoreRules}).bound(ctx, op)
+	bound, err := f.bound(ctx, op)
 	if err != nil {
 		return engine.Result{}, err
 	}
@@ -455,10 +456,8 @@ func cut(s string, n int) string {
 		return s
 	}
 	cut := n - len("…")
-	for cut > 0 && !utf8RuneStart(s[cut]) {
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}
 	return strings.TrimSpace(s[:cut]) + "…"
 }
-
-func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
