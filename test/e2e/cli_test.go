@@ -8,21 +8,23 @@ import (
 	"time"
 
 	. "gopkg.in/check.v1"
+
+	"github.com/nacflow/nacflow/test/e2estack"
 )
 
 // nac runs `kubectl nac ARGS` the way a user with the plugin on PATH does
 // (kubectl finds kubectl-nac in bin), against st, as user (impersonated with
 // --as; "" is the cluster admin of the kubeconfig), and returns its combined
 // output and exit status.
-func (st *stack) nac(bin, user string, args ...string) (string, int) {
+func nac(st *e2estack.Stack, bin, user string, args ...string) (string, int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	if user != "" {
 		args = append(args, "--as", user)
 	}
 	cmd := exec.CommandContext(ctx, "kubectl", append([]string{"nac"}, args...)...)
-	cmd.Dir = st.root
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+st.kubeconfig, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	cmd.Dir = st.Root
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+st.Kubeconfig, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
 	out, err := cmd.CombinedOutput()
 	code := 0
 	if ee, ok := err.(*exec.ExitError); ok {
@@ -33,9 +35,9 @@ func (st *stack) nac(bin, user string, args ...string) (string, int) {
 	return string(out), code
 }
 
-// nac is st.nac on the suite's stack.
+// nac is the function nac on the suite's stack and binaries.
 func (s *E2ESuite) nac(user string, args ...string) (string, int) {
-	return s.st.nac(s.bin, user, args...)
+	return nac(s.st, s.bin, user, args...)
 }
 
 // TestPluginAsATenant: a user bound only to the built-in admin role in
@@ -48,7 +50,7 @@ func (s *E2ESuite) TestPluginAsATenant(c *C) {
 		s.kubectl(c, "create", "namespace", ns)
 	}
 	s.kubectl(c, "create", "rolebinding", "carol", "-n", "cli-a", "--clusterrole=admin", "--user=carol")
-	eventually(c, 30*time.Second, func() (bool, string) {
+	e2estack.Eventually(c, 30*time.Second, func() (bool, string) {
 		got := s.canI("create", "nonadmindownloadrequests.oadp.openshift.io", "cli-a", "carol")
 		return got == "yes", "carol may create NADRs in cli-a: " + got
 	})
@@ -79,7 +81,7 @@ func (s *E2ESuite) TestPluginAsATenant(c *C) {
 	out, code = s.nac("carol", "backup", "logs", "b1", "-n", "cli-a")
 	c.Assert(code, Equals, 0, Commentf("%.2000s", out))
 	c.Check(strings.Contains(out, "backup=openshift-adp/"+backup), Equals, true, Commentf("the log names the backup: %.1000s", out))
-	eventually(c, 30*time.Second, func() (bool, string) {
+	e2estack.Eventually(c, 30*time.Second, func() (bool, string) {
 		left := s.kubectl(c, "get", "nadr", "-n", "cli-a", "-o", "name")
 		return strings.TrimSpace(left) == "", "NonAdminDownloadRequests left: " + left
 	})
@@ -122,11 +124,11 @@ func (s *E2ESuite) TestPluginAsATenant(c *C) {
 	out, code = s.nac("carol", "backup", "delete", "b1", "-n", "cli-a", "--confirm")
 	c.Check(code, Equals, 0, Commentf(out))
 	c.Check(out, Matches, `(?s)NonAdminBackup b1 marked for deletion.\n.*`)
-	eventually(c, 2*time.Minute, func() (bool, string) {
+	e2estack.Eventually(c, 2*time.Minute, func() (bool, string) {
 		left := s.kubectlAllowFail("get", "nab", "-n", "cli-a", "-o", "name")
 		return strings.TrimSpace(left) == "", "NonAdminBackups left: " + left
 	})
-	eventually(c, 30*time.Second, func() (bool, string) {
+	e2estack.Eventually(c, 30*time.Second, func() (bool, string) {
 		left := s.kubectlAllowFail("get", "backups.velero.io", "-n", "openshift-adp", backup, "-o", "name")
 		return strings.Contains(left, "NotFound"), "Velero Backup: " + left
 	})

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	. "gopkg.in/check.v1"
+
+	"github.com/nacflow/nacflow/test/e2estack"
 )
 
 // canI is `kubectl auth can-i VERB RESOURCE -n NS --as USER` ("" ns: all
@@ -43,7 +45,7 @@ func (s *E2ESuite) TestTenantRBACThroughAggregation(c *C) {
 	for user, role := range map[string]string{"alice": "admin", "eddie": "edit", "vera": "view"} {
 		s.kubectl(c, "create", "rolebinding", user, "-n", "rbac-a", "--clusterrole="+role, "--user="+user)
 	}
-	eventually(c, 30*time.Second, func() (bool, string) {
+	e2estack.Eventually(c, 30*time.Second, func() (bool, string) {
 		got := s.canI("create", "nonadminbackups.oadp.openshift.io", "rbac-a", "alice")
 		return got == "yes", "alice may create NABs in rbac-a: " + got
 	})
@@ -82,7 +84,7 @@ func (s *E2ESuite) TestTenantRBACThroughAggregation(c *C) {
 	out, err := s.runKubectl("apiVersion: oadp.openshift.io/v1alpha1\nkind: NonAdminBackup\nmetadata:\n  name: by-alice\n  namespace: rbac-a\nspec:\n  backupSpec: {}\n",
 		"apply", "--as", "alice", "-f", "-")
 	c.Assert(err, IsNil, Commentf(out))
-	eventually(c, 2*time.Minute, func() (bool, string) {
+	e2estack.Eventually(c, 2*time.Minute, func() (bool, string) {
 		out := s.kubectl(c, "get", "nab", "-n", "rbac-a", "by-alice", "-o", "jsonpath={.status.plan.state}")
 		return out == "complete", out
 	})
@@ -117,7 +119,7 @@ spec:
   backupSpec: {snapshotVolumes: false}
 `, ns, s.s3URL(c)), "apply", "-f", "-")
 	var out string
-	eventually(c, 2*time.Minute, func() (bool, string) {
+	e2estack.Eventually(c, 2*time.Minute, func() (bool, string) {
 		out = s.kubectl(c, "get", "nab", "-n", ns, "done", "-o", "jsonpath={.status.veleroBackup.status.phase}|{.status.plan.state}|{.status.veleroBackup.name}")
 		return strings.HasPrefix(out, "Completed|complete|"), out + "\nVelero's validation errors: " +
 			s.kubectlAllowFail("get", "nab", "-n", ns, "done", "-o", "jsonpath={.status.veleroBackup.status.validationErrors}") +
@@ -131,7 +133,7 @@ spec:
   restoreSpec: {backupName: done}
 `, ns), "apply", "-f", "-")
 	s.nadr(c, ns, "log", "BackupLog", "done")
-	eventually(c, 2*time.Minute, func() (bool, string) {
+	e2estack.Eventually(c, 2*time.Minute, func() (bool, string) {
 		out := s.kubectl(c, "get", "nar", "-n", ns, "back", "-o", "jsonpath={.status.plan.state}") + "|" +
 			s.kubectl(c, "get", "nadr", "-n", ns, "log", "-o", "jsonpath={.status.plan.state}") + "|" +
 			s.kubectl(c, "get", "nabsl", "-n", ns, "own", "-o", "jsonpath={.status.veleroBackupStorageLocation.status.phase}")
@@ -144,7 +146,7 @@ spec:
 
 	start := time.Now()
 	s.kubectl(c, "delete", "namespace", ns, "--wait=false")
-	eventually(c, time.Minute, func() (bool, string) {
+	e2estack.Eventually(c, time.Minute, func() (bool, string) {
 		out := s.kubectlAllowFail("get", "namespace", ns, "-o", "jsonpath={.status.phase}")
 		return strings.Contains(out, "NotFound"), fmt.Sprintf("namespace %s: %s; left: %s", ns, out, s.kubectlAllowFail("get", "nac", "-n", ns))
 	})
@@ -183,7 +185,7 @@ spec:
 	// The namespace comes back: Velero's sync brings the Backup object back
 	// from the bucket, nacflow's backup sync the NonAdminBackup.
 	s.kubectl(c, "create", "namespace", ns)
-	eventually(c, 2*time.Minute, func() (bool, string) {
+	e2estack.Eventually(c, 2*time.Minute, func() (bool, string) {
 		out := s.kubectlAllowFail("get", "nab", "-n", ns, "done", "-o", "jsonpath={.status.plan.action}|{.status.plan.state}|{.status.veleroBackup.name}")
 		return out == "adopt|complete|"+backup, out
 	})

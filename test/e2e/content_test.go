@@ -8,6 +8,8 @@ import (
 	"time"
 
 	. "gopkg.in/check.v1"
+
+	"github.com/nacflow/nacflow/test/e2estack"
 )
 
 // TestCredentialProcessNeverRunByVelero: a tenant location whose credential
@@ -47,19 +49,19 @@ spec:
 `, s3), "apply", "-f", "-")
 	defer s.kubectl(c, "delete", "backupstoragelocations.velero.io", "-n", "openshift-adp", "control-cp")
 
-	eventually(c, 30*time.Second, func() (bool, string) {
+	e2estack.Eventually(c, 30*time.Second, func() (bool, string) {
 		out := s.kubectl(c, "get", "nabsl", "-n", "tenant-cp", "runs-a-command", "-o", `jsonpath={.status.phase}|{.status.conditions[?(@.type=="Accepted")].message}`)
 		return strings.HasPrefix(out, "BackingOff|") &&
 			strings.Contains(out, `key "credential_process" in profile default of Secret creds/cloud is not allowed: the AWS SDK runs it as a command in the Velero server`), out
 	})
 	describe := s.kubectl(c, "describe", "nabsl", "-n", "tenant-cp", "runs-a-command")
-	c.Check(inOrder(describe, "Warning", "PhaseFailed", `key "credential_process"`), Equals, true, Commentf(describe))
+	c.Check(e2estack.InOrder(describe, "Warning", "PhaseFailed", `key "credential_process"`), Equals, true, Commentf(describe))
 	c.Check(s.kubectl(c, "get", "backupstoragelocations.velero.io,secrets", "-n", "openshift-adp", "-l", "openshift.io/oadp-nabsl-origin-nacuuid", "-o", "name"),
 		Not(Matches), `(?s).*tenant-cp.*`)
 
 	// Velero validates every location each validation period: the admin's
 	// runs its command; the tenant's never reached Velero.
-	eventually(c, 2*validation+30*time.Second, func() (bool, string) {
+	e2estack.Eventually(c, 2*validation+30*time.Second, func() (bool, string) {
 		_, err := os.Stat(adminMarker)
 		return err == nil, fmt.Sprintf("Velero has not run the admin location's credential_process yet: %v", err)
 	})

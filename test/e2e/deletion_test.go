@@ -5,6 +5,8 @@ import (
 	"time"
 
 	. "gopkg.in/check.v1"
+
+	"github.com/nacflow/nacflow/test/e2estack"
 )
 
 // TestDeleteDuringDeleteBackupWithRealVelero: kubectl delete right after
@@ -17,7 +19,7 @@ func (s *E2ESuite) TestDeleteDuringDeleteBackupWithRealVelero(c *C) {
 	c.Assert(s.bucketKeys(c, "backups/"+name+"/"), Not(HasLen), 0)
 	s.kubectl(c, "patch", "nab", "-n", "tenant-k", "doomed", "--type", "merge", "-p", `{"spec":{"deleteBackup":true}}`)
 	s.kubectl(c, "delete", "nab", "-n", "tenant-k", "doomed", "--wait=false")
-	eventually(c, 2*time.Minute, func() (bool, string) {
+	e2estack.Eventually(c, 2*time.Minute, func() (bool, string) {
 		out := s.kubectlAllowFail("get", "nab", "-n", "tenant-k", "doomed", "-o", "jsonpath={.status.plan.action}|{.status.plan.current}")
 		return strings.Contains(out, "NotFound"), out
 	})

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	. "gopkg.in/check.v1"
+
+	"github.com/nacflow/nacflow/test/e2estack"
 )
 
 // downloadURL GETs a pre-signed URL Velero made and returns the gunzipped
@@ -37,7 +39,7 @@ func (s *E2ESuite) nadr(c *C, ns, name, kind, target string) {
 // URL, and returns it.
 func (s *E2ESuite) servedURL(c *C, ns, name string) string {
 	var out string
-	eventually(c, time.Minute, func() (bool, string) {
+	e2estack.Eventually(c, time.Minute, func() (bool, string) {
 		out = s.kubectl(c, "get", "nadr", "-n", ns, name, "-o",
 			`jsonpath={.status.phase}|{.status.conditions[?(@.type=="Processed")].status}|{.status.velero.status.downloadURL}`)
 		return strings.HasPrefix(out, "Created|True|http"), out
@@ -56,7 +58,7 @@ func (s *E2ESuite) TestDownloadRequestWithRealVelero(c *C) {
 	s.kubectlIn(c, "apiVersion: oadp.openshift.io/v1alpha1\nkind: NonAdminBackup\nmetadata:\n  name: dl\n  namespace: dl-a\nspec:\n  backupSpec:\n    snapshotVolumes: false\n",
 		"apply", "-f", "-")
 	var out string
-	eventually(c, 2*time.Minute, func() (bool, string) {
+	e2estack.Eventually(c, 2*time.Minute, func() (bool, string) {
 		out = s.kubectl(c, "get", "nab", "-n", "dl-a", "dl", "-o",
 			`jsonpath={.status.veleroBackup.status.phase}|{.status.plan.state}|{.status.veleroBackup.name}|{.status.conditions[?(@.type=="Verified")].status}|{.status.conditions[?(@.type=="Verified")].message}`)
 		return strings.HasPrefix(out, "Completed|complete|"), out
@@ -83,7 +85,7 @@ func (s *E2ESuite) TestDownloadRequestWithRealVelero(c *C) {
 	// Another tenant naming dl-a's backup: refused, nothing made for it.
 	s.kubectl(c, "create", "namespace", "dl-b")
 	s.nadr(c, "dl-b", "steal", "BackupLog", "dl")
-	eventually(c, 30*time.Second, func() (bool, string) {
+	e2estack.Eventually(c, 30*time.Second, func() (bool, string) {
 		out = s.kubectl(c, "get", "nadr", "-n", "dl-b", "steal", "-o",
 			`jsonpath={.status.phase}|{.status.conditions[?(@.type=="Accepted")].status}|{.status.conditions[?(@.type=="Accepted")].message}`)
 		return strings.HasPrefix(out, "BackingOff|False|"), out

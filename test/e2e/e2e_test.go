@@ -5,7 +5,6 @@
 package e2e
 
 import (
-	"bytes"
 	"crypto/tls"
 	"fmt"
 	"io"
@@ -21,6 +20,8 @@ import (
 	"time"
 
 	. "gopkg.in/check.v1"
+
+	"github.com/nacflow/nacflow/test/e2estack"
 )
 
 func Test(t *testing.T) { TestingT(t) }
@@ -31,24 +32,17 @@ type E2ESuite struct {
 	dir        string // localcp's --dir: kubeconfig and logs
 	kubeconfig string
 	metrics    string // the controller's metrics URL
-	st         *stack
+	st         *e2estack.Stack
 }
 
 var _ = Suite(&E2ESuite{})
-
-// syncBuffer collects the control plane's output for failure messages.
-type syncBuffer struct {
-	lines chan string
-	buf   bytes.Buffer
-}
 
 func (s *E2ESuite) SetUpSuite(c *C) {
 	if _, err := exec.LookPath("kubectl"); err != nil {
 		c.Fatalf("kubectl is not on PATH: %v", err)
 	}
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	c.Assert(err, IsNil)
-	s.root, s.bin, s.dir = root, buildBinaries(c, root), c.MkDir()
+	root := e2estack.RepoRoot(c)
+	s.root, s.bin, s.dir = root, e2estack.BuildBinaries(c, root), c.MkDir()
 	s.kubeconfig = filepath.Join(s.dir, "kubeconfig")
 	l, err := net.Listen("tcp", "127.0.0.1:0") // a free port for the metrics endpoint
 	c.Assert(err, IsNil)
@@ -58,20 +52,20 @@ func (s *E2ESuite) SetUpSuite(c *C) {
 	// Short sync periods so that the rebuild test sees Velero's BSL sync and
 	// nacflow's backup sync within seconds; Velero revalidates locations
 	// every few seconds so that the storage tests see its verdict.
-	s.st = startStack(c, root, s.bin, s.dir,
+	s.st = e2estack.Start(c, root, s.bin, s.dir,
 		[]string{"--velero-backup-sync-period", "3s", "--velero-store-validation-frequency", validation.String()},
 		[]string{"--metrics-bind-address", metricsAddr, "--health-probe-bind-address", "127.0.0.1:0", "--backup-sync-period", "2s"})
 }
 
 // drain returns the stack's output collected so far.
-func (s *E2ESuite) drain() string { return s.st.drain() }
+func (s *E2ESuite) drain() string { return s.st.Drain() }
 
 func (s *E2ESuite) TearDownSuite(c *C) {
 	if s.st == nil {
 		return
 	}
 	// Ctrl-C, as a user of make run would.
-	s.st.interrupt(c)
+	s.st.Interrupt(c)
 	c.Check(s.drain(), Matches, `(?s).*>> stopping the control plane.*`)
 }
 
@@ -79,49 +73,22 @@ func (s *E2ESuite) TearDownSuite(c *C) {
 // the repository root as docs/getting-started.md does, and returns its
 // combined output.
 func (s *E2ESuite) runKubectl(stdin string, args ...string) (string, error) {
-	return s.st.run(stdin, args...)
+	return s.st.Run(stdin, args...)
 }
 
 // kubectl runs kubectl and fails the test when it fails.
-func (s *E2ESuite) kubectl(c *C, args ...string) string { return s.st.kubectl(c, args...) }
+func (s *E2ESuite) kubectl(c *C, args ...string) string { return s.st.Kubectl(c, args...) }
 
 // kubectlIn is kubectl with stdin.
 func (s *E2ESuite) kubectlIn(c *C, stdin string, args ...string) string {
-	return s.st.kubectlIn(c, stdin, args...)
+	return s.st.KubectlIn(c, stdin, args...)
 }
 
 // kubectlAllowFail runs kubectl and returns its output whether or not it
 // failed (for "is it gone yet" checks).
 func (s *E2ESuite) kubectlAllowFail(args ...string) string {
-	out, _ := s.st.run("", args...)
+	out, _ := s.st.Run("", args...)
 	return out
-}
-
-// eventually retries check every 250ms for up to timeout.
-func eventually(c *C, timeout time.Duration, check func() (bool, string)) {
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, msg := check()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			c.Fatalf("not true after %s: %s", timeout, msg)
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
-}
-
-// inOrder reports whether every string of want appears in text, in order.
-func inOrder(text string, want ...string) bool {
-	for _, w := range want {
-		i := strings.Index(text, w)
-		if i < 0 {
-			return false
-		}
-		text = text[i+len(w):]
-	}
-	return true
 }
 
 func (s *E2ESuite) TestReadmeWalkthrough(c *C) {
@@ -129,7 +96,7 @@ func (s *E2ESuite) TestReadmeWalkthrough(c *C) {
 
 	// Within 10 s a Velero Backup <ns>-<name>-<uuid> exists in openshift-adp.
 	var name string
-	eventually(c, 10*time.Second, func() (bool, string) {
+	e2estack.Eventually(c, 10*time.Second, func() (bool, string) {
 		out := s.kubectl(c, "get", "backups.velero.io", "-n", "openshift-adp",
 			"-l", "openshift.io/oadp=True,app.kubernetes.io/managed-by=oadp-nac-controller",
 			"-o", `jsonpath={range .items[?(@.metadata.annotations.openshift\.io/oadp-nab-origin-name=="sample")]}{.metadata.name}{end}`)
@@ -143,17 +110,17 @@ func (s *E2ESuite) TestReadmeWalkthrough(c *C) {
 		Equals, `["demo"]|sample|demo`)
 
 	// The real Velero may already have finished: either state is right.
-	eventually(c, 10*time.Second, func() (bool, string) {
+	e2estack.Eventually(c, 10*time.Second, func() (bool, string) {
 		out := s.kubectl(c, "get", "nab", "-n", "demo")
-		header := inOrder(out, "NAME", "REQUEST-PHASE", "VELERO-PHASE", "PLAN", "PLAN-PHASE", "AGE")
-		return header && (inOrder(out, "sample", "Created", "running", "waitForBackup: waiting") ||
-				inOrder(out, "sample", "Created", "Completed", "complete", "finalStatus: complete")),
+		header := e2estack.InOrder(out, "NAME", "REQUEST-PHASE", "VELERO-PHASE", "PLAN", "PLAN-PHASE", "AGE")
+		return header && (e2estack.InOrder(out, "sample", "Created", "running", "waitForBackup: waiting") ||
+				e2estack.InOrder(out, "sample", "Created", "Completed", "complete", "finalStatus: complete")),
 			out + "\nVelero's validation errors: " + s.kubectlAllowFail("get", "nab", "-n", "demo", "sample", "-o", "jsonpath={.status.veleroBackup.status.validationErrors}")
 	})
 	describe := s.kubectl(c, "describe", "nab", "-n", "demo", "sample")
 	// One event for the reconcile that created the Velero Backup: it tells
 	// each phase, its function and how long it took.
-	c.Check(inOrder(describe, "Events:",
+	c.Check(e2estack.InOrder(describe, "Events:",
 		"PhaseWaiting", "Started action backup of blueprint nonadminbackup",
 		"Ended phase validate (ValidateBackupSpec) in",
 		"Ended phase createBackup (CreateVeleroBackup) in",
@@ -161,16 +128,16 @@ func (s *E2ESuite) TestReadmeWalkthrough(c *C) {
 	c.Check(strings.Contains(describe, "StartedPhase"), Equals, false, Commentf("a phase's start has no event of its own: %s", describe))
 
 	// The real Velero server finishes the backup.
-	eventually(c, 2*time.Minute, func() (bool, string) {
+	e2estack.Eventually(c, 2*time.Minute, func() (bool, string) {
 		out := s.kubectl(c, "get", "nab", "-n", "demo", "sample",
 			"-o", "jsonpath={.status.veleroBackup.status.phase}|{.status.plan.state}|{.status.plan.deferPhase.state}")
 		return out == "Completed|complete|complete", out
 	})
-	eventually(c, 10*time.Second, func() (bool, string) {
+	e2estack.Eventually(c, 10*time.Second, func() (bool, string) {
 		d := s.kubectl(c, "describe", "nab", "-n", "demo", "sample")
 		// Velero serves the resource list within the contents check's
 		// brief wait: the completion is one event.
-		return inOrder(d, "PhaseWaiting", "EndedAction", "Ended phase waitForBackup (WaitFor)", "Ended phase syncStatus (SyncStatus)",
+		return e2estack.InOrder(d, "PhaseWaiting", "EndedAction", "Ended phase waitForBackup (WaitFor)", "Ended phase syncStatus (SyncStatus)",
 			"Ended phase verify (VerifyBackupContents)", "Ended deferPhase finalStatus", "Ended action backup"), d
 	})
 	c.Check(s.bucketKeys(c, "backups/"+name+"/"), Not(HasLen), 0)
@@ -186,7 +153,7 @@ func (s *E2ESuite) TestReadmeWalkthrough(c *C) {
 	example, err := os.ReadFile(filepath.Join(s.root, "examples", "nonadmindownloadrequest.yaml"))
 	c.Assert(err, IsNil)
 	s.kubectlIn(c, strings.ReplaceAll(string(example), "namespace: demo", "namespace: other"), "apply", "-f", "-")
-	eventually(c, 30*time.Second, func() (bool, string) {
+	e2estack.Eventually(c, 30*time.Second, func() (bool, string) {
 		out := s.kubectl(c, "get", "nadr", "-n", "other", "sample-log", "-o", `jsonpath={.status.conditions[?(@.type=="Accepted")].message}`)
 		return out == "spec.target.name: NonAdminBackup other/sample does not exist", out
 	})
@@ -241,7 +208,7 @@ metadata:
   annotations: {kubernetes.io/service-account.name: nacflow}
 type: kubernetes.io/service-account-token
 `, "apply", "-f", "-")
-	eventually(c, 30*time.Second, func() (bool, string) {
+	e2estack.Eventually(c, 30*time.Second, func() (bool, string) {
 		out := s.kubectl(c, "get", "secret", "-n", "openshift-adp", "nacflow-token", "-o", "jsonpath={.data.token}")
 		return out != "", "the token controller has not filled nacflow-token"
 	})
@@ -348,11 +315,11 @@ metadata:
 spec:
   backupSpec: {}
 `, "apply", "-f", "-")
-	eventually(c, 2*time.Minute, func() (bool, string) {
+	e2estack.Eventually(c, 2*time.Minute, func() (bool, string) {
 		out := s.kubectl(c, "get", "nab", "-n", "demo", "metered", "-o", "jsonpath={.status.plan.state}")
 		return out == "complete", out
 	})
-	eventually(c, 10*time.Second, func() (bool, string) {
+	e2estack.Eventually(c, 10*time.Second, func() (bool, string) {
 		code, body, err = s.scrape(token)
 		if err != nil {
 			return false, err.Error()
@@ -465,13 +432,13 @@ func (s *E2ESuite) TestVeleroNamespaceOverlay(c *C) {
 
 func (s *E2ESuite) TestInvalidExample(c *C) {
 	s.kubectl(c, "apply", "-f", "examples/nonadminbackup-invalid.yaml")
-	eventually(c, 10*time.Second, func() (bool, string) {
+	e2estack.Eventually(c, 10*time.Second, func() (bool, string) {
 		out := s.kubectl(c, "get", "nab", "-n", "demo", "other-namespace",
 			"-o", `jsonpath={.status.phase}|{.status.conditions[?(@.type=="Accepted")].status}|{.status.conditions[?(@.type=="Accepted")].message}`)
 		return out == `BackingOff|False|spec.backupSpec.includedNamespaces can not contain namespaces other than: demo (found "openshift-adp")`, out
 	})
 	d := s.kubectl(c, "describe", "nab", "-n", "demo", "other-namespace")
-	c.Check(inOrder(d, "Warning", "PhaseFailed", "spec.backupSpec.includedNamespaces", "Warning", "ActionFailed"), Equals, true, Commentf(d))
+	c.Check(e2estack.InOrder(d, "Warning", "PhaseFailed", "spec.backupSpec.includedNamespaces", "Warning", "ActionFailed"), Equals, true, Commentf(d))
 	uid := s.kubectl(c, "get", "nab", "-n", "demo", "other-namespace", "-o", "jsonpath={.metadata.uid}")
 	c.Check(uid, Not(Equals), "")
 	all := s.kubectl(c, "get", "backups.velero.io", "-n", "openshift-adp", "-o",
@@ -481,7 +448,7 @@ func (s *E2ESuite) TestInvalidExample(c *C) {
 	// The controller keeps serving other NABs.
 	s.kubectlIn(c, "apiVersion: oadp.openshift.io/v1alpha1\nkind: NonAdminBackup\nmetadata:\n  name: after-invalid\n  namespace: demo\nspec:\n  backupSpec: {}\n",
 		"apply", "-f", "-")
-	eventually(c, 10*time.Second, func() (bool, string) {
+	e2estack.Eventually(c, 10*time.Second, func() (bool, string) {
 		out := s.kubectl(c, "get", "nab", "-n", "demo", "after-invalid", "-o", "jsonpath={.status.phase}")
 		return out == "Created", out
 	})

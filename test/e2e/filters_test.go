@@ -7,6 +7,8 @@ import (
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	. "gopkg.in/check.v1"
+
+	"github.com/nacflow/nacflow/test/e2estack"
 )
 
 // TestScopedFiltersWithRealVelero: a tenant using Velero's newer filters
@@ -23,7 +25,7 @@ spec:
     includedNamespaceScopedResources: [configmaps]
 `, "apply", "-f", "-")
 	var name, out string
-	eventually(c, 3*time.Minute, func() (bool, string) {
+	e2estack.Eventually(c, 3*time.Minute, func() (bool, string) {
 		out = s.kubectl(c, "get", "nab", "-n", "tenant-scoped", "configmaps-only", "-o",
 			"jsonpath={.status.veleroBackup.status.phase}|{.status.veleroBackup.name}|{.status.plan.state}|{.status.veleroBackup.status.validationErrors}")
 		name = strings.Split(out, "|")[1]

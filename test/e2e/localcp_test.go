@@ -18,6 +18,8 @@ import (
 	"time"
 
 	. "gopkg.in/check.v1"
+
+	"github.com/nacflow/nacflow/test/e2estack"
 )
 
 // LocalCPSuite checks how bin/localcp, the stack of `make run`, fails and
@@ -35,14 +37,10 @@ type LocalCPSuite struct {
 var _ = Suite(&LocalCPSuite{})
 
 func (s *LocalCPSuite) SetUpSuite(c *C) {
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	c.Assert(err, IsNil)
+	root := e2estack.RepoRoot(c)
 	s.root = root
-	s.assets = os.Getenv("NACFLOW_ASSETS")
-	if s.assets == "" {
-		s.assets = filepath.Join(root, "bin")
-	}
-	s.assets, err = filepath.Abs(s.assets)
+	var err error
+	s.assets, err = filepath.Abs(e2estack.Assets(root))
 	c.Assert(err, IsNil)
 	s.bin = c.MkDir()
 	for _, b := range []struct{ out, pkg string }{{"nac", "./cmd/nac"}, {"localcp", "./hack/localcp"}} {
@@ -82,7 +80,7 @@ func (s *LocalCPSuite) TearDownTest(c *C) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 	}
-	eventually(c, 10*time.Second, func() (bool, string) { return allGone(procs) })
+	e2estack.Eventually(c, 10*time.Second, func() (bool, string) { return allGone(procs) })
 }
 
 // lcRun is one localcp process and its output.
@@ -289,7 +287,7 @@ func (s *LocalCPSuite) seedRefusedStore(c *C, dir string, tenants bool) {
 	}()
 	put := func(path, body string) {
 		var resp *http.Response
-		eventually(c, 10*time.Second, func() (bool, string) {
+		e2estack.Eventually(c, 10*time.Second, func() (bool, string) {
 			req, err := http.NewRequest(http.MethodPut, "http://"+addr+path, strings.NewReader(body))
 			c.Assert(err, IsNil)
 			resp, err = http.DefaultClient.Do(req)
@@ -358,10 +356,10 @@ func (s *LocalCPSuite) TestKill9LeavesNoProcess(c *C) {
 	c.Assert(r.cmd.Process.Signal(syscall.SIGKILL), IsNil)
 	<-r.exited
 	t0 := time.Now()
-	eventually(c, 10*time.Second, func() (bool, string) { return allGone(procs) })
+	e2estack.Eventually(c, 10*time.Second, func() (bool, string) { return allGone(procs) })
 	c.Logf("the %d processes of the stack were gone %.1fs after localcp's SIGKILL", len(procs), time.Since(t0).Seconds())
 	// Nothing else started for this run's directory either.
-	eventually(c, 5*time.Second, func() (bool, string) {
+	e2estack.Eventually(c, 5*time.Second, func() (bool, string) {
 		var left []string
 		pids, _ := filepath.Glob("/proc/[0-9]*")
 		for _, p := range pids {
@@ -390,9 +388,9 @@ func (s *LocalCPSuite) TestInterruptWhileWaitingForLocation(c *C) {
 	c.Logf("localcp exited %.1fs after SIGINT", took.Seconds())
 	c.Check(took < 15*time.Second, Equals, true, Commentf("took %s", took))
 	c.Check(code, Equals, 1)
-	c.Check(inOrder(r.output(), ">> SIGINT: stopping", ">> stopping Velero and the object store", ">> stopping the control plane",
+	c.Check(e2estack.InOrder(r.output(), ">> SIGINT: stopping", ">> stopping Velero and the object store", ">> stopping the control plane",
 		"localcp: interrupted by SIGINT while "), Equals, true, Commentf(r.output()))
-	eventually(c, 2*time.Second, func() (bool, string) { return allGone(procs) })
+	e2estack.Eventually(c, 2*time.Second, func() (bool, string) { return allGone(procs) })
 }
 
 // TestLocationNeverAvailable: when the store holds a top-level folder Velero
@@ -419,5 +417,5 @@ func (s *LocalCPSuite) TestLocationNeverAvailable(c *C) {
 		`.*Backup store contains invalid top-level directories: \[junk\]\n`+
 		`   the object store in .*/s3\.db holds data that Velero does not accept in the default location's bucket; `+
 		"`make clean-local` removes the local state \\(.*\\), then `make run` again\n")
-	eventually(c, 2*time.Second, func() (bool, string) { return allGone(procs) })
+	e2estack.Eventually(c, 2*time.Second, func() (bool, string) { return allGone(procs) })
 }

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	. "gopkg.in/check.v1"
+
+	"github.com/nacflow/nacflow/test/e2estack"
 )
 
 // TestRestorePreview: a tenant bound only to admin backs up three
@@ -20,7 +22,7 @@ func (s *E2ESuite) TestRestorePreview(c *C) {
 	s.kubectl(c, "apply", "-f", "config/rbac/tenant_roles.yaml")
 	s.kubectl(c, "create", "namespace", ns)
 	s.kubectl(c, "create", "rolebinding", "dave", "-n", ns, "--clusterrole=admin", "--user=dave")
-	eventually(c, 30*time.Second, func() (bool, string) {
+	e2estack.Eventually(c, 30*time.Second, func() (bool, string) {
 		got := s.canI("create", "nonadminrestores.oadp.openshift.io", ns, "dave")
 		return got == "yes", "dave may create NARs: " + got
 	})

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	. "gopkg.in/check.v1"
+
+	"github.com/nacflow/nacflow/test/e2estack"
 )
 
 // ReadmeRestartSuite follows the walk-through (docs/getting-started.md, once
@@ -20,7 +22,7 @@ import (
 // location Unavailable, and the next run waited forever).
 type ReadmeRestartSuite struct {
 	root, bin, dir string
-	st             *stack
+	st             *e2estack.Stack
 }
 
 var _ = Suite(&ReadmeRestartSuite{})
@@ -30,27 +32,26 @@ var _ = Suite(&ReadmeRestartSuite{})
 const validation = 5 * time.Second
 
 func (s *ReadmeRestartSuite) SetUpSuite(c *C) {
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	c.Assert(err, IsNil)
-	s.root, s.bin, s.dir = root, buildBinaries(c, root), c.MkDir()
+	root := e2estack.RepoRoot(c)
+	s.root, s.bin, s.dir = root, e2estack.BuildBinaries(c, root), c.MkDir()
 }
 
 func (s *ReadmeRestartSuite) TearDownSuite(c *C) {
 	if s.st != nil {
-		s.st.interrupt(c)
+		s.st.Interrupt(c)
 	}
 }
 
 func (s *ReadmeRestartSuite) start(c *C) {
-	s.st = startStack(c, s.root, s.bin, s.dir, []string{"--velero-store-validation-frequency", validation.String()}, nil)
+	s.st = e2estack.Start(c, s.root, s.bin, s.dir, []string{"--velero-store-validation-frequency", validation.String()}, nil)
 }
 
 // completed waits until the NAB ns/name's Velero backup is Completed and
 // returns the Velero backup's name.
-func completed(c *C, st *stack, ns, name string, timeout time.Duration) string {
+func completed(c *C, st *e2estack.Stack, ns, name string, timeout time.Duration) string {
 	var veleroName string
-	eventually(c, timeout, func() (bool, string) {
-		out, _ := st.run("", "get", "nab", "-n", ns, name, "-o", "jsonpath={.status.veleroBackup.status.phase}|{.status.veleroBackup.name}|{.status.plan.current}")
+	e2estack.Eventually(c, timeout, func() (bool, string) {
+		out, _ := st.Run("", "get", "nab", "-n", ns, name, "-o", "jsonpath={.status.veleroBackup.status.phase}|{.status.veleroBackup.name}|{.status.plan.current}")
 		parts := strings.Split(out, "|")
 		if len(parts) == 3 {
 			veleroName = parts[1]
@@ -62,9 +63,9 @@ func completed(c *C, st *stack, ns, name string, timeout time.Duration) string {
 
 // defaultAvailable checks that the admin's default location is Available
 // after Velero validated it again (waits two validation periods first).
-func defaultAvailable(c *C, st *stack) {
+func defaultAvailable(c *C, st *e2estack.Stack) {
 	time.Sleep(2*validation + time.Second)
-	out := st.kubectl(c, "get", "backupstoragelocations.velero.io", "-n", "openshift-adp", "default",
+	out := st.Kubectl(c, "get", "backupstoragelocations.velero.io", "-n", "openshift-adp", "default",
 		"-o", "jsonpath={.status.phase}|{.status.message}|{.status.lastValidationTime}")
 	c.Check(strings.HasPrefix(out, "Available|"), Equals, true, Commentf("default location: %s", out))
 }
@@ -73,47 +74,47 @@ func (s *ReadmeRestartSuite) TestReadmeTwice(c *C) {
 	s.start(c)
 	st := s.st
 	// Walk-through: a backup of demo.
-	st.kubectl(c, "create", "configmap", "app-config", "-n", "demo", "--from-literal=greeting=hello")
-	st.kubectl(c, "apply", "-f", "examples/nonadminbackup.yaml")
+	st.Kubectl(c, "create", "configmap", "app-config", "-n", "demo", "--from-literal=greeting=hello")
+	st.Kubectl(c, "apply", "-f", "examples/nonadminbackup.yaml")
 	completed(c, st, "demo", "sample", 2*time.Minute)
 	// An invalid request is refused.
-	st.kubectl(c, "apply", "-f", "examples/nonadminbackup-invalid.yaml")
-	eventually(c, 20*time.Second, func() (bool, string) {
-		out := st.kubectl(c, "get", "nab", "-n", "demo", "other-namespace", "-o", "jsonpath={.status.phase}|{.status.conditions[?(@.type==\"Accepted\")].status}")
+	st.Kubectl(c, "apply", "-f", "examples/nonadminbackup-invalid.yaml")
+	e2estack.Eventually(c, 20*time.Second, func() (bool, string) {
+		out := st.Kubectl(c, "get", "nab", "-n", "demo", "other-namespace", "-o", "jsonpath={.status.phase}|{.status.conditions[?(@.type==\"Accepted\")].status}")
 		return out == "BackingOff|False", out
 	})
 	// Restore.
-	st.kubectl(c, "delete", "configmap", "app-config", "-n", "demo")
-	st.kubectl(c, "apply", "-f", "examples/nonadminrestore.yaml")
-	eventually(c, 2*time.Minute, func() (bool, string) {
-		out, _ := st.run("", "get", "configmap", "app-config", "-n", "demo", "-o", "jsonpath={.data.greeting}")
+	st.Kubectl(c, "delete", "configmap", "app-config", "-n", "demo")
+	st.Kubectl(c, "apply", "-f", "examples/nonadminrestore.yaml")
+	e2estack.Eventually(c, 2*time.Minute, func() (bool, string) {
+		out, _ := st.Run("", "get", "configmap", "app-config", "-n", "demo", "-o", "jsonpath={.data.greeting}")
 		return out == "hello", out
 	})
 	// The command line: kubectl nac, as getting-started.md runs it.
-	out, code := st.nac(s.bin, "", "backup", "create", "b1", "-n", "demo", "--wait")
-	c.Assert(code, Equals, 0, Commentf("%s\n%s", out, st.drain()))
+	out, code := nac(st, s.bin, "", "backup", "create", "b1", "-n", "demo", "--wait")
+	c.Assert(code, Equals, 0, Commentf("%s\n%s", out, st.Drain()))
 	c.Check(out, Matches, `(?s).*NonAdminBackup b1 completed in [0-9]+s\. Velero Backup openshift-adp/\S+ Completed: .*`)
-	out, code = st.nac(s.bin, "", "backup", "describe", "b1", "-n", "demo")
+	out, code = nac(st, s.bin, "", "backup", "describe", "b1", "-n", "demo")
 	c.Check(code, Equals, 0)
 	c.Check(out, Matches, `(?s).*PHASE\s+FUNCTION\s+STATE\s+START\s+DURATION\s+ATTEMPTS\s+MESSAGE\n\s+validate\s+ValidateBackupSpec\s+complete\s+\+[0-9]+s\s+[0-9]+s\s+1\s+.*`)
-	out, code = st.nac(s.bin, "", "backup", "logs", "b1", "-n", "demo")
+	out, code = nac(st, s.bin, "", "backup", "logs", "b1", "-n", "demo")
 	c.Check(code, Equals, 0)
 	c.Check(out, Matches, `(?s)time=.*backup=openshift-adp/demo-b1-.*`)
-	st.kubectl(c, "delete", "configmap", "app-config", "-n", "demo")
-	out, code = st.nac(s.bin, "", "restore", "create", "r1", "-n", "demo", "--from-backup", "b1", "--wait")
-	c.Assert(code, Equals, 0, Commentf("%s\n%s", out, st.drain()))
-	c.Check(st.kubectl(c, "get", "configmap", "app-config", "-n", "demo", "-o", "jsonpath={.data.greeting}"), Equals, "hello")
-	out, code = st.nac(s.bin, "", "completion", "bash")
+	st.Kubectl(c, "delete", "configmap", "app-config", "-n", "demo")
+	out, code = nac(st, s.bin, "", "restore", "create", "r1", "-n", "demo", "--from-backup", "b1", "--wait")
+	c.Assert(code, Equals, 0, Commentf("%s\n%s", out, st.Drain()))
+	c.Check(st.Kubectl(c, "get", "configmap", "app-config", "-n", "demo", "-o", "jsonpath={.data.greeting}"), Equals, "hello")
+	out, code = nac(st, s.bin, "", "completion", "bash")
 	c.Check(code, Equals, 0)
 	c.Check(out, Matches, `# bash completion V2 for kubectl-nac(?s).*`)
 
 	// The tenant's own location and a backup into it, in one file.
-	s3 := st.kubectl(c, "get", "bsl", "-n", "openshift-adp", "default", "-o", "jsonpath={.spec.config.s3Url}")
+	s3 := st.Kubectl(c, "get", "bsl", "-n", "openshift-adp", "default", "-o", "jsonpath={.spec.config.s3Url}")
 	example, err := os.ReadFile(filepath.Join(s.root, "examples", "nonadminbackupstoragelocation.yaml"))
 	c.Assert(err, IsNil)
-	st.kubectlIn(c, strings.ReplaceAll(string(example), "http://127.0.0.1:9000", s3), "apply", "-f", "-")
-	eventually(c, 2*time.Minute, func() (bool, string) {
-		out := st.kubectl(c, "get", "nabsl", "-n", "demo", "my-bucket", "-o", "jsonpath={.status.phase}|{.status.veleroBackupStorageLocation.status.phase}")
+	st.KubectlIn(c, strings.ReplaceAll(string(example), "http://127.0.0.1:9000", s3), "apply", "-f", "-")
+	e2estack.Eventually(c, 2*time.Minute, func() (bool, string) {
+		out := st.Kubectl(c, "get", "nabsl", "-n", "demo", "my-bucket", "-o", "jsonpath={.status.phase}|{.status.veleroBackupStorageLocation.status.phase}")
 		return out == "Created|Available", out
 	})
 	name := completed(c, st, "demo", "to-my-bucket", 3*time.Minute)
@@ -122,18 +123,18 @@ func (s *ReadmeRestartSuite) TestReadmeTwice(c *C) {
 	defaultAvailable(c, st)
 
 	// Ctrl-C, then make run again on the same directory.
-	st.interrupt(c)
+	st.Interrupt(c)
 	s.st = nil
 	s.start(c)
 	st = s.st
-	c.Check(st.drain(), Matches, `(?s).*BackupStorageLocation default Available.*`)
+	c.Check(st.Drain(), Matches, `(?s).*BackupStorageLocation default Available.*`)
 	defaultAvailable(c, st)
-	st.kubectlIn(c, "apiVersion: oadp.openshift.io/v1alpha1\nkind: NonAdminBackup\nmetadata: {name: after-restart, namespace: demo}\nspec:\n  backupSpec: {}\n",
+	st.KubectlIn(c, "apiVersion: oadp.openshift.io/v1alpha1\nkind: NonAdminBackup\nmetadata: {name: after-restart, namespace: demo}\nspec:\n  backupSpec: {}\n",
 		"apply", "-f", "-")
 	completed(c, st, "demo", "after-restart", 2*time.Minute)
 	// The plugin's backup came back through Velero's sync and nacflow's.
-	eventually(c, 2*time.Minute, func() (bool, string) {
-		out, _ := st.nac(s.bin, "", "backup", "get", "b1", "-n", "demo")
+	e2estack.Eventually(c, 2*time.Minute, func() (bool, string) {
+		out, _ := nac(st, s.bin, "", "backup", "get", "b1", "-n", "demo")
 		return strings.Contains(out, "Completed"), out
 	})
 }

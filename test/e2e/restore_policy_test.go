@@ -11,6 +11,8 @@ import (
 	"time"
 
 	. "gopkg.in/check.v1"
+
+	"github.com/nacflow/nacflow/test/e2estack"
 )
 
 // getObject reads key of bucket from the store at s3 (plain HTTP; the local
@@ -109,7 +111,7 @@ func (s *E2ESuite) TestRestoreAsTenantWithRealVelero(c *C) {
 	s.kubectl(c, "create", "rolebinding", "-n", ns, "to-root", "--clusterrole=cluster-admin", "--user=mallory")
 	s.kubectl(c, "create", "quota", "-n", ns, "quota", "--hard=pods=10")
 	s.kubectlIn(c, fmt.Sprintf(tenantLocation, ns, "own", "tenants", "mine", s3), "apply", "-f", "-")
-	eventually(c, 2*time.Minute, func() (bool, string) {
+	e2estack.Eventually(c, 2*time.Minute, func() (bool, string) {
 		out := s.kubectl(c, "get", "nabsl", "-n", ns, "own", "-o", "jsonpath={.status.phase}|{.status.veleroBackupStorageLocation.status.phase}")
 		return out == "Created|Available", out
 	})
@@ -134,7 +136,7 @@ func (s *E2ESuite) TestRestoreAsTenantWithRealVelero(c *C) {
 	s.kubectlIn(c, "apiVersion: oadp.openshift.io/v1alpha1\nkind: NonAdminRestore\nmetadata: {name: back, namespace: "+ns+"}\n"+
 		"spec:\n  restoreSpec: {backupName: all, existingResourcePolicy: update}\n", "apply", "-f", "-")
 	var restore string
-	eventually(c, 2*time.Minute, func() (bool, string) {
+	e2estack.Eventually(c, 2*time.Minute, func() (bool, string) {
 		out := s.kubectl(c, "get", "nar", "-n", ns, "back", "-o", "jsonpath={.status.veleroRestore.status.phase}|{.status.plan.state}|{.status.veleroRestore.name}")
 		restore = out[strings.LastIndex(out, "|")+1:]
 		return strings.HasPrefix(out, "Completed|complete|"), out

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	. "gopkg.in/check.v1"
+
+	"github.com/nacflow/nacflow/test/e2estack"
 )
 
 // TestScheduleWithRealVelero: a tenant's NonAdminSchedule "*/1 * * * *"
@@ -29,7 +31,7 @@ spec:
       ttl: 1h
 `, "apply", "-f", "-")
 	var veleroSchedule string
-	eventually(c, time.Minute, func() (bool, string) {
+	e2estack.Eventually(c, time.Minute, func() (bool, string) {
 		out := s.kubectl(c, "get", "nas", "-n", "sched-e2e", "every-minute", "-o",
 			`jsonpath={.status.phase}|{.status.veleroSchedule.status.phase}|{.status.nextRun}|{.status.veleroSchedule.name}`)
 		f := strings.Split(out, "|")
@@ -42,7 +44,7 @@ spec:
 
 	// Two runs, each a Completed NonAdminBackup of the namespace.
 	var nabs []string
-	eventually(c, 210*time.Second, func() (bool, string) {
+	e2estack.Eventually(c, 210*time.Second, func() (bool, string) {
 		out := s.kubectl(c, "get", "nab", "-n", "sched-e2e", "-l", "oadp.openshift.io/nonadminschedule=every-minute", "-o",
 			`jsonpath={range .items[*]}{.metadata.name}={.status.veleroBackup.status.phase}{" "}{end}`)
 		nabs = nil
@@ -65,21 +67,21 @@ spec:
 	s.kubectl(c, "delete", "configmap", "-n", "sched-e2e", "app-config")
 	s.kubectlIn(c, "apiVersion: oadp.openshift.io/v1alpha1\nkind: NonAdminRestore\nmetadata:\n  name: from-schedule\n  namespace: sched-e2e\nspec:\n  restoreSpec:\n    backupName: "+nabs[0]+"\n",
 		"apply", "-f", "-")
-	eventually(c, 2*time.Minute, func() (bool, string) {
+	e2estack.Eventually(c, 2*time.Minute, func() (bool, string) {
 		out := s.kubectlAllowFail("get", "configmap", "-n", "sched-e2e", "app-config", "-o", "jsonpath={.data.greeting}")
 		return out == "hello", out
 	})
 
 	// paused reaches Velero.
 	s.kubectl(c, "patch", "nas", "-n", "sched-e2e", "every-minute", "--type", "merge", "-p", `{"spec":{"paused":true}}`)
-	eventually(c, 30*time.Second, func() (bool, string) {
+	e2estack.Eventually(c, 30*time.Second, func() (bool, string) {
 		out := s.kubectl(c, "get", "schedules.velero.io", "-n", "openshift-adp", veleroSchedule, "-o", "jsonpath={.spec.paused}")
 		return out == "true", out
 	})
 
 	// Deleting the schedule: the Velero Schedule goes, the backups stay.
 	s.kubectl(c, "delete", "nas", "-n", "sched-e2e", "every-minute")
-	eventually(c, 30*time.Second, func() (bool, string) {
+	e2estack.Eventually(c, 30*time.Second, func() (bool, string) {
 		out := s.kubectlAllowFail("get", "schedules.velero.io", "-n", "openshift-adp", veleroSchedule)
 		return strings.Contains(out, "NotFound"), out
 	})

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	. "gopkg.in/check.v1"
+
+	"github.com/nacflow/nacflow/test/e2estack"
 )
 
 // keysIn lists the keys under prefix in bucket of the store at s3 (S3
@@ -63,7 +65,7 @@ func (s *E2ESuite) nabCompletes(c *C, ns, name, location string) string {
 	s.kubectlIn(c, fmt.Sprintf("apiVersion: oadp.openshift.io/v1alpha1\nkind: NonAdminBackup\nmetadata: {name: %s, namespace: %s}\nspec:\n  backupSpec: %s\n", name, ns, spec),
 		"apply", "-f", "-")
 	var veleroName string
-	eventually(c, 3*time.Minute, func() (bool, string) {
+	e2estack.Eventually(c, 3*time.Minute, func() (bool, string) {
 		out := s.kubectl(c, "get", "nab", "-n", ns, name, "-o", "jsonpath={.status.veleroBackup.status.phase}|{.status.veleroBackup.name}|{.status.plan.current}")
 		veleroName = strings.Split(out, "|")[1]
 		return strings.HasPrefix(out, "Completed|"), out
@@ -102,7 +104,7 @@ func (s *E2ESuite) tenant(c *C, ns string, labels ...string) {
 func (s *E2ESuite) TestTenantLocationOnAdminBucketRefused(c *C) {
 	s.tenant(c, "tenant-g")
 	s.kubectlIn(c, fmt.Sprintf(tenantLocation, "tenant-g", "sneaky", "velero", "x", s.s3URL(c)), "apply", "-f", "-")
-	eventually(c, 30*time.Second, func() (bool, string) {
+	e2estack.Eventually(c, 30*time.Second, func() (bool, string) {
 		out := s.kubectl(c, "get", "nabsl", "-n", "tenant-g", "sneaky", "-o", `jsonpath={.status.phase}|{.status.conditions[?(@.type=="Accepted")].message}`)
 		return strings.HasPrefix(out, "BackingOff|") &&
 			strings.Contains(out, `bucket "velero" is used by BackupStorageLocation openshift-adp/default (admin)`), out
@@ -110,7 +112,7 @@ func (s *E2ESuite) TestTenantLocationOnAdminBucketRefused(c *C) {
 	c.Check(s.kubectl(c, "get", "backupstoragelocations.velero.io", "-n", "openshift-adp", "-l", "openshift.io/oadp-nabsl-origin-nacuuid", "-o", "name"),
 		Not(Matches), `(?s).*tenant-g.*`)
 	describe := s.kubectl(c, "describe", "nabsl", "-n", "tenant-g", "sneaky")
-	c.Check(inOrder(describe, "Warning", "PhaseFailed", "BackupStorageLocation openshift-adp/default (admin)"), Equals, true, Commentf(describe))
+	c.Check(e2estack.InOrder(describe, "Warning", "PhaseFailed", "BackupStorageLocation openshift-adp/default (admin)"), Equals, true, Commentf(describe))
 	waitRevalidated()
 	c.Check(s.bslPhase(c, "default"), Matches, `Available\|.*`)
 	s.tenant(c, "tenant-g2")
@@ -167,11 +169,11 @@ spec:
 `, s3), "apply", "-f", "-")
 	s.kubectlIn(c, sharedBlueprint, "apply", "-f", "-")
 	defer s.kubectl(c, "delete", "blueprint", "-n", "openshift-adp", "share-bucket")
-	eventually(c, 30*time.Second, func() (bool, string) {
+	e2estack.Eventually(c, 30*time.Second, func() (bool, string) {
 		out := s.kubectl(c, "get", "blueprint", "-n", "openshift-adp", "share-bucket", "-o", `jsonpath={.status.conditions[?(@.type=="Valid")].status}`)
 		return out == "True", out
 	})
-	eventually(c, 2*time.Minute, func() (bool, string) {
+	e2estack.Eventually(c, 2*time.Minute, func() (bool, string) {
 		out := s.bslPhase(c, "admin-shared")
 		return strings.HasPrefix(out, "Available|"), out
 	})
@@ -188,7 +190,7 @@ kind: Backup
 metadata: {name: admin-own, namespace: openshift-adp}
 spec: {includedNamespaces: [tenant-h], storageLocation: admin-shared}
 `, "apply", "-f", "-")
-	eventually(c, 2*time.Minute, func() (bool, string) {
+	e2estack.Eventually(c, 2*time.Minute, func() (bool, string) {
 		out := s.kubectl(c, "get", "backups.velero.io", "-n", "openshift-adp", "admin-own", "-o", "jsonpath={.status.phase}")
 		return out == "Completed", out
 	})
@@ -207,7 +209,7 @@ spec: {includedNamespaces: [tenant-h], storageLocation: admin-shared}
 	// A tenant may not take the admin's folder on the shared bucket.
 	s.tenant(c, "tenant-j", "share=yes")
 	s.kubectlIn(c, fmt.Sprintf(tenantLocation, "tenant-j", "grab", "shared", "", s3), "apply", "-f", "-")
-	eventually(c, 30*time.Second, func() (bool, string) {
+	e2estack.Eventually(c, 30*time.Second, func() (bool, string) {
 		out := s.kubectl(c, "get", "nabsl", "-n", "tenant-j", "grab", "-o", `jsonpath={.status.phase}|{.status.veleroBackupStorageLocation.spec.objectStorage.prefix}`)
 		return strings.HasPrefix(out, "Created|tenants/tenant-j") || strings.HasPrefix(out, "BackingOff|"), out
 	})

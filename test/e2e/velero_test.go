@@ -14,6 +14,8 @@ import (
 	"time"
 
 	. "gopkg.in/check.v1"
+
+	"github.com/nacflow/nacflow/test/e2estack"
 )
 
 // s3URL returns the object store's URL from the default BSL.
@@ -119,7 +121,7 @@ func (s *E2ESuite) TestTenantBackupWithRealVelero(c *C) {
 		"apply", "-f", "-")
 
 	var out string
-	eventually(c, 2*time.Minute, func() (bool, string) {
+	e2estack.Eventually(c, 2*time.Minute, func() (bool, string) {
 		out = s.kubectl(c, "get", "nab", "-n", "tenant-a", "full", "-o",
 			"jsonpath={.status.veleroBackup.status.phase}|{.status.plan.state}|{.status.veleroBackup.status.progress.itemsBackedUp}|{.status.veleroBackup.status.progress.totalItems}|{.status.veleroBackup.name}")
 		return strings.HasPrefix(out, "Completed|complete|"), out
@@ -162,7 +164,7 @@ func (s *E2ESuite) TestTenantBackupWithRealVelero(c *C) {
 	s.kubectl(c, "delete", "-n", "tenant-a", "configmap/app-config", "secret/app-secret", "deployment/app", "service/app")
 	s.kubectlIn(c, "apiVersion: oadp.openshift.io/v1alpha1\nkind: NonAdminRestore\nmetadata:\n  name: back\n  namespace: tenant-a\nspec:\n  restoreSpec:\n    backupName: full\n",
 		"apply", "-f", "-")
-	eventually(c, 2*time.Minute, func() (bool, string) {
+	e2estack.Eventually(c, 2*time.Minute, func() (bool, string) {
 		out := s.kubectl(c, "get", "nar", "-n", "tenant-a", "back", "-o", "jsonpath={.status.veleroRestore.status.phase}|{.status.plan.state}")
 		return out == "Completed|complete", out
 	})
@@ -171,14 +173,14 @@ func (s *E2ESuite) TestTenantBackupWithRealVelero(c *C) {
 	s.kubectl(c, "get", "deployment", "-n", "tenant-a", "app")
 	s.kubectl(c, "get", "service", "-n", "tenant-a", "app")
 	d := s.kubectl(c, "describe", "nar", "-n", "tenant-a", "back")
-	c.Check(inOrder(d, "Started action restore", "validate", "waitForBackup", "createRestore", "waitForRestore", "syncStatus", "Ended action restore"), Equals, true, Commentf(d))
+	c.Check(e2estack.InOrder(d, "Started action restore", "validate", "waitForBackup", "createRestore", "waitForRestore", "syncStatus", "Ended action restore"), Equals, true, Commentf(d))
 	// Tenant B was never touched.
 	c.Check(s.kubectl(c, "get", "configmap", "-n", "tenant-b", "app-config", "-o", "jsonpath={.data.greeting}"), Equals, "hello-from-tenant-b")
 
 	// Permanent deletion: Velero processes the DeleteBackupRequest, the
 	// files leave the bucket, the Velero Backup and the NAB go.
 	s.kubectl(c, "patch", "nab", "-n", "tenant-a", "full", "--type", "merge", "-p", `{"spec":{"deleteBackup":true}}`)
-	eventually(c, 2*time.Minute, func() (bool, string) {
+	e2estack.Eventually(c, 2*time.Minute, func() (bool, string) {
 		out := s.kubectlAllowFail("get", "nab", "-n", "tenant-a", "full", "-o", "jsonpath={.status.plan.current}")
 		return strings.Contains(out, "NotFound"), out
 	})
@@ -215,14 +217,14 @@ spec:
     config: {region: us-east-1, s3ForcePathStyle: "true", s3Url: %q}
     credential: {name: creds, key: cloud}
 `, s.s3URL(c)), "apply", "-f", "-")
-	eventually(c, 2*time.Minute, func() (bool, string) {
+	e2estack.Eventually(c, 2*time.Minute, func() (bool, string) {
 		out := s.kubectl(c, "get", "nabsl", "-n", "tenant-c", "own", "-o", "jsonpath={.status.phase}|{.status.veleroBackupStorageLocation.status.phase}")
 		return out == "Created|Available", out
 	})
 	s.kubectlIn(c, "apiVersion: oadp.openshift.io/v1alpha1\nkind: NonAdminBackup\nmetadata: {name: into-own, namespace: tenant-c}\nspec:\n  backupSpec: {storageLocation: own}\n",
 		"apply", "-f", "-")
 	var name string
-	eventually(c, 2*time.Minute, func() (bool, string) {
+	e2estack.Eventually(c, 2*time.Minute, func() (bool, string) {
 		out := s.kubectl(c, "get", "nab", "-n", "tenant-c", "into-own", "-o", "jsonpath={.status.veleroBackup.status.phase}|{.status.veleroBackup.name}")
 		parts := strings.Split(out, "|")
 		name = parts[len(parts)-1]
@@ -243,7 +245,7 @@ func (s *E2ESuite) TestSyncAfterRebuildWithRealVelero(c *C) {
 	s.kubectlIn(c, "apiVersion: oadp.openshift.io/v1alpha1\nkind: NonAdminBackup\nmetadata: {name: precious, namespace: tenant-d, labels: {team: red}}\nspec:\n  backupSpec: {}\n",
 		"apply", "-f", "-")
 	var name string
-	eventually(c, 2*time.Minute, func() (bool, string) {
+	e2estack.Eventually(c, 2*time.Minute, func() (bool, string) {
 		out := s.kubectl(c, "get", "nab", "-n", "tenant-d", "precious", "-o", "jsonpath={.status.veleroBackup.status.phase}|{.status.veleroBackup.name}")
 		parts := strings.Split(out, "|")
 		name = parts[len(parts)-1]
@@ -255,7 +257,7 @@ func (s *E2ESuite) TestSyncAfterRebuildWithRealVelero(c *C) {
 	c.Check(s.bucketKeys(c, "backups/"+name+"/"), Not(HasLen), 0)
 	// Velero resyncs a location whose bucket revision did not change only
 	// about once a minute: allow for that.
-	eventually(c, 3*time.Minute, func() (bool, string) {
+	e2estack.Eventually(c, 3*time.Minute, func() (bool, string) {
 		out := s.kubectlAllowFail("get", "nab", "-n", "tenant-d", "precious", "-o",
 			`jsonpath={.metadata.labels.team}|{.metadata.labels.openshift\.io/oadp-nab-synced-from-nacuuid}|{.status.plan.action}|{.status.plan.state}|{.status.veleroBackup.name}|{.status.veleroBackup.status.phase}`)
 		return strings.HasPrefix(out, "red|") && strings.HasSuffix(out, "|adopt|complete|"+name+"|Completed"), out

@@ -1,0 +1,218 @@
+// Package e2estack runs the stack of `make run` for the end-to-end test
+// packages: bin/localcp (kube-apiserver, etcd, an S3-compatible object
+// store, a real Velero server and, with Start, the controller nac) on a
+// directory, driven by kubectl from the repository root. It is a regular
+// package so that each package under test/ starts the same stack; it fails
+// the calling test through gopkg.in/check.v1.
+package e2estack
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"gopkg.in/check.v1"
+)
+
+// Stack is one run of bin/localcp on a directory that may outlive it: a
+// second stack on the same directory finds the first's object store, as
+// `make run` does after Ctrl-C.
+type Stack struct {
+	Root       string // the repository root: localcp and kubectl run there
+	Dir        string // localcp's --dir: kubeconfig, logs and object store
+	Kubeconfig string // Dir/kubeconfig, the cluster admin's
+
+	cmd    *exec.Cmd
+	lines  chan string     // output lines not yet moved to out
+	out    strings.Builder // output drained so far
+	exited chan error      // localcp's Wait error, once it exited
+}
+
+// RepoRoot returns the repository root as an absolute path: two levels
+// above the working directory, which go test makes the package's own
+// (test/NAME).
+func RepoRoot(c *check.C) string {
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	c.Assert(err, check.IsNil)
+	return root
+}
+
+// Assets returns the directory of the stack's prebuilt binaries
+// (kube-apiserver, etcd, velero, …): $NACFLOW_ASSETS, or root/bin when it
+// is unset or empty. The path is as given, not made absolute.
+func Assets(root string) string {
+	if assets := os.Getenv("NACFLOW_ASSETS"); assets != "" {
+		return assets
+	}
+	return filepath.Join(root, "bin")
+}
+
+// BuildBinaries builds nac, kubectl-nac, localcp and
+// plugins/velero-plugin-nacflow (which Start gives Velero) from root into a
+// new directory of the test's and returns its path; a failed build fails
+// the test with go build's output.
+func BuildBinaries(c *check.C, root string) string {
+	bin := c.MkDir()
+	for _, b := range []struct{ out, pkg string }{{"nac", "./cmd/nac"}, {"kubectl-nac", "./cmd/kubectl-nac"}, {"localcp", "./hack/localcp"},
+		{"plugins/velero-plugin-nacflow", "./cmd/velero-plugin-nacflow"}} {
+		build := exec.Command("go", "build", "-o", filepath.Join(bin, b.out), b.pkg)
+		build.Dir = root
+		out, err := build.CombinedOutput()
+		c.Assert(err, check.IsNil, check.Commentf("go build %s: %s", b.pkg, out))
+	}
+	return bin
+}
+
+// Start runs bin/localcp (bin as BuildBinaries returns it) on dir with the
+// controller bin/nac, and returns once the controller runs its workers
+// (its "Starting workers" log line). localcpArgs are localcp flags added to
+// Launch's, before "--"; nacArgs are the controller's after
+// --oadp-namespace (nil: no metrics or health endpoints). Failures are
+// Launch's.
+func Start(c *check.C, root, bin, dir string, localcpArgs, nacArgs []string) *Stack {
+	if nacArgs == nil {
+		nacArgs = []string{"--metrics-bind-address", "0", "--health-probe-bind-address", "0"}
+	}
+	args := slices.Concat(localcpArgs, []string{"--", filepath.Join(bin, "nac"), "--oadp-namespace", "openshift-adp"}, nacArgs)
+	return Launch(c, root, bin, dir, `"Starting workers"`, args...)
+}
+
+// Launch runs bin/localcp from root with --assets Assets(root), --dir dir,
+// --oadp-namespace openshift-adp, --plugins bin/plugins and then args, and
+// returns once a line of its output (stdout and stderr) contains ready. It
+// fails the test, with the output so far, when localcp exits first or
+// ready is not printed within 4 minutes (then it kills localcp).
+func Launch(c *check.C, root, bin, dir, ready string, args ...string) *Stack {
+	args = append([]string{"--assets", Assets(root), "--dir", dir, "--oadp-namespace", "openshift-adp",
+		"--plugins", filepath.Join(bin, "plugins")}, args...)
+	st := &Stack{Root: root, Dir: dir, Kubeconfig: filepath.Join(dir, "kubeconfig"),
+		cmd: exec.Command(filepath.Join(bin, "localcp"), args...), lines: make(chan string, 10000), exited: make(chan error, 1)}
+	st.cmd.Dir = root
+	pr, pw, err := os.Pipe()
+	c.Assert(err, check.IsNil)
+	st.cmd.Stdout, st.cmd.Stderr = pw, pw
+	c.Assert(st.cmd.Start(), check.IsNil)
+	pw.Close()
+	go func() { st.exited <- st.cmd.Wait() }()
+	started := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(pr)
+		announced := false
+		for sc.Scan() {
+			line := sc.Text()
+			st.lines <- line
+			if !announced && strings.Contains(line, ready) {
+				announced = true
+				close(started)
+			}
+		}
+	}()
+	select {
+	case <-started:
+	case err := <-st.exited:
+		c.Fatalf("localcp exited before printing %s: %v\n%s", ready, err, st.Drain())
+	case <-time.After(4 * time.Minute):
+		st.Kill()
+		c.Fatalf("localcp did not print %s within 4m:\n%s", ready, st.Drain())
+	}
+	return st
+}
+
+// Drain returns localcp's output collected so far, one line a "\n".
+func (st *Stack) Drain() string {
+	for {
+		select {
+		case l := <-st.lines:
+			st.out.WriteString(l + "\n")
+		default:
+			return st.out.String()
+		}
+	}
+}
+
+// Interrupt sends localcp SIGINT (Ctrl-C) and checks that everything stops
+// within 15 s: InterruptWithin(c, 15*time.Second).
+func (st *Stack) Interrupt(c *check.C) { st.InterruptWithin(c, 15*time.Second) }
+
+// InterruptWithin sends localcp SIGINT and waits up to timeout for it to
+// exit: a non-zero exit fails the test (and the test goes on); no exit in
+// time kills it and fails the test at once, both with the output.
+func (st *Stack) InterruptWithin(c *check.C, timeout time.Duration) {
+	c.Assert(st.cmd.Process.Signal(syscall.SIGINT), check.IsNil)
+	select {
+	case err := <-st.exited:
+		c.Check(err, check.IsNil, check.Commentf("localcp should stop cleanly:\n%s", st.Drain()))
+	case <-time.After(timeout):
+		st.Kill()
+		c.Fatalf("localcp did not stop within %s after SIGINT:\n%s", timeout, st.Drain())
+	}
+}
+
+// Kill stops localcp at once with SIGKILL (its children die with it).
+func (st *Stack) Kill() {
+	if st.cmd.Process != nil {
+		_ = st.cmd.Process.Kill()
+	}
+}
+
+// Run runs kubectl args against the stack (KUBECONFIG=Kubeconfig) from
+// Root with stdin, killing it after 30 s, and returns its combined output
+// and its error (an *exec.ExitError when it failed).
+func (st *Stack) Run(stdin string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "kubectl", args...)
+	cmd.Dir = st.Root
+	cmd.Stdin = strings.NewReader(stdin)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+st.Kubeconfig)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// Kubectl is Run without stdin that fails the test (with the command line
+// and output) when kubectl fails; it returns the output.
+func (st *Stack) Kubectl(c *check.C, args ...string) string {
+	return st.KubectlIn(c, "", args...)
+}
+
+// KubectlIn is Kubectl with stdin.
+func (st *Stack) KubectlIn(c *check.C, stdin string, args ...string) string {
+	out, err := st.Run(stdin, args...)
+	c.Assert(err, check.IsNil, check.Commentf("kubectl %s: %s", strings.Join(args, " "), out))
+	return out
+}
+
+// Eventually calls cond every 250 ms until it returns true, and fails the
+// test with cond's last message when it has not after timeout.
+func Eventually(c *check.C, timeout time.Duration, cond func() (bool, string)) {
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, msg := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.Fatalf("not true after %s: %s", timeout, msg)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// InOrder reports whether every string of want appears in text, in that
+// order and without overlapping.
+func InOrder(text string, want ...string) bool {
+	for _, w := range want {
+		i := strings.Index(text, w)
+		if i < 0 {
+			return false
+		}
+		text = text[i+len(w):]
+	}
+	return true
+}
