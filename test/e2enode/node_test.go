@@ -11,7 +11,6 @@
 package e2enode
 
 import (
-	"bufio"
 	"compress/gzip"
 	"context"
 	"crypto/tls"
@@ -26,7 +25,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -34,6 +32,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/nacflow/nacflow/test/e2estack"
 )
 
 func Test(t *testing.T) { TestingT(t) }
@@ -41,13 +41,10 @@ func Test(t *testing.T) { TestingT(t) }
 // NodeSuite runs one localcp stack with a node for all its tests, and the
 // controller deployed on it.
 type NodeSuite struct {
-	root, bin, dir, kubeconfig string
-	skip                       string // why the machine cannot run a node ("" when it can)
-	cmd                        *exec.Cmd
-	exited                     chan error
-	lines                      chan string
-	out                        strings.Builder
-	nodeStart, deploy          time.Duration
+	root, bin, dir    string
+	skip              string // why the machine cannot run a node ("" when it can)
+	st                *e2estack.Stack
+	nodeStart, deploy time.Duration
 }
 
 var _ = Suite(&NodeSuite{})
@@ -91,26 +88,21 @@ func (s *NodeSuite) SetUpSuite(c *C) {
 	if _, err := exec.LookPath("kubectl"); err != nil {
 		c.Fatalf("kubectl is not on PATH: %v", err)
 	}
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	c.Assert(err, IsNil)
+	root := e2estack.RepoRoot(c)
 	s.root, s.bin, s.dir = root, c.MkDir(), c.MkDir()
-	s.kubeconfig = filepath.Join(s.dir, "kubeconfig")
 	for _, b := range []struct{ out, pkg string }{{"localcp", "./hack/localcp"}, {"plugins/velero-plugin-nacflow", "./cmd/velero-plugin-nacflow"}} {
 		build := exec.Command("go", "build", "-o", filepath.Join(s.bin, b.out), b.pkg)
 		build.Dir = root
 		out, err := build.CombinedOutput()
 		c.Assert(err, IsNil, Commentf("go build %s: %s", b.pkg, out))
 	}
-	assets := os.Getenv("NACFLOW_ASSETS")
-	if assets == "" {
-		assets = filepath.Join(root, "bin")
-	}
+	assets := e2estack.Assets(root)
 	for _, b := range []string{"kubelet", "kube-scheduler", "pause"} {
 		if _, err := os.Stat(filepath.Join(assets, b)); err != nil {
 			c.Fatalf("%s: %v (make test builds it)", filepath.Join(assets, b), err)
 		}
 	}
-	s.start(c, assets)
+	s.start(c)
 	start := time.Now()
 	s.make(c, "deploy-local")
 	s.deploy = time.Since(start)
@@ -120,37 +112,9 @@ func (s *NodeSuite) SetUpSuite(c *C) {
 
 // start runs localcp with its node, Velero and no controller command, and
 // returns once the stack is ready.
-func (s *NodeSuite) start(c *C, assets string) {
-	s.cmd = exec.Command(filepath.Join(s.bin, "localcp"), "--assets", assets, "--dir", s.dir, "--oadp-namespace", ns,
-		"--plugins", filepath.Join(s.bin, "plugins"), "--node=true", "--velero-store-validation-frequency", "5s")
-	s.cmd.Dir = s.root
-	pr, pw, err := os.Pipe()
-	c.Assert(err, IsNil)
-	s.cmd.Stdout, s.cmd.Stderr = pw, pw
-	c.Assert(s.cmd.Start(), IsNil)
-	pw.Close()
-	s.exited = make(chan error, 1)
-	go func() { s.exited <- s.cmd.Wait() }()
-	s.lines = make(chan string, 10000)
-	ready := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			s.lines <- sc.Text()
-			if strings.Contains(sc.Text(), ">> no controller command") {
-				close(ready)
-			}
-		}
-	}()
-	select {
-	case <-ready:
-	case err := <-s.exited:
-		c.Fatalf("localcp exited before the stack was ready: %v\n%s", err, s.drain())
-	case <-time.After(4 * time.Minute):
-		_ = s.cmd.Process.Kill()
-		c.Fatalf("the stack was not ready within 4m:\n%s", s.drain())
-	}
-	out := s.drain()
+func (s *NodeSuite) start(c *C) {
+	s.st = e2estack.Launch(c, s.root, s.bin, s.dir, ">> no controller command", "--node=true", "--velero-store-validation-frequency", "5s")
+	out := s.st.Drain()
 	m := regexp.MustCompile(`\) Ready in ([0-9.]+)s;`).FindStringSubmatch(out)
 	c.Assert(m, HasLen, 2, Commentf("localcp should report the node Ready:\n%s", out))
 	secs, err := strconv.ParseFloat(m[1], 64)
@@ -158,32 +122,13 @@ func (s *NodeSuite) start(c *C, assets string) {
 	s.nodeStart = time.Duration(secs * float64(time.Second))
 }
 
-// drain returns localcp's output so far.
-func (s *NodeSuite) drain() string {
-	for {
-		select {
-		case l := <-s.lines:
-			s.out.WriteString(l + "\n")
-		default:
-			return s.out.String()
-		}
-	}
-}
-
 func (s *NodeSuite) TearDownSuite(c *C) {
-	if s.cmd == nil {
+	if s.st == nil {
 		return
 	}
-	c.Assert(s.cmd.Process.Signal(syscall.SIGINT), IsNil)
-	select {
-	case err := <-s.exited:
-		c.Check(err, IsNil, Commentf("localcp should stop cleanly:\n%s", s.drain()))
-		if m := regexp.MustCompile(`>> stopped [0-9.]+s after SIGINT`).FindString(s.drain()); m != "" {
-			fmt.Println("e2enode: localcp", m[3:])
-		}
-	case <-time.After(25 * time.Second):
-		_ = s.cmd.Process.Kill()
-		c.Fatalf("localcp did not stop within 25s after SIGINT:\n%s", s.drain())
+	s.st.InterruptWithin(c, 25*time.Second)
+	if m := regexp.MustCompile(`>> stopped [0-9.]+s after SIGINT`).FindString(s.st.Drain()); m != "" {
+		fmt.Println("e2enode: localcp", m[3:])
 	}
 	// Nothing of the node is left: no mount under its directory, no
 	// container process, no shim.
@@ -217,45 +162,8 @@ func (s *NodeSuite) make(c *C, target string) string {
 	cmd := exec.CommandContext(ctx, "make", target, "LOCAL="+s.dir)
 	cmd.Dir = s.root
 	out, err := cmd.CombinedOutput()
-	c.Assert(err, IsNil, Commentf("make %s: %s\nlocalcp:\n%s", target, out, s.drain()))
+	c.Assert(err, IsNil, Commentf("make %s: %s\nlocalcp:\n%s", target, out, s.st.Drain()))
 	return string(out)
-}
-
-// run runs kubectl against the stack and returns its output and error.
-func (s *NodeSuite) run(stdin string, args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "kubectl", args...)
-	cmd.Dir = s.root
-	cmd.Stdin = strings.NewReader(stdin)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+s.kubeconfig)
-	out, err := cmd.CombinedOutput()
-	return string(out), err
-}
-
-// kubectl runs kubectl and fails the test when it fails.
-func (s *NodeSuite) kubectl(c *C, args ...string) string { return s.kubectlIn(c, "", args...) }
-
-// kubectlIn is kubectl with stdin.
-func (s *NodeSuite) kubectlIn(c *C, stdin string, args ...string) string {
-	out, err := s.run(stdin, args...)
-	c.Assert(err, IsNil, Commentf("kubectl %s: %s", strings.Join(args, " "), out))
-	return out
-}
-
-// eventually retries check every 250 ms for up to timeout.
-func eventually(c *C, timeout time.Duration, check func() (bool, string)) {
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, msg := check()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			c.Fatalf("not true after %s: %s", timeout, msg)
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
 }
 
 // manifest returns the Deployment of config/manager/manager.yaml.
@@ -270,7 +178,7 @@ func (s *NodeSuite) manifest(c *C) *appsv1.Deployment {
 // pod returns the controller's one running Pod.
 func (s *NodeSuite) pod(c *C) *corev1.Pod {
 	var pods corev1.PodList
-	c.Assert(json.Unmarshal([]byte(s.kubectl(c, "get", "pods", "-n", ns, "-l", selector, "-o", "json")), &pods), IsNil)
+	c.Assert(json.Unmarshal([]byte(s.st.Kubectl(c, "get", "pods", "-n", ns, "-l", selector, "-o", "json")), &pods), IsNil)
 	c.Assert(pods.Items, HasLen, 1, Commentf("one controller Pod"))
 	return &pods.Items[0]
 }
@@ -308,7 +216,7 @@ func procStatus(c *C, pid int, field string) string {
 
 // The Deployment is Available and its Pod runs as config/manager says.
 func (s *NodeSuite) TestDeploymentAsManifest(c *C) {
-	c.Check(s.kubectl(c, "get", "deployment", "-n", ns, deployment, "-o", `jsonpath={.status.conditions[?(@.type=="Available")].status}|{.status.availableReplicas}`), Equals, "True|1")
+	c.Check(s.st.Kubectl(c, "get", "deployment", "-n", ns, deployment, "-o", `jsonpath={.status.conditions[?(@.type=="Available")].status}|{.status.availableReplicas}`), Equals, "True|1")
 	want := s.manifest(c).Spec.Template.Spec
 	pod := s.pod(c)
 	c.Check(pod.Spec.SecurityContext, DeepEquals, want.SecurityContext)
@@ -341,7 +249,7 @@ func (s *NodeSuite) TestDeploymentAsManifest(c *C) {
 	c.Check(strings.Contains("\x00"+string(environ), "\x00GOMEMLIMIT="+strconv.FormatInt(limit, 10)+"\x00"), Equals, true, Commentf("limit %d, environment %q", limit, environ))
 
 	// No shell in the image.
-	out, err := s.run("", "exec", "-n", ns, pod.Name, "--", "/bin/sh", "-c", "true")
+	out, err := s.st.Run("", "exec", "-n", ns, pod.Name, "--", "/bin/sh", "-c", "true")
 	c.Check(err, NotNil)
 	c.Check(out, Matches, `(?s).*/bin/sh: no such file or directory.*`)
 
@@ -354,10 +262,10 @@ func (s *NodeSuite) TestDeploymentAsManifest(c *C) {
 
 	// The metrics Service has the Pod's address as a ready endpoint, and
 	// serves the metrics over HTTPS to the scraper's token.
-	c.Check(s.kubectl(c, "get", "endpointslices", "-n", ns, "-l", "kubernetes.io/service-name=nacflow-metrics",
+	c.Check(s.st.Kubectl(c, "get", "endpointslices", "-n", ns, "-l", "kubernetes.io/service-name=nacflow-metrics",
 		"-o", `jsonpath={.items[0].endpoints[0].addresses[0]}|{.items[0].endpoints[0].conditions.ready}|{.items[0].ports[0].port}`),
 		Equals, pod.Status.PodIP+"|true|18090")
-	token := strings.TrimSpace(s.kubectl(c, "create", "token", "metrics-scraper", "-n", ns))
+	token := strings.TrimSpace(s.st.Kubectl(c, "create", "token", "metrics-scraper", "-n", ns))
 	req, err := http.NewRequest(http.MethodGet, "https://"+pod.Status.PodIP+":18090/metrics", nil)
 	c.Assert(err, IsNil)
 	req.Header.Set("Authorization", "Bearer "+token)
@@ -375,15 +283,15 @@ func (s *NodeSuite) TestDeploymentAsManifest(c *C) {
 // "hostname_uuid"; a hostNetwork Pod has the node's hostname) renews it.
 func (s *NodeSuite) TestLeaseHeldByPod(c *C) {
 	pod := s.pod(c)
-	eventually(c, time.Minute, func() (bool, string) {
-		log := s.kubectl(c, "logs", "-n", ns, pod.Name)
+	e2estack.Eventually(c, time.Minute, func() (bool, string) {
+		log := s.st.Kubectl(c, "logs", "-n", ns, pod.Name)
 		return strings.Contains(log, "successfully acquired lease "+ns+"/"+leaseName), log
 	})
-	holder := s.kubectl(c, "get", "lease", "-n", ns, leaseName, "-o", "jsonpath={.spec.holderIdentity}")
+	holder := s.st.Kubectl(c, "get", "lease", "-n", ns, leaseName, "-o", "jsonpath={.spec.holderIdentity}")
 	c.Check(holder, Matches, pod.Name+`_[0-9a-f-]{36}`, Commentf("the Lease names the Pod ($POD_NAME), not the node's hostname"))
-	first := s.kubectl(c, "get", "lease", "-n", ns, leaseName, "-o", "jsonpath={.spec.renewTime}")
-	eventually(c, 15*time.Second, func() (bool, string) {
-		now := s.kubectl(c, "get", "lease", "-n", ns, leaseName, "-o", "jsonpath={.spec.holderIdentity}|{.spec.renewTime}")
+	first := s.st.Kubectl(c, "get", "lease", "-n", ns, leaseName, "-o", "jsonpath={.spec.renewTime}")
+	e2estack.Eventually(c, 15*time.Second, func() (bool, string) {
+		now := s.st.Kubectl(c, "get", "lease", "-n", ns, leaseName, "-o", "jsonpath={.spec.holderIdentity}|{.spec.renewTime}")
 		return now != holder+"|"+first && strings.HasPrefix(now, holder+"|"), now
 	})
 }
@@ -393,19 +301,21 @@ func (s *NodeSuite) TestLeaseHeldByPod(c *C) {
 // and the real Velero; the controller's log is the Pod's.
 func (s *NodeSuite) TestTenantWithRealVelero(c *C) {
 	const tenant, user = "tenant-node", "alice"
-	s.kubectl(c, "create", "namespace", tenant)
-	s.kubectl(c, "create", "rolebinding", "alice-admin", "-n", tenant, "--clusterrole=admin", "--user="+user)
-	as := func(args ...string) string { return s.kubectl(c, append(args, "--as="+user)...) }
-	asIn := func(stdin string, args ...string) string { return s.kubectlIn(c, stdin, append(args, "--as="+user)...) }
+	s.st.Kubectl(c, "create", "namespace", tenant)
+	s.st.Kubectl(c, "create", "rolebinding", "alice-admin", "-n", tenant, "--clusterrole=admin", "--user="+user)
+	as := func(args ...string) string { return s.st.Kubectl(c, append(args, "--as="+user)...) }
+	asIn := func(stdin string, args ...string) string {
+		return s.st.KubectlIn(c, stdin, append(args, "--as="+user)...)
+	}
 	// The tenant can do nothing outside its namespace.
-	out, err := s.run("", "get", "nab", "-n", "demo", "--as="+user)
+	out, err := s.st.Run("", "get", "nab", "-n", "demo", "--as="+user)
 	c.Check(err, NotNil)
 	c.Check(out, Matches, `(?s).*forbidden.*`)
 
 	as("create", "configmap", "-n", tenant, "app-config", "--from-literal=greeting=hello-from-the-node")
 	asIn("apiVersion: oadp.openshift.io/v1alpha1\nkind: NonAdminBackup\nmetadata:\n  name: full\n  namespace: "+tenant+"\nspec:\n  backupSpec:\n    snapshotVolumes: false\n", "apply", "-f", "-")
 	var nab string
-	eventually(c, 2*time.Minute, func() (bool, string) {
+	e2estack.Eventually(c, 2*time.Minute, func() (bool, string) {
 		nab = as("get", "nab", "-n", tenant, "full", "-o", "jsonpath={.status.veleroBackup.status.phase}|{.status.plan.state}|{.status.veleroBackup.name}")
 		return strings.HasPrefix(nab, "Completed|complete|"), nab
 	})
@@ -414,7 +324,7 @@ func (s *NodeSuite) TestTenantWithRealVelero(c *C) {
 
 	as("delete", "configmap", "-n", tenant, "app-config")
 	asIn("apiVersion: oadp.openshift.io/v1alpha1\nkind: NonAdminRestore\nmetadata:\n  name: back\n  namespace: "+tenant+"\nspec:\n  restoreSpec:\n    backupName: full\n", "apply", "-f", "-")
-	eventually(c, 2*time.Minute, func() (bool, string) {
+	e2estack.Eventually(c, 2*time.Minute, func() (bool, string) {
 		out := as("get", "nar", "-n", tenant, "back", "-o", "jsonpath={.status.veleroRestore.status.phase}|{.status.plan.state}")
 		return out == "Completed|complete", out
 	})
@@ -422,7 +332,7 @@ func (s *NodeSuite) TestTenantWithRealVelero(c *C) {
 
 	asIn("apiVersion: oadp.openshift.io/v1alpha1\nkind: NonAdminDownloadRequest\nmetadata:\n  name: log\n  namespace: "+tenant+"\nspec:\n  target:\n    kind: BackupLog\n    name: full\n", "apply", "-f", "-")
 	var url string
-	eventually(c, time.Minute, func() (bool, string) {
+	e2estack.Eventually(c, time.Minute, func() (bool, string) {
 		out := as("get", "nadr", "-n", tenant, "log", "-o", `jsonpath={.status.phase}|{.status.velero.status.downloadURL}`)
 		url = strings.TrimPrefix(out, "Created|")
 		return strings.HasPrefix(url, "http"), out
@@ -443,7 +353,7 @@ func (s *NodeSuite) TestTenantWithRealVelero(c *C) {
 	// its default level).
 	pod := s.pod(c)
 	tag := pod.Spec.Containers[0].Image[strings.LastIndex(pod.Spec.Containers[0].Image, ":")+1:]
-	podLog := s.kubectl(c, "logs", "-n", ns, pod.Name)
+	podLog := s.st.Kubectl(c, "logs", "-n", ns, pod.Name)
 	c.Check(strings.Contains(podLog, `"msg":"starting nac","version":"`+tag+`"`), Equals, true, Commentf("tag %s: %.1000s", tag, podLog))
 	c.Check(strings.Contains(podLog, "successfully acquired lease "+ns+"/"+leaseName), Equals, true)
 	c.Check(strings.Contains(podLog, `"msg":"Starting workers","controller":"nonadminbackup"`), Equals, true, Commentf("%.3000s", podLog))
@@ -453,39 +363,35 @@ func (s *NodeSuite) TestTenantWithRealVelero(c *C) {
 // keeps the CRDs and the tenants' objects; make deploy-local brings it back.
 func (s *NodeSuite) TestUndeployKeepsTenants(c *C) {
 	const tenant = "tenant-undeploy"
-	s.kubectl(c, "create", "namespace", tenant)
-	s.kubectlIn(c, "apiVersion: oadp.openshift.io/v1alpha1\nkind: NonAdminBackup\nmetadata:\n  name: kept\n  namespace: "+tenant+"\nspec:\n  backupSpec:\n    snapshotVolumes: false\n", "apply", "-f", "-")
-	eventually(c, 2*time.Minute, func() (bool, string) {
-		out := s.kubectl(c, "get", "nab", "-n", tenant, "kept", "-o", "jsonpath={.status.veleroBackup.status.phase}")
+	s.st.Kubectl(c, "create", "namespace", tenant)
+	s.st.KubectlIn(c, "apiVersion: oadp.openshift.io/v1alpha1\nkind: NonAdminBackup\nmetadata:\n  name: kept\n  namespace: "+tenant+"\nspec:\n  backupSpec:\n    snapshotVolumes: false\n", "apply", "-f", "-")
+	e2estack.Eventually(c, 2*time.Minute, func() (bool, string) {
+		out := s.st.Kubectl(c, "get", "nab", "-n", tenant, "kept", "-o", "jsonpath={.status.veleroBackup.status.phase}")
 		return out == "Completed", out
 	})
 	s.make(c, "undeploy-local")
-	eventually(c, time.Minute, func() (bool, string) {
-		out, _ := s.run("", "get", "pods,deployment", "-n", ns, "-l", selector, "-o", "name")
+	e2estack.Eventually(c, time.Minute, func() (bool, string) {
+		out, _ := s.st.Run("", "get", "pods,deployment", "-n", ns, "-l", selector, "-o", "name")
 		return out == "", out
 	})
-	out, err := s.run("", "get", "clusterrole", "nacflow-manager")
+	out, err := s.st.Run("", "get", "clusterrole", "nacflow-manager")
 	c.Check(err, NotNil, Commentf("%s", out))
-	c.Check(s.kubectl(c, "get", "nab", "-n", tenant, "kept", "-o", "jsonpath={.status.veleroBackup.status.phase}"), Equals, "Completed")
-	c.Check(s.kubectl(c, "get", "crd", "nonadminbackups.oadp.openshift.io", "-o", "name"), Equals, "customresourcedefinition.apiextensions.k8s.io/nonadminbackups.oadp.openshift.io\n")
+	c.Check(s.st.Kubectl(c, "get", "nab", "-n", tenant, "kept", "-o", "jsonpath={.status.veleroBackup.status.phase}"), Equals, "Completed")
+	c.Check(s.st.Kubectl(c, "get", "crd", "nonadminbackups.oadp.openshift.io", "-o", "name"), Equals, "customresourcedefinition.apiextensions.k8s.io/nonadminbackups.oadp.openshift.io\n")
 
 	s.make(c, "deploy-local")
-	c.Check(s.kubectl(c, "get", "deployment", "-n", ns, deployment, "-o", `jsonpath={.status.conditions[?(@.type=="Available")].status}`), Equals, "True")
+	c.Check(s.st.Kubectl(c, "get", "deployment", "-n", ns, deployment, "-o", `jsonpath={.status.conditions[?(@.type=="Available")].status}`), Equals, "True")
 }
 
 // helm runs bin/helm against the stack and fails the test when it fails.
 func (s *NodeSuite) helm(c *C, args ...string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	assets := os.Getenv("NACFLOW_ASSETS")
-	if assets == "" {
-		assets = filepath.Join(s.root, "bin")
-	}
-	cmd := exec.CommandContext(ctx, filepath.Join(assets, "helm"), args...)
+	cmd := exec.CommandContext(ctx, filepath.Join(e2estack.Assets(s.root), "helm"), args...)
 	cmd.Dir = s.root
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+s.kubeconfig)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+s.st.Kubeconfig)
 	out, err := cmd.CombinedOutput()
-	c.Assert(err, IsNil, Commentf("helm %s: %s\nlocalcp:\n%s", strings.Join(args, " "), out, s.drain()))
+	c.Assert(err, IsNil, Commentf("helm %s: %s\nlocalcp:\n%s", strings.Join(args, " "), out, s.st.Drain()))
 	return string(out)
 }
 
@@ -496,12 +402,12 @@ func (s *NodeSuite) helm(c *C, args ...string) string {
 // removes the controller and keeps the CRDs and tenants' objects. make
 // deploy-local then brings the kustomize install back for the other tests.
 func (s *NodeSuite) TestHelmChartOnNode(c *C) {
-	image := s.kubectl(c, "get", "deployment", "-n", ns, deployment, "-o", "jsonpath={.spec.template.spec.containers[0].image}")
+	image := s.st.Kubectl(c, "get", "deployment", "-n", ns, deployment, "-o", "jsonpath={.spec.template.spec.containers[0].image}")
 	repo, tag, ok := strings.Cut(image, ":")
 	c.Assert(ok, Equals, true, Commentf("image %q", image))
 	s.make(c, "undeploy-local")
-	eventually(c, time.Minute, func() (bool, string) {
-		out, _ := s.run("", "get", "pods,deployment", "-n", ns, "-l", selector, "-o", "name")
+	e2estack.Eventually(c, time.Minute, func() (bool, string) {
+		out, _ := s.st.Run("", "get", "pods,deployment", "-n", ns, "-l", selector, "-o", "name")
 		return out == "", out
 	})
 
@@ -509,8 +415,8 @@ func (s *NodeSuite) TestHelmChartOnNode(c *C) {
 	s.helm(c, "install", "nacflow", "charts/nacflow", "-n", ns, "--set", "image.repository="+repo, "--set", "image.tag="+tag,
 		"--post-renderer", filepath.Join(s.root, "hack", "localcp", "helm-post-render"), "--wait", "--timeout", "3m")
 	fmt.Printf("e2enode: helm install to Available in %s\n", time.Since(start).Round(100*time.Millisecond))
-	c.Check(s.kubectl(c, "get", "deployment", "-n", ns, deployment, "-o", `jsonpath={.status.conditions[?(@.type=="Available")].status}`), Equals, "True")
-	c.Check(s.kubectl(c, "get", "deployment", "-n", ns, deployment, "-o", `jsonpath={.metadata.labels.app\.kubernetes\.io/managed-by}|{.spec.template.spec.containers[0].image}`),
+	c.Check(s.st.Kubectl(c, "get", "deployment", "-n", ns, deployment, "-o", `jsonpath={.status.conditions[?(@.type=="Available")].status}`), Equals, "True")
+	c.Check(s.st.Kubectl(c, "get", "deployment", "-n", ns, deployment, "-o", `jsonpath={.metadata.labels.app\.kubernetes\.io/managed-by}|{.spec.template.spec.containers[0].image}`),
 		Equals, "Helm|"+image)
 	pod := s.pod(c)
 	c.Check(pod.Status.Phase, Equals, corev1.PodRunning)
@@ -518,15 +424,15 @@ func (s *NodeSuite) TestHelmChartOnNode(c *C) {
 	c.Check(s.helm(c, "status", "nacflow", "-n", ns), Matches, `(?s).*STATUS: deployed.*`)
 
 	s.helm(c, "uninstall", "nacflow", "-n", ns, "--wait", "--timeout", "2m")
-	eventually(c, time.Minute, func() (bool, string) {
-		out, _ := s.run("", "get", "pods,deployment", "-n", ns, "-l", selector, "-o", "name")
+	e2estack.Eventually(c, time.Minute, func() (bool, string) {
+		out, _ := s.st.Run("", "get", "pods,deployment", "-n", ns, "-l", selector, "-o", "name")
 		return out == "", out
 	})
-	out, err := s.run("", "get", "serviceaccount", "-n", ns, "nacflow")
+	out, err := s.st.Run("", "get", "serviceaccount", "-n", ns, "nacflow")
 	c.Check(err, NotNil, Commentf("helm uninstall leaves %s", out))
-	out, err = s.run("", "get", "clusterrole", "nacflow-manager")
+	out, err = s.st.Run("", "get", "clusterrole", "nacflow-manager")
 	c.Check(err, NotNil, Commentf("helm uninstall leaves %s", out))
-	c.Check(s.kubectl(c, "get", "crd", "nonadminbackups.oadp.openshift.io", "-o", "name"), Equals, "customresourcedefinition.apiextensions.k8s.io/nonadminbackups.oadp.openshift.io\n",
+	c.Check(s.st.Kubectl(c, "get", "crd", "nonadminbackups.oadp.openshift.io", "-o", "name"), Equals, "customresourcedefinition.apiextensions.k8s.io/nonadminbackups.oadp.openshift.io\n",
 		Commentf("Helm keeps the CRDs"))
 
 	s.make(c, "deploy-local")
