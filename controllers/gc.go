@@ -118,6 +118,16 @@ func (g *GarbageCollector) CollectOnce(ctx context.Context) (map[string]int, err
 				"originNamespace", obj.GetAnnotations()[k.keys.NamespaceAnnotation], "originName", obj.GetAnnotations()[k.keys.NameAnnotation])
 		}
 	}
+	// Restore tests' sandboxes their test no longer runs for.
+	if n, err := g.collectSandboxes(ctx); n > 0 || err != nil {
+		if n > 0 {
+			deleted["Namespace"] += n
+			gcDeleted.WithLabelValues("Namespace").Add(float64(n))
+		}
+		if err != nil {
+			return deleted, err
+		}
+	}
 	// The plans nacflow keeps in Secrets under CRDs without status.plan.
 	n, err := collectPlans(ctx, g.Client, g.APIReader, g.OADPNamespace)
 	if n > 0 {
@@ -166,4 +176,70 @@ func metaItems(list client.ObjectList) ([]client.Object, error) {
 		out = append(out, obj)
 	}
 	return out, nil
+}
+
+// staleSandboxAge is how old a restore test's sandbox must be before the
+// collector may judge it: a test records that it runs in the same status
+// write that follows the sandbox's creation.
+const staleSandboxAge = 10 * time.Minute
+
+// collectSandboxes deletes the restore-test sandboxes (Namespaces labelled
+// v1alpha1.RestoreTestLabel, named v1alpha1.RestoreTestSandbox of their
+// origin namespace) whose NonAdminBackup is gone or runs no plan, once older
+// than staleSandboxAge: a test that timed out, or a crash between creating
+// the sandbox and recording it. The test's Velero Restore (the same label)
+// goes first; a sandbox whose Restore Velero still runs waits for the next
+// pass, as Velero would create a deleted namespace again without its
+// quota. It returns how many sandboxes it deleted.
+func (g *GarbageCollector) collectSandboxes(ctx context.Context) (int, error) {
+	list := &corev1.NamespaceList{}
+	if err := g.APIReader.List(ctx, list, client.HasLabels{v1alpha1.RestoreTestLabel}); err != nil {
+		return 0, fmt.Errorf("listing restore-test sandboxes: %w", err)
+	}
+	deleted := 0
+	for i := range list.Items {
+		ns := &list.Items[i]
+		origin, name := ns.Annotations[v1alpha1.NabOriginNamespaceAnnotation], ns.Annotations[v1alpha1.NabOriginNameAnnotation]
+		if origin == "" || ns.Name != v1alpha1.RestoreTestSandbox(origin) || !ns.DeletionTimestamp.IsZero() ||
+			time.Since(ns.CreationTimestamp.Time) < staleSandboxAge {
+			continue // not a sandbox nacflow made, going already, or too young to judge
+		}
+		nab := &v1alpha1.NonAdminBackup{}
+		err := g.APIReader.Get(ctx, client.ObjectKey{Namespace: origin, Name: name}, nab)
+		if err != nil && !apierrors.IsNotFound(err) {
+			return deleted, err
+		}
+		if err == nil && nab.Status.Plan != nil && (nab.Status.Plan.State == v1alpha1.PlanRunning || nab.Status.Plan.State == v1alpha1.PlanPending) {
+			continue // its test may still run
+		}
+		restores := &velerov1.RestoreList{}
+		if err := g.APIReader.List(ctx, restores, client.InNamespace(g.OADPNamespace),
+			client.MatchingLabels{v1alpha1.RestoreTestLabel: ns.Labels[v1alpha1.RestoreTestLabel]}); err != nil {
+			return deleted, fmt.Errorf("listing the Velero Restores of sandbox %s: %w", ns.Name, err)
+		}
+		running := false
+		for j := range restores.Items {
+			vr := &restores.Items[j]
+			if vr.Annotations[v1alpha1.NabOriginNamespaceAnnotation] != origin {
+				continue
+			}
+			switch vr.Status.Phase {
+			case velerov1.RestorePhaseCompleted, velerov1.RestorePhasePartiallyFailed, velerov1.RestorePhaseFailed, velerov1.RestorePhaseFailedValidation:
+				if err := g.Client.Delete(ctx, vr); client.IgnoreNotFound(err) != nil {
+					return deleted, fmt.Errorf("deleting Velero Restore %s: %w", vr.Name, err)
+				}
+			default:
+				running = true
+			}
+		}
+		if running {
+			continue
+		}
+		if err := g.Client.Delete(ctx, ns, client.Preconditions{UID: &ns.UID}); client.IgnoreNotFound(err) != nil {
+			return deleted, fmt.Errorf("deleting sandbox %s: %w", ns.Name, err)
+		}
+		deleted++
+		log.FromContext(ctx).Info("garbage collected a restore-test sandbox", "namespace", ns.Name, "originNamespace", origin, "originName", name)
+	}
+	return deleted, nil
 }

@@ -79,6 +79,13 @@ type NonAdminBackupReconciler struct {
 // +kubebuilder:rbac:groups=velero.io,namespace=openshift-adp,resources=backups;deletebackuprequests,verbs=get;list;watch;create;delete;deletecollection
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=oadp.openshift.io,namespace=openshift-adp,resources=blueprints,verbs=get;list;watch
+// Restore tests (TestRestore): the sandbox namespaces <ns>-rt-<hash> and
+// their quota. Names are made per tenant, so the role cannot name them; the
+// engine's safety rule holds phases to the operation's own sandbox, and to
+// those carrying its label.
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=create;delete
+// +kubebuilder:rbac:groups="",resources=resourcequotas,verbs=create
+// +kubebuilder:rbac:groups=velero.io,namespace=openshift-adp,resources=restores,verbs=get;list;watch;create;delete
 
 // Reconcile moves one NonAdminBackup forward with the shared NAC loop
 // (reconcileNAC): finalize once it is being deleted, delete when
@@ -213,6 +220,10 @@ func (r *NonAdminBackupReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// one wakes its NAB (no polling).
 		Watches(&velerov1.DownloadRequest{}, toOrigin[*v1alpha1.NonAdminBackup](),
 			builder.WithPredicates(madeForKind[*v1alpha1.NonAdminBackup](r.OADPNamespace), veleroAnswered())).
+		// The Velero Restores of restore tests (TestRestore) finishing wake
+		// their NAB.
+		Watches(&velerov1.Restore{}, toOrigin[*v1alpha1.NonAdminBackup](),
+			builder.WithPredicates(madeForKind[*v1alpha1.NonAdminBackup](r.OADPNamespace))).
 		// The node agent's volume work: the NAB's progress counters.
 		Watches(&velerov2alpha1.DataUpload{}, handler.EnqueueRequestsFromMapFunc(r.volumeToNAB),
 			builder.WithPredicates(predicate.NewPredicateFuncs(r.inOADPNamespace))).

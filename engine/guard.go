@@ -108,6 +108,12 @@ const (
 	InOperationNamespace Scope = "the operation's namespace"
 	// InAnyNamespace: in every namespace; allowed for reads only.
 	InAnyNamespace Scope = "any namespace"
+	// InRestoreTestSandbox: the restore-test sandbox of the operation's
+	// namespace (v1alpha1.RestoreTestSandbox): the cluster-scoped Namespace
+	// of that name, and objects in it. Tenants cannot read it; only a
+	// restore test writes there, and whatever it writes must carry the
+	// operation's restore-test label (checked for the live object too).
+	InRestoreTestSandbox Scope = "the operation's restore-test sandbox"
 )
 
 // Exception is a narrow permission a phase function declares beyond the
@@ -200,11 +206,11 @@ func NewGuardedRegistry(c client.Client, r client.Reader, refs ReferenceRules, f
 				switch {
 				case !slices.Contains(readVerbs, v) && !slices.Contains(writeVerbs, v):
 					return nil, fmt.Errorf("%s: exception %s: unknown verb %q", f.Name(), e, v)
-				case slices.Contains(writeVerbs, v) && e.Scope != InOperationNamespace:
-					return nil, fmt.Errorf("%s: exception %s: writes may be excepted only in %s", f.Name(), e, InOperationNamespace)
+				case slices.Contains(writeVerbs, v) && e.Scope != InOperationNamespace && e.Scope != InRestoreTestSandbox:
+					return nil, fmt.Errorf("%s: exception %s: writes may be excepted only in %s or %s", f.Name(), e, InOperationNamespace, InRestoreTestSandbox)
 				}
 			}
-			if e.Scope != InOperationNamespace && e.Scope != InAnyNamespace {
+			if e.Scope != InOperationNamespace && e.Scope != InAnyNamespace && e.Scope != InRestoreTestSandbox {
 				return nil, fmt.Errorf("%s: exception %s: unknown scope", f.Name(), e)
 			}
 		}
@@ -359,17 +365,39 @@ func (g *guard) kindOf(obj runtime.Object) (schema.GroupVersionKind, error) {
 }
 
 // excepted reports whether one of the function's exceptions allows verb on
-// kind in namespace.
-func (g *guard) excepted(verb string, kind schema.GroupKind, namespace string) bool {
+// kind in namespace (name: the object's, "" for a list).
+func (g *guard) excepted(verb string, kind schema.GroupKind, namespace, name string) bool {
+	own := g.op.Object.GetNamespace()
 	for _, e := range g.exceptions {
 		if e.Kind != kind || !slices.Contains(e.Verbs, verb) {
 			continue
 		}
-		if e.Scope == InAnyNamespace || (namespace != "" && namespace == g.op.Object.GetNamespace()) {
+		switch e.Scope {
+		case InAnyNamespace:
 			return true
+		case InOperationNamespace:
+			if namespace != "" && namespace == own {
+				return true
+			}
+		case InRestoreTestSandbox:
+			sandbox := nacv1alpha1.RestoreTestSandbox(own)
+			if namespace == sandbox || (namespace == "" && kind == namespaceKind && name == sandbox) {
+				return true
+			}
 		}
 	}
 	return false
+}
+
+// namespaceKind is the kind of the cluster-scoped Namespace objects.
+var namespaceKind = schema.GroupKind{Kind: "Namespace"}
+
+// sandboxed reports whether an excepted write of obj (kind) lands in the
+// operation's restore-test sandbox: there, the object (and, but for a
+// create, the live one) must carry the operation's restore-test label.
+func (g *guard) sandboxed(kind schema.GroupKind, obj client.Object) bool {
+	sandbox := nacv1alpha1.RestoreTestSandbox(g.op.Object.GetNamespace())
+	return obj.GetNamespace() == sandbox || (obj.GetNamespace() == "" && kind == namespaceKind && obj.GetName() == sandbox)
 }
 
 // read checks a get or list in namespace ("" = cluster-wide or
@@ -382,7 +410,7 @@ func (g *guard) read(verb string, obj runtime.Object, namespace, name string) er
 	if namespace != "" && (namespace == g.op.Object.GetNamespace() || namespace == g.op.OADPNamespace) {
 		return nil
 	}
-	if g.excepted(verb, gvk.GroupKind(), namespace) {
+	if g.excepted(verb, gvk.GroupKind(), namespace, name) {
 		return nil
 	}
 	return g.violation(RuleRead, verb, gvk.Kind, namespace, name,
@@ -402,7 +430,10 @@ func (g *guard) write(ctx context.Context, verb, sub string, obj client.Object) 
 		verb += " " + sub + " of"
 	}
 	ns, name := obj.GetNamespace(), obj.GetName()
-	if g.excepted(exceptionVerb, gvk.GroupKind(), ns) {
+	if g.excepted(exceptionVerb, gvk.GroupKind(), ns, name) {
+		if g.sandboxed(gvk.GroupKind(), obj) {
+			return g.sandboxWrite(ctx, verb, gvk, obj)
+		}
 		return nil
 	}
 	if ns == "" || ns != g.op.OADPNamespace {
@@ -435,6 +466,37 @@ func (g *guard) write(ctx context.Context, verb, sub string, obj client.Object) 
 		return nil
 	}
 	return g.references(ctx, verb, gvk.Kind, obj)
+}
+
+// sandboxWrite checks a write in the operation's restore-test sandbox: the
+// object sent (create, update, patch) and the live one (all but create) carry
+// the operation's restore-test label, so a phase never touches a namespace,
+// or an object in it, that another operation's test made or that an admin
+// happened to name like a sandbox.
+func (g *guard) sandboxWrite(ctx context.Context, verb string, gvk schema.GroupVersionKind, obj client.Object) error {
+	ns, name := obj.GetNamespace(), obj.GetName()
+	mine := func(o client.Object) bool { return o.GetLabels()[nacv1alpha1.RestoreTestLabel] == g.op.UUID }
+	if verb != "delete" && !mine(obj) {
+		return g.violation(RuleWriteOwn, verb, gvk.Kind, ns, name, fmt.Sprintf("objects of the restore-test sandbox carry label %s=%s", nacv1alpha1.RestoreTestLabel, g.op.UUID))
+	}
+	if verb == "create" {
+		return nil
+	}
+	liveObj, err := g.base.Scheme().New(gvk)
+	if err != nil {
+		return Terminalf("safety rule: phase %s (%s): %w", g.op.Phase, g.fn, err)
+	}
+	current, ok := liveObj.(client.Object)
+	if !ok {
+		return Terminalf("safety rule: phase %s (%s): %s is not an object", g.op.Phase, g.fn, gvk)
+	}
+	if err := g.live.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, current); err != nil {
+		return err
+	}
+	if !mine(current) {
+		return g.violation(RuleWriteOwn, verb, gvk.Kind, ns, name, fmt.Sprintf("it does not carry label %s=%s: not this operation's restore test", nacv1alpha1.RestoreTestLabel, g.op.UUID))
+	}
+	return nil
 }
 
 // stampOrigin gives obj, about to be created, the origin name and namespace

@@ -5,6 +5,7 @@ import (
 
 	. "gopkg.in/check.v1"
 
+	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/blueprints"
 	"github.com/nacflow/nacflow/engine"
 	"github.com/nacflow/nacflow/phases"
@@ -40,7 +41,10 @@ func (s *BuiltInSuite) TestBuiltInsCompile(c *C) {
 	for _, p := range backup.Phases {
 		funcs = append(funcs, p.Func)
 	}
-	c.Check(funcs, DeepEquals, []string{"ValidateBackupSpec", "WaitForTurn", "CreateVeleroBackup", "WaitFor", "SyncStatus", "VerifyBackupContents"})
+	c.Check(funcs, DeepEquals, []string{"ValidateBackupSpec", "WaitForTurn", "CreateVeleroBackup", "WaitFor", "SyncStatus", "VerifyBackupContents", "TestRestore"})
+	test := backup.Phases[6]
+	c.Check(string(test.Args["every"].Raw), Equals, "0", Commentf("restore tests are the admin's opt-in: off in the built-in"))
+	c.Check(test.OnTimeout, Equals, v1alpha1.OnTimeoutContinue, Commentf("a restore test never fails the backup"))
 	c.Check(backup.Phases[1].Timeout.Duration, Equals, 168*time.Hour, Commentf("a burst's last backup waits for all the earlier ones"))
 	c.Check(backup.Phases[3].Timeout.Duration, Equals, 4*time.Hour, Commentf("at least Velero's itemOperationTimeout"))
 	c.Check(backup.DeferPhase, NotNil)

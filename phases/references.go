@@ -22,7 +22,9 @@ import (
 //     without a credential Velero would use the admin's;
 //   - a Backup includes exactly the tenant's namespace, and its
 //     spec.storageLocation is no other tenant's location;
-//   - a Restore includes and maps only the tenant's namespace, names no
+//   - a Restore includes and maps only the tenant's namespace (a
+//     NonAdminBackup's restore test maps it into its own sandbox, which
+//     must exist, labelled for that test, so that it has its quota), names no
 //     schedule, and its spec.backupName is a Backup made for the tenant's
 //     namespace;
 //   - a DeleteBackupRequest's spec.backupName is such a Backup;
@@ -61,6 +63,12 @@ func (VeleroReferences) CheckReferences(ctx context.Context, w engine.ReferenceC
 			return err
 		}
 		for from, to := range o.Spec.NamespaceMapping {
+			if from == ns && to != ns {
+				if err := ownSandbox(ctx, w, to); err != nil {
+					return err
+				}
+				continue
+			}
 			if from != ns || to != ns {
 				return w.Refuse(fmt.Sprintf("spec.namespaceMapping maps %s to %s: only namespace %s is the tenant's", from, to, ns))
 			}
@@ -190,6 +198,31 @@ func notOtherTenantsBSL(ctx context.Context, w engine.ReferenceCheck, name strin
 	if got := bsl.Annotations[v1alpha1.NabslOriginNamespaceAnnotation]; got != own {
 		return w.Refuse(fmt.Sprintf("spec.storageLocation names Velero BackupStorageLocation %s/%s of namespace %q, not of namespace %s",
 			w.Op.OADPNamespace, name, got, own))
+	}
+	return nil
+}
+
+// ownSandbox checks that a Restore's namespaceMapping target is the
+// restore-test sandbox of the operation's namespace
+// (v1alpha1.RestoreTestSandbox), for a NonAdminBackup's operation, and that
+// the Namespace exists with the operation's restore-test label: Velero
+// would create a missing target namespace itself, without the sandbox's
+// quota.
+func ownSandbox(ctx context.Context, w engine.ReferenceCheck, to string) error {
+	ns := w.Op.Object.GetNamespace()
+	if _, isNAB := w.Op.Object.(*v1alpha1.NonAdminBackup); !isNAB || to != v1alpha1.RestoreTestSandbox(ns) {
+		return w.Refuse(fmt.Sprintf("spec.namespaceMapping maps %s to %s: only namespace %s is the tenant's", ns, to, ns))
+	}
+	sandbox := &corev1.Namespace{}
+	err := w.Live.Get(ctx, client.ObjectKey{Name: to}, sandbox)
+	if apierrors.IsNotFound(err) {
+		return w.Refuse(fmt.Sprintf("spec.namespaceMapping maps %s to sandbox %s, which does not exist", ns, to))
+	}
+	if err != nil {
+		return fmt.Errorf("reading sandbox namespace %s: %w", to, err)
+	}
+	if got := sandbox.Labels[v1alpha1.RestoreTestLabel]; got != w.Op.UUID || !sandbox.DeletionTimestamp.IsZero() {
+		return w.Refuse(fmt.Sprintf("spec.namespaceMapping maps %s to %s, which is not this operation's live sandbox (label %s is %q)", ns, to, v1alpha1.RestoreTestLabel, got))
 	}
 	return nil
 }

@@ -7,6 +7,8 @@
 package phases
 
 import (
+	"sync"
+
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -145,5 +147,7 @@ func NewRegistry(c Clients, o Options) (*engine.Registry, error) {
 		bind(&ValidateScheduleSpec{settings: settings}),
 		bind(&CreateVeleroSchedule{tools: t}),
 		bind(&SyncScheduleRuns{tools: t}),
+		bind(&TestRestore{restoreRules: rules, tools: t, starting: &sync.Mutex{}}),
+		bind(&RemoveRestoreTest{}),
 	)
 }

@@ -50,6 +50,17 @@ type resourceList struct {
 	// foreignShown holds the smallest maxListedItems of them ("<key>
 	// <item>"), sorted.
 	foreignShown []string
+	// counts counts the items of ns by key, less those Kubernetes makes in
+	// every namespace (madeByKubernetes): what a restore must bring back.
+	counts map[string]int
+}
+
+// madeByKubernetes reports whether the item name of key is one Kubernetes
+// makes in every new namespace (its default ServiceAccount and the
+// cluster's root CA ConfigMap): a restore finds them there already, so they
+// are never counted as items to restore.
+func madeByKubernetes(key, name string) bool {
+	return key == "v1/ServiceAccount" && name == "default" || key == "v1/ConfigMap" && name == "kube-root-ca.crt"
 }
 
 // errListShape is wrapped by readResourceList's errors on data that is not
@@ -58,61 +69,91 @@ var errListShape = errors.New("the resource list is not a JSON object of string 
 
 // readResourceList reads a resource list (JSON: kind key to items,
 // "<namespace>/<name>" or "<name>" for cluster-scoped ones) of namespace
-// ns's backup from r, uncompressed, token by token. It keeps only what
-// resourceList holds. Errors: more than maxResourceList bytes, maxListKinds
-// kinds, maxClusterItems cluster-scoped items, a key or item over
-// maxListItemBytes, and data that is not a JSON object of string lists
-// (errListShape); a JSON null list is an empty one.
+// ns's backup from r, uncompressed, token by token (readStringLists). It
+// keeps only what resourceList holds. Errors: readStringLists's, and more
+// than maxClusterItems cluster-scoped items.
 func readResourceList(r io.Reader, ns string) (*resourceList, error) {
+	l := &resourceList{ns: ns, kinds: map[string]bool{}, cluster: map[string][]string{}, counts: map[string]int{}}
+	onKey := func(key string) error {
+		if _, seen := l.kinds[key]; !seen {
+			l.kinds[key] = false
+		}
+		return nil
+	}
+	err := readStringLists(r, "resource list", onKey, func(key, item string) error {
+		l.add(key, item)
+		if l.clusterItems > maxClusterItems {
+			return fmt.Errorf("the resource list has more than %d cluster-scoped items", maxClusterItems)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// readStringLists reads what is called what (in errors: "resource list")
+// from r: a JSON object of string lists, Velero's shape of a backup's and a
+// restore's resource lists, token by token, never held whole. It calls
+// onKey with each key as it is read (a key may come twice), then add once
+// per item of its list; an error from either ends the read with it. Errors: more than
+// maxResourceList bytes, maxListKinds keys, a key or item over
+// maxListItemBytes, and data that is not a JSON object of string lists
+// (errListShape); a JSON null object or list is an empty one.
+func readStringLists(r io.Reader, what string, onKey func(key string) error, add func(key, item string) error) error {
 	limited := &io.LimitedReader{R: r, N: maxResourceList + 1}
 	dec := json.NewDecoder(limited)
-	l := &resourceList{ns: ns, kinds: map[string]bool{}, cluster: map[string][]string{}}
 	wrap := func(err error) error {
 		if limited.N <= 0 {
-			return fmt.Errorf("the resource list is larger than %d bytes", maxResourceList)
+			return fmt.Errorf("the %s is larger than %d bytes", what, maxResourceList)
 		}
 		if errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF
 		}
-		return fmt.Errorf("decoding the resource list: %w", err)
+		return fmt.Errorf("decoding the %s: %w", what, err)
 	}
 	tok, err := dec.Token()
 	if err != nil {
-		return nil, wrap(err)
+		return wrap(err)
 	}
-	if tok == nil { // null: Velero writes {} for an empty backup
-		return l, l.end(dec, wrap)
+	if tok == nil { // null: Velero writes {} for an empty list
+		return end(dec, wrap)
 	}
 	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return nil, fmt.Errorf("%w: it starts with %s", errListShape, describeToken(tok))
+		return fmt.Errorf("%w: it starts with %s", errListShape, describeToken(tok))
 	}
+	keys := map[string]bool{}
 	for dec.More() {
 		tok, err = dec.Token()
 		if err != nil {
-			return nil, wrap(err)
+			return wrap(err)
 		}
 		key, _ := tok.(string)
 		if len(key) > maxListItemBytes {
-			return nil, fmt.Errorf("%w: a key of %d bytes (at most %d)", errListShape, len(key), maxListItemBytes)
+			return fmt.Errorf("%w: a key of %d bytes (at most %d)", errListShape, len(key), maxListItemBytes)
 		}
-		if _, seen := l.kinds[key]; !seen {
-			if len(l.kinds) == maxListKinds {
-				return nil, fmt.Errorf("the resource list has more than %d kinds", maxListKinds)
+		if !keys[key] {
+			if len(keys) == maxListKinds {
+				return fmt.Errorf("the %s has more than %d kinds", what, maxListKinds)
 			}
-			l.kinds[key] = false
+			keys[key] = true
 		}
-		if err := l.readItems(dec, key, wrap); err != nil {
-			return nil, err
+		if err := onKey(key); err != nil {
+			return err
+		}
+		if err := readItems(dec, key, wrap, add); err != nil {
+			return err
 		}
 	}
 	if _, err := dec.Token(); err != nil { // the closing brace
-		return nil, wrap(err)
+		return wrap(err)
 	}
-	return l, l.end(dec, wrap)
+	return end(dec, wrap)
 }
 
 // end checks that nothing but white space follows the list.
-func (l *resourceList) end(dec *json.Decoder, wrap func(error) error) error {
+func end(dec *json.Decoder, wrap func(error) error) error {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		if err == nil {
 			return fmt.Errorf("%w: data after the list", errListShape)
@@ -122,8 +163,8 @@ func (l *resourceList) end(dec *json.Decoder, wrap func(error) error) error {
 	return nil
 }
 
-// readItems reads the item list of key.
-func (l *resourceList) readItems(dec *json.Decoder, key string, wrap func(error) error) error {
+// readItems reads the item list of key, calling add with each item.
+func readItems(dec *json.Decoder, key string, wrap func(error) error, add func(key, item string) error) error {
 	tok, err := dec.Token()
 	if err != nil {
 		return wrap(err)
@@ -146,9 +187,8 @@ func (l *resourceList) readItems(dec *json.Decoder, key string, wrap func(error)
 		if len(item) > maxListItemBytes {
 			return fmt.Errorf("%w: an item of %q of %d bytes (at most %d)", errListShape, key, len(item), maxListItemBytes)
 		}
-		l.add(key, item)
-		if l.clusterItems > maxClusterItems {
-			return fmt.Errorf("the resource list has more than %d cluster-scoped items", maxClusterItems)
+		if err := add(key, item); err != nil {
+			return err
 		}
 	}
 	_, err = dec.Token() // the closing bracket
@@ -168,6 +208,9 @@ func (l *resourceList) add(key, item string) {
 		l.clusterItems++
 	case itemNS == l.ns:
 		l.kinds[key] = true
+		if _, name, _ := strings.Cut(item, "/"); !madeByKubernetes(key, name) {
+			l.counts[key]++
+		}
 	default:
 		l.foreign++
 		l.foreignShown = keepSmallest(l.foreignShown, key+" "+item, maxListedItems)

@@ -169,6 +169,7 @@ func (f *SyncScheduleRuns) syncRuns(ctx context.Context, op *engine.Operation, n
 	if len(nas.Status.RecentBackups) > 0 {
 		nas.Status.LastBackup = nas.Status.RecentBackups[0].DeepCopy()
 	}
+	lastRestoreTest(ctx, op, nas)
 	return runs, nil
 }
 
@@ -325,4 +326,24 @@ func (f *SyncScheduleRuns) judgeRPO(nas *v1alpha1.NonAdminSchedule, runs []run, 
 		return v.Deadline
 	}
 	return time.Time{}
+}
+
+// lastRestoreTest sets nas's status.lastRestoreTest to the newest restore
+// test (TestRestore) among its recent runs' NonAdminBackups, read from the
+// cache, naming that run; an older one stays when none of them was tested.
+func lastRestoreTest(ctx context.Context, op *engine.Operation, nas *v1alpha1.NonAdminSchedule) {
+	for _, run := range nas.Status.RecentBackups {
+		nab := &v1alpha1.NonAdminBackup{}
+		if err := op.Client.Get(ctx, client.ObjectKey{Namespace: nas.Namespace, Name: run.Name}, nab); err != nil {
+			continue // not in the cache yet: the next look
+		}
+		rt := nab.Status.RestoreTest
+		if rt == nil || rt.Result == "" {
+			continue
+		}
+		if last := nas.Status.LastRestoreTest; last == nil || last.Time.Before(&rt.Time) {
+			nas.Status.LastRestoreTest = rt.DeepCopy()
+			nas.Status.LastRestoreTest.Backup = run.Name
+		}
+	}
 }

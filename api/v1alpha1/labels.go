@@ -52,6 +52,12 @@ const (
 	NabslOriginNamespaceAnnotation = "openshift.io/oadp-nabsl-origin-namespace"
 )
 
+// RestoreTestLabel marks what a restore test of a NonAdminBackup made (the
+// sandbox Namespace, its ResourceQuota, the Velero Restore); its value is
+// that NonAdminBackup's NACUUID, and the NAB origin annotations name it
+// (nacflow's addition).
+const RestoreTestLabel = "openshift.io/oadp-nacflow-restore-test"
+
 // NonAdminBackupFinalizer is put on every NonAdminBackup so that nacflow can clean up the
 // objects it made in the OADP namespace before the NAC object goes (OADP NAC's
 // finalizer name).

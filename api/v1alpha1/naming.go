@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"strings"
 
 	"github.com/google/uuid"
@@ -50,4 +52,18 @@ func NACObjectName(namespace, name, nacuuid string) string {
 		n = n[:maxObjectNameLength]
 	}
 	return strings.ToLower(n)
+}
+
+// RestoreTestSandbox returns the name of the sandbox namespace nacflow
+// restores namespace's backups into for a restore test:
+// "<namespace>-rt-<8 hex digits of the SHA-256 of namespace>", at most 63
+// characters (namespace cut, then a dash it ends with dropped). One name per
+// tenant is what bounds restore tests to one at a time per namespace: the
+// API server refuses a second create of the name. The hash keeps names of
+// long namespaces sharing a prefix apart.
+func RestoreTestSandbox(namespace string) string {
+	sum := sha256.Sum256([]byte(namespace))
+	suffix := "-rt-" + hex.EncodeToString(sum[:4])
+	keep := min(len(namespace), maxObjectNameLength-len(suffix))
+	return strings.TrimRight(namespace[:keep], "-") + suffix
 }

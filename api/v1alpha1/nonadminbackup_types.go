@@ -77,7 +77,76 @@ const (
 	// False naming the items that are not, Unknown when the list could not
 	// be read. OADP NAC has no such check.
 	ConditionVerified = "Verified"
+	// ConditionRestoreTested: nacflow restored the finished backup into a
+	// sandbox namespace (an admin's opt-in, TestRestore): True when every
+	// item expected came back, False when the restore failed or items are
+	// missing (the message says which), Unknown when the test could not run
+	// to the end. Absent on backups that were not tested. OADP NAC and
+	// Velero have no such check; KubeStash's BackupVerifier is the model.
+	ConditionRestoreTested = "RestoreTested"
 )
+
+// Reasons of the RestoreTested condition of NonAdminBackups.
+const (
+	// ReasonRestoreTestSucceeded: RestoreTested=True.
+	ReasonRestoreTestSucceeded = "RestoreTestSucceeded"
+	// ReasonRestoreTestFailed: RestoreTested=False; the message says what
+	// Velero reported or which items are missing.
+	ReasonRestoreTestFailed = "RestoreTestFailed"
+	// ReasonRestoreTestUnavailable: RestoreTested=Unknown; the message says
+	// why the test did not reach a result (time out, a name taken, Velero
+	// did not serve the restore's resource list).
+	ReasonRestoreTestUnavailable = "RestoreTestUnavailable"
+)
+
+// Results of a restore test (RestoreTest.Result).
+const (
+	RestoreTestSucceeded = "Succeeded"
+	RestoreTestFailed    = "Failed"
+	RestoreTestUnknown   = "Unknown"
+)
+
+// RestoreTest is the outcome of nacflow's restore test of a backup: the
+// backup restored by Velero into a sandbox namespace nobody but the admin
+// can read, where nothing runs, then compared with the backup's resource
+// list and deleted.
+type RestoreTest struct {
+	// time is when the test ended.
+	Time metav1.Time `json:"time"`
+	// result: Succeeded, Failed or Unknown.
+	// +kubebuilder:validation:Enum=Succeeded;Failed;Unknown
+	Result string `json:"result"`
+	// rto is the measured recovery time: from the Velero Restore's creation
+	// to its completion (seconds resolution). Unset when the restore did
+	// not finish.
+	// +optional
+	RTO *metav1.Duration `json:"rto,omitempty"`
+	// itemsExpected counts the backup's items of the kinds the test
+	// restores (its resource list, less what Kubernetes makes in every new
+	// namespace).
+	// +optional
+	ItemsExpected int32 `json:"itemsExpected,omitempty"`
+	// itemsRestored counts those Velero created or updated in the sandbox.
+	// +optional
+	ItemsRestored int32 `json:"itemsRestored,omitempty"`
+	// veleroRestore is the Velero Restore of the test (deleted with the
+	// sandbox).
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	VeleroRestore string `json:"veleroRestore,omitempty"`
+	// sandbox is the namespace the backup was restored into (deleted after).
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Sandbox string `json:"sandbox,omitempty"`
+	// backup names the NonAdminBackup tested (set on NonAdminSchedules).
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Backup string `json:"backup,omitempty"`
+	// message says what happened, and what is missing on failure.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
+}
 
 // Reasons of the Verified condition of NonAdminBackups.
 const (
@@ -239,6 +308,11 @@ type NonAdminBackupStatus struct {
 	// phase.
 	// +optional
 	FileSystemPodVolumeBackups *FileSystemPodVolumeBackups `json:"fileSystemPodVolumeBackups,omitempty"`
+
+	// restoreTest is the outcome of the backup's restore test, when the
+	// admin enabled them for the namespace (RestoreTested condition).
+	// +optional
+	RestoreTest *RestoreTest `json:"restoreTest,omitempty"`
 
 	// plan is the blueprint action the controller runs for this request, with
 	// per-phase progress.

@@ -127,6 +127,12 @@ type NonAdminScheduleStatus struct {
 	// +kubebuilder:validation:MaxItems=5
 	RecentBackups []NonAdminScheduledBackup `json:"recentBackups,omitempty"`
 
+	// lastRestoreTest is the newest restore test of one of the schedule's
+	// runs (status.restoreTest of that NonAdminBackup, named in backup),
+	// when the admin enabled restore tests for the namespace.
+	// +optional
+	LastRestoreTest *RestoreTest `json:"lastRestoreTest,omitempty"`
+
 	// phase sums the request up: New, BackingOff, Created, Deleting.
 	// +optional
 	Phase NonAdminPhase `json:"phase,omitempty"`

@@ -98,6 +98,9 @@ func (m Observer) PhaseEnded(_ engine.Object, fn string, failed bool, d time.Dur
 //	nacflow_backups_unverified{namespace} NonAdminBackups whose contents check found items that are not the tenant's (Verified=False)
 //	nacflow_schedule_last_success_timestamp_seconds{namespace,name} the newest successful run of a NonAdminSchedule
 //	nacflow_schedule_rpo_seconds{namespace,name} its recovery-point objective
+//	nacflow_restore_test_rto_seconds{namespace} the RTO of the namespace's newest restore test that finished its restore
+//	nacflow_restore_test_last_success_timestamp_seconds{namespace} when its newest successful restore test ended
+//	nacflow_restore_test_failing{namespace} 1 when its newest restore test did not succeed, else 0
 //
 // A scrape reads the cached NAC objects in place: O(objects), no API call,
 // no copies (a list of copies would allocate a slice of every NAC object per
@@ -121,6 +124,12 @@ var (
 		"Completion time (Unix seconds) of the newest successful run of a NonAdminSchedule; absent before the first.", []string{"namespace", "name"}, nil)
 	rpoDesc = prometheus.NewDesc("nacflow_schedule_rpo_seconds",
 		"The recovery-point objective in force of a NonAdminSchedule (status.rpo), in seconds; absent without one.", []string{"namespace", "name"}, nil)
+	rtoDesc = prometheus.NewDesc("nacflow_restore_test_rto_seconds",
+		"The recovery time measured by the newest restore test of a namespace that finished its restore (Velero Restore created to completed), in seconds.", []string{"namespace"}, nil)
+	testSuccessDesc = prometheus.NewDesc("nacflow_restore_test_last_success_timestamp_seconds",
+		"When the newest successful restore test of a namespace ended (Unix seconds); absent before the first.", []string{"namespace"}, nil)
+	testFailingDesc = prometheus.NewDesc("nacflow_restore_test_failing",
+		"1 when the newest restore test of a namespace failed or could not finish (RestoreTested False or Unknown), 0 when it succeeded.", []string{"namespace"}, nil)
 	unverifiedDesc = prometheus.NewDesc("nacflow_backups_unverified",
 		"NonAdminBackups whose backup holds items that are not the tenant's (condition Verified=False), by namespace.", []string{"namespace"}, nil)
 )
@@ -132,6 +141,45 @@ func (s *StateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- unverifiedDesc
 	ch <- lastSuccessDesc
 	ch <- rpoDesc
+	ch <- rtoDesc
+	ch <- testSuccessDesc
+	ch <- testFailingDesc
+}
+
+// restoreTests sums up a namespace's restore tests (NonAdminBackups'
+// status.restoreTest) for the restore-test gauges.
+type restoreTests struct {
+	newest, newestTimed, newestSuccess *v1alpha1.RestoreTest
+}
+
+// add counts rt.
+func (r *restoreTests) add(rt *v1alpha1.RestoreTest) {
+	newer := func(cur *v1alpha1.RestoreTest) bool { return cur == nil || cur.Time.Before(&rt.Time) }
+	if newer(r.newest) {
+		r.newest = rt
+	}
+	if rt.RTO != nil && newer(r.newestTimed) {
+		r.newestTimed = rt
+	}
+	if rt.Result == v1alpha1.RestoreTestSucceeded && newer(r.newestSuccess) {
+		r.newestSuccess = rt
+	}
+}
+
+// metrics returns the gauges of namespace ns.
+func (r *restoreTests) metrics(ns string) []prometheus.Metric {
+	var out []prometheus.Metric
+	if r.newestTimed != nil {
+		out = append(out, prometheus.MustNewConstMetric(rtoDesc, prometheus.GaugeValue, r.newestTimed.RTO.Seconds(), ns))
+	}
+	if r.newestSuccess != nil {
+		out = append(out, prometheus.MustNewConstMetric(testSuccessDesc, prometheus.GaugeValue, float64(r.newestSuccess.Time.Unix()), ns))
+	}
+	failing := 0.0
+	if r.newest.Result != v1alpha1.RestoreTestSucceeded {
+		failing = 1
+	}
+	return append(out, prometheus.MustNewConstMetric(testFailingDesc, prometheus.GaugeValue, failing, ns))
 }
 
 // Collect implements prometheus.Collector. A kind whose objects cannot be
@@ -142,6 +190,7 @@ func (s *StateCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, k := range v1alpha1.Kinds() {
 		active := 0
 		unverified := map[string]int{}
+		tests := map[string]*restoreTests{}
 		var schedules []prometheus.Metric
 		err := eachCached(ctx, s.Informers, s.Reader, k.New(), k.NewList(), func(o client.Object) {
 			if n, ok := o.(*v1alpha1.NonAdminSchedule); ok {
@@ -155,8 +204,16 @@ func (s *StateCollector) Collect(ch chan<- prometheus.Metric) {
 				}
 				return
 			}
-			if n, ok := o.(*v1alpha1.NonAdminBackup); ok && meta.IsStatusConditionFalse(n.Status.Conditions, v1alpha1.ConditionVerified) {
-				unverified[n.Namespace]++
+			if n, ok := o.(*v1alpha1.NonAdminBackup); ok {
+				if meta.IsStatusConditionFalse(n.Status.Conditions, v1alpha1.ConditionVerified) {
+					unverified[n.Namespace]++
+				}
+				if rt := n.Status.RestoreTest; rt != nil {
+					if tests[n.Namespace] == nil {
+						tests[n.Namespace] = &restoreTests{}
+					}
+					tests[n.Namespace].add(rt)
+				}
 			}
 			if h, ok := o.(v1alpha1.Object); ok {
 				if p := h.GetPlan(); p != nil && p.State == v1alpha1.PlanRunning {
@@ -174,6 +231,11 @@ func (s *StateCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		for ns, n := range unverified {
 			ch <- prometheus.MustNewConstMetric(unverifiedDesc, prometheus.GaugeValue, float64(n), ns)
+		}
+		for ns, t := range tests {
+			for _, m := range t.metrics(ns) {
+				ch <- m
+			}
 		}
 	}
 	if s.Queue != nil {

@@ -1,0 +1,79 @@
+package phases
+
+import (
+	"compress/gzip"
+	"context"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// restoredItems is what TestRestore keeps of a Velero Restore's resource
+// list (Velero's restore-<name>-resource-list.json.gz: kind key to items
+// "<namespace>/<name>(<result>)", the result created, updated, skipped or
+// failed): by key, how many items of the sandbox namespace Velero created
+// or updated, and the smallest maxListedItems of those it did not. The list
+// comes from the tenant's bucket, as a backup's does: it is read as a
+// stream under readStringLists's bounds and nothing of it is held whole.
+type restoredItems struct {
+	// ns is the namespace the restore wrote into (the sandbox).
+	ns string
+	// restored counts the items created or updated, by key.
+	restored map[string]int
+	// missing counts the items skipped or failed, by key.
+	missing map[string]int
+	// missingShown holds the smallest maxListedItems of them ("<key>
+	// <name> (<result>)"), sorted.
+	missingShown []string
+}
+
+// readRestoredItems reads a restore's resource list of a restore into
+// namespace ns from r, uncompressed. Items of other namespaces and
+// cluster-scoped ones (the Namespace itself) are not counted, nor those
+// Kubernetes makes in every namespace (madeByKubernetes). Errors:
+// readStringLists's, and an item without its "(<result>)" (errListShape).
+func readRestoredItems(r io.Reader, ns string) (*restoredItems, error) {
+	ri := &restoredItems{ns: ns, restored: map[string]int{}, missing: map[string]int{}}
+	noKey := func(string) error { return nil }
+	err := readStringLists(r, "restore's resource list", noKey, func(key, item string) error {
+		open := strings.LastIndexByte(item, '(')
+		if open < 0 || !strings.HasSuffix(item, ")") {
+			return fmt.Errorf("%w: an item of %q without its (result)", errListShape, key)
+		}
+		ref, result := item[:open], item[open+1:len(item)-1]
+		itemNS, name, namespaced := strings.Cut(ref, "/")
+		if !namespaced || itemNS != ns || madeByKubernetes(key, name) {
+			return nil
+		}
+		switch result {
+		case "created", "updated":
+			ri.restored[key]++
+		default:
+			ri.missing[key]++
+			ri.missingShown = keepSmallest(ri.missingShown, fmt.Sprintf("%s %s (%s)", key, name, result), maxListedItems)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ri, nil
+}
+
+// downloadRestoredItems reads Velero's gzipped resource list of a restore
+// into namespace ns from url (readRestoredItems). Errors: the HTTP status
+// when not 200, gzip errors, and readRestoredItems's.
+func downloadRestoredItems(ctx context.Context, url, ns string) (*restoredItems, error) {
+	ctx, cancel := context.WithTimeout(ctx, resourceListDownloadTimeout)
+	defer cancel()
+	body, err := getBackupFile(ctx, url)
+	if err != nil {
+		return nil, err
+	}
+	defer body.Close()
+	gz, err := gzip.NewReader(body)
+	if err != nil {
+		return nil, err
+	}
+	return readRestoredItems(gz, ns)
+}
