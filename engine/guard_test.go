@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -390,6 +391,57 @@ func (s *GuardSuite) TestExceptions(c *C) {
 		_, err := engine.NewGuardedRegistry(s.cl, s.cl, nil, &enginetest.Probe{Exceptions: []engine.Exception{e}})
 		c.Check(err, NotNil, Commentf("%s", e))
 	}
+}
+
+// TestSandboxException: InRestoreTestSandbox lets a function create, read
+// and delete the restore-test sandbox of its operation's namespace and
+// objects in it, when they carry the operation's restore-test label: never
+// another tenant's sandbox, another namespace, nor a sandbox-named
+// namespace someone else made.
+func (s *GuardSuite) TestSandboxException(c *C) {
+	ctx := context.Background()
+	nsKind := schema.GroupKind{Kind: "Namespace"}
+	exceptions := []engine.Exception{
+		{Verbs: []string{"get", "create", "delete"}, Kind: nsKind, Scope: engine.InRestoreTestSandbox, Why: "test"},
+		{Verbs: []string{"create"}, Kind: schema.GroupKind{Kind: "ConfigMap"}, Scope: engine.InRestoreTestSandbox, Why: "test"},
+	}
+	mine := labelled(v1alpha1.RestoreTestLabel, uuid)
+	sandbox := v1alpha1.RestoreTestSandbox(tenant)
+	namespace := func(name string, labels map[string]string) *corev1.Namespace {
+		return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+	}
+	probe := func(do func(context.Context, *engine.Operation) error) error {
+		return s.run(c, nabOp(), &enginetest.Probe{Exceptions: exceptions, Do: do})
+	}
+	c.Check(probe(func(ctx context.Context, op *engine.Operation) error { return op.Client.Create(ctx, namespace(sandbox, mine)) }), IsNil)
+	c.Check(probe(func(ctx context.Context, op *engine.Operation) error {
+		return op.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: sandbox, Name: "q", Labels: mine}})
+	}), IsNil)
+	c.Check(probe(func(ctx context.Context, op *engine.Operation) error {
+		return op.APIReader.Get(ctx, client.ObjectKey{Name: sandbox}, &corev1.Namespace{})
+	}), IsNil)
+	refused(c, probe(func(ctx context.Context, op *engine.Operation) error {
+		return op.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: sandbox, Name: "unlabelled"}})
+	}), `safety rule "writes only this operation's objects": .* objects of the restore-test sandbox carry label openshift.io/oadp-nacflow-restore-test=u-1`, "unlabelled object in the sandbox")
+	refused(c, probe(func(ctx context.Context, op *engine.Operation) error {
+		return op.Client.Create(ctx, namespace(v1alpha1.RestoreTestSandbox(other), mine))
+	}), `safety rule "writes only in the OADP namespace": .*`, "another tenant's sandbox")
+	refused(c, probe(func(ctx context.Context, op *engine.Operation) error { return op.Client.Create(ctx, namespace("kube-system-2", mine)) }),
+		`safety rule "writes only in the OADP namespace": .*`, "a namespace of another name")
+	refused(c, probe(func(ctx context.Context, op *engine.Operation) error {
+		return op.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: "q", Labels: mine}})
+	}), `safety rule "writes only in the OADP namespace": .*`, "the tenant's own namespace is not the sandbox")
+	// A sandbox-named namespace another operation made is not this one's.
+	c.Assert(s.cl.Delete(ctx, namespace(sandbox, nil)), IsNil)
+	c.Assert(s.cl.Create(ctx, namespace(sandbox, labelled(v1alpha1.RestoreTestLabel, theirs))), IsNil)
+	refused(c, probe(func(ctx context.Context, op *engine.Operation) error { return op.Client.Delete(ctx, namespace(sandbox, nil)) }),
+		`safety rule "writes only this operation's objects": .* it does not carry label openshift.io/oadp-nacflow-restore-test=u-1.*`, "their sandbox")
+	refused(c, probe(func(ctx context.Context, op *engine.Operation) error { return op.Client.Delete(ctx, namespace("default", nil)) }),
+		`safety rule "writes only in the OADP namespace": .*`, "deleting another namespace")
+	// Without the exception, nothing of it.
+	refused(c, s.run(c, nabOp(), &enginetest.Probe{Do: func(ctx context.Context, op *engine.Operation) error {
+		return op.APIReader.Get(ctx, client.ObjectKey{Name: sandbox}, &corev1.Namespace{})
+	}}), `safety rule "reads only in the operation's namespace and the OADP namespace": .*`, "no exception")
 }
 
 // referenceRules are test rules: check is called for each write they see.

@@ -59,6 +59,8 @@ func (s *ReferencesSuite) SetUpTest(c *C) {
 		&velerov1.BackupStorageLocation{ObjectMeta: metav1.ObjectMeta{Namespace: oadp, Name: "own-bsl", Labels: labelled(nabsl, uuid),
 			Annotations: map[string]string{v1alpha1.NabslOriginNamespaceAnnotation: tenant}},
 			Spec: velerov1.BackupStorageLocationSpec{Credential: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "own-copy"}}}},
+		// The tenant's restore-test sandbox, labelled for operation u-1.
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.RestoreTestSandbox(tenant), Labels: labelled(v1alpha1.RestoreTestLabel, uuid)}},
 		&velerov1.Restore{ObjectMeta: metav1.ObjectMeta{Namespace: oadp, Name: "my-restore", Labels: labelled(v1alpha1.NarOriginNACUUIDLabel, uuid),
 			Annotations: map[string]string{v1alpha1.NarOriginNamespaceAnnotation: tenant}}},
 		&velerov1.Restore{ObjectMeta: metav1.ObjectMeta{Namespace: oadp, Name: "their-restore", Labels: labelled(v1alpha1.NarOriginNACUUIDLabel, theirs),
@@ -103,6 +105,14 @@ func (s *ReferencesSuite) TestReferences(c *C) {
 		}
 		return r
 	}
+	// A restore test's Restore: into the sandbox of ns (the tenant's
+	// exists, labelled for the operation; another's does not).
+	testRestore := func(ns, label string) *velerov1.Restore {
+		return restore("mine", func(r *velerov1.Restore) {
+			r.Labels[label] = uuid
+			r.Spec.NamespaceMapping = map[string]string{tenant: v1alpha1.RestoreTestSandbox(ns)}
+		})
+	}
 	backup := func(edit func(*velerov1.Backup)) *velerov1.Backup {
 		b := &velerov1.Backup{ObjectMeta: metav1.ObjectMeta{Namespace: oadp, Name: "new-backup", Labels: labelled(v1alpha1.NabOriginNACUUIDLabel, uuid)},
 			Spec: velerov1.BackupSpec{IncludedNamespaces: []string{tenant}}}
@@ -140,6 +150,11 @@ func (s *ReferencesSuite) TestReferences(c *C) {
 		{"Restore of a schedule", narOp, restore("mine", func(r *velerov1.Restore) { r.Spec.ScheduleName = "admin-daily" }), refs + `create Restore .*: spec.scheduleName "admin-daily": .*`},
 		{"Restore into another namespace", narOp, restore("mine", func(r *velerov1.Restore) { r.Spec.NamespaceMapping = map[string]string{tenant: other} }),
 			refs + `create Restore .*: spec.namespaceMapping maps tenant to other-tenant: .*`},
+		{"restore test into the NAB's own sandbox", nabOp, testRestore(tenant, v1alpha1.NabOriginNACUUIDLabel), ""},
+		{"restore test into another tenant's sandbox", nabOp, testRestore(other, v1alpha1.NabOriginNACUUIDLabel),
+			refs + `create Restore .*: spec.namespaceMapping maps tenant to other-tenant-rt-[0-9a-f]{8}: only namespace tenant is the tenant's`},
+		{"a NonAdminRestore mapping into the sandbox", narOp, testRestore(tenant, v1alpha1.NarOriginNACUUIDLabel),
+			refs + `create Restore .*: spec.namespaceMapping maps tenant to tenant-rt-[0-9a-f]{8}: only namespace tenant is the tenant's`},
 		{"Restore of other namespaces", narOp, restore("mine", func(r *velerov1.Restore) { r.Spec.IncludedNamespaces = []string{"*"} }),
 			refs + `create Restore .*: spec.includedNamespaces is \[\*\]: it must be exactly \[tenant\], the tenant's namespace`},
 		{"Backup of the tenant's namespace", nabOp, backup(nil), ""},

@@ -42,14 +42,15 @@ const (
 // allow-list of Kubernetes' own kinds that do nothing by themselves once
 // no Pod may run and no volume be claimed. Left out, and why: Pods and
 // PersistentVolumeClaims (the sandbox's quota refuses them: nothing runs,
-// nothing is provisioned); RoleBindings (a tenant's binding would grant
+// nothing is provisioned); ResourceQuotas and LimitRanges (the admin's: a
+// tenant's restore does not bring them back); RoleBindings (a tenant's binding would grant
 // the tenant the sandbox); Services, Endpoints, EndpointSlices and
 // Ingresses (they route traffic: a Service's externalIPs or an Ingress's
 // host would take the tenant's live traffic, or another's); and every
 // custom resource (an operator acts on it wherever it is: a database
 // claim, a certificate order, a cloud bucket).
 var DefaultRestoreTestResources = []string{
-	"configmaps", "secrets", "serviceaccounts", "limitranges", "resourcequotas",
+	"configmaps", "secrets", "serviceaccounts",
 	"roles.rbac.authorization.k8s.io",
 	"deployments.apps", "statefulsets.apps", "daemonsets.apps", "replicasets.apps",
 	"jobs.batch", "cronjobs.batch",

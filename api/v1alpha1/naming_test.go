@@ -32,3 +32,20 @@ func (s *NamingSuite) TestNACObjectName(c *C) {
 		c.Check(strings.HasSuffix(got, id), Equals, true)
 	}
 }
+
+// TestRestoreTestSandbox: one name per namespace, "<ns>-rt-<8 hex>", at
+// most 63 characters, a valid namespace name; namespaces sharing a long
+// prefix get different sandboxes.
+func (s *NamingSuite) TestRestoreTestSandbox(c *C) {
+	c.Check(v1alpha1.RestoreTestSandbox("team-a"), Matches, `team-a-rt-[0-9a-f]{8}`)
+	c.Check(v1alpha1.RestoreTestSandbox("team-a"), Equals, v1alpha1.RestoreTestSandbox("team-a"))
+	c.Check(v1alpha1.RestoreTestSandbox("team-a"), Not(Equals), v1alpha1.RestoreTestSandbox("team-b"))
+	long1, long2 := strings.Repeat("a", 62)+"1", strings.Repeat("a", 62)+"2"
+	for _, ns := range []string{long1, long2, strings.Repeat("b", 54) + "-x", "x"} {
+		got := v1alpha1.RestoreTestSandbox(ns)
+		c.Check(len(got) <= 63, Equals, true, Commentf(got))
+		c.Check(got, Matches, `[a-z0-9]([-a-z0-9]*[a-z0-9])?`, Commentf(got))
+		c.Check(strings.Contains(got, "--"), Equals, false, Commentf(got))
+	}
+	c.Check(v1alpha1.RestoreTestSandbox(long1), Not(Equals), v1alpha1.RestoreTestSandbox(long2))
+}
