@@ -413,7 +413,9 @@ func (s *GuardSuite) TestSandboxException(c *C) {
 	probe := func(do func(context.Context, *engine.Operation) error) error {
 		return s.run(c, nabOp(), &enginetest.Probe{Exceptions: exceptions, Do: do})
 	}
-	c.Check(probe(func(ctx context.Context, op *engine.Operation) error { return op.Client.Create(ctx, namespace(sandbox, mine)) }), IsNil)
+	c.Check(probe(func(ctx context.Context, op *engine.Operation) error {
+		return op.Client.Create(ctx, namespace(sandbox, mine))
+	}), IsNil)
 	c.Check(probe(func(ctx context.Context, op *engine.Operation) error {
 		return op.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: sandbox, Name: "q", Labels: mine}})
 	}), IsNil)
@@ -426,7 +428,9 @@ func (s *GuardSuite) TestSandboxException(c *C) {
 	refused(c, probe(func(ctx context.Context, op *engine.Operation) error {
 		return op.Client.Create(ctx, namespace(v1alpha1.RestoreTestSandbox(other), mine))
 	}), `safety rule "writes only in the OADP namespace": .*`, "another tenant's sandbox")
-	refused(c, probe(func(ctx context.Context, op *engine.Operation) error { return op.Client.Create(ctx, namespace("kube-system-2", mine)) }),
+	refused(c, probe(func(ctx context.Context, op *engine.Operation) error {
+		return op.Client.Create(ctx, namespace("kube-system-2", mine))
+	}),
 		`safety rule "writes only in the OADP namespace": .*`, "a namespace of another name")
 	refused(c, probe(func(ctx context.Context, op *engine.Operation) error {
 		return op.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: "q", Labels: mine}})
@@ -434,9 +438,13 @@ func (s *GuardSuite) TestSandboxException(c *C) {
 	// A sandbox-named namespace another operation made is not this one's.
 	c.Assert(s.cl.Delete(ctx, namespace(sandbox, nil)), IsNil)
 	c.Assert(s.cl.Create(ctx, namespace(sandbox, labelled(v1alpha1.RestoreTestLabel, theirs))), IsNil)
-	refused(c, probe(func(ctx context.Context, op *engine.Operation) error { return op.Client.Delete(ctx, namespace(sandbox, nil)) }),
+	refused(c, probe(func(ctx context.Context, op *engine.Operation) error {
+		return op.Client.Delete(ctx, namespace(sandbox, nil))
+	}),
 		`safety rule "writes only this operation's objects": .* it does not carry label openshift.io/oadp-nacflow-restore-test=u-1.*`, "their sandbox")
-	refused(c, probe(func(ctx context.Context, op *engine.Operation) error { return op.Client.Delete(ctx, namespace("default", nil)) }),
+	refused(c, probe(func(ctx context.Context, op *engine.Operation) error {
+		return op.Client.Delete(ctx, namespace("default", nil))
+	}),
 		`safety rule "writes only in the OADP namespace": .*`, "deleting another namespace")
 	// Without the exception, nothing of it.
 	refused(c, s.run(c, nabOp(), &enginetest.Probe{Do: func(ctx context.Context, op *engine.Operation) error {
