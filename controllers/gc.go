@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"reflect"
@@ -49,6 +50,9 @@ type GarbageCollector struct {
 	// (OADP's RBAC has no Velero Schedules) — a list the cache would wait
 	// on forever.
 	Off map[string]bool
+	// SandboxAge is how old a restore test's sandbox must be before the
+	// collector judges it (0: staleSandboxAge, 10 minutes).
+	SandboxAge time.Duration
 }
 
 // gcKind describes one kind the collector looks at.
@@ -201,7 +205,7 @@ func (g *GarbageCollector) collectSandboxes(ctx context.Context) (int, error) {
 		ns := &list.Items[i]
 		origin, name := ns.Annotations[v1alpha1.NabOriginNamespaceAnnotation], ns.Annotations[v1alpha1.NabOriginNameAnnotation]
 		if origin == "" || ns.Name != v1alpha1.RestoreTestSandbox(origin) || !ns.DeletionTimestamp.IsZero() ||
-			time.Since(ns.CreationTimestamp.Time) < staleSandboxAge {
+			time.Since(ns.CreationTimestamp.Time) < cmp.Or(g.SandboxAge, staleSandboxAge) {
 			continue // not a sandbox nacflow made, going already, or too young to judge
 		}
 		nab := &v1alpha1.NonAdminBackup{}

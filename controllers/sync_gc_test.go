@@ -76,7 +76,8 @@ func (s *ControllerSuite) TestBackupSyncAfterRebuild(c *C) {
 	for _, p := range got.Status.Plan.Phases {
 		phases = append(phases, p.Func)
 	}
-	c.Check(phases, DeepEquals, []string{"AdoptVeleroBackup", "SyncStatus"}, Commentf("a plan that creates nothing"))
+	c.Check(phases, DeepEquals, []string{"AdoptVeleroBackup", "SyncStatus", "TestRestore"}, Commentf("a plan that creates nothing"))
+	c.Check(got.Status.Plan.Phase("restoreTest").Message, Equals, "restore tests are off (args.every is 0)")
 	c.Check(got.Status.VeleroBackup.Name, Equals, b.Name)
 	c.Check(got.Status.VeleroBackup.NACUUID, Equals, "0a0a0a0a-1111-5222-8333-444455556666")
 	c.Check(got.Status.VeleroBackup.Status.Phase, Equals, velerov1.BackupPhaseCompleted)
@@ -374,4 +375,66 @@ func (s *ControllerSuite) TestPlantedNACUUIDFromATenantBucket(c *C) {
 	v := getNAB(c, victimNAB)
 	c.Check(v.Status.VeleroBackup.Name, Equals, victimBackup.Name)
 	c.Check(v.Status.Plan.State, Equals, v1alpha1.PlanComplete)
+}
+
+// TestGCStaleSandboxes: the collector deletes a restore test's sandbox
+// whose NonAdminBackup is gone, once Velero has finished its Restore (the
+// Restore first); it keeps one whose NonAdminBackup still runs its plan,
+// one whose Restore Velero still runs, and a namespace that carries the
+// label but is not named as a sandbox of its origin.
+func (s *ControllerSuite) TestGCStaleSandboxes(c *C) {
+	ctx := context.Background()
+	gone, running, busy := createNamespace(c, "sbx-gone"), createNamespace(c, "sbx-running"), createNamespace(c, "sbx-busy")
+	sandbox := func(name, origin, nab, id string) *corev1.Namespace {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1alpha1.RestoreTestLabel: id},
+			Annotations: map[string]string{v1alpha1.NabOriginNamespaceAnnotation: origin, v1alpha1.NabOriginNameAnnotation: nab}}}
+		c.Assert(testClient.Create(ctx, ns), IsNil)
+		return ns
+	}
+	restore := func(origin, id string, phase velerov1.RestorePhase) *velerov1.Restore {
+		r := &velerov1.Restore{ObjectMeta: metav1.ObjectMeta{Namespace: s.oadp, GenerateName: "rt-",
+			Labels:      map[string]string{v1alpha1.RestoreTestLabel: id, v1alpha1.NabOriginNACUUIDLabel: id},
+			Annotations: map[string]string{v1alpha1.NabOriginNamespaceAnnotation: origin}},
+			Status: velerov1.RestoreStatus{Phase: phase}} // Velero's CRD has no status subresource
+		c.Assert(testClient.Create(ctx, r), IsNil)
+		return r
+	}
+	goneSandbox := sandbox(v1alpha1.RestoreTestSandbox(gone), gone, "deleted-nab", "id-gone")
+	goneRestore := restore(gone, "id-gone", velerov1.RestorePhaseCompleted)
+	busySandbox := sandbox(v1alpha1.RestoreTestSandbox(busy), busy, "deleted-nab", "id-busy")
+	busyRestore := restore(busy, "id-busy", velerov1.RestorePhaseInProgress)
+	misnamed := sandbox(gone+"-lookalike", gone, "deleted-nab", "id-x")
+	runningSandbox := sandbox(v1alpha1.RestoreTestSandbox(running), running, "nab", "id-running")
+	nab := newNAB(running, "nab", velerov1.BackupSpec{})
+	c.Assert(testClient.Create(ctx, nab), IsNil)
+	nab.Status.Plan = &v1alpha1.PlanStatus{Action: "backup", State: v1alpha1.PlanRunning}
+	c.Assert(testClient.Status().Update(ctx, nab), IsNil)
+
+	terminating := func(obj client.Object) bool {
+		err := testClient.Get(ctx, client.ObjectKeyFromObject(obj), obj)
+		return apierrors.IsNotFound(err) || err == nil && !obj.GetDeletionTimestamp().IsZero()
+	}
+	young := &controllers.GarbageCollector{Client: testClient, APIReader: testClient, OADPNamespace: s.oadp}
+	_, err := young.CollectOnce(ctx)
+	c.Assert(err, IsNil)
+	c.Check(terminating(goneSandbox), Equals, false, Commentf("a sandbox younger than 10 minutes is not judged"))
+
+	gc := &controllers.GarbageCollector{Client: testClient, APIReader: testClient, OADPNamespace: s.oadp, SandboxAge: time.Nanosecond}
+	deleted, err := gc.CollectOnce(ctx)
+	c.Assert(err, IsNil)
+	c.Check(deleted["Namespace"] >= 1, Equals, true, Commentf("%v", deleted))
+	c.Check(terminating(goneSandbox), Equals, true, Commentf("its NonAdminBackup is gone"))
+	c.Check(terminating(goneRestore), Equals, true, Commentf("its Restore goes first"))
+	c.Check(terminating(busySandbox), Equals, false, Commentf("Velero still restores into it"))
+	c.Check(terminating(busyRestore), Equals, false)
+	c.Check(terminating(misnamed), Equals, false, Commentf("not named as a sandbox of its origin"))
+	c.Check(terminating(runningSandbox), Equals, false, Commentf("its NonAdminBackup runs its plan"))
+
+	busyRestore.Status.Phase = velerov1.RestorePhasePartiallyFailed
+	c.Assert(testClient.Update(ctx, busyRestore), IsNil)
+	_, err = gc.CollectOnce(ctx)
+	c.Assert(err, IsNil)
+	c.Check(terminating(busySandbox), Equals, true, Commentf("Velero has finished"))
+	c.Check(terminating(busyRestore), Equals, true)
+	c.Check(terminating(runningSandbox), Equals, false)
 }

@@ -50,18 +50,20 @@ type resourceList struct {
 	// foreignShown holds the smallest maxListedItems of them ("<key>
 	// <item>"), sorted.
 	foreignShown []string
-	// counts counts the items of ns by key, less those Kubernetes makes in
-	// every namespace (madeByKubernetes): what a restore must bring back.
+	// counts counts the items of ns by key: what a restore must bring back.
 	counts map[string]int
+	// serviceAccounts holds the names of ns's ServiceAccounts (the first
+	// maxListedServiceAccounts): Velero leaves the token Secrets Kubernetes
+	// made for them ("<account>-token-*") to Kubernetes.
+	serviceAccounts []string
 }
 
-// madeByKubernetes reports whether the item name of key is one Kubernetes
-// makes in every new namespace (its default ServiceAccount and the
-// cluster's root CA ConfigMap): a restore finds them there already, so they
-// are never counted as items to restore.
-func madeByKubernetes(key, name string) bool {
-	return key == "v1/ServiceAccount" && name == "default" || key == "v1/ConfigMap" && name == "kube-root-ca.crt"
-}
+// serviceAccountKey is the resource list key of ServiceAccounts.
+const serviceAccountKey = "v1/ServiceAccount"
+
+// maxListedServiceAccounts bounds the ServiceAccount names a resource list
+// keeps.
+const maxListedServiceAccounts = 1000
 
 // errListShape is wrapped by readResourceList's errors on data that is not
 // a JSON object of string lists.
@@ -208,8 +210,9 @@ func (l *resourceList) add(key, item string) {
 		l.clusterItems++
 	case itemNS == l.ns:
 		l.kinds[key] = true
-		if _, name, _ := strings.Cut(item, "/"); !madeByKubernetes(key, name) {
-			l.counts[key]++
+		l.counts[key]++
+		if _, name, _ := strings.Cut(item, "/"); key == serviceAccountKey && len(l.serviceAccounts) < maxListedServiceAccounts {
+			l.serviceAccounts = append(l.serviceAccounts, name)
 		}
 	default:
 		l.foreign++

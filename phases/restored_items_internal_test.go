@@ -2,6 +2,7 @@ package phases
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -13,9 +14,8 @@ type RestoredItemsSuite struct{}
 var _ = Suite(&RestoredItemsSuite{})
 
 // TestCounts: created and updated items of the sandbox count as restored,
-// skipped and failed ones as missing (named, smallest first); items of
-// other namespaces, cluster-scoped ones and what Kubernetes makes in every
-// namespace are not counted.
+// skipped and failed ones as missing, kept for a look in the sandbox; items
+// of other namespaces and cluster-scoped ones are not counted.
 func (s *RestoredItemsSuite) TestCounts(c *C) {
 	raw := `{
 	  "v1/ConfigMap": ["sb/a(created)", "sb/b(updated)", "sb/c(skipped)", "sb/kube-root-ca.crt(skipped)", "other/x(created)"],
@@ -27,8 +27,25 @@ func (s *RestoredItemsSuite) TestCounts(c *C) {
 	ri, err := readRestoredItems(strings.NewReader(raw), "sb")
 	c.Assert(err, IsNil)
 	c.Check(ri.restored, DeepEquals, map[string]int{"v1/ConfigMap": 2, "v1/ServiceAccount": 1})
-	c.Check(ri.missing, DeepEquals, map[string]int{"v1/ConfigMap": 1, "v1/PersistentVolumeClaim": 1})
-	c.Check(ri.missingShown, DeepEquals, []string{"v1/ConfigMap c (skipped)", "v1/PersistentVolumeClaim data (failed)"})
+	c.Check(ri.missing, DeepEquals, map[string]int{"v1/ConfigMap": 2, "v1/ServiceAccount": 1, "v1/PersistentVolumeClaim": 1})
+	c.Check(ri.notRestored, DeepEquals, []notRestored{
+		{"v1/ConfigMap", "c", "skipped"}, {"v1/ConfigMap", "kube-root-ca.crt", "skipped"},
+		{"v1/ServiceAccount", "default", "skipped"}, {"v1/PersistentVolumeClaim", "data", "failed"}})
+}
+
+// TestRecheckBound: past maxRecheckedItems, items not restored are counted,
+// not kept.
+func (s *RestoredItemsSuite) TestRecheckBound(c *C) {
+	items := make([]string, maxRecheckedItems+10)
+	for i := range items {
+		items[i] = fmt.Sprintf("sb/s%d(skipped)", i)
+	}
+	raw, err := json.Marshal(map[string][]string{"v1/Secret": items})
+	c.Assert(err, IsNil)
+	ri, err := readRestoredItems(strings.NewReader(string(raw)), "sb")
+	c.Assert(err, IsNil)
+	c.Check(ri.missing["v1/Secret"], Equals, maxRecheckedItems+10)
+	c.Check(ri.notRestored, HasLen, maxRecheckedItems)
 }
 
 // TestRefused: what is not Velero's shape of a restore's resource list is
@@ -48,11 +65,15 @@ func (s *RestoredItemsSuite) TestRefused(c *C) {
 }
 
 // TestExpectedCounts: the backup's resource list counts the namespace's
-// items by kind, less what Kubernetes makes in every namespace.
+// items by kind, and keeps its ServiceAccounts' names.
 func (s *RestoredItemsSuite) TestExpectedCounts(c *C) {
-	l, err := readResourceList(strings.NewReader(`{"v1/ConfigMap":["demo/a","demo/kube-root-ca.crt","other/b"],"v1/ServiceAccount":["demo/default","demo/app"],"v1/Namespace":["demo"]}`), "demo")
+	l, err := readResourceList(strings.NewReader(`{"v1/ConfigMap":["demo/a","demo/kube-root-ca.crt","other/b"],"v1/ServiceAccount":["demo/default","demo/app","other/x"],"v1/Namespace":["demo"]}`), "demo")
 	c.Assert(err, IsNil)
-	c.Check(l.counts, DeepEquals, map[string]int{"v1/ConfigMap": 1, "v1/ServiceAccount": 1})
+	c.Check(l.counts, DeepEquals, map[string]int{"v1/ConfigMap": 2, "v1/ServiceAccount": 2})
+	c.Check(l.serviceAccounts, DeepEquals, []string{"default", "app"})
+	c.Check(autoToken("app-token-x7k2p", l.serviceAccounts), Equals, true)
+	c.Check(autoToken("app-tokens", l.serviceAccounts), Equals, false)
+	c.Check(autoToken("x-token-abc", l.serviceAccounts), Equals, false, Commentf("another namespace's account"))
 }
 
 // FuzzReadRestoredItems: a restore's resource list from a tenant's bucket —
@@ -71,19 +92,18 @@ func FuzzReadRestoredItems(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if len(ri.restored) > maxListKinds || len(ri.missing) > maxListKinds || len(ri.missingShown) > maxListedItems {
-			t.Fatalf("bounds broken: %d, %d kinds, %d shown", len(ri.restored), len(ri.missing), len(ri.missingShown))
+		if len(ri.restored) > maxListKinds || len(ri.missing) > maxListKinds || len(ri.notRestored) > maxRecheckedItems {
+			t.Fatalf("bounds broken: %d, %d kinds, %d kept", len(ri.restored), len(ri.missing), len(ri.notRestored))
 		}
 		ref := map[string][]string{}
 		if json.Unmarshal([]byte(raw), &ref) != nil {
 			t.Fatalf("accepted what encoding/json refuses: %q", raw)
 		}
 		want := 0
-		for key, items := range ref {
+		for _, items := range ref {
 			for _, item := range items {
 				open := strings.LastIndexByte(item, '(')
-				ns, name, ok := strings.Cut(item[:open], "/")
-				if ok && ns == "sb" && !madeByKubernetes(key, name) {
+				if ns, _, ok := strings.Cut(item[:open], "/"); ok && ns == "sb" {
 					want++
 				}
 			}

@@ -21,7 +21,9 @@ import (
 // /<oadp-namespace>/<kind>/<target> answers the gzipped file, as the
 // pre-signed URL of Velero's object store would. A backup's resource list is
 // List's answer for the target when it has one, else the Backup's origin
-// namespace and a ConfigMap app-config in it (read with Reader); a log is one
+// namespace and a ConfigMap app-config in it (read with Reader); a
+// restore's resource list is its backup's, the namespaced items mapped by
+// the Restore's namespaceMapping and every one "(created)"; a log is one
 // line naming the target, with logSource Source; any other file a small JSON
 // object naming its kind and target.
 type Files struct {
@@ -44,21 +46,35 @@ func (f *Files) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var body []byte
 	switch kind {
 	case velerov1.DownloadTargetKindBackupResourceList:
-		var list map[string][]string
-		ok := false
-		if f.List != nil {
-			list, ok = f.List(target)
-		}
-		if !ok {
-			b := &velerov1.Backup{}
-			if err := f.Reader.Get(r.Context(), client.ObjectKey{Namespace: oadp, Name: target}, b); err != nil {
-				http.Error(w, err.Error(), http.StatusNotFound)
-				return
-			}
-			ns := b.Annotations[v1alpha1.NabOriginNamespaceAnnotation]
-			list = map[string][]string{"v1/Namespace": {ns}, "v1/ConfigMap": {ns + "/app-config"}}
+		list, err := f.backupList(r, oadp, target)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusNotFound)
+			return
 		}
 		body, _ = json.Marshal(list)
+	case velerov1.DownloadTargetKindRestoreResourceList:
+		rs := &velerov1.Restore{}
+		if err := f.Reader.Get(r.Context(), client.ObjectKey{Namespace: oadp, Name: target}, rs); err != nil {
+			http.Error(w, err.Error(), http.StatusNotFound)
+			return
+		}
+		list, err := f.backupList(r, oadp, rs.Spec.BackupName)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusNotFound)
+			return
+		}
+		restored := map[string][]string{}
+		for key, items := range list {
+			for _, item := range items {
+				if ns, name, ok := strings.Cut(item, "/"); ok {
+					if to, mapped := rs.Spec.NamespaceMapping[ns]; mapped {
+						item = to + "/" + name
+					}
+				}
+				restored[key] = append(restored[key], item+"(created)")
+			}
+		}
+		body, _ = json.Marshal(restored)
 	case velerov1.DownloadTargetKindBackupLog, velerov1.DownloadTargetKindRestoreLog:
 		body = fmt.Appendf(nil, "time=%q level=info msg=\"the log of %s\" logSource=%q\n", time.Now().Format(time.RFC3339), target, f.Source)
 	default:
@@ -68,4 +84,21 @@ func (f *Files) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	gz := gzip.NewWriter(w)
 	_, _ = gz.Write(body)
 	_ = gz.Close()
+}
+
+// backupList returns the resource list of Velero Backup name: List's answer
+// when it has one, else the Backup's origin namespace and a ConfigMap
+// app-config in it. Errors: reading the Backup.
+func (f *Files) backupList(r *http.Request, oadp, name string) (map[string][]string, error) {
+	if f.List != nil {
+		if list, ok := f.List(name); ok {
+			return list, nil
+		}
+	}
+	b := &velerov1.Backup{}
+	if err := f.Reader.Get(r.Context(), client.ObjectKey{Namespace: oadp, Name: name}, b); err != nil {
+		return nil, err
+	}
+	ns := b.Annotations[v1alpha1.NabOriginNamespaceAnnotation]
+	return map[string][]string{"v1/Namespace": {ns}, "v1/ConfigMap": {ns + "/app-config"}}, nil
 }

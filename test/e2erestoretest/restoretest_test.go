@@ -185,8 +185,10 @@ func (s *RestoreTestSuite) TestRestoreTestSucceeds(c *C) {
 	c.Assert(rt.RTO, NotNil, Commentf("%+v", rt))
 	c.Check(rt.RTO.Duration >= 0 && rt.RTO.Duration < 3*time.Minute, Equals, true, Commentf("rto %s", rt.RTO.Duration))
 	c.Check(rt.ItemsRestored, Equals, rt.ItemsExpected, Commentf("%+v", rt))
-	// three ConfigMaps, the Secret, the Deployment and its ReplicaSet
-	c.Check(rt.ItemsExpected >= 6, Equals, true, Commentf("%+v", rt))
+	// three ConfigMaps, kube-root-ca.crt and the default ServiceAccount
+	// (made in the sandbox by Kubernetes first), the Secret, the Deployment
+	// and its ReplicaSet
+	c.Check(rt.ItemsExpected >= 8, Equals, true, Commentf("%+v", rt))
 	c.Check(rt.Sandbox, Equals, sandbox)
 	cond := s.st.Kubectl(c, "get", "nab", "-n", ns, "b1", "-o", `jsonpath={.status.conditions[?(@.type=="RestoreTested")].status}`)
 	c.Check(cond, Equals, "True")
@@ -229,8 +231,9 @@ spec:
 	rt := s.restoreTest(c, ns, "b1")
 	c.Logf("restore test of %s/b1: %s, rto %v, %d of %d items: %s", ns, rt.Result, rt.RTO, rt.ItemsRestored, rt.ItemsExpected, rt.Message)
 	c.Check(rt.Result, Equals, v1alpha1.RestoreTestFailed, Commentf("%+v", rt))
-	c.Check(rt.ItemsExpected, Equals, int32(2), Commentf("%+v", rt))
-	c.Check(rt.ItemsRestored, Equals, int32(1), Commentf("%+v", rt))
+	// settings, kube-root-ca.crt (in the sandbox already) and the claim
+	c.Check(rt.ItemsExpected, Equals, int32(3), Commentf("%+v", rt))
+	c.Check(rt.ItemsRestored, Equals, int32(2), Commentf("%+v", rt))
 	c.Check(rt.Message, Matches, `.*missing: 1 v1/PersistentVolumeClaim.*`)
 	cond := s.st.Kubectl(c, "get", "nab", "-n", ns, "b1", "-o", `jsonpath={.status.conditions[?(@.type=="RestoreTested")].status}`)
 	c.Check(cond, Equals, "False")
