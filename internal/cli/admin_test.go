@@ -96,7 +96,7 @@ func (s *CLISuite) TestPlanPreview(c *C) {
 	c.Check(preview["object"], Equals, "NonAdminBackup demo/sample")
 	c.Check(preview["action"], Equals, "backup")
 	phases := preview["phases"].([]any)
-	c.Assert(phases, HasLen, 6)
+	c.Assert(phases, HasLen, 7)
 	c.Check(phases[1].(map[string]any)["func"], Equals, "WaitForTurn")
 	wait := phases[3].(map[string]any)
 	c.Check(wait["func"], Equals, "WaitFor")
