@@ -77,8 +77,29 @@ func DescribeBackup(w io.Writer, nab *v1alpha1.NonAdminBackup, details *Details,
 		}
 		d.line(0, "Delete Request", fmt.Sprintf("%s/%s (%s)", dbr.Namespace, dbr.Name, phase))
 	}
+	d.restoreTest(nab.Status.RestoreTest)
 	d.conditions(nab.Status.Conditions)
 	d.details(details)
+}
+
+// restoreTest writes a backup's restore test (TestRestore): its result,
+// RTO, items and when, then its message.
+func (d *describer) restoreTest(rt *v1alpha1.RestoreTest) {
+	if rt == nil {
+		return
+	}
+	what := rt.Result
+	if rt.RTO != nil {
+		what += ", RTO " + rt.RTO.Duration.String()
+	}
+	if rt.ItemsExpected > 0 || rt.ItemsRestored > 0 {
+		what += fmt.Sprintf(", %d of %d items restored", rt.ItemsRestored, rt.ItemsExpected)
+	}
+	what += " (" + durationString(d.now.Sub(rt.Time.Time)) + " ago)"
+	d.line(0, "Restore Test", what)
+	if rt.Message != "" {
+		d.line(1, "Message", rt.Message)
+	}
 }
 
 // DescribeRestore writes nar as `kubectl nac restore describe` prints it

@@ -66,7 +66,11 @@ func completedBackup() *v1alpha1.NonAdminBackup {
 			Conditions: []metav1.Condition{
 				{Type: "Accepted", Status: metav1.ConditionTrue, Reason: "BackupAccepted", Message: "backup accepted"},
 				{Type: "Verified", Status: metav1.ConditionTrue, Reason: "ContentsVerified", Message: "every item is of namespace demo"},
+				{Type: "RestoreTested", Status: metav1.ConditionTrue, Reason: "RestoreTestSucceeded", Message: "Velero Backup demo-b1-1a2b3c restored into sandbox demo-rt-2a97516c: 3 of 3 items; RTO 4s"},
 			},
+			RestoreTest: &v1alpha1.RestoreTest{Time: *at(20), Result: v1alpha1.RestoreTestSucceeded, RTO: &metav1.Duration{Duration: 4 * time.Second},
+				ItemsExpected: 3, ItemsRestored: 3, VeleroRestore: "demo-rt-b1-1a2b3c", Sandbox: "demo-rt-2a97516c",
+				Message: "Velero Backup demo-b1-1a2b3c restored into sandbox demo-rt-2a97516c: 3 of 3 items; RTO 4s"},
 		},
 	}
 }
@@ -74,6 +78,8 @@ func completedBackup() *v1alpha1.NonAdminBackup {
 // waitingBackup is a NAB queued behind others, Velero half way through.
 func waitingBackup() *v1alpha1.NonAdminBackup {
 	nab := completedBackup()
+	nab.Status.RestoreTest = nil // tested only once completed
+	nab.Status.Conditions = nab.Status.Conditions[:2]
 	nab.Name = "b2"
 	p := nab.Status.Plan
 	p.State, p.CompletionTime, p.Current = v1alpha1.PlanRunning, nil, "waitForBackup: waiting"
@@ -93,6 +99,8 @@ func waitingBackup() *v1alpha1.NonAdminBackup {
 // failedBackup is a NAB refused by its validate phase.
 func failedBackup() *v1alpha1.NonAdminBackup {
 	nab := completedBackup()
+	nab.Status.RestoreTest = nil // tested only once completed
+	nab.Status.Conditions = nab.Status.Conditions[:2]
 	nab.Name = "bad"
 	nab.Status.Phase = v1alpha1.NonAdminPhaseBackingOff
 	nab.Status.VeleroBackup = nil
