@@ -77,6 +77,7 @@ func playVelero(ctx context.Context, oadp string) {
 					return false
 				}
 				r.Status.Phase = velerov1.RestorePhaseCompleted
+				r.Status.CompletionTimestamp = &metav1.Time{Time: time.Now()}
 				return true
 			})
 		}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/blueprints"
+	nacmetrics "github.com/nacflow/nacflow/internal/metrics"
 )
 
 // RestoreTestSuite runs restore tests (TestRestore) against the real API
@@ -193,6 +194,16 @@ func (s *RestoreTestSuite) TestRestoreTestsSurviveCrashes(c *C) {
 	})
 	c.Check(tested, Equals, tenants*backups/2)
 	stopVelero()
+
+	// The gauges, read from the NonAdminBackups: each tenant's newest test
+	// succeeded, with its RTO and time.
+	collector := &nacmetrics.StateCollector{Reader: testClient}
+	for _, nab := range nabs[:1] {
+		c.Check(gaugeSample(c, collector, "nacflow_restore_test_failing", "namespace", nab.Namespace), Equals, 0.0)
+		c.Check(gaugeSample(c, collector, "nacflow_restore_test_rto_seconds", "namespace", nab.Namespace) >= 0, Equals, true)
+		last := gaugeSample(c, collector, "nacflow_restore_test_last_success_timestamp_seconds", "namespace", nab.Namespace)
+		c.Check(time.Since(time.Unix(int64(last), 0)) < 5*time.Minute, Equals, true, Commentf("%v", last))
+	}
 
 	// Nothing left: no sandbox (deleted or going) and no test Restore.
 	eventually(c, 30*time.Second, func() (bool, string) {

@@ -399,16 +399,27 @@ func (s *ControllerSuite) TestGCStaleSandboxes(c *C) {
 		c.Assert(testClient.Create(ctx, r), IsNil)
 		return r
 	}
+	defer func() {
+		// Other suites' restore tests count live sandboxes against their cap.
+		for _, name := range []string{v1alpha1.RestoreTestSandbox(running), gone + "-lookalike", v1alpha1.RestoreTestSandbox(busy), v1alpha1.RestoreTestSandbox(gone)} {
+			_ = testClient.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+		}
+	}()
 	goneSandbox := sandbox(v1alpha1.RestoreTestSandbox(gone), gone, "deleted-nab", "id-gone")
 	goneRestore := restore(gone, "id-gone", velerov1.RestorePhaseCompleted)
 	busySandbox := sandbox(v1alpha1.RestoreTestSandbox(busy), busy, "deleted-nab", "id-busy")
 	busyRestore := restore(busy, "id-busy", velerov1.RestorePhaseInProgress)
 	misnamed := sandbox(gone+"-lookalike", gone, "deleted-nab", "id-x")
 	runningSandbox := sandbox(v1alpha1.RestoreTestSandbox(running), running, "nab", "id-running")
+	// The suite's controller runs this NAB's plan: it waits for a Velero
+	// Backup nobody completes.
+	defaultBSL(c, s.oadp)
 	nab := newNAB(running, "nab", velerov1.BackupSpec{})
 	c.Assert(testClient.Create(ctx, nab), IsNil)
-	nab.Status.Plan = &v1alpha1.PlanStatus{Action: "backup", State: v1alpha1.PlanRunning}
-	c.Assert(testClient.Status().Update(ctx, nab), IsNil)
+	eventually(c, 10*time.Second, func() (bool, string) {
+		got := getNAB(c, nab)
+		return got.Status.Plan != nil && got.Status.Plan.State == v1alpha1.PlanRunning, fmt.Sprintf("plan %+v", got.Status.Plan)
+	})
 
 	terminating := func(obj client.Object) bool {
 		err := testClient.Get(ctx, client.ObjectKeyFromObject(obj), obj)
