@@ -85,4 +85,15 @@ func (s *ScheduleRunsSuite) TestTakesOwnRunsThroughTheGuard(c *C) {
 	nabs := &v1alpha1.NonAdminBackupList{}
 	c.Assert(cl.List(ctx, nabs), IsNil)
 	c.Check(nabs.Items, HasLen, 1)
+
+	// Once the run's NonAdminBackup has a restore test, the schedule tells
+	// it on its next look, naming the run.
+	c.Check(nas.Status.LastRestoreTest, IsNil)
+	nab.Status.RestoreTest = &v1alpha1.RestoreTest{Time: metav1.Now(), Result: v1alpha1.RestoreTestSucceeded, RTO: &metav1.Duration{Duration: 3 * time.Second}}
+	c.Assert(cl.Status().Update(ctx, nab), IsNil)
+	_, err = fn.Run(ctx, &engine.Operation{Object: nas, OADPNamespace: "oadp", UUID: "u-nas", Phase: "syncRuns"}, fn.NewArgs())
+	c.Assert(err, IsNil)
+	c.Assert(nas.Status.LastRestoreTest, NotNil)
+	c.Check(nas.Status.LastRestoreTest.Backup, Equals, "nightly-20261101020000")
+	c.Check(nas.Status.LastRestoreTest.RTO.Duration, Equals, 3*time.Second)
 }
