@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -22,6 +23,7 @@ import (
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/engine"
 	"github.com/nacflow/nacflow/internal/linkednab"
+	"github.com/nacflow/nacflow/internal/retention"
 )
 
 // Event reasons of NonAdminSchedules (SyncScheduleRuns).
@@ -32,7 +34,24 @@ const (
 	EventRPOMet = "RPOMet"
 	// EventScheduledBackup (Normal): a run's NonAdminBackup was created.
 	EventScheduledBackup = "ScheduledBackup"
+	// EventPrunedBackup (Normal): spec.retention pruned a run.
+	EventPrunedBackup = "PrunedBackup"
 )
+
+// maxPrunesPerLook bounds the runs one look at a schedule prunes: a policy
+// tightened over a long history deletes it a few at a time, not as one
+// burst of DeleteBackupRequests.
+const maxPrunesPerLook = 10
+
+// SyncScheduleRunsArgs are the args of SyncScheduleRuns: an admin's bounds
+// on schedules' retention.
+type SyncScheduleRunsArgs struct {
+	// MaxKeep bounds the successful runs a schedule keeps, whatever its
+	// retention says (0: no bound); past it the oldest kept go.
+	MaxKeep int `json:"maxKeep,omitempty" doc:"the most successful runs a schedule keeps, whatever its spec.retention says (0: no bound); the oldest kept beyond it are pruned"`
+	// DefaultRetention applies to schedules without spec.retention.
+	DefaultRetention *v1alpha1.ScheduleRetention `json:"defaultRetention,omitempty" doc:"the retention of schedules without spec.retention (unset: their runs stay until their TTL)"`
+}
 
 // SyncScheduleRuns follows a NonAdminSchedule's Velero Schedule (OADP NAC's
 // NonAdminSchedule): it mirrors the schedule's status into
@@ -59,13 +78,15 @@ func (*SyncScheduleRuns) SafetyExceptions() []engine.Exception {
 	return []engine.Exception{
 		{Verbs: []string{"create"}, Kind: nab, Scope: engine.InOperationNamespace,
 			Why: "each run of the tenant's schedule becomes a NonAdminBackup of its namespace (OADP NAC's NonAdminSchedule)"},
+		{Verbs: []string{"patch"}, Kind: nab, Scope: engine.InOperationNamespace,
+			Why: "spec.retention prunes a run: spec.deleteBackup on the run's NonAdminBackup, which deletes it with its data"},
 		{Verbs: []string{"patch status"}, Kind: nab, Scope: engine.InOperationNamespace,
 			Why: "the run's new NonAdminBackup records its Velero Backup in status.veleroBackup, the link AdoptVeleroBackup trusts (tenants cannot write status)"},
 	}
 }
 
 // Run implements phaseFunc.
-func (f *SyncScheduleRuns) Run(ctx context.Context, op *engine.Operation, nas *v1alpha1.NonAdminSchedule, _ *noArgs) (engine.Result, error) {
+func (f *SyncScheduleRuns) Run(ctx context.Context, op *engine.Operation, nas *v1alpha1.NonAdminSchedule, a *SyncScheduleRunsArgs) (engine.Result, error) {
 	vs := nas.Status.VeleroSchedule
 	if vs == nil || vs.Name == "" {
 		return engine.Done("no Velero Schedule yet", nil), nil
@@ -84,6 +105,9 @@ func (f *SyncScheduleRuns) Run(ctx context.Context, op *engine.Operation, nas *v
 	}
 	runs, err := f.syncRuns(ctx, op, nas)
 	if err != nil {
+		return engine.Result{}, err
+	}
+	if err := f.applyRetention(ctx, op, nas, runs, a); err != nil {
 		return engine.Result{}, err
 	}
 	now := time.Now()
@@ -346,4 +370,142 @@ func lastRestoreTest(ctx context.Context, op *engine.Operation, nas *v1alpha1.No
 			nas.Status.LastRestoreTest.Backup = run.Name
 		}
 	}
+}
+
+// applyRetention prunes the runs the schedule's retention (spec.retention,
+// else args.defaultRetention, bounded by args.maxKeep) does not keep
+// (package retention): it sets spec.deleteBackup on their NonAdminBackups,
+// at most maxPrunesPerLook a look, oldest first, with an event each, and
+// records status.retention. A run whose NonAdminBackup a restore of the
+// namespace names, and whose restore has not ended, is in use.
+func (f *SyncScheduleRuns) applyRetention(ctx context.Context, op *engine.Operation, nas *v1alpha1.NonAdminSchedule, runs []run, a *SyncScheduleRunsArgs) error {
+	spec := nas.Spec.Retention
+	if spec == nil {
+		spec = a.DefaultRetention
+	}
+	if spec == nil {
+		nas.Status.Retention = nil
+		return nil
+	}
+	p := retention.Policy{KeepLast: int(spec.KeepLast), Hourly: int(spec.Hourly), Daily: int(spec.Daily), Weekly: int(spec.Weekly),
+		Monthly: int(spec.Monthly), Yearly: int(spec.Yearly)}
+	if spec.Failed != nil {
+		p.FailedKeepLast = int(spec.Failed.KeepLast)
+	}
+	narList := &v1alpha1.NonAdminRestoreList{}
+	if err := op.Client.List(ctx, narList, client.InNamespace(nas.Namespace)); err != nil {
+		return fmt.Errorf("listing the NonAdminRestores of %s: %w", nas.Namespace, err)
+	}
+	inUse := map[string]bool{}
+	for i := range narList.Items {
+		nar := &narList.Items[i]
+		if rs := nar.Spec.RestoreSpec; rs != nil && (nar.Status.Plan == nil || (nar.Status.Plan.State != v1alpha1.PlanComplete && nar.Status.Plan.State != v1alpha1.PlanFailed)) {
+			inUse[rs.BackupName] = true
+		}
+	}
+	var rr []retention.Run
+	for _, rn := range runs {
+		st := rn.backup.Status
+		rr = append(rr, retention.Run{Name: rn.nab, Time: rn.backup.CreationTimestamp.Time, Finished: v1alpha1.BackupFinished(st.Phase),
+			Succeeded: st.Phase == velerov1.BackupPhaseCompleted, InUse: inUse[rn.nab]})
+	}
+	decisions := retention.Select(rr, p, scheduleZone(nas.Spec.Schedule))
+	if a.MaxKeep > 0 {
+		kept := 0
+		for i := range decisions {
+			d := &decisions[i]
+			if !d.Keep || !d.Succeeded {
+				continue
+			}
+			kept++
+			if kept > a.MaxKeep && !d.InUse && !slices.Contains(d.Reasons, "newest successful") {
+				d.Keep, d.Reasons = false, []string{fmt.Sprintf("beyond the admin's maxKeep %d", a.MaxKeep)}
+			}
+		}
+	}
+	st := nas.Status.Retention
+	if st == nil {
+		st = &v1alpha1.RetentionStatus{}
+	}
+	st.Policy = describeRetention(spec, a.MaxKeep, nas.Spec.Retention == nil)
+	st.Kept = 0
+	for _, d := range decisions {
+		if d.Keep {
+			st.Kept++
+		}
+	}
+	var pruned []string
+	for _, name := range retention.Prunable(decisions) {
+		if len(pruned) == maxPrunesPerLook {
+			break
+		}
+		nab := &v1alpha1.NonAdminBackup{}
+		if err := op.Client.Get(ctx, client.ObjectKey{Namespace: nas.Namespace, Name: name}, nab); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return fmt.Errorf("reading NonAdminBackup %s/%s: %w", nas.Namespace, name, err)
+		}
+		if nab.Spec.DeleteBackup || !nab.DeletionTimestamp.IsZero() || nab.Labels[v1alpha1.NasOriginNACUUIDLabel] != nas.Status.VeleroSchedule.NACUUID {
+			continue // going already, or not this schedule's run
+		}
+		before := nab.DeepCopy()
+		nab.Spec.DeleteBackup = true
+		if err := op.Client.Patch(ctx, nab, client.MergeFrom(before)); err != nil {
+			return fmt.Errorf("pruning NonAdminBackup %s/%s: %w", nas.Namespace, name, err)
+		}
+		pruned = append(pruned, name)
+		log.FromContext(ctx).Info("pruned a scheduled run", "nonAdminBackup", name, "retention", st.Policy)
+		f.event(nas, corev1.EventTypeNormal, EventPrunedBackup, fmt.Sprintf("NonAdminBackup %s pruned by spec.retention (%s): it is deleted with its data", name, st.Policy))
+	}
+	if len(pruned) > 0 {
+		st.Pruned += int32(len(pruned))
+		st.LastPruned = pruned
+		st.LastPruneTime = &metav1.Time{Time: time.Now()}
+	}
+	nas.Status.Retention = st
+	return nil
+}
+
+// scheduleZone returns the time zone of a cron schedule: its CRON_TZ= or
+// TZ= prefix (robfig/cron's, which Velero uses), else UTC; a zone that
+// does not load is UTC too.
+func scheduleZone(schedule string) *time.Location {
+	for _, prefix := range []string{"CRON_TZ=", "TZ="} {
+		if rest, ok := strings.CutPrefix(schedule, prefix); ok {
+			name, _, _ := strings.Cut(rest, " ")
+			if loc, err := time.LoadLocation(name); err == nil {
+				return loc
+			}
+		}
+	}
+	return time.UTC
+}
+
+// describeRetention says a retention in words ("keepLast 2, daily 7;
+// failed keepLast 1"), with the admin's bound and where it came from.
+func describeRetention(r *v1alpha1.ScheduleRetention, maxKeep int, admins bool) string {
+	var parts []string
+	for _, f := range []struct {
+		name string
+		n    int32
+	}{{"keepLast", r.KeepLast}, {"hourly", r.Hourly}, {"daily", r.Daily}, {"weekly", r.Weekly}, {"monthly", r.Monthly}, {"yearly", r.Yearly}} {
+		if f.n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", f.name, f.n))
+		}
+	}
+	s := strings.Join(parts, ", ")
+	if s == "" {
+		s = "every run"
+	}
+	if r.Failed != nil {
+		s += fmt.Sprintf("; failed keepLast %d", r.Failed.KeepLast)
+	}
+	if maxKeep > 0 {
+		s += fmt.Sprintf("; at most %d (the admin's maxKeep)", maxKeep)
+	}
+	if admins {
+		s += " (the admin's default)"
+	}
+	return s
 }

@@ -2,6 +2,8 @@ package phases_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"time"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
@@ -10,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -96,4 +99,78 @@ func (s *ScheduleRunsSuite) TestTakesOwnRunsThroughTheGuard(c *C) {
 	c.Assert(nas.Status.LastRestoreTest, NotNil)
 	c.Check(nas.Status.LastRestoreTest.Backup, Equals, "nightly-20261101020000")
 	c.Check(nas.Status.LastRestoreTest.RTO.Duration, Equals, 3*time.Second)
+}
+
+// TestRetentionPrunes: with spec.retention keepLast 2, the schedule's two
+// oldest completed runs are pruned (spec.deleteBackup on their
+// NonAdminBackups, an event each, status.retention), except one a restore
+// still uses; the admin's maxKeep bounds a wider policy.
+func (s *ScheduleRunsSuite) TestRetentionPrunes(c *C) {
+	ctx := context.Background()
+	sc := runtime.NewScheme()
+	c.Assert(clientgoscheme.AddToScheme(sc), IsNil)
+	c.Assert(velerov1.AddToScheme(sc), IsNil)
+	c.Assert(v1alpha1.AddToScheme(sc), IsNil)
+	vs := &velerov1.Schedule{ObjectMeta: metav1.ObjectMeta{Namespace: "oadp", Name: "vs", Labels: map[string]string{v1alpha1.NasOriginNACUUIDLabel: "u-nas"},
+		CreationTimestamp: metav1.NewTime(time.Now().Add(-48 * time.Hour))},
+		Spec: velerov1.ScheduleSpec{Schedule: "*/1 * * * *"}, Status: velerov1.ScheduleStatus{Phase: velerov1.SchedulePhaseEnabled}}
+	objs := []client.Object{vs}
+	for i := range 5 {
+		b := scheduleRun(fmt.Sprintf("vs-2026110102%02d00", i), fmt.Sprintf("uid-%d", i), "tenant", "tenant")
+		b.CreationTimestamp = metav1.NewTime(time.Date(2026, 11, 1, 2, i, 0, 0, time.UTC))
+		objs = append(objs, b)
+	}
+	// A restore of the oldest run, still running: that run is in use.
+	objs = append(objs, &v1alpha1.NonAdminRestore{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "r"},
+		Spec: v1alpha1.NonAdminRestoreSpec{RestoreSpec: &velerov1.RestoreSpec{BackupName: "nightly-20261101020000"}}})
+	cl := fake.NewClientBuilder().WithScheme(sc).WithObjects(objs...).WithStatusSubresource(&v1alpha1.NonAdminBackup{}).Build()
+	recorder := record.NewFakeRecorder(20)
+	reg, err := phases.NewRegistry(phases.Clients{Client: cl, APIReader: cl, Recorder: recorder}, phases.Options{})
+	c.Assert(err, IsNil)
+	fn, _ := reg.Get("SyncScheduleRuns")
+	nas := &v1alpha1.NonAdminSchedule{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "nightly"},
+		Spec:   v1alpha1.NonAdminScheduleSpec{Schedule: "*/1 * * * *", Retention: &v1alpha1.ScheduleRetention{KeepLast: 2}},
+		Status: v1alpha1.NonAdminScheduleStatus{VeleroSchedule: &v1alpha1.VeleroSchedule{Name: "vs", Namespace: "oadp", NACUUID: "u-nas"}}}
+	op := &engine.Operation{Object: nas, OADPNamespace: "oadp", UUID: "u-nas", Phase: "syncRuns"}
+	_, err = fn.Run(ctx, op, fn.NewArgs())
+	c.Assert(err, IsNil)
+	deleting := func() []string {
+		var out []string
+		for i := range 5 {
+			nab := &v1alpha1.NonAdminBackup{}
+			c.Assert(cl.Get(ctx, client.ObjectKey{Namespace: "tenant", Name: fmt.Sprintf("nightly-2026110102%02d00", i)}, nab), IsNil)
+			if nab.Spec.DeleteBackup {
+				out = append(out, nab.Name)
+			}
+		}
+		return out
+	}
+	c.Check(deleting(), DeepEquals, []string{"nightly-20261101020100", "nightly-20261101020200"}, Commentf("the oldest is in use"))
+	c.Assert(nas.Status.Retention, NotNil)
+	c.Check(nas.Status.Retention.Policy, Equals, "keepLast 2")
+	c.Check(nas.Status.Retention.Kept, Equals, int32(3))
+	c.Check(nas.Status.Retention.Pruned, Equals, int32(2))
+	c.Check(nas.Status.Retention.LastPruned, DeepEquals, []string{"nightly-20261101020100", "nightly-20261101020200"})
+	var pruneEvents []string
+	for len(recorder.Events) > 0 {
+		if e := <-recorder.Events; strings.Contains(e, "PrunedBackup") {
+			pruneEvents = append(pruneEvents, e)
+		}
+	}
+	c.Assert(pruneEvents, HasLen, 2)
+	c.Check(pruneEvents[0], Matches, `Normal PrunedBackup NonAdminBackup nightly-20261101020100 pruned by spec.retention \(keepLast 2\): .*`)
+
+	// A look again prunes nothing more (the two go already).
+	_, err = fn.Run(ctx, op, fn.NewArgs())
+	c.Assert(err, IsNil)
+	c.Check(nas.Status.Retention.Pruned, Equals, int32(2))
+
+	// The admin's maxKeep 1 bounds keepLast 2: the newest stays, and the
+	// in-use oldest.
+	args := fn.NewArgs().(*phases.SyncScheduleRunsArgs)
+	args.MaxKeep = 1
+	_, err = fn.Run(ctx, op, args)
+	c.Assert(err, IsNil)
+	c.Check(deleting(), DeepEquals, []string{"nightly-20261101020100", "nightly-20261101020200", "nightly-20261101020300"})
+	c.Check(nas.Status.Retention.Policy, Equals, "keepLast 2; at most 1 (the admin's maxKeep)")
 }

@@ -48,6 +48,93 @@ type NonAdminScheduleSpec struct {
 	// it per tenant group (ValidateScheduleSpec's args.maxRPO).
 	// +optional
 	RPO *metav1.Duration `json:"rpo,omitempty"`
+
+	// retention says which runs to keep (nacflow's field; Kasten K10's and
+	// KubeStash's retention policies are the model): the last keepLast
+	// successful runs and the newest successful run of each of the last
+	// hourly, daily, weekly, monthly and yearly periods (grandfather-father-
+	// son, in the schedule's time zone: its CRON_TZ= prefix, else UTC);
+	// failed runs apart, the last failed.keepLast of them. Runs beyond it
+	// are deleted with their data (spec.deleteBackup on their
+	// NonAdminBackup), oldest first; never the newest successful run, one
+	// still running, or one a restore is using. Unset: every run stays
+	// until its TTL, unless the admin set a default (SyncScheduleRuns'
+	// args.defaultRetention); an admin's args.maxKeep bounds what it keeps.
+	// +optional
+	Retention *ScheduleRetention `json:"retention,omitempty"`
+}
+
+// ScheduleRetention is a NonAdminSchedule's retention policy. A zero count
+// keeps nothing by its rule.
+type ScheduleRetention struct {
+	// keepLast keeps the newest keepLast successful runs.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=10000
+	KeepLast int32 `json:"keepLast,omitempty"`
+	// hourly keeps the newest successful run of each of the last hourly
+	// hours that have one.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=10000
+	Hourly int32 `json:"hourly,omitempty"`
+	// daily: the same for days.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=10000
+	Daily int32 `json:"daily,omitempty"`
+	// weekly: the same for ISO weeks.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=10000
+	Weekly int32 `json:"weekly,omitempty"`
+	// monthly: the same for months.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=10000
+	Monthly int32 `json:"monthly,omitempty"`
+	// yearly: the same for years.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=10000
+	Yearly int32 `json:"yearly,omitempty"`
+	// failed keeps failed runs (PartiallyFailed, Failed) apart from the
+	// successful ones: the last failed.keepLast of them (default 0: a
+	// failed run goes once the policy applies).
+	// +optional
+	Failed *FailedRetention `json:"failed,omitempty"`
+}
+
+// FailedRetention bounds the failed runs a schedule keeps.
+type FailedRetention struct {
+	// keepLast keeps the newest keepLast failed runs.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=10000
+	KeepLast int32 `json:"keepLast,omitempty"`
+}
+
+// RetentionStatus says what a schedule's retention keeps and what it
+// pruned last.
+type RetentionStatus struct {
+	// policy is the retention in force: spec.retention, or the admin's
+	// default, bounded by the admin's maxKeep (described in words).
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	Policy string `json:"policy,omitempty"`
+	// kept counts the runs kept.
+	// +optional
+	Kept int32 `json:"kept,omitempty"`
+	// pruned counts the runs pruned so far by this schedule.
+	// +optional
+	Pruned int32 `json:"pruned,omitempty"`
+	// lastPruned names the runs (NonAdminBackups) pruned at the last prune.
+	// +optional
+	// +kubebuilder:validation:MaxItems=10
+	LastPruned []string `json:"lastPruned,omitempty"`
+	// lastPruneTime is when runs were last pruned.
+	// +optional
+	LastPruneTime *metav1.Time `json:"lastPruneTime,omitempty"`
 }
 
 // VeleroSchedule links a NonAdminSchedule to its Velero Schedule in the OADP
@@ -126,6 +213,10 @@ type NonAdminScheduleStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxItems=5
 	RecentBackups []NonAdminScheduledBackup `json:"recentBackups,omitempty"`
+
+	// retention says what spec.retention keeps and what it pruned last.
+	// +optional
+	Retention *RetentionStatus `json:"retention,omitempty"`
 
 	// lastRestoreTest is the newest restore test of one of the schedule's
 	// runs (status.restoreTest of that NonAdminBackup, named in backup),
