@@ -258,3 +258,22 @@ func (*RemoveRestoreTest) Doc() engine.FuncDoc {
 		Waits:   true,
 	}
 }
+
+// Doc implements engine.Documented.
+func (*MeasureUsage) Doc() engine.FuncDoc {
+	return engine.FuncDoc{
+		Summary: "After a Completed or PartiallyFailed backup, records status.usage: the size of its contents tarball in object storage (a DownloadRequest BackupContents of its own, then a one-byte range request whose Content-Range gives the size; counted as it streams where the store ignores ranges) and the volume data its DataUploads and PodVolumeBackups moved. Once per backup; a store that does not answer leaves usage unset.",
+		Outputs: []string{"contentsBytes, volumeBytes, totalBytes: bytes"},
+		Errors:  "a Backup that is not the operation's own is terminal; " + apiRetried,
+		Waits:   true,
+	}
+}
+
+// Doc implements engine.Documented.
+func (*CheckQuota) Doc() engine.FuncDoc {
+	return engine.FuncDoc{
+		Summary: "Refuses a new NonAdminBackup that would take its namespace past the admin's quota: args.maxBackups (NonAdminBackups that hold or will hold a backup) and args.maxBytes (their status.usage.totalBytes), per namespace and per location (args.locations). Accepted=False/QuotaExceeded naming the figure, the limit and what to delete; nothing is created. Past 80 % a Warning event QuotaNearlyReached. No args: no quota.",
+		Outputs: []string{"backups, bytes: the namespace's before this backup"},
+		Errors:  "a refusal is terminal; " + apiRetried,
+	}
+}

@@ -50,7 +50,7 @@ func (s *GuardedSuite) TestFunctionsHoldNoClient(c *C) {
 		&phases.Notify{}, &phases.LimitActiveOperations{}, &phases.ValidateDownloadRequest{}, &phases.CreateDownloadRequest{},
 		&phases.VerifyBackupContents{}, &phases.ValidateScheduleSpec{}, &phases.CreateVeleroSchedule{}, &phases.WaitForTurn{},
 		&phases.CheckRestoreItems{}, &phases.SyncScheduleRuns{}, &phases.PreviewRestore{},
-		&phases.TestRestore{}, &phases.RemoveRestoreTest{},
+		&phases.TestRestore{}, &phases.RemoveRestoreTest{}, &phases.MeasureUsage{}, &phases.CheckQuota{},
 	}
 	reg, err := phases.NewRegistry(phases.Clients{}, phases.Options{})
 	c.Assert(err, IsNil)

@@ -149,5 +149,7 @@ func NewRegistry(c Clients, o Options) (*engine.Registry, error) {
 		bind(&SyncScheduleRuns{tools: t}),
 		bind(&TestRestore{restoreRules: rules, tools: t, starting: &sync.Mutex{}}),
 		bind(&RemoveRestoreTest{}),
+		bind(&MeasureUsage{tools: t}),
+		bind(&CheckQuota{tools: t}),
 	)
 }

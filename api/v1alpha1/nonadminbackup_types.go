@@ -106,6 +106,27 @@ const (
 	RestoreTestUnknown   = "Unknown"
 )
 
+// BackupUsage is what a finished backup takes in object storage, in bytes
+// (nacflow's addition: OADP NAC and Velero report no size).
+type BackupUsage struct {
+	// contentsBytes is the size of the backup's contents tarball in object
+	// storage (compressed), as the store answered Velero's download URL.
+	ContentsBytes int64 `json:"contentsBytes"`
+	// volumeBytes is the volume data Velero's node agent moved for it: the
+	// total bytes of its DataUploads (data mover) and PodVolumeBackups
+	// (file-system backup).
+	// +optional
+	VolumeBytes int64 `json:"volumeBytes,omitempty"`
+	// totalBytes is contentsBytes plus volumeBytes.
+	TotalBytes int64 `json:"totalBytes"`
+	// storageLocation is the Velero BackupStorageLocation the backup is in.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	StorageLocation string `json:"storageLocation,omitempty"`
+	// measuredAt is when it was measured.
+	MeasuredAt metav1.Time `json:"measuredAt"`
+}
+
 // RestoreTest is the outcome of nacflow's restore test of a backup: the
 // backup restored by Velero into a sandbox namespace nobody but the admin
 // can read, where nothing runs, then compared with the backup's resource
@@ -169,6 +190,10 @@ const (
 	// openshift.io/oadp-nab-synced-from-nacuuid label names no Velero Backup
 	// of its namespace.
 	ReasonInvalidSyncLabel = "InvalidSyncLabel"
+	// ReasonQuotaExceeded: Accepted=False, the backup would take the
+	// namespace past the admin's quota (CheckQuota); the message names the
+	// figure, the limit and what to delete.
+	ReasonQuotaExceeded = "QuotaExceeded"
 	// ReasonActiveOperationsLimit: Accepted=False, the namespace already runs
 	// as many operations as the admin allows (LimitActiveOperations).
 	ReasonActiveOperationsLimit = "ActiveOperationsLimit"
@@ -308,6 +333,11 @@ type NonAdminBackupStatus struct {
 	// phase.
 	// +optional
 	FileSystemPodVolumeBackups *FileSystemPodVolumeBackups `json:"fileSystemPodVolumeBackups,omitempty"`
+
+	// usage is what the backup takes in object storage, measured once it
+	// finished (MeasureUsage).
+	// +optional
+	Usage *BackupUsage `json:"usage,omitempty"`
 
 	// restoreTest is the outcome of the backup's restore test, when the
 	// admin enabled them for the namespace (RestoreTested condition).

@@ -98,6 +98,8 @@ func (m Observer) PhaseEnded(_ engine.Object, fn string, failed bool, d time.Dur
 //	nacflow_backups_unverified{namespace} NonAdminBackups whose contents check found items that are not the tenant's (Verified=False)
 //	nacflow_schedule_last_success_timestamp_seconds{namespace,name} the newest successful run of a NonAdminSchedule
 //	nacflow_schedule_rpo_seconds{namespace,name} its recovery-point objective
+//	nacflow_tenant_backups{namespace,location} NonAdminBackups that hold a backup, by storage location
+//	nacflow_tenant_backup_bytes{namespace,location} the bytes they take (status.usage.totalBytes)
 //	nacflow_restore_test_rto_seconds{namespace} the RTO of the namespace's newest restore test that finished its restore
 //	nacflow_restore_test_last_success_timestamp_seconds{namespace} when its newest successful restore test ended
 //	nacflow_restore_test_failing{namespace} 1 when its newest restore test did not succeed, else 0
@@ -124,6 +126,10 @@ var (
 		"Completion time (Unix seconds) of the newest successful run of a NonAdminSchedule; absent before the first.", []string{"namespace", "name"}, nil)
 	rpoDesc = prometheus.NewDesc("nacflow_schedule_rpo_seconds",
 		"The recovery-point objective in force of a NonAdminSchedule (status.rpo), in seconds; absent without one.", []string{"namespace", "name"}, nil)
+	tenantBackupsDesc = prometheus.NewDesc("nacflow_tenant_backups",
+		"NonAdminBackups that hold, or will hold, a backup in object storage, by namespace and storage location (a NonAdminBackupStorageLocation's name, or default).", []string{"namespace", "location"}, nil)
+	tenantBytesDesc = prometheus.NewDesc("nacflow_tenant_backup_bytes",
+		"Bytes the namespace's backups take in object storage (the sum of status.usage.totalBytes: contents and volume data), by storage location.", []string{"namespace", "location"}, nil)
 	rtoDesc = prometheus.NewDesc("nacflow_restore_test_rto_seconds",
 		"The recovery time measured by the newest restore test of a namespace that finished its restore (Velero Restore created to completed), in seconds.", []string{"namespace"}, nil)
 	testSuccessDesc = prometheus.NewDesc("nacflow_restore_test_last_success_timestamp_seconds",
@@ -142,6 +148,8 @@ func (s *StateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- lastSuccessDesc
 	ch <- rpoDesc
 	ch <- rtoDesc
+	ch <- tenantBackupsDesc
+	ch <- tenantBytesDesc
 	ch <- testSuccessDesc
 	ch <- testFailingDesc
 }
@@ -191,6 +199,8 @@ func (s *StateCollector) Collect(ch chan<- prometheus.Metric) {
 		active := 0
 		unverified := map[string]int{}
 		tests := map[string]*restoreTests{}
+		type place struct{ ns, location string }
+		held := map[place]*[2]float64{} // backups, bytes
 		var schedules []prometheus.Metric
 		err := eachCached(ctx, s.Informers, s.Reader, k.New(), k.NewList(), func(o client.Object) {
 			if n, ok := o.(*v1alpha1.NonAdminSchedule); ok {
@@ -207,6 +217,16 @@ func (s *StateCollector) Collect(ch chan<- prometheus.Metric) {
 			if n, ok := o.(*v1alpha1.NonAdminBackup); ok {
 				if meta.IsStatusConditionFalse(n.Status.Conditions, v1alpha1.ConditionVerified) {
 					unverified[n.Namespace]++
+				}
+				if n.HoldsBackup() {
+					p := place{n.Namespace, n.UsageLocation()}
+					if held[p] == nil {
+						held[p] = &[2]float64{}
+					}
+					held[p][0]++
+					if u := n.Status.Usage; u != nil {
+						held[p][1] += float64(u.TotalBytes)
+					}
 				}
 				if rt := n.Status.RestoreTest; rt != nil {
 					if tests[n.Namespace] == nil {
@@ -231,6 +251,10 @@ func (s *StateCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		for ns, n := range unverified {
 			ch <- prometheus.MustNewConstMetric(unverifiedDesc, prometheus.GaugeValue, float64(n), ns)
+		}
+		for p, h := range held {
+			ch <- prometheus.MustNewConstMetric(tenantBackupsDesc, prometheus.GaugeValue, h[0], p.ns, p.location)
+			ch <- prometheus.MustNewConstMetric(tenantBytesDesc, prometheus.GaugeValue, h[1], p.ns, p.location)
 		}
 		for ns, t := range tests {
 			for _, m := range t.metrics(ns) {

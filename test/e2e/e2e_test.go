@@ -232,7 +232,12 @@ type: kubernetes.io/service-account-token
 		{"create", "leases.coordination.k8s.io", "openshift-adp", "yes"},
 		{"create", "leases.coordination.k8s.io", "demo", "no"},
 		{"create", "events", "demo", "yes"},
-		{"delete", "namespaces", "", "no"},
+		// Restore tests: a sandbox Namespace is created and deleted (the
+		// engine's safety rule holds phases to their own); never changed.
+		{"delete", "namespaces", "", "yes"},
+		{"update", "namespaces", "", "no"},
+		{"patch", "namespaces", "", "no"},
+		{"delete", "resourcequotas", "demo", "no"},
 		{"create", "clusterrolebindings.rbac.authorization.k8s.io", "", "no"},
 		{"create", "tokenreviews.authentication.k8s.io", "", "yes"}, // the metrics endpoint's authentication
 		{"create", "subjectaccessreviews.authorization.k8s.io", "", "yes"},
