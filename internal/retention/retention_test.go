@@ -144,10 +144,10 @@ func (s *RetentionSuite) TestDaylightSaving(c *C) {
 func (s *RetentionSuite) TestNeverPruned(c *C) {
 	end := time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
 	runs := history(end, time.Minute, 6)
-	runs[5].Finished, runs[5].Succeeded = false, false                      // running now
-	runs[4].Succeeded = false                                               // failed
-	runs[3].Succeeded = false                                               // failed
-	runs[0].InUse = true                                                    // a restore reads it
+	runs[5].Finished, runs[5].Succeeded = false, false // running now
+	runs[4].Succeeded = false                          // failed
+	runs[3].Succeeded = false                          // failed
+	runs[0].InUse = true                               // a restore reads it
 	ds := retention.Select(runs, retention.Policy{KeepLast: 1, FailedKeepLast: 1}, nil)
 	c.Check(kept(ds), DeepEquals, []string{"r005", "r004", "r002", "r000"})
 	c.Check(retention.Prunable(ds), DeepEquals, []string{"r001", "r003"})
