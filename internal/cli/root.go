@@ -130,6 +130,7 @@ func NewRootCommand(o *Options) *cobra.Command {
 		newBlueprintCommand(o),
 		newPlanCommand(o),
 		newFuncsCommand(o),
+		newUsageCommand(o),
 		newVersionCommand(o),
 	)
 	setHelp(root)
