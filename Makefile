@@ -211,8 +211,8 @@ lint: vet ## gofmt check and go vet.
 
 .PHONY: test
 test: $(CONTROL_PLANE) $(VELERO_STACK) $(NODE_TOOLS) lint install-manifest ## All tests: unit, integration (real kube-apiserver + etcd) and e2e (plus real Velero and object store); then, on its own (Velero's :8080), test/e2enode (make deploy-local on the local node; NODE=false: not run).
-	NACFLOW_ASSETS=$(BIN) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v -e /test/e2enode -e /test/e2erestoretest)
-	$(MAKE) --no-print-directory test-restore-tests
+	NACFLOW_ASSETS=$(BIN) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v -e /test/e2enode -e /test/e2estorage)
+	$(MAKE) --no-print-directory test-storage
 	$(if $(filter false,$(NODE)),@echo ">> NODE=false: test/e2enode not run",$(MAKE) test-node)
 
 .PHONY: test-unit
@@ -224,15 +224,15 @@ test-integration: $(CONTROL_PLANE) ## Integration tests against a real kube-apis
 	NACFLOW_ASSETS=$(BIN) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(INTEGRATION_PKGS)
 
 .PHONY: test-e2e
-test-e2e: $(CONTROL_PLANE) $(VELERO_STACK) install-manifest ## End-to-end tests: the make-run stack with a real Velero server, driven by kubectl; then test/e2erestoretest.
+test-e2e: $(CONTROL_PLANE) $(VELERO_STACK) install-manifest ## End-to-end tests: the make-run stack with a real Velero server, driven by kubectl; then test/e2estorage.
 	NACFLOW_ASSETS=$(BIN) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -v $(E2E_PKGS)
-	$(MAKE) --no-print-directory test-restore-tests
+	$(MAKE) --no-print-directory test-storage
 
-# test/e2erestoretest starts a stack of its own (Velero's fixed ports): it
+# test/e2estorage starts a stack of its own (Velero's fixed ports): it
 # runs after the other packages, never beside test/e2e.
-.PHONY: test-restore-tests
-test-restore-tests: $(CONTROL_PLANE) $(VELERO_STACK) ## test/e2erestoretest alone: restore tests (a backup restored into a sandbox, compared and timed) with the real Velero.
-	NACFLOW_ASSETS=$(BIN) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -v ./test/e2erestoretest/... -check.v
+.PHONY: test-storage
+test-storage: $(CONTROL_PLANE) $(VELERO_STACK) ## test/e2estorage alone: restore tests, usage and quotas of tenants' backups, with the real Velero.
+	NACFLOW_ASSETS=$(BIN) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -v ./test/e2estorage/... -check.v
 
 ##@ Helm chart and krew plugin manifest
 

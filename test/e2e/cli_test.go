@@ -1,9 +1,6 @@
 package e2e
 
 import (
-	"context"
-	"os"
-	"os/exec"
 	"strings"
 	"time"
 
@@ -12,27 +9,9 @@ import (
 	"github.com/nacflow/nacflow/test/e2estack"
 )
 
-// nac runs `kubectl nac ARGS` the way a user with the plugin on PATH does
-// (kubectl finds kubectl-nac in bin), against st, as user (impersonated with
-// --as; "" is the cluster admin of the kubeconfig), and returns its combined
-// output and exit status.
+// nac runs `kubectl nac ARGS` on st as user (e2estack.Stack.Nac).
 func nac(st *e2estack.Stack, bin, user string, args ...string) (string, int) {
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	if user != "" {
-		args = append(args, "--as", user)
-	}
-	cmd := exec.CommandContext(ctx, "kubectl", append([]string{"nac"}, args...)...)
-	cmd.Dir = st.Root
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+st.Kubeconfig, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
-	out, err := cmd.CombinedOutput()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		code = -1
-	}
-	return string(out), code
+	return st.Nac(bin, user, args...)
 }
 
 // nac is the function nac on the suite's stack and binaries.

@@ -5,16 +5,13 @@
 package e2e
 
 import (
-	"crypto/tls"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -258,21 +255,7 @@ type: kubernetes.io/service-account-token
 // self-signed) with token as the bearer token ("" for none) and returns the
 // status code and body.
 func (s *E2ESuite) scrape(token string) (int, string, error) {
-	req, err := http.NewRequest(http.MethodGet, s.metrics, nil)
-	if err != nil {
-		return 0, "", err
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	cl := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
-	resp, err := cl.Do(req)
-	if err != nil {
-		return 0, "", err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b), err
+	return e2estack.Scrape(s.metrics, token)
 }
 
 // TestMetricsEndpoint: the controller's metrics are served over HTTPS to
@@ -348,15 +331,7 @@ spec:
 
 // sample returns the value of the series (name{labels} as Prometheus'
 // text format writes it) in a metrics page.
-func sample(page, series string) (float64, bool) {
-	for _, line := range strings.Split(page, "\n") {
-		if rest, ok := strings.CutPrefix(line, series+" "); ok {
-			v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
-			return v, err == nil
-		}
-	}
-	return 0, false
-}
+func sample(page, series string) (float64, bool) { return e2estack.Sample(page, series) }
 
 // TestDocExamples: every YAML object in the docs (README.md, docs/*.md)
 // applies to the real API server (server-side dry run), every Blueprint in

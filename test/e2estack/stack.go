@@ -9,10 +9,14 @@ package e2estack
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -215,4 +219,61 @@ func InOrder(text string, want ...string) bool {
 		text = text[i+len(w):]
 	}
 	return true
+}
+
+// Nac runs `kubectl nac ARGS` the way a user with the plugin on PATH does
+// (kubectl finds kubectl-nac in bin), against st, as user (impersonated with
+// --as; "" is the cluster admin of the kubeconfig), within 4 minutes, and
+// returns its combined output and exit status (-1 when it could not run).
+func (st *Stack) Nac(bin, user string, args ...string) (string, int) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	if user != "" {
+		args = append(args, "--as", user)
+	}
+	cmd := exec.CommandContext(ctx, "kubectl", append([]string{"nac"}, args...)...)
+	cmd.Dir = st.Root
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+st.Kubeconfig, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	out, err := cmd.CombinedOutput()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		code = -1
+	}
+	return string(out), code
+}
+
+// Scrape GETs the controller's metrics at url (HTTPS, its self-signed
+// certificate not checked) with the bearer token ("" none), within 10 s, and
+// returns the status code and body. Errors: the HTTP client's.
+func Scrape(url, token string) (int, string, error) {
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		return 0, "", err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	cl := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	resp, err := cl.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), err
+}
+
+// Sample returns the value of the sample series (its name and labels, as
+// the text format writes them: `nacflow_x{a="b"}`) in a metrics page, and
+// whether it is there.
+func Sample(page, series string) (float64, bool) {
+	for _, line := range strings.Split(page, "\n") {
+		if rest, ok := strings.CutPrefix(line, series+" "); ok {
+			v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+			return v, err == nil
+		}
+	}
+	return 0, false
 }

@@ -1,14 +1,15 @@
-// Package e2erestoretest runs nacflow's restore tests (the TestRestore
-// phase) end to end on the make-run stack, with a real Velero server and
-// object store: a tenant's backup restored into a sandbox namespace,
-// compared, timed and deleted. It is its own package so that go test's
-// per-package time limit is not shared with test/e2e; it starts its own
-// stack, so it must not run at the same time as another package that does
-// (Velero's fixed ports): the Makefile runs it on its own.
-package e2erestoretest
+// Package e2estorage runs end to end, on the make-run stack with a real
+// Velero server and object store, what tenants' backups take and give back:
+// restore tests (a backup restored into a sandbox namespace, compared, timed
+// and deleted), usage per tenant and quotas. It is its own package so that
+// go test's per-package time limit is not shared with test/e2e; it starts
+// its own stack, so it must not run at the same time as another package
+// that does (Velero's fixed ports): the Makefile runs it on its own.
+package e2estorage
 
 import (
 	"encoding/json"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -25,20 +26,31 @@ import (
 
 func Test(t *testing.T) { TestingT(t) }
 
-// RestoreTestSuite runs one make-run stack for its tests.
-type RestoreTestSuite struct {
-	st *e2estack.Stack
+// StorageSuite runs one make-run stack for its tests, the controller's
+// metrics served.
+type StorageSuite struct {
+	st      *e2estack.Stack
+	bin     string // nac, kubectl-nac, localcp and the plugin, built for the suite
+	metrics string // the controller's metrics URL
 }
 
-var _ = Suite(&RestoreTestSuite{})
+var _ = Suite(&StorageSuite{})
 
-func (s *RestoreTestSuite) SetUpSuite(c *C) {
+func (s *StorageSuite) SetUpSuite(c *C) {
 	root := e2estack.RepoRoot(c)
-	s.st = e2estack.Start(c, root, e2estack.BuildBinaries(c, root), c.MkDir(), nil, nil)
+	l, err := net.Listen("tcp", "127.0.0.1:0") // a free port for the metrics endpoint
+	c.Assert(err, IsNil)
+	addr := l.Addr().String()
+	c.Assert(l.Close(), IsNil)
+	s.metrics = "https://" + addr + "/metrics"
+	s.bin = e2estack.BuildBinaries(c, root)
+	s.st = e2estack.Start(c, root, s.bin, c.MkDir(), nil,
+		[]string{"--metrics-bind-address", addr, "--health-probe-bind-address", "0"})
 	s.st.Kubectl(c, "apply", "-f", "config/rbac/tenant_roles.yaml")
+	s.st.Kubectl(c, "apply", "-f", "config/rbac/metrics_reader_role.yaml")
 }
 
-func (s *RestoreTestSuite) TearDownSuite(c *C) {
+func (s *StorageSuite) TearDownSuite(c *C) {
 	if s.st != nil {
 		s.st.Interrupt(c)
 	}
@@ -48,19 +60,29 @@ func (s *RestoreTestSuite) TearDownSuite(c *C) {
 // the Namespaces labelled restore-tests=<name>: the built-in backup action
 // with its restoreTest phase's args.every 1 and the args of extra.
 func restoreTestBlueprint(c *C, name string, extra map[string]any) string {
+	args := map[string]any{"every": 1}
+	for k, v := range extra {
+		args[k] = v
+	}
+	return blueprintWith(c, name, "restore-tests", "TestRestore", args)
+}
+
+// blueprintWith returns a per-tenant Blueprint (YAML) named name, in the
+// OADP namespace, for the Namespaces labelled label=<name>: the built-in
+// backup action with args set on its phase of function fn.
+func blueprintWith(c *C, name, label, fn string, args map[string]any) string {
 	builtin, err := blueprints.BuiltIn(blueprints.NonAdminBackup)
 	c.Assert(err, IsNil)
 	backup := builtin.Spec.Actions["backup"]
 	found := false
 	for i := range backup.Phases {
 		p := &backup.Phases[i]
-		if p.Func != "TestRestore" {
+		if p.Func != fn {
 			continue
 		}
 		found = true
-		args := map[string]any{"every": 1}
-		for k, v := range extra {
-			args[k] = v
+		if p.Args == nil {
+			p.Args = map[string]apiextensionsv1.JSON{}
 		}
 		for k, v := range args {
 			raw, err := json.Marshal(v)
@@ -68,12 +90,12 @@ func restoreTestBlueprint(c *C, name string, extra map[string]any) string {
 			p.Args[k] = apiextensionsv1.JSON{Raw: raw}
 		}
 	}
-	c.Assert(found, Equals, true, Commentf("the built-in backup action has a TestRestore phase"))
+	c.Assert(found, Equals, true, Commentf("the built-in backup action has a %s phase", fn))
 	bp := v1alpha1.Blueprint{
 		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Blueprint"},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "openshift-adp"},
 		Spec: v1alpha1.BlueprintSpec{Kind: "NonAdminBackup",
-			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"restore-tests": name}},
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{label: name}},
 			Actions:           map[string]v1alpha1.BlueprintAction{"backup": backup}},
 	}
 	out, err := yaml.Marshal(bp)
@@ -81,15 +103,20 @@ func restoreTestBlueprint(c *C, name string, extra map[string]any) string {
 	return string(out)
 }
 
-// tenant makes namespace ns, labelled for blueprint, with user bound to the
-// built-in admin role in it, and applies the blueprint.
-func (s *RestoreTestSuite) tenant(c *C, ns, user, blueprint string) {
-	s.st.KubectlIn(c, blueprint, "apply", "-f", "-")
-	name := ns + "-tests"
+// waitValid waits until Blueprint name is Valid.
+func (s *StorageSuite) waitValid(c *C, name string) {
 	e2estack.Eventually(c, 30*time.Second, func() (bool, string) {
 		out, _ := s.st.Run("", "get", "blueprint", "-n", "openshift-adp", name, "-o", `jsonpath={.status.conditions[?(@.type=="Valid")].status}`)
 		return out == "True", "Blueprint " + name + " Valid: " + out
 	})
+}
+
+// tenant makes namespace ns, labelled for blueprint, with user bound to the
+// built-in admin role in it, and applies the blueprint.
+func (s *StorageSuite) tenant(c *C, ns, user, blueprint string) {
+	s.st.KubectlIn(c, blueprint, "apply", "-f", "-")
+	name := ns + "-tests"
+	s.waitValid(c, name)
 	s.st.Kubectl(c, "create", "namespace", ns)
 	s.st.Kubectl(c, "label", "namespace", ns, "restore-tests="+name)
 	s.st.Kubectl(c, "create", "rolebinding", user, "-n", ns, "--clusterrole=admin", "--user="+user)
@@ -100,7 +127,7 @@ func (s *RestoreTestSuite) tenant(c *C, ns, user, blueprint string) {
 }
 
 // backup has user create NonAdminBackup name in ns.
-func (s *RestoreTestSuite) backup(c *C, ns, name, user string) {
+func (s *StorageSuite) backup(c *C, ns, name, user string) {
 	s.st.KubectlIn(c, `apiVersion: oadp.openshift.io/v1alpha1
 kind: NonAdminBackup
 metadata:
@@ -112,7 +139,7 @@ spec:
 
 // restoreTest waits for the restore test of NonAdminBackup ns/name to be
 // recorded and returns it.
-func (s *RestoreTestSuite) restoreTest(c *C, ns, name string) *v1alpha1.RestoreTest {
+func (s *StorageSuite) restoreTest(c *C, ns, name string) *v1alpha1.RestoreTest {
 	var nab v1alpha1.NonAdminBackup
 	e2estack.Eventually(c, 3*time.Minute, func() (bool, string) {
 		out, err := s.st.Run("", "get", "nab", "-n", ns, name, "-o", "json")
@@ -128,7 +155,7 @@ func (s *RestoreTestSuite) restoreTest(c *C, ns, name string) *v1alpha1.RestoreT
 
 // sandboxGone waits until the sandbox namespace and every Velero Restore
 // of restore tests are gone.
-func (s *RestoreTestSuite) sandboxGone(c *C, sandbox string) {
+func (s *StorageSuite) sandboxGone(c *C, sandbox string) {
 	e2estack.Eventually(c, 2*time.Minute, func() (bool, string) {
 		out, _ := s.st.Run("", "get", "namespace", sandbox, "-o", "name")
 		restores := s.st.Kubectl(c, "get", "restores.velero.io", "-n", "openshift-adp", "-l", v1alpha1.RestoreTestLabel, "-o", "name")
@@ -142,7 +169,7 @@ func (s *RestoreTestSuite) sandboxGone(c *C, sandbox string) {
 // Succeeded with an RTO and every expected item restored, RestoreTested is
 // True, and the sandbox and its Velero Restore are gone after. Another
 // tenant's backup, without the opt-in, is not tested.
-func (s *RestoreTestSuite) TestRestoreTestSucceeds(c *C) {
+func (s *StorageSuite) TestRestoreTestSucceeds(c *C) {
 	const ns, user = "rt-a", "erin"
 	s.tenant(c, ns, user, restoreTestBlueprint(c, ns+"-tests", nil))
 	for _, cm := range []string{"one", "two", "three"} {
@@ -212,7 +239,7 @@ func (s *RestoreTestSuite) TestRestoreTestSucceeds(c *C) {
 // claims, is refused by the sandbox's quota) gives result Failed naming what
 // is missing, RestoreTested=False and a Warning event; the backup itself
 // stays Completed, and the sandbox goes.
-func (s *RestoreTestSuite) TestRestoreTestFailure(c *C) {
+func (s *StorageSuite) TestRestoreTestFailure(c *C) {
 	const ns, user = "rt-b", "frank"
 	s.tenant(c, ns, user, restoreTestBlueprint(c, ns+"-tests", map[string]any{"includedResources": []string{"configmaps", "persistentvolumeclaims"}}))
 	s.st.Kubectl(c, "create", "configmap", "-n", ns, "settings", "--from-literal=k=v")
