@@ -188,10 +188,10 @@ func brokenBlueprint(c *C, name string) *v1alpha1.Blueprint {
 	c.Assert(err, IsNil)
 	bp.Name = name
 	a := bp.Spec.Actions["backup"]
-	a.Phases[0].Args = map[string]apiextensionsv1.JSON{"enforce": {Raw: []byte(`{"includedNamespaces": ["kube-system"]}`)}}
-	a.Phases[2].Args = map[string]apiextensionsv1.JSON{"lables": {Raw: []byte(`{"a": "b"}`)}}
-	a.Phases[3].Args["name"] = apiextensionsv1.JSON{Raw: []byte(`"{{ .Phases.syncStatus.Output.name }}"`)}
-	a.Phases[4].Func = "Nope"
+	a.Phases[phaseIndex(c, &a, "validate")].Args = map[string]apiextensionsv1.JSON{"enforce": {Raw: []byte(`{"includedNamespaces": ["kube-system"]}`)}}
+	a.Phases[phaseIndex(c, &a, "createBackup")].Args = map[string]apiextensionsv1.JSON{"lables": {Raw: []byte(`{"a": "b"}`)}}
+	a.Phases[phaseIndex(c, &a, "waitForBackup")].Args["name"] = apiextensionsv1.JSON{Raw: []byte(`"{{ .Phases.syncStatus.Output.name }}"`)}
+	a.Phases[phaseIndex(c, &a, "syncStatus")].Func = "Nope"
 	bp.Spec.Actions["backup"] = a
 	bp.Spec.Actions["explode"] = a
 	return bp
@@ -267,8 +267,9 @@ func perTenantBackup(c *C, name, key, value string, edit func(*v1alpha1.Blueprin
 func (s *ControllerSuite) TestOnTimeoutAsDocumented(c *C) {
 	short := func(onTimeout v1alpha1.OnTimeout) func(*v1alpha1.BlueprintAction) {
 		return func(a *v1alpha1.BlueprintAction) {
-			a.Phases[3].Timeout = &metav1.Duration{Duration: time.Second}
-			a.Phases[3].OnTimeout = onTimeout
+			wait := phaseIndex(c, a, "waitForBackup")
+			a.Phases[wait].Timeout = &metav1.Duration{Duration: time.Second}
+			a.Phases[wait].OnTimeout = onTimeout
 		}
 	}
 	remove := applyBlueprints(c, s.oadp,
@@ -301,11 +302,11 @@ func (s *ControllerSuite) TestOnTimeoutAsDocumented(c *C) {
 func (s *ControllerSuite) TestSafetyRuleHolds(c *C) {
 	// A literal reserved key makes the blueprint invalid...
 	literal := perTenantBackup(c, "steal-literal", "safety", "literal", func(a *v1alpha1.BlueprintAction) {
-		a.Phases[2].Args = map[string]apiextensionsv1.JSON{"labels": {Raw: []byte(`{"openshift.io/oadp-nab-origin-nacuuid": "someone-else"}`)}}
+		a.Phases[phaseIndex(c, a, "createBackup")].Args = map[string]apiextensionsv1.JSON{"labels": {Raw: []byte(`{"openshift.io/oadp-nab-origin-nacuuid": "someone-else"}`)}}
 	})
 	// ...a templated one fails the phase when it runs, creating nothing.
 	templated := perTenantBackup(c, "steal-templated", "safety", "templated", func(a *v1alpha1.BlueprintAction) {
-		a.Phases[2].Args = map[string]apiextensionsv1.JSON{"labels": {Raw: []byte(`{"openshift.io/oadp-nab-origin-nacuuid": "{{ .Name }}"}`)}}
+		a.Phases[phaseIndex(c, a, "createBackup")].Args = map[string]apiextensionsv1.JSON{"labels": {Raw: []byte(`{"openshift.io/oadp-nab-origin-nacuuid": "{{ .Name }}"}`)}}
 	})
 	remove := applyBlueprints(c, s.oadp, literal, templated)
 	defer remove()
@@ -427,4 +428,16 @@ func (s *ControllerSuite) TestSafetyDroppedByAnOlderValidationNotUsed(c *C) {
 	c.Check(nab.Status.Plan.BlueprintGeneration, Equals, v1alpha1.BuiltInGeneration)
 	c.Check(nab.Status.Plan.BlueprintMessage, Matches, `Blueprint older-unverified generation 1 drops a safety phase of action backup: not used \(phases: no phase runs the built-in backup action's safety phase VerifyBackupContents.*\)`)
 	c.Check(nab.Status.Plan.Phase("verify"), NotNil)
+}
+
+// phaseIndex returns the index of the phase called name in a (the test
+// fails without one).
+func phaseIndex(c *C, a *v1alpha1.BlueprintAction, name string) int {
+	for i := range a.Phases {
+		if a.Phases[i].Name == name {
+			return i
+		}
+	}
+	c.Fatalf("no phase %s in %+v", name, a.Phases)
+	return -1
 }

@@ -148,8 +148,9 @@ func (s *ControllerSuite) TestSafetyRuleHostileNames(c *C) {
 
 	stolen := `"{{ index .Object.metadata.annotations \"steal\" }}"`
 	bp := perTenantBackup(c, "steal-names", "safety", "steal-names", func(a *v1alpha1.BlueprintAction) {
-		c.Assert(a.Phases[3].Func, Equals, "WaitFor")
-		a.Phases[3].Args["name"] = apiextensionsv1.JSON{Raw: []byte(stolen)}
+		wait := phaseIndex(c, a, "waitForBackup")
+		c.Assert(a.Phases[wait].Func, Equals, "WaitFor")
+		a.Phases[wait].Args["name"] = apiextensionsv1.JSON{Raw: []byte(stolen)}
 		c.Assert(a.DeferPhase.Func, Equals, "SyncStatus")
 		a.DeferPhase.Args["name"] = apiextensionsv1.JSON{Raw: []byte(stolen)}
 	})

@@ -434,6 +434,10 @@ func (f *SyncScheduleRuns) applyRetention(ctx context.Context, op *engine.Operat
 			st.Kept++
 		}
 	}
+	runBackup := map[string]string{} // NonAdminBackup name → its run's Velero Backup
+	for _, rn := range runs {
+		runBackup[rn.nab] = rn.backup.Name
+	}
 	var pruned []string
 	for _, name := range retention.Prunable(decisions) {
 		if len(pruned) == maxPrunesPerLook {
@@ -446,8 +450,14 @@ func (f *SyncScheduleRuns) applyRetention(ctx context.Context, op *engine.Operat
 			}
 			return fmt.Errorf("reading NonAdminBackup %s/%s: %w", nas.Namespace, name, err)
 		}
-		if nab.Spec.DeleteBackup || !nab.DeletionTimestamp.IsZero() || nab.Labels[v1alpha1.NasOriginNACUUIDLabel] != nas.Status.VeleroSchedule.NACUUID {
-			continue // going already, or not this schedule's run
+		// The run's NonAdminBackup is the one whose status (which tenants
+		// cannot write) links the run's Velero Backup; its labels a tenant
+		// may edit.
+		if vb := nab.Status.VeleroBackup; vb == nil || vb.Name != runBackup[name] {
+			continue // not (yet) this run's
+		}
+		if nab.Spec.DeleteBackup || !nab.DeletionTimestamp.IsZero() {
+			continue // going already
 		}
 		before := nab.DeepCopy()
 		nab.Spec.DeleteBackup = true
