@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	"github.com/vmware-tanzu/velero/pkg/label"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/engine"
@@ -48,7 +49,9 @@ func (f *CreateDeleteBackupRequest) Run(ctx context.Context, op *engine.Operatio
 		ObjectMeta: op.ObjectMeta(backup.Name),
 		Spec:       velerov1.DeleteBackupRequestSpec{BackupName: backup.Name},
 	}
-	want.Labels[velerov1.BackupNameLabel] = backup.Name
+	// As Velero labels its own requests: a label value holds at most 63
+	// characters, and a scheduled run's name is longer.
+	want.Labels[velerov1.BackupNameLabel] = label.GetValidName(backup.Name)
 	want.Labels[velerov1.BackupUIDLabel] = string(backup.UID)
 	got, verb, err := createOrAdopt(ctx, op, f.tools.recent, "Velero DeleteBackupRequest", want)
 	if err != nil {

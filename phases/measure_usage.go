@@ -11,6 +11,7 @@ import (
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	velerov2alpha1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v2alpha1"
+	"github.com/vmware-tanzu/velero/pkg/label"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
@@ -150,14 +151,14 @@ func contentRangeSize(h string) (int64, error) {
 func volumeBytes(ctx context.Context, op *engine.Operation, backup string) (int64, error) {
 	var total int64
 	dus := &velerov2alpha1.DataUploadList{}
-	if err := listLabelled(ctx, op.Client, op, dus, velerov1.BackupNameLabel, backup); err != nil {
+	if err := listLabelled(ctx, op.Client, op, dus, velerov1.BackupNameLabel, label.GetValidName(backup)); err != nil {
 		return 0, fmt.Errorf("listing the DataUploads of %s: %w", backup, err)
 	}
 	for _, du := range dus.Items {
 		total += du.Status.Progress.TotalBytes
 	}
 	pvbs := &velerov1.PodVolumeBackupList{}
-	if err := listLabelled(ctx, op.Client, op, pvbs, velerov1.BackupNameLabel, backup); err != nil {
+	if err := listLabelled(ctx, op.Client, op, pvbs, velerov1.BackupNameLabel, label.GetValidName(backup)); err != nil {
 		return 0, fmt.Errorf("listing the PodVolumeBackups of %s: %w", backup, err)
 	}
 	for _, pvb := range pvbs.Items {
