@@ -167,33 +167,7 @@ func (s *ChaosSuite) TestCrashInjection(c *C) {
 
 	// The controller, killed and restarted at random: on a timer, and right
 	// after random creates in the OADP namespace (before their status write).
-	var kills, crashes atomic.Int64
-	killNow := make(chan struct{}, 1)
-	kill := func() {
-		select {
-		case killNow <- struct{}{}:
-		default:
-		}
-	}
-	wrap := crashAfterCreate(oadp, 0.25, random, kill, &crashes)
-	chaosDone := make(chan struct{})
-	stopChaos := make(chan struct{})
-	go func() {
-		defer close(chaosDone)
-		stop := startController(c, controllerOptions{oadp: oadp, selector: sel, wrap: wrap, restart: true})
-		for {
-			select {
-			case <-stopChaos:
-				stop()
-				return
-			case <-killNow:
-			case <-time.After(time.Duration(300+random()*1200) * time.Millisecond):
-			}
-			stop()
-			kills.Add(1)
-			stop = startController(c, controllerOptions{oadp: oadp, selector: sel, wrap: wrap, restart: true})
-		}
-	}()
+	ch := startChaos(c, controllerOptions{oadp: oadp, selector: sel, restart: true}, 0.25, 1200*time.Millisecond, random)
 	veleroCtx, stopVelero := context.WithCancel(ctx)
 	defer stopVelero()
 	go playVelero(veleroCtx, oadp)
@@ -286,11 +260,9 @@ func (s *ChaosSuite) TestCrashInjection(c *C) {
 
 	// Let the chaos go on a little, then a controller that stays up.
 	time.Sleep(2 * time.Second)
-	close(stopChaos)
-	<-chaosDone
-	c.Logf("controller killed %d times on a timer, %d times between a create and its status write", kills.Load(), crashes.Load())
-	c.Check(kills.Load() > 5, Equals, true)
-	c.Check(crashes.Load() > 5, Equals, true)
+	kills, crashes := ch.stop()
+	c.Check(kills > 5, Equals, true)
+	c.Check(crashes > 5, Equals, true)
 	stop := startController(c, controllerOptions{oadp: oadp, selector: sel, restart: true})
 	defer stop()
 
@@ -387,4 +359,55 @@ func chaosOpUnsettled(ctx context.Context, oadp string, op *chaosOp) string {
 		return fmt.Sprintf("%T %s: plan %s (%s): %s", o, key, p.State, p.Current, strings.Join(msgs, "; "))
 	}
 	return ""
+}
+
+// chaos is a controller killed and restarted at random (startChaos).
+type chaos struct {
+	c                *C
+	kills, crashes   atomic.Int64
+	done, stopSignal chan struct{}
+}
+
+// startChaos starts the controller of o and, until the returned chaos is
+// stopped, kills and restarts it after random waits of 300 ms to 300 ms +
+// spread, and right after a create in the OADP namespace that reaches the
+// API server (with probability p, before the create's reconcile can write
+// its status: crashAfterCreate).
+func startChaos(c *C, o controllerOptions, p float64, spread time.Duration, random func() float64) *chaos {
+	ch := &chaos{c: c, done: make(chan struct{}), stopSignal: make(chan struct{})}
+	killNow := make(chan struct{}, 1)
+	kill := func() {
+		select {
+		case killNow <- struct{}{}:
+		default:
+		}
+	}
+	o.wrap = crashAfterCreate(o.oadp, p, random, kill, &ch.crashes)
+	go func() {
+		defer close(ch.done)
+		stop := startController(c, o)
+		for {
+			select {
+			case <-ch.stopSignal:
+				stop()
+				return
+			case <-killNow:
+			case <-time.After(300*time.Millisecond + time.Duration(random()*float64(spread))):
+			}
+			stop()
+			ch.kills.Add(1)
+			stop = startController(c, o)
+		}
+	}()
+	return ch
+}
+
+// stop ends the chaos once the controller has stopped, logs how often it
+// was killed, and returns the counts: on the timer, and between a create
+// and its status write.
+func (ch *chaos) stop() (kills, crashes int64) {
+	close(ch.stopSignal)
+	<-ch.done
+	ch.c.Logf("controller killed %d times on a timer, %d times between a create and its status write", ch.kills.Load(), ch.crashes.Load())
+	return ch.kills.Load(), ch.crashes.Load()
 }

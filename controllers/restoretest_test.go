@@ -88,37 +88,11 @@ func (s *RestoreTestSuite) TestRestoreTestsSurviveCrashes(c *C) {
 			}
 		}
 	}()
-	var kills, crashes atomic.Int64
-	killNow := make(chan struct{}, 1)
-	kill := func() {
-		select {
-		case killNow <- struct{}{}:
-		default:
-		}
-	}
-	crash := crashAfterCreate(oadp, 0.3, random, kill, &crashes)
-
 	// The blueprint first, validated by a controller that stays up.
 	stop := startController(c, controllerOptions{oadp: oadp, selector: sel, restart: true})
 	restoreTestBlueprint(c, oadp, run, 2)
 	stop()
-	chaosDone, stopChaos := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(chaosDone)
-		stop := startController(c, controllerOptions{oadp: oadp, selector: sel, wrap: crash, restart: true})
-		for {
-			select {
-			case <-stopChaos:
-				stop()
-				return
-			case <-killNow:
-			case <-time.After(time.Duration(300+random()*900) * time.Millisecond):
-			}
-			stop()
-			kills.Add(1)
-			stop = startController(c, controllerOptions{oadp: oadp, selector: sel, wrap: crash, restart: true})
-		}
-	}()
+	ch := startChaos(c, controllerOptions{oadp: oadp, selector: sel, restart: true}, 0.3, 900*time.Millisecond, random)
 
 	veleroCtx, stopVelero := context.WithCancel(ctx)
 	defer stopVelero()
@@ -149,12 +123,10 @@ func (s *RestoreTestSuite) TestRestoreTestsSurviveCrashes(c *C) {
 
 	// The chaos goes on a little, then a controller that stays up.
 	time.Sleep(3 * time.Second)
-	close(stopChaos)
-	<-chaosDone
-	c.Logf("controller killed %d times on a timer, %d times between a create and its status write", kills.Load(), crashes.Load())
+	_, crashes := ch.stop()
 	stop = startController(c, controllerOptions{oadp: oadp, selector: sel, restart: true})
 	defer stop()
-	c.Check(crashes.Load() > 0, Equals, true, Commentf("the controller died between a create and its status write"))
+	c.Check(crashes > 0, Equals, true, Commentf("the controller died between a create and its status write"))
 
 	tested := 0
 	eventually(c, 90*time.Second, func() (bool, string) {

@@ -447,16 +447,9 @@ func (g *guard) write(ctx context.Context, verb, sub string, obj client.Object) 
 		return g.violation(RuleWriteOwn, verb, gvk.Kind, ns, name, g.op.WhyNotOwned(obj))
 	}
 	if verb != "create" {
-		liveObj, err := g.base.Scheme().New(gvk)
+		current, err := g.liveObject(ctx, gvk, ns, name)
 		if err != nil {
-			return Terminalf("safety rule: phase %s (%s): %w", g.op.Phase, g.fn, err)
-		}
-		current, ok := liveObj.(client.Object)
-		if !ok {
-			return Terminalf("safety rule: phase %s (%s): %s is not an object", g.op.Phase, g.fn, gvk)
-		}
-		if err := g.live.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, current); err != nil {
-			return err // as the API server says: NotFound, or retryable
+			return err
 		}
 		if !g.op.Owns(current) {
 			return g.violation(RuleWriteOwn, verb, gvk.Kind, ns, name, g.op.WhyNotOwned(current))
@@ -466,6 +459,25 @@ func (g *guard) write(ctx context.Context, verb, sub string, obj client.Object) 
 		return nil
 	}
 	return g.references(ctx, verb, gvk.Kind, obj)
+}
+
+// liveObject reads ns/name, of kind gvk, from the API server: the object a
+// write would change, which the rule judges rather than the one sent.
+// Errors: the API server's, as it says them (NotFound, or retryable); a
+// kind the scheme cannot make is terminal.
+func (g *guard) liveObject(ctx context.Context, gvk schema.GroupVersionKind, ns, name string) (client.Object, error) {
+	liveObj, err := g.base.Scheme().New(gvk)
+	if err != nil {
+		return nil, Terminalf("safety rule: phase %s (%s): %w", g.op.Phase, g.fn, err)
+	}
+	current, ok := liveObj.(client.Object)
+	if !ok {
+		return nil, Terminalf("safety rule: phase %s (%s): %s is not an object", g.op.Phase, g.fn, gvk)
+	}
+	if err := g.live.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, current); err != nil {
+		return nil, err
+	}
+	return current, nil
 }
 
 // sandboxWrite checks a write in the operation's restore-test sandbox: the
@@ -482,15 +494,8 @@ func (g *guard) sandboxWrite(ctx context.Context, verb string, gvk schema.GroupV
 	if verb == "create" {
 		return nil
 	}
-	liveObj, err := g.base.Scheme().New(gvk)
+	current, err := g.liveObject(ctx, gvk, ns, name)
 	if err != nil {
-		return Terminalf("safety rule: phase %s (%s): %w", g.op.Phase, g.fn, err)
-	}
-	current, ok := liveObj.(client.Object)
-	if !ok {
-		return Terminalf("safety rule: phase %s (%s): %s is not an object", g.op.Phase, g.fn, gvk)
-	}
-	if err := g.live.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, current); err != nil {
 		return err
 	}
 	if !mine(current) {

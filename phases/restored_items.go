@@ -1,7 +1,6 @@
 package phases
 
 import (
-	"compress/gzip"
 	"context"
 	"fmt"
 	"io"
@@ -74,19 +73,8 @@ func readRestoredItems(r io.Reader, ns string) (*restoredItems, error) {
 }
 
 // downloadRestoredItems reads Velero's gzipped resource list of a restore
-// into namespace ns from url (readRestoredItems). Errors: the HTTP status
-// when not 200, gzip errors, and readRestoredItems's.
+// into namespace ns from url (readRestoredItems). Errors: downloadGzipped's
+// and readRestoredItems's.
 func downloadRestoredItems(ctx context.Context, url, ns string) (*restoredItems, error) {
-	ctx, cancel := context.WithTimeout(ctx, resourceListDownloadTimeout)
-	defer cancel()
-	body, err := getBackupFile(ctx, url)
-	if err != nil {
-		return nil, err
-	}
-	defer body.Close()
-	gz, err := gzip.NewReader(body)
-	if err != nil {
-		return nil, err
-	}
-	return readRestoredItems(gz, ns)
+	return downloadGzipped(ctx, url, func(r io.Reader) (*restoredItems, error) { return readRestoredItems(r, ns) })
 }

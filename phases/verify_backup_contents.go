@@ -4,6 +4,7 @@ import (
 	"compress/gzip"
 	"context"
 	"fmt"
+	"io"
 	"strings"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
@@ -130,21 +131,30 @@ func setVerified(nab *v1alpha1.NonAdminBackup, status metav1.ConditionStatus, re
 }
 
 // downloadResourceList reads Velero's gzipped resource list of namespace
-// ns's backup from url (readResourceList). Errors: the HTTP status when not
-// 200, gzip errors, and readResourceList's.
+// ns's backup from url (readResourceList). Errors: downloadGzipped's and
+// readResourceList's.
 func downloadResourceList(ctx context.Context, url, ns string) (*resourceList, error) {
+	return downloadGzipped(ctx, url, func(r io.Reader) (*resourceList, error) { return readResourceList(r, ns) })
+}
+
+// downloadGzipped GETs the gzipped file of a backup or restore at url
+// (getBackupFile), within resourceListDownloadTimeout, and hands it to read
+// uncompressed. Errors: the HTTP status when not 200, gzip errors, and
+// read's.
+func downloadGzipped[T any](ctx context.Context, url string, read func(io.Reader) (T, error)) (T, error) {
+	var zero T
 	ctx, cancel := context.WithTimeout(ctx, resourceListDownloadTimeout)
 	defer cancel()
 	body, err := getBackupFile(ctx, url)
 	if err != nil {
-		return nil, err
+		return zero, err
 	}
 	defer body.Close()
 	gz, err := gzip.NewReader(body)
 	if err != nil {
-		return nil, err
+		return zero, err
 	}
-	return readResourceList(gz, ns)
+	return read(gz)
 }
 
 // Resource list keys of the cluster-scoped kinds Velero adds for a

@@ -71,26 +71,33 @@ func restoreTestBlueprint(c *C, name string, extra map[string]any) string {
 // OADP namespace, for the Namespaces labelled label=<name>: the built-in
 // backup action with args set on its phase of function fn.
 func blueprintWith(c *C, name, label, fn string, args map[string]any) string {
+	return blueprintYAML(c, name, label, func(a *v1alpha1.BlueprintAction) {
+		found := false
+		for i := range a.Phases {
+			p := &a.Phases[i]
+			if p.Func != fn {
+				continue
+			}
+			found = true
+			if p.Args == nil {
+				p.Args = map[string]apiextensionsv1.JSON{}
+			}
+			for k, v := range jsonArgs(c, args) {
+				p.Args[k] = v
+			}
+		}
+		c.Assert(found, Equals, true, Commentf("the built-in backup action has a %s phase", fn))
+	})
+}
+
+// blueprintYAML returns a per-tenant Blueprint (YAML) named name, in the
+// OADP namespace, for the Namespaces labelled label=<name>: the built-in
+// backup action as edit leaves it.
+func blueprintYAML(c *C, name, label string, edit func(*v1alpha1.BlueprintAction)) string {
 	builtin, err := blueprints.BuiltIn(blueprints.NonAdminBackup)
 	c.Assert(err, IsNil)
 	backup := builtin.Spec.Actions["backup"]
-	found := false
-	for i := range backup.Phases {
-		p := &backup.Phases[i]
-		if p.Func != fn {
-			continue
-		}
-		found = true
-		if p.Args == nil {
-			p.Args = map[string]apiextensionsv1.JSON{}
-		}
-		for k, v := range args {
-			raw, err := json.Marshal(v)
-			c.Assert(err, IsNil)
-			p.Args[k] = apiextensionsv1.JSON{Raw: raw}
-		}
-	}
-	c.Assert(found, Equals, true, Commentf("the built-in backup action has a %s phase", fn))
+	edit(&backup)
 	bp := v1alpha1.Blueprint{
 		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Blueprint"},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "openshift-adp"},
@@ -101,6 +108,17 @@ func blueprintWith(c *C, name, label, fn string, args map[string]any) string {
 	out, err := yaml.Marshal(bp)
 	c.Assert(err, IsNil)
 	return string(out)
+}
+
+// jsonArgs returns args as a phase's args.
+func jsonArgs(c *C, args map[string]any) map[string]apiextensionsv1.JSON {
+	out := map[string]apiextensionsv1.JSON{}
+	for k, v := range args {
+		raw, err := json.Marshal(v)
+		c.Assert(err, IsNil)
+		out[k] = apiextensionsv1.JSON{Raw: raw}
+	}
+	return out
 }
 
 // waitValid waits until Blueprint name is Valid.

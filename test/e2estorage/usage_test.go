@@ -13,11 +13,26 @@ import (
 	"github.com/nacflow/nacflow/test/e2estack"
 )
 
-// quotaBlueprint returns a per-tenant Blueprint (YAML) named name for the
-// Namespaces labelled quota=<name>: the built-in backup action with its
-// checkQuota phase's args quota.
-func quotaBlueprint(c *C, name string, quota map[string]any) string {
-	return blueprintWith(c, name, "quota", "CheckQuota", quota)
+// usageBlueprint returns a per-tenant Blueprint (YAML) named name for the
+// Namespaces labelled usage=<name>: the built-in backup action with a
+// measureUsage phase after verify and, with quota, a checkQuota phase with
+// those args after validate (usage and quotas are an admin's opt-in, as in
+// examples/blueprints/nonadminbackup-quota.yaml).
+func usageBlueprint(c *C, name string, quota map[string]any) string {
+	return blueprintYAML(c, name, "usage", func(a *v1alpha1.BlueprintAction) {
+		var phases []v1alpha1.BlueprintPhase
+		for _, p := range a.Phases {
+			phases = append(phases, p)
+			switch {
+			case p.Func == "ValidateBackupSpec" && quota != nil:
+				phases = append(phases, v1alpha1.BlueprintPhase{Name: "checkQuota", Func: "CheckQuota", Args: jsonArgs(c, quota)})
+			case p.Func == "VerifyBackupContents":
+				phases = append(phases, v1alpha1.BlueprintPhase{Name: "measureUsage", Func: "MeasureUsage",
+					Args: jsonArgs(c, map[string]any{"name": "{{ .Phases.createBackup.Output.name }}"})})
+			}
+		}
+		a.Phases = phases
+	})
 }
 
 // nabUsage waits until NonAdminBackup ns/name has status.usage and returns
@@ -43,7 +58,10 @@ func (s *StorageSuite) nabUsage(c *C, ns, name string) *v1alpha1.BackupUsage {
 // counts them; `kubectl nac usage` prints the same to the tenant.
 func (s *StorageSuite) TestUsage(c *C) {
 	const ns, user = "use-a", "grace"
+	s.st.KubectlIn(c, usageBlueprint(c, ns+"-usage", nil), "apply", "-f", "-")
+	s.waitValid(c, ns+"-usage")
 	s.st.Kubectl(c, "create", "namespace", ns)
+	s.st.Kubectl(c, "label", "namespace", ns, "usage="+ns+"-usage")
 	s.st.Kubectl(c, "create", "rolebinding", user, "-n", ns, "--clusterrole=admin", "--user="+user)
 	s.st.Kubectl(c, "create", "configmap", "-n", ns, "payload", "--from-literal=blob="+strings.Repeat("0123456789", 2000))
 	var sum int64
@@ -78,10 +96,10 @@ func (s *StorageSuite) TestUsage(c *C) {
 // (spec.deleteBackup) makes room for the next.
 func (s *StorageSuite) TestQuota(c *C) {
 	const ns, user = "quota-a", "heidi"
-	s.st.KubectlIn(c, quotaBlueprint(c, ns+"-quota", map[string]any{"maxBackups": 2}), "apply", "-f", "-")
+	s.st.KubectlIn(c, usageBlueprint(c, ns+"-quota", map[string]any{"maxBackups": 2}), "apply", "-f", "-")
 	s.waitValid(c, ns+"-quota")
 	s.st.Kubectl(c, "create", "namespace", ns)
-	s.st.Kubectl(c, "label", "namespace", ns, "quota="+ns+"-quota")
+	s.st.Kubectl(c, "label", "namespace", ns, "usage="+ns+"-quota")
 	s.st.Kubectl(c, "create", "rolebinding", user, "-n", ns, "--clusterrole=admin", "--user="+user)
 	s.st.Kubectl(c, "create", "configmap", "-n", ns, "settings", "--from-literal=k=v")
 	for _, b := range []string{"b1", "b2"} {
