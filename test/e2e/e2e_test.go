@@ -52,7 +52,6 @@ func (s *E2ESuite) SetUpSuite(c *C) {
 	s.st = e2estack.Start(c, root, s.bin, s.dir,
 		[]string{"--velero-backup-sync-period", "3s", "--velero-store-validation-frequency", validation.String()},
 		[]string{"--metrics-bind-address", metricsAddr, "--health-probe-bind-address", "127.0.0.1:0", "--backup-sync-period", "2s"})
-	s.startRetentionSchedule(c)
 }
 
 // drain returns the stack's output collected so far.

@@ -1,11 +1,8 @@
 package e2e
 
 import (
-	"encoding/xml"
 	"fmt"
 	"net/http"
-	"net/url"
-	"sort"
 	"strings"
 	"time"
 
@@ -16,24 +13,7 @@ import (
 
 // keysIn lists the keys under prefix in bucket of the store at s3 (S3
 // ListObjects over plain HTTP; the local store checks no signatures).
-func keysIn(c *C, s3, bucket, prefix string) []string {
-	resp, err := http.Get(s3 + "/" + bucket + "?prefix=" + url.QueryEscape(prefix))
-	c.Assert(err, IsNil)
-	defer resp.Body.Close()
-	c.Assert(resp.StatusCode, Equals, http.StatusOK, Commentf("listing bucket %s", bucket))
-	var list struct {
-		Contents []struct {
-			Key string `xml:"Key"`
-		} `xml:"Contents"`
-	}
-	c.Assert(xml.NewDecoder(resp.Body).Decode(&list), IsNil)
-	var keys []string
-	for _, o := range list.Contents {
-		keys = append(keys, o.Key)
-	}
-	sort.Strings(keys)
-	return keys
-}
+func keysIn(c *C, s3, bucket, prefix string) []string { return e2estack.KeysIn(c, s3, bucket, prefix) }
 
 // createBucket makes bucket in the store at s3 (an S3 PUT; an existing
 // bucket is fine).

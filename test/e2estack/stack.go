@@ -10,12 +10,15 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
+	"encoding/xml"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -276,4 +279,26 @@ func Sample(page, series string) (float64, bool) {
 		}
 	}
 	return 0, false
+}
+
+// KeysIn lists the keys under prefix in bucket of the object store at s3
+// (the local store answers anonymous S3 ListObjects), sorted; the test
+// fails when the store does not answer 200.
+func KeysIn(c *check.C, s3, bucket, prefix string) []string {
+	resp, err := http.Get(s3 + "/" + bucket + "?prefix=" + url.QueryEscape(prefix))
+	c.Assert(err, check.IsNil)
+	defer resp.Body.Close()
+	c.Assert(resp.StatusCode, check.Equals, http.StatusOK, check.Commentf("listing bucket %s", bucket))
+	var list struct {
+		Contents []struct {
+			Key string `xml:"Key"`
+		} `xml:"Contents"`
+	}
+	c.Assert(xml.NewDecoder(resp.Body).Decode(&list), check.IsNil)
+	var keys []string
+	for _, o := range list.Contents {
+		keys = append(keys, o.Key)
+	}
+	sort.Strings(keys)
+	return keys
 }

@@ -48,6 +48,7 @@ func (s *StorageSuite) SetUpSuite(c *C) {
 		[]string{"--metrics-bind-address", addr, "--health-probe-bind-address", "0"})
 	s.st.Kubectl(c, "apply", "-f", "config/rbac/tenant_roles.yaml")
 	s.st.Kubectl(c, "apply", "-f", "config/rbac/metrics_reader_role.yaml")
+	s.startRetentionSchedule(c)
 }
 
 func (s *StorageSuite) TearDownSuite(c *C) {

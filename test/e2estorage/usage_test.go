@@ -110,7 +110,13 @@ func (s *StorageSuite) TestQuota(c *C) {
 		out := s.st.Kubectl(c, "get", "events", "-n", ns, "--field-selector", "reason=QuotaNearlyReached,type=Warning", "-o", "jsonpath={.items[*].message}")
 		return strings.Contains(out, "holds 2 of the 2 backups"), out
 	})
-	backupsBefore := s.st.Kubectl(c, "get", "backups.velero.io", "-n", "openshift-adp", "-o", "name")
+	// The namespace's Velero Backups (other tests' schedules run meanwhile).
+	backupsOf := func() string {
+		return s.st.Kubectl(c, "get", "backups.velero.io", "-n", "openshift-adp", "-o",
+			`jsonpath={range .items[?(@.metadata.annotations.openshift\.io/oadp-nab-origin-namespace=="`+ns+`")]}{.metadata.name}{" "}{end}`)
+	}
+	backupsBefore := backupsOf()
+	c.Check(strings.Fields(backupsBefore), HasLen, 2)
 
 	s.backup(c, ns, "b3", user)
 	var cond string
@@ -119,7 +125,7 @@ func (s *StorageSuite) TestQuota(c *C) {
 		return strings.HasPrefix(cond, "False/QuotaExceeded"), cond
 	})
 	c.Check(cond, Matches, `False/QuotaExceeded: .*quota exceeded: namespace quota-a holds 2 backups, the most its quota allows \(maxBackups 2\): delete one \(spec.deleteBackup: true on a NonAdminBackup\) to make room`)
-	c.Check(s.st.Kubectl(c, "get", "backups.velero.io", "-n", "openshift-adp", "-o", "name"), Equals, backupsBefore, Commentf("nothing made for the refused backup"))
+	c.Check(backupsOf(), Equals, backupsBefore, Commentf("nothing made for the refused backup"))
 	c.Check(s.st.Kubectl(c, "get", "nab", "-n", ns, "b3", "-o", "jsonpath={.status.veleroBackup.name}"), Equals, "")
 
 	// Deleting one frees room.
