@@ -38,19 +38,26 @@ func scheduleRun(name, uid, ns string, namespaces ...string) *velerov1.Backup {
 	}
 }
 
+// scheduleFixture returns a scheme of the client-go, Velero and nacflow
+// kinds, and the Enabled Velero Schedule vs (two days old, NACUUID u-nas)
+// running on cron.
+func scheduleFixture(c *C, cron string) (*runtime.Scheme, *velerov1.Schedule) {
+	sc := runtime.NewScheme()
+	c.Assert(clientgoscheme.AddToScheme(sc), IsNil)
+	c.Assert(velerov1.AddToScheme(sc), IsNil)
+	c.Assert(v1alpha1.AddToScheme(sc), IsNil)
+	return sc, &velerov1.Schedule{ObjectMeta: metav1.ObjectMeta{Namespace: "oadp", Name: "vs", Labels: map[string]string{v1alpha1.NasOriginNACUUIDLabel: "u-nas"},
+		CreationTimestamp: metav1.NewTime(time.Now().Add(-48 * time.Hour))},
+		Spec: velerov1.ScheduleSpec{Schedule: cron}, Status: velerov1.ScheduleStatus{Phase: velerov1.SchedulePhaseEnabled}}
+}
+
 // TestTakesOwnRunsThroughTheGuard: with the guarded clients, the schedule's
 // run is claimed and becomes a NonAdminBackup of its namespace, linked in
 // status; a run that names another namespace is not taken, and one whose
 // spec the safety rule refuses is left alone, unclaimed.
 func (s *ScheduleRunsSuite) TestTakesOwnRunsThroughTheGuard(c *C) {
 	ctx := context.Background()
-	sc := runtime.NewScheme()
-	c.Assert(clientgoscheme.AddToScheme(sc), IsNil)
-	c.Assert(velerov1.AddToScheme(sc), IsNil)
-	c.Assert(v1alpha1.AddToScheme(sc), IsNil)
-	vs := &velerov1.Schedule{ObjectMeta: metav1.ObjectMeta{Namespace: "oadp", Name: "vs", Labels: map[string]string{v1alpha1.NasOriginNACUUIDLabel: "u-nas"},
-		CreationTimestamp: metav1.NewTime(time.Now().Add(-48 * time.Hour))},
-		Spec: velerov1.ScheduleSpec{Schedule: "0 2 * * *"}, Status: velerov1.ScheduleStatus{Phase: velerov1.SchedulePhaseEnabled}}
+	sc, vs := scheduleFixture(c, "0 2 * * *")
 	cl := fake.NewClientBuilder().WithScheme(sc).WithObjects(vs,
 		scheduleRun("vs-20261101020000", "uid-own", "tenant", "tenant"),
 		scheduleRun("vs-20261102020000", "uid-wide", "tenant", "tenant", "other"),
@@ -107,13 +114,7 @@ func (s *ScheduleRunsSuite) TestTakesOwnRunsThroughTheGuard(c *C) {
 // still uses; the admin's maxKeep bounds a wider policy.
 func (s *ScheduleRunsSuite) TestRetentionPrunes(c *C) {
 	ctx := context.Background()
-	sc := runtime.NewScheme()
-	c.Assert(clientgoscheme.AddToScheme(sc), IsNil)
-	c.Assert(velerov1.AddToScheme(sc), IsNil)
-	c.Assert(v1alpha1.AddToScheme(sc), IsNil)
-	vs := &velerov1.Schedule{ObjectMeta: metav1.ObjectMeta{Namespace: "oadp", Name: "vs", Labels: map[string]string{v1alpha1.NasOriginNACUUIDLabel: "u-nas"},
-		CreationTimestamp: metav1.NewTime(time.Now().Add(-48 * time.Hour))},
-		Spec: velerov1.ScheduleSpec{Schedule: "*/1 * * * *"}, Status: velerov1.ScheduleStatus{Phase: velerov1.SchedulePhaseEnabled}}
+	sc, vs := scheduleFixture(c, "*/1 * * * *")
 	objs := []client.Object{vs}
 	for i := range 5 {
 		b := scheduleRun(fmt.Sprintf("vs-2026110102%02d00", i), fmt.Sprintf("uid-%d", i), "tenant", "tenant")
