@@ -206,11 +206,13 @@ func (s *ControllerSuite) TestInvalidBlueprintReportedAndNeverUsed(c *C) {
 	c.Assert(testClient.Get(ctx, client.ObjectKeyFromObject(bp), got), IsNil)
 	c.Check(meta.IsStatusConditionTrue(got.Status.Conditions, v1alpha1.ConditionValid), Equals, false)
 	all := strings.Join(got.Status.Errors, "\n")
+	a := bp.Spec.Actions["backup"]
+	at := func(phase string) int { return phaseIndex(c, &a, phase) }
 	for _, want := range []string{
-		`spec.actions.backup.phases[0] (validate): ValidateBackupSpec args: enforce.includedNamespaces can not be enforced`,
-		`spec.actions.backup.phases[2] (createBackup): CreateVeleroBackup takes no arg "lables"`,
-		`spec.actions.backup.phases[3] (waitForBackup): args.name refers to phase "syncStatus", which does not come before it`,
-		`spec.actions.backup.phases[4] (syncStatus): unknown func "Nope"`,
+		fmt.Sprintf(`spec.actions.backup.phases[%d] (validate): ValidateBackupSpec args: enforce.includedNamespaces can not be enforced`, at("validate")),
+		fmt.Sprintf(`spec.actions.backup.phases[%d] (createBackup): CreateVeleroBackup takes no arg "lables"`, at("createBackup")),
+		fmt.Sprintf(`spec.actions.backup.phases[%d] (waitForBackup): args.name refers to phase "syncStatus", which does not come before it`, at("waitForBackup")),
+		fmt.Sprintf(`spec.actions.backup.phases[%d] (syncStatus): unknown func "Nope"`, at("syncStatus")),
 		`spec.actions.explode: NonAdminBackup has no action "explode"`,
 	} {
 		c.Check(strings.Contains(all, want), Equals, true, Commentf("missing %q in:\n%s", want, all))

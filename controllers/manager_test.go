@@ -50,6 +50,9 @@ type controllerOptions struct {
 	// concurrency is --max-concurrent-reconciles (0: controller-runtime's
 	// default, 1).
 	concurrency int
+	// usageRate is --usage-measure-rate (0: off, what the suites written
+	// before it expect: their DownloadRequests are counted).
+	usageRate float64
 }
 
 // startController starts the NAC controllers and the Blueprint controller in
@@ -97,7 +100,8 @@ func startController(c *C, o controllerOptions) (stop func()) {
 	}
 	turns := veleroqueue.NewTurns(mgr.GetClient(), o.oadp)
 	registry, err := phases.NewRegistry(phases.Clients{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorderFor("nacflow-blueprint"), Queue: queue, Turns: turns},
-		phases.Options{RequireApprovalForBSL: o.requireApproval, Settings: settings, MaxBackupsInVelero: o.maxInVelero, Resolver: testDNS})
+		phases.Options{RequireApprovalForBSL: o.requireApproval, Settings: settings, MaxBackupsInVelero: o.maxInVelero, Resolver: testDNS,
+			Quotas: phases.BlueprintQuotas{Resolver: &blueprints.Resolver{Reader: mgr.GetClient(), Namespace: o.oadp}}})
 	c.Assert(err, IsNil)
 	deps := func(name, kind string) controllers.Deps {
 		recorder := mgr.GetEventRecorderFor(name)
@@ -110,7 +114,8 @@ func startController(c *C, o controllerOptions) (stop func()) {
 			OADPNamespace: o.oadp,
 		}
 	}
-	r := &controllers.NonAdminBackupReconciler{Deps: deps("nonadminbackup-controller", "NonAdminBackup"), QueueRefreshWindow: time.Second, Queue: queue, Turns: turns}
+	r := &controllers.NonAdminBackupReconciler{Deps: deps("nonadminbackup-controller", "NonAdminBackup"), QueueRefreshWindow: time.Second, Queue: queue, Turns: turns,
+		Usage: controllers.NewUsageMeter(registry, o.oadp, o.usageRate, controllers.DefaultUsageMeasureBurst)}
 	c.Assert(r.SetupWithManager(mgr), IsNil)
 	nar := &controllers.NonAdminRestoreReconciler{Deps: deps("nonadminrestore-controller", "NonAdminRestore")}
 	c.Assert(nar.SetupWithManager(mgr), IsNil)

@@ -67,6 +67,10 @@ type NonAdminBackupReconciler struct {
 	// woken but by its timed recheck.
 	Turns *veleroqueue.Turns
 
+	// Usage measures status.usage once a backup's plan has ended (nil:
+	// not measured).
+	Usage *UsageMeter
+
 	reads staleness.Tracker
 	// refreshAt is when the scheduled queue refresh runs; until then further
 	// completions need no new one.
@@ -92,7 +96,8 @@ type NonAdminBackupReconciler struct {
 // spec.deleteBackup is true (then the NAB itself is deleted), backup
 // otherwise; the Velero Backup is mirrored after each run of backup.
 func (r *NonAdminBackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	return reconcileNAC(ctx, &r.Deps, &r.reads, nacKind[*v1alpha1.NonAdminBackup]{
+	var measureAfter time.Duration
+	res, err := reconcileNAC(ctx, &r.Deps, &r.reads, nacKind[*v1alpha1.NonAdminBackup]{
 		actionFor: actionFor,
 		refs:      backupRefs,
 		adopts:    true,
@@ -100,7 +105,12 @@ func (r *NonAdminBackupReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 			if action != ActionBackup && action != ActionAdopt {
 				return nil
 			}
-			return r.mirror(ctx, nab, finished)
+			if err := r.mirror(ctx, nab, finished); err != nil || !finished {
+				return err
+			}
+			var err error
+			measureAfter, err = r.Usage.Measure(ctx, nab, NACUUID(nab.UID))
+			return err
 		},
 		deleteWhenComplete: []string{ActionDelete},
 		// A forced deletion deletes the NAB however its plan ended; a plan
@@ -108,6 +118,10 @@ func (r *NonAdminBackupReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		deleteWhenEnded: []string{ActionForceDelete},
 		logLevel:        func(nab *v1alpha1.NonAdminBackup) string { return nab.Spec.LogLevel },
 	}, req)
+	if err == nil && measureAfter > 0 && (res.RequeueAfter == 0 || measureAfter < res.RequeueAfter) {
+		res.RequeueAfter = measureAfter
+	}
+	return res, err
 }
 
 // actionFor returns the blueprint action nab's state calls for. A NAB

@@ -126,7 +126,7 @@ func (s *ControllerSuite) TestValidBackupLifecycle(c *C) {
 	c.Check(got.Status.Plan.State, Equals, v1alpha1.PlanRunning)
 	c.Check(got.Status.Plan.Blueprint, Equals, "nonadminbackup")
 	c.Check(got.Status.Plan.BlueprintGeneration, Equals, v1alpha1.BuiltInGeneration)
-	c.Check(got.Status.Plan.Spec.Phases, HasLen, 7)
+	c.Check(got.Status.Plan.Spec.Phases, HasLen, 8)
 	c.Check(got.Status.Plan.Current, Equals, "waitForBackup: waiting")
 	c.Check(got.Status.Plan.Phase("waitForBackup").Message, Equals, fmt.Sprintf("Velero Backup %s is not started", wantName))
 	// The controller writes status as one unit and the API server records
@@ -147,6 +147,7 @@ func (s *ControllerSuite) TestValidBackupLifecycle(c *C) {
 	})
 	c.Check(story[0], Matches, `Normal PhaseWaiting: Started action backup of blueprint nonadminbackup; `+
 		`Ended phase validate \(ValidateBackupSpec\) in 0s: backupSpec accepted; `+
+		`Ended phase checkQuota \(CheckQuota\) in 0s: no quota; `+
 		`Ended phase waitForTurn \(WaitForTurn\) in 0s: [^;]*; `+
 		`Ended phase createBackup \(CreateVeleroBackup\) in 0s: [^;]*; `+
 		`Phase waitForBackup \(WaitFor\) is waiting: Velero Backup [^ ]+ is not started`)
@@ -179,7 +180,7 @@ func (s *ControllerSuite) TestValidBackupLifecycle(c *C) {
 	// status write; every phase is told once.
 	all := strings.Join(story, "\n")
 	c.Check(strings.Count(all, "Started action"), Equals, 1, Commentf(all))
-	c.Check(strings.Count(all, "Ended phase "), Equals, 7, Commentf(all))
+	c.Check(strings.Count(all, "Ended phase "), Equals, 8, Commentf(all))
 
 	// After the plan: the mirror stays current (Velero later marks it failed
 	// in this made-up story).

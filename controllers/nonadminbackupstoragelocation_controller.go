@@ -240,9 +240,28 @@ func (r *NonAdminBackupStorageLocationReconciler) mirror(ctx context.Context, n 
 	if n.Status.VeleroBackupStorageLocation == nil {
 		return nil
 	}
+	if err := r.countUsage(ctx, n); err != nil {
+		return err
+	}
 	v := n.Status.VeleroBackupStorageLocation
 	return mirrorVelero(ctx, &r.Deps, "BackupStorageLocation", v.Name, &velerov1.BackupStorageLocation{}, n, v.NACUUID,
 		func(v *velerov1.BackupStorageLocation) { n.MirrorBSL(v) })
+}
+
+// countUsage sets n's status.usage: what the NonAdminBackups of its
+// namespace on it take (v1alpha1.UsageByLocation, from the cache), so that a
+// tenant reads it where it reads its location. Errors: the list's.
+func (r *NonAdminBackupStorageLocationReconciler) countUsage(ctx context.Context, n *v1alpha1.NonAdminBackupStorageLocation) error {
+	nabs := &v1alpha1.NonAdminBackupList{}
+	if err := r.Client.List(ctx, nabs, client.InNamespace(n.Namespace)); err != nil {
+		return fmt.Errorf("listing the NonAdminBackups of %s: %w", n.Namespace, err)
+	}
+	u := v1alpha1.UsageByLocation(nabs.Items)[n.Name]
+	if u == nil {
+		u = &v1alpha1.StorageUsage{}
+	}
+	n.Status.Usage = u
+	return nil
 }
 
 // SetupWithManager registers the reconciler: locations cluster-wide (spec

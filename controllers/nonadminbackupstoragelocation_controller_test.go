@@ -165,6 +165,13 @@ func (s *ControllerSuite) TestBSLLifecycle(c *C) {
 		_, _, sec = bslObjects(c, s.oadp, nacuuid)
 		return sec != nil && string(sec.Data["cloud"]) == "[default]\naws_access_key_id=two\naws_secret_access_key=two-secret\n", "copy not rotated yet"
 	})
+	// The tenant reads what its backups on the location take: the backup
+	// made to it, not measured yet (still running); the thief's counts in
+	// its own namespace only.
+	eventually(c, 10*time.Second, func() (bool, string) {
+		u := getNABSL(c, nabsl).Status.Usage
+		return u != nil && *u == v1alpha1.StorageUsage{Backups: 1, NotMeasured: 1}, fmt.Sprintf("%+v", u)
+	})
 
 	// Approval withdrawn: BSL and copy go, the location backs off.
 	req, _, _ = bslObjects(c, s.oadp, nacuuid)

@@ -41,12 +41,13 @@ func (s *BuiltInSuite) TestBuiltInsCompile(c *C) {
 	for _, p := range backup.Phases {
 		funcs = append(funcs, p.Func)
 	}
-	c.Check(funcs, DeepEquals, []string{"ValidateBackupSpec", "WaitForTurn", "CreateVeleroBackup", "WaitFor", "SyncStatus", "VerifyBackupContents", "TestRestore"})
-	test := backup.Phases[6]
+	c.Check(funcs, DeepEquals, []string{"ValidateBackupSpec", "CheckQuota", "WaitForTurn", "CreateVeleroBackup", "WaitFor", "SyncStatus", "VerifyBackupContents", "TestRestore"})
+	c.Check(backup.Phases[1].Args, HasLen, 0, Commentf("no quota unless an admin sets one"))
+	test := backup.Phases[7]
 	c.Check(string(test.Args["every"].Raw), Equals, "0", Commentf("restore tests are the admin's opt-in: off in the built-in"))
 	c.Check(test.OnTimeout, Equals, v1alpha1.OnTimeoutContinue, Commentf("a restore test never fails the backup"))
-	c.Check(backup.Phases[1].Timeout.Duration, Equals, 168*time.Hour, Commentf("a burst's last backup waits for all the earlier ones"))
-	c.Check(backup.Phases[3].Timeout.Duration, Equals, 4*time.Hour, Commentf("at least Velero's itemOperationTimeout"))
+	c.Check(backup.Phases[2].Timeout.Duration, Equals, 168*time.Hour, Commentf("a burst's last backup waits for all the earlier ones"))
+	c.Check(backup.Phases[4].Timeout.Duration, Equals, 4*time.Hour, Commentf("at least Velero's itemOperationTimeout"))
 	c.Check(backup.DeferPhase, NotNil)
 
 	_, err = blueprints.BuiltIn("nope")

@@ -70,6 +70,14 @@ func (f *CreateVeleroSchedule) Run(ctx context.Context, op *engine.Operation, na
 		},
 		Spec: *spec,
 	}
+	// A namespace at its quota gets its schedule paused from the start, not
+	// after a run it has no room for (SyncScheduleRuns resumes it).
+	if _, exceeded, err := scheduleQuota(ctx, op, f.tools.quotas, nas, nil); err != nil {
+		return engine.Result{}, err
+	} else if exceeded != "" {
+		want.Spec.Paused = true
+		want.Annotations[v1alpha1.QuotaPausedAnnotation] = "true"
+	}
 	obj, verb, err := createOrAdopt(ctx, op, f.tools.recent, "Velero Schedule", want)
 	if err != nil {
 		return engine.Result{}, err
@@ -78,6 +86,11 @@ func (f *CreateVeleroSchedule) Run(ctx context.Context, op *engine.Operation, na
 	if verb == "Adopted" {
 		if !nas.Spec.SkipImmediately {
 			want.Spec.SkipImmediately = got.Spec.SkipImmediately
+		}
+		// Held at the namespace's quota (SyncScheduleRuns.holdAtQuota):
+		// stays paused until there is room, whatever the spec says.
+		if got.Annotations[v1alpha1.QuotaPausedAnnotation] != "" {
+			want.Spec.Paused = true
 		}
 		changed := !reflect.DeepEqual(got.Spec, want.Spec)
 		merged := maps.Clone(got.Annotations)

@@ -214,7 +214,7 @@ func (*CreateVeleroSchedule) Doc() engine.FuncDoc {
 // Doc implements engine.Documented.
 func (*SyncScheduleRuns) Doc() engine.FuncDoc {
 	return engine.FuncDoc{
-		Summary: "Follows a NonAdminSchedule's Velero Schedule: mirrors its status; claims every Backup it took for a NonAdminBackup of its own (NAB origin label and annotations; a Backup naming another namespace is never taken) and creates that NAB in the schedule's namespace, linked in status and adopted; lists the newest runs in status.recentBackups; sets status.nextRun (Velero's rule) and condition RPOMet from status.rpo, with an RPOMissed or RPOMet event when it changes. Runs come after the plan has ended: the controller runs this phase again on every look at the schedule.",
+		Summary: "Follows a NonAdminSchedule's Velero Schedule: mirrors its status; claims every Backup it took for a NonAdminBackup of its own (NAB origin label and annotations; a Backup naming another namespace is never taken) and creates that NAB in the schedule's namespace, linked in status and adopted; lists the newest runs in status.recentBackups; sets status.nextRun (Velero's rule) and condition RPOMet from status.rpo, with an RPOMissed or RPOMet event when it changes; prunes runs spec.retention (or args.defaultRetention, bounded by args.maxKeep) does not keep (spec.deleteBackup, PrunedBackup events, status.retention); pauses the Velero Schedule while its next run would pass the namespace's quota (CheckQuota's args in the namespace's NonAdminBackup blueprint; condition WithinQuota, QuotaExceeded and ScheduleResumed events) and resumes it when there is room. Runs come after the plan has ended: the controller runs this phase again on every look at the schedule.",
 		Outputs: []string{"runs: how many runs the schedule has"},
 		Errors:  "a run the safety rule refuses to claim is left alone; " + apiRetried,
 	}
@@ -262,7 +262,7 @@ func (*RemoveRestoreTest) Doc() engine.FuncDoc {
 // Doc implements engine.Documented.
 func (*MeasureUsage) Doc() engine.FuncDoc {
 	return engine.FuncDoc{
-		Summary: "After a Completed or PartiallyFailed backup, records status.usage: the size of its contents tarball in object storage (a DownloadRequest BackupContents of its own, then a one-byte range request whose Content-Range gives the size; counted as it streams where the store ignores ranges) and the volume data its DataUploads and PodVolumeBackups moved. Once per backup; a store that does not answer leaves usage unset.",
+		Summary: "After a Completed or PartiallyFailed backup, records status.usage: the size of its contents tarball in object storage (a DownloadRequest BackupContents of its own, then a one-byte range request whose Content-Range gives the size; counted as it streams where the store ignores ranges) and the volume data its DataUploads and PodVolumeBackups moved. Once per backup; a store that does not answer leaves usage unset. nac runs it for every finished NonAdminBackup after its plan, at --usage-measure-rate (older backups after a start): a blueprint need not name it.",
 		Outputs: []string{"contentsBytes, volumeBytes, totalBytes: bytes"},
 		Errors:  "a Backup that is not the operation's own is terminal; " + apiRetried,
 		Waits:   true,
@@ -272,7 +272,7 @@ func (*MeasureUsage) Doc() engine.FuncDoc {
 // Doc implements engine.Documented.
 func (*CheckQuota) Doc() engine.FuncDoc {
 	return engine.FuncDoc{
-		Summary: "Refuses a new NonAdminBackup that would take its namespace past the admin's quota: args.maxBackups (NonAdminBackups that hold or will hold a backup) and args.maxBytes (their status.usage.totalBytes), per namespace and per location (args.locations). Accepted=False/QuotaExceeded naming the figure, the limit and what to delete; nothing is created. Past 80 % a Warning event QuotaNearlyReached. No args: no quota.",
+		Summary: "Refuses a new NonAdminBackup that would take its namespace past the admin's quota: args.maxBackups (NonAdminBackups that hold or will hold a backup) and args.maxBytes (their status.usage.totalBytes), per namespace and per location (args.locations). Accepted=False/QuotaExceeded naming the figure, the limit and what to delete; nothing is created. Past 80 % a Warning event QuotaNearlyReached. No args: no quota. The same args hold the namespace's NonAdminSchedules: SyncScheduleRuns pauses one whose next run would pass them.",
 		Outputs: []string{"backups, bytes: the namespace's before this backup"},
 		Errors:  "a refusal is terminal; " + apiRetried,
 	}

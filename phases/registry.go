@@ -61,6 +61,9 @@ type tools struct {
 	recent *recentCreates
 	// serving remembers when Velero last answered a DownloadRequest.
 	serving *serving
+	// quotas finds the admin's quota of a namespace for its schedules'
+	// runs (nil: none).
+	quotas QuotaSource
 }
 
 // Options are controller settings some phase functions follow.
@@ -98,6 +101,10 @@ type Options struct {
 	UncheckedCredentialProviders []string
 	// Resolver resolves endpoint host names (nil: net.DefaultResolver).
 	Resolver endpoint.Resolver
+	// Quotas finds a namespace's quota for SyncScheduleRuns, which pauses
+	// a schedule whose next run would pass it (nil: schedules are never
+	// paused for a quota; BlueprintQuotas in cmd/nac).
+	Quotas QuotaSource
 }
 
 // NewRegistry returns the registry of every phase function, bound to o, each run
@@ -106,7 +113,7 @@ type Options struct {
 // returns an error only if two functions share a name or an exception is
 // malformed (programming errors).
 func NewRegistry(c Clients, o Options) (*engine.Registry, error) {
-	t := tools{recorder: c.Recorder, queue: c.Queue, turns: c.Turns, recent: newRecentCreates(), serving: &serving{}}
+	t := tools{recorder: c.Recorder, queue: c.Queue, turns: c.Turns, recent: newRecentCreates(), serving: &serving{}, quotas: o.Quotas}
 	rules := restoreRules{tenantRole: o.TenantRole, adminOwned: o.AdminOwned}
 	if rules.tenantRole == "" {
 		rules.tenantRole = restorepolicy.DefaultTenantRole

@@ -12,6 +12,7 @@ import (
 	cron "github.com/netresearch/go-cron"
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -36,6 +37,12 @@ const (
 	EventScheduledBackup = "ScheduledBackup"
 	// EventPrunedBackup (Normal): spec.retention pruned a run.
 	EventPrunedBackup = "PrunedBackup"
+	// EventQuotaExceeded (Warning): the schedule's next run would pass the
+	// namespace's quota; its Velero Schedule is paused.
+	EventQuotaExceeded = "QuotaExceeded"
+	// EventScheduleResumed (Normal): there is room again; the Velero
+	// Schedule runs again.
+	EventScheduleResumed = "ScheduleResumed"
 )
 
 // maxPrunesPerLook bounds the runs one look at a schedule prunes: a policy
@@ -60,7 +67,10 @@ type SyncScheduleRunsArgs struct {
 // own, then creating the NAB linked to it, which the adopt action takes
 // over, as for backup sync); lists the newest runs in status; computes the
 // next run (Velero's rule); and judges the recovery-point objective
-// (condition RPOMet, an event when it changes). Runs keep coming after the
+// (condition RPOMet, an event when it changes); prunes the runs the
+// retention does not keep (applyRetention); and pauses the Velero Schedule
+// while its next run would pass the namespace's quota, resuming it when
+// there is room (holdAtQuota). Runs keep coming after the
 // create plan has ended: the NonAdminSchedule controller runs this phase
 // again on every look at the schedule (engine.Runner.Follow).
 //
@@ -107,12 +117,16 @@ func (f *SyncScheduleRuns) Run(ctx context.Context, op *engine.Operation, nas *v
 	if err != nil {
 		return engine.Result{}, err
 	}
-	if err := f.applyRetention(ctx, op, nas, runs, a); err != nil {
+	pruned, err := f.applyRetention(ctx, op, nas, runs, a)
+	if err != nil {
+		return engine.Result{}, err
+	}
+	if err := f.holdAtQuota(ctx, op, nas, s, pruned); err != nil {
 		return engine.Result{}, err
 	}
 	now := time.Now()
 	nas.Status.NextRun = nil
-	if s != nil && !nas.Spec.Paused {
+	if s != nil && !nas.Spec.Paused && s.Annotations[v1alpha1.QuotaPausedAnnotation] == "" {
 		if next := nextRun(s); !next.IsZero() {
 			nas.Status.NextRun = &metav1.Time{Time: next}
 		}
@@ -378,14 +392,14 @@ func lastRestoreTest(ctx context.Context, op *engine.Operation, nas *v1alpha1.No
 // at most maxPrunesPerLook a look, oldest first, with an event each, and
 // records status.retention. A run whose NonAdminBackup a restore of the
 // namespace names, and whose restore has not ended, is in use.
-func (f *SyncScheduleRuns) applyRetention(ctx context.Context, op *engine.Operation, nas *v1alpha1.NonAdminSchedule, runs []run, a *SyncScheduleRunsArgs) error {
+func (f *SyncScheduleRuns) applyRetention(ctx context.Context, op *engine.Operation, nas *v1alpha1.NonAdminSchedule, runs []run, a *SyncScheduleRunsArgs) ([]string, error) {
 	spec := nas.Spec.Retention
 	if spec == nil {
 		spec = a.DefaultRetention
 	}
 	if spec == nil {
 		nas.Status.Retention = nil
-		return nil
+		return nil, nil
 	}
 	p := retention.Policy{KeepLast: int(spec.KeepLast), Hourly: int(spec.Hourly), Daily: int(spec.Daily), Weekly: int(spec.Weekly),
 		Monthly: int(spec.Monthly), Yearly: int(spec.Yearly)}
@@ -394,7 +408,7 @@ func (f *SyncScheduleRuns) applyRetention(ctx context.Context, op *engine.Operat
 	}
 	narList := &v1alpha1.NonAdminRestoreList{}
 	if err := op.Client.List(ctx, narList, client.InNamespace(nas.Namespace)); err != nil {
-		return fmt.Errorf("listing the NonAdminRestores of %s: %w", nas.Namespace, err)
+		return nil, fmt.Errorf("listing the NonAdminRestores of %s: %w", nas.Namespace, err)
 	}
 	inUse := map[string]bool{}
 	for i := range narList.Items {
@@ -448,7 +462,7 @@ func (f *SyncScheduleRuns) applyRetention(ctx context.Context, op *engine.Operat
 			if apierrors.IsNotFound(err) {
 				continue
 			}
-			return fmt.Errorf("reading NonAdminBackup %s/%s: %w", nas.Namespace, name, err)
+			return nil, fmt.Errorf("reading NonAdminBackup %s/%s: %w", nas.Namespace, name, err)
 		}
 		// The run's NonAdminBackup is the one whose status (which tenants
 		// cannot write) links the run's Velero Backup; its labels a tenant
@@ -462,7 +476,7 @@ func (f *SyncScheduleRuns) applyRetention(ctx context.Context, op *engine.Operat
 		before := nab.DeepCopy()
 		nab.Spec.DeleteBackup = true
 		if err := op.Client.Patch(ctx, nab, client.MergeFrom(before)); err != nil {
-			return fmt.Errorf("pruning NonAdminBackup %s/%s: %w", nas.Namespace, name, err)
+			return nil, fmt.Errorf("pruning NonAdminBackup %s/%s: %w", nas.Namespace, name, err)
 		}
 		pruned = append(pruned, name)
 		log.FromContext(ctx).Info("pruned a scheduled run", "nonAdminBackup", name, "retention", st.Policy)
@@ -474,7 +488,96 @@ func (f *SyncScheduleRuns) applyRetention(ctx context.Context, op *engine.Operat
 		st.LastPruneTime = &metav1.Time{Time: time.Now()}
 	}
 	nas.Status.Retention = st
+	return pruned, nil
+}
+
+// holdAtQuota pauses the Velero Schedule s of nas while its next run would
+// take the namespace past the admin's quota (tools.quotas: CheckQuota's args
+// in the namespace's NonAdminBackup blueprint, nacflow's addition), marking
+// it with v1alpha1.QuotaPausedAnnotation, and resumes it once there is room
+// (deleted backups, retention's prunes — pruned names those of this look,
+// not yet seen deleting) unless nas itself is paused. It sets condition
+// WithinQuota (absent without a quota) with an event on each change.
+// Errors: the API server's, retryable; a quota that does not decode is
+// logged and treated as none.
+func (f *SyncScheduleRuns) holdAtQuota(ctx context.Context, op *engine.Operation, nas *v1alpha1.NonAdminSchedule, s *velerov1.Schedule, pruned []string) error {
+	if s == nil {
+		return nil
+	}
+	q, exceeded, err := scheduleQuota(ctx, op, f.tools.quotas, nas, pruned)
+	if err != nil {
+		return err
+	}
+	held := s.Annotations[v1alpha1.QuotaPausedAnnotation] != ""
+	if !q.any() && !held {
+		meta.RemoveStatusCondition(&nas.Status.Conditions, v1alpha1.ConditionWithinQuota)
+		return nil
+	}
+	wasExceeded := meta.IsStatusConditionFalse(nas.Status.Conditions, v1alpha1.ConditionWithinQuota)
+	before := s.DeepCopy()
+	switch {
+	case exceeded != "" && !held:
+		if s.Annotations == nil {
+			s.Annotations = map[string]string{}
+		}
+		s.Annotations[v1alpha1.QuotaPausedAnnotation] = "true"
+		s.Spec.Paused = true
+	case exceeded == "" && held:
+		delete(s.Annotations, v1alpha1.QuotaPausedAnnotation)
+		s.Spec.Paused = nas.Spec.Paused
+	}
+	if !equality.Semantic.DeepEqual(before, s) {
+		if err := op.Client.Patch(ctx, s, client.MergeFrom(before)); err != nil {
+			return fmt.Errorf("pausing or resuming Velero Schedule %s/%s for the quota: %w", s.Namespace, s.Name, err)
+		}
+	}
+	// Told once a change: CreateVeleroSchedule may have paused it already.
+	switch {
+	case exceeded != "" && !wasExceeded:
+		f.event(nas, corev1.EventTypeWarning, EventQuotaExceeded, "schedule paused: its next run would pass the quota: "+exceeded)
+	case exceeded == "" && held:
+		f.event(nas, corev1.EventTypeNormal, EventScheduleResumed, "schedule resumed: the namespace has room for its next run under its quota")
+	}
+	if !q.any() {
+		meta.RemoveStatusCondition(&nas.Status.Conditions, v1alpha1.ConditionWithinQuota)
+		return nil
+	}
+	cond := metav1.Condition{Type: v1alpha1.ConditionWithinQuota, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonRoomForNextRun,
+		Message: "the namespace has room for the next run under its quota", ObservedGeneration: nas.Generation}
+	if exceeded != "" {
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, v1alpha1.ReasonQuotaExceeded, "schedule paused until there is room: "+exceeded
+	}
+	meta.SetStatusCondition(&nas.Status.Conditions, cond)
 	return nil
+}
+
+// scheduleQuota returns the quota of nas's namespace (quotas; nil: none)
+// and, when it has one, why the schedule's next run would pass it ("" when
+// it would not), leaving out the NonAdminBackups pruned names. Errors: the
+// API server's; a quota that does not decode is logged and is none.
+func scheduleQuota(ctx context.Context, op *engine.Operation, quotas QuotaSource, nas *v1alpha1.NonAdminSchedule, pruned []string) (*CheckQuotaArgs, string, error) {
+	if quotas == nil {
+		return nil, "", nil
+	}
+	q, source, err := quotas.Quota(ctx, op.NamespaceLabels)
+	if err != nil {
+		log.FromContext(ctx).Error(err, "reading the namespace's quota: schedules are not held to it", "blueprint", source)
+		return nil, "", nil
+	}
+	if !q.any() {
+		return nil, "", nil
+	}
+	location := ""
+	if t := nas.Spec.Template.BackupSpec; t != nil {
+		location = t.StorageLocation
+	}
+	location = v1alpha1.LocationName(location)
+	all, here, err := namespaceUsage(ctx, op.Client, nas.Namespace, location, func(n *v1alpha1.NonAdminBackup) bool { return slices.Contains(pruned, n.Name) })
+	if err != nil {
+		return nil, "", err
+	}
+	exceeded, _ := q.check(all, here, nas.Namespace, location)
+	return q, exceeded, nil
 }
 
 // scheduleZone returns the time zone of a cron schedule: its CRON_TZ= or

@@ -175,3 +175,127 @@ func (s *ScheduleRunsSuite) TestRetentionPrunes(c *C) {
 	c.Check(deleting(), DeepEquals, []string{"nightly-20261101020100", "nightly-20261101020200", "nightly-20261101020300"})
 	c.Check(nas.Status.Retention.Policy, Equals, "keepLast 2; at most 1 (the admin's maxKeep)")
 }
+
+// fixedQuota is a QuotaSource with one quota for every namespace.
+type fixedQuota struct{ q *phases.CheckQuotaArgs }
+
+func (f fixedQuota) Quota(context.Context, map[string]string) (*phases.CheckQuotaArgs, string, error) {
+	return f.q, "quota-test", nil
+}
+
+// TestPausedAtQuota: a schedule whose next run would take its namespace past
+// the admin's maxBackups is paused (its Velero Schedule, marked, with
+// WithinQuota=False and a Warning event); a NAS spec change does not unpause
+// it (CreateVeleroSchedule keeps the hold); room made by a deletion resumes
+// it, and a NAS paused by its tenant stays paused.
+func (s *ScheduleRunsSuite) TestPausedAtQuota(c *C) {
+	ctx := context.Background()
+	sc, vs := scheduleFixture(c, "*/5 * * * *")
+	// Named as CreateVeleroSchedule names it, which updates it below.
+	vs.Name = v1alpha1.NACObjectName("tenant", "nightly", "u-nas")
+	objs := []client.Object{vs}
+	for i := range 2 {
+		b := scheduleRun(fmt.Sprintf("vs-2026110102%02d00", i), fmt.Sprintf("uid-%d", i), "tenant", "tenant")
+		b.Labels[velerov1.ScheduleNameLabel] = vs.Name
+		objs = append(objs, b)
+	}
+	cl := fake.NewClientBuilder().WithScheme(sc).WithObjects(objs...).WithStatusSubresource(&v1alpha1.NonAdminBackup{}).Build()
+	rec := record.NewFakeRecorder(100)
+	reg, err := phases.NewRegistry(phases.Clients{Client: cl, APIReader: cl, Recorder: rec},
+		phases.Options{Quotas: fixedQuota{&phases.CheckQuotaArgs{Quota: phases.Quota{MaxBackups: 3}}}})
+	c.Assert(err, IsNil)
+	fn, _ := reg.Get("SyncScheduleRuns")
+	nas := &v1alpha1.NonAdminSchedule{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "nightly", Generation: 1},
+		Spec:   v1alpha1.NonAdminScheduleSpec{Schedule: "*/5 * * * *"},
+		Status: v1alpha1.NonAdminScheduleStatus{VeleroSchedule: &v1alpha1.VeleroSchedule{Name: vs.Name, Namespace: "oadp", NACUUID: "u-nas"}}}
+	look := func() {
+		_, err := fn.Run(ctx, &engine.Operation{Object: nas, OADPNamespace: "oadp", UUID: "u-nas", Phase: "syncRuns"}, fn.NewArgs())
+		c.Assert(err, IsNil)
+	}
+	veleroSchedule := func() *velerov1.Schedule {
+		got := &velerov1.Schedule{}
+		c.Assert(cl.Get(ctx, client.ObjectKey{Namespace: "oadp", Name: vs.Name}, got), IsNil)
+		return got
+	}
+	// events returns the events emitted since it was last called.
+	events := func() string {
+		var out []string
+		for {
+			select {
+			case e := <-rec.Events:
+				out = append(out, e)
+			default:
+				return strings.Join(out, "\n")
+			}
+		}
+	}
+	condition := func() *metav1.Condition {
+		for i := range nas.Status.Conditions {
+			if nas.Status.Conditions[i].Type == v1alpha1.ConditionWithinQuota {
+				return &nas.Status.Conditions[i]
+			}
+		}
+		return nil
+	}
+	// Two runs of three: room for the next.
+	look()
+	c.Check(veleroSchedule().Spec.Paused, Equals, false)
+	c.Assert(condition(), NotNil)
+	c.Check(condition().Status, Equals, metav1.ConditionTrue)
+	c.Check(nas.Status.NextRun, NotNil)
+	c.Check(events(), Not(Matches), `(?s).*Quota.*`)
+
+	// A third backup of the namespace (not the schedule's): the next run
+	// would be the fourth.
+	c.Assert(cl.Create(ctx, &v1alpha1.NonAdminBackup{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "manual"}}), IsNil)
+	look()
+	got := veleroSchedule()
+	c.Check(got.Spec.Paused, Equals, true)
+	c.Check(got.Annotations[v1alpha1.QuotaPausedAnnotation], Equals, "true")
+	c.Assert(condition(), NotNil)
+	c.Check(condition().Status, Equals, metav1.ConditionFalse)
+	c.Check(condition().Reason, Equals, v1alpha1.ReasonQuotaExceeded)
+	c.Check(condition().Message, Matches, `schedule paused until there is room: quota exceeded: namespace tenant holds 3 backups, the most its quota allows \(maxBackups 3\).*`)
+	c.Check(nas.Status.NextRun, IsNil, Commentf("no run while paused"))
+	c.Check(events(), Matches, `Warning QuotaExceeded schedule paused: its next run would pass the quota: quota exceeded: namespace tenant holds 3 backups[^\n]*`)
+
+	// The tenant edits the schedule: CreateVeleroSchedule keeps the hold.
+	create, _ := reg.Get("CreateVeleroSchedule")
+	nas.Status.VeleroSchedule.Spec = &velerov1.ScheduleSpec{Schedule: "*/10 * * * *"}
+	_, err = create.Run(ctx, &engine.Operation{Object: nas, OADPNamespace: "oadp", UUID: "u-nas", Phase: "createSchedule"}, create.NewArgs())
+	c.Assert(err, IsNil)
+	c.Check(veleroSchedule().Spec.Paused, Equals, true)
+	c.Check(veleroSchedule().Spec.Schedule, Equals, "*/10 * * * *")
+
+	// Deleting the manual backup makes room: resumed.
+	c.Assert(cl.Delete(ctx, &v1alpha1.NonAdminBackup{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "manual"}}), IsNil)
+	look()
+	got = veleroSchedule()
+	c.Check(got.Spec.Paused, Equals, false)
+	c.Check(got.Annotations[v1alpha1.QuotaPausedAnnotation], Equals, "")
+	c.Check(condition().Status, Equals, metav1.ConditionTrue)
+	c.Check(events(), Equals, "Normal ScheduleResumed schedule resumed: the namespace has room for its next run under its quota")
+
+	// Paused at the quota again, then by its tenant: room does not resume it.
+	c.Assert(cl.Create(ctx, &v1alpha1.NonAdminBackup{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "manual"}}), IsNil)
+	look()
+	c.Check(veleroSchedule().Spec.Paused, Equals, true)
+	nas.Spec.Paused = true
+	c.Assert(cl.Delete(ctx, &v1alpha1.NonAdminBackup{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "manual"}}), IsNil)
+	look()
+	got = veleroSchedule()
+	c.Check(got.Spec.Paused, Equals, true, Commentf("the tenant's own pause stays"))
+	c.Check(got.Annotations[v1alpha1.QuotaPausedAnnotation], Equals, "", Commentf("no longer held by the quota"))
+
+	// A new schedule of the namespace at its quota is created paused: no
+	// run slips in before the first look.
+	c.Assert(cl.Create(ctx, &v1alpha1.NonAdminBackup{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "manual"}}), IsNil)
+	second := &v1alpha1.NonAdminSchedule{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "hourly"},
+		Status: v1alpha1.NonAdminScheduleStatus{VeleroSchedule: &v1alpha1.VeleroSchedule{Spec: &velerov1.ScheduleSpec{Schedule: "0 * * * *"}}}}
+	res, err := create.Run(ctx, &engine.Operation{Object: second, OADPNamespace: "oadp", UUID: "u-hourly", Phase: "createSchedule"}, create.NewArgs())
+	c.Assert(err, IsNil)
+	made := &velerov1.Schedule{}
+	c.Assert(cl.Get(ctx, client.ObjectKey{Namespace: "oadp", Name: res.Output["name"]}, made), IsNil)
+	c.Check(made.Spec.Paused, Equals, true)
+	c.Check(made.Annotations[v1alpha1.QuotaPausedAnnotation], Equals, "true")
+}

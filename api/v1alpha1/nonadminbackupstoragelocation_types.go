@@ -102,6 +102,11 @@ type NonAdminBackupStorageLocationStatus struct {
 	// plan is the blueprint action run for this location.
 	// +optional
 	Plan *PlanStatus `json:"plan,omitempty"`
+	// usage is what the namespace's NonAdminBackups on this location take
+	// in object storage (kubectl nac usage's figures), refreshed at each
+	// look at the location: at least every --credential-check-period.
+	// +optional
+	Usage *StorageUsage `json:"usage,omitempty"`
 }
 
 // NonAdminBackupStorageLocation is a tenant's own bucket for its backups,

@@ -232,7 +232,7 @@ type NonAdminScheduleStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// conditions: Accepted, RPOMet.
+	// conditions: Accepted, RPOMet, WithinQuota.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -266,7 +266,19 @@ const (
 	// ReasonObjectiveMissed: RPOMet=False for any other cause (no
 	// successful run yet, runs too far apart).
 	ReasonObjectiveMissed = "ObjectiveMissed"
+	// ConditionWithinQuota: whether the namespace has room for the
+	// schedule's next run under the admin's quota (False, reason
+	// ReasonQuotaExceeded: the Velero Schedule is paused until there is);
+	// absent where no quota applies.
+	ConditionWithinQuota = "WithinQuota"
+	// ReasonRoomForNextRun: WithinQuota=True.
+	ReasonRoomForNextRun = "RoomForNextRun"
 )
+
+// QuotaPausedAnnotation marks a Velero Schedule nacflow paused because its
+// namespace reached a quota (value "true"): it is resumed when there is room,
+// unless the NonAdminSchedule itself is paused.
+const QuotaPausedAnnotation = "openshift.io/oadp-nacflow-paused-by-quota"
 
 // RecentBackupsLimit is how many runs status.recentBackups keeps (OADP
 // NAC's nonAdminScheduleHistoryLimit).

@@ -48,3 +48,55 @@ func (n *NonAdminBackup) UsageLocation() string {
 	}
 	return DefaultLocationName
 }
+
+// StorageUsage is what some NonAdminBackups hold in object storage: the
+// figures of quotas (CheckQuota), of the gauges nacflow_tenant_backups and
+// nacflow_tenant_backup_bytes, of kubectl nac usage and of a
+// NonAdminBackupStorageLocation's status.usage. The zero value counts
+// nothing.
+type StorageUsage struct {
+	// backups counts the NonAdminBackups that hold, or will hold, a backup
+	// (not being deleted, not refused before a Velero Backup existed, their
+	// Velero Backup not Failed).
+	Backups int32 `json:"backups"`
+	// totalBytes is what they take: the sum of their status.usage.totalBytes
+	// (bytes).
+	TotalBytes int64 `json:"totalBytes"`
+	// notMeasured counts those without status.usage yet (running, or not
+	// measured yet: they add no bytes).
+	// +optional
+	NotMeasured int32 `json:"notMeasured,omitempty"`
+}
+
+// Add counts n when it holds a backup (HoldsBackup) and reports whether it
+// did.
+func (u *StorageUsage) Add(n *NonAdminBackup) bool {
+	if !n.HoldsBackup() {
+		return false
+	}
+	u.Backups++
+	if n.Status.Usage != nil {
+		u.TotalBytes += n.Status.Usage.TotalBytes
+	} else {
+		u.NotMeasured++
+	}
+	return true
+}
+
+// UsageByLocation sums nabs by the location their usage counts under
+// (UsageLocation); only locations holding a backup appear.
+func UsageByLocation(nabs []NonAdminBackup) map[string]*StorageUsage {
+	by := map[string]*StorageUsage{}
+	for i := range nabs {
+		n := &nabs[i]
+		if !n.HoldsBackup() {
+			continue
+		}
+		l := n.UsageLocation()
+		if by[l] == nil {
+			by[l] = &StorageUsage{}
+		}
+		by[l].Add(n)
+	}
+	return by
+}

@@ -113,6 +113,8 @@ type options struct {
 	tenantRole    string
 	adminOwned    string
 	precheck      bool
+	usageRate     float64
+	usageBurst    int
 	// endpoints are the --endpoint-* flags; unchecked is
 	// --unchecked-credential-providers.
 	endpoints endpoint.Lists
@@ -260,6 +262,9 @@ func registerFlags(fs *flag.FlagSet, o *options) *zap.Options {
 		"Comma-separated resources[.group] the admin sets in tenant namespaces: a NonAdminRestore never updates them and creates them only where absent (and only if --tenant-role allows create), e.g. resourcequotas,limitranges,networkpolicies.networking.k8s.io.")
 	fs.BoolVar(&o.precheck, "restore-precheck", true,
 		"Before each NonAdminRestore's Velero Restore, check that Velero runs velero-plugin-nacflow (refused otherwise) and read the backup's items, naming those the tenant could not create (phase CheckRestoreItems of the built-in nonadminrestore blueprint). false: skip both (the plugin still enforces, if installed).")
+	fs.Float64Var(&o.usageRate, "usage-measure-rate", controllers.DefaultUsageMeasureRate,
+		"Finished NonAdminBackups measured per second for status.usage (what each takes in object storage: one DownloadRequest and one ranged GET each, after the backup's plan; older backups are filled in at this pace after a start). 0: no measurement (maxBytes quotas then count nothing).")
+	fs.IntVar(&o.usageBurst, "usage-measure-burst", controllers.DefaultUsageMeasureBurst, "Burst above --usage-measure-rate.")
 	listFlag(fs, &o.endpoints.AllowCIDRs, "endpoint-allow-cidrs",
 		"Comma-separated CIDRs (or addresses) tenants' storage location endpoints (s3Url, publicUrl, ...) may resolve to although they are denied by default (loopback, link-local, metadata, unspecified, multicast). May be repeated.")
 	listFlag(fs, &o.endpoints.DenyCIDRs, "endpoint-deny-cidrs",
@@ -312,6 +317,9 @@ func run(o options) error {
 	}
 	if o.waitTimeout <= 0 {
 		return fmt.Errorf("--wait-timeout must be positive, got %s", o.waitTimeout)
+	}
+	if o.usageRate < 0 || o.usageBurst < 1 {
+		return fmt.Errorf("--usage-measure-rate must be 0 (off) or more and --usage-measure-burst at least 1, got %g and %d", o.usageRate, o.usageBurst)
 	}
 	if o.maxInVelero < 0 {
 		return fmt.Errorf("--max-backups-in-velero-per-namespace must be 0 (unlimited) or more, got %d", o.maxInVelero)
@@ -405,7 +413,8 @@ func run(o options) error {
 	registry, err := phases.NewRegistry(phases.Clients{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorderFor("nacflow-blueprint"), Queue: queue, Turns: turns},
 		phases.Options{RequireApprovalForBSL: o.bslApproval, Settings: settings, MaxBackupsInVelero: o.maxInVelero,
 			TenantRole: o.tenantRole, AdminOwned: adminOwned, RestorePrecheck: o.precheck,
-			Endpoints: endpoints, UncheckedCredentialProviders: o.unchecked})
+			Endpoints: endpoints, UncheckedCredentialProviders: o.unchecked,
+			Quotas: phases.BlueprintQuotas{Resolver: &blueprints.Resolver{Reader: caps.BlueprintReader(mgr.GetClient()), Namespace: o.oadpNamespace}}})
 	if err != nil {
 		return err
 	}
@@ -431,7 +440,8 @@ func run(o options) error {
 		}
 	}
 	var setups []setup
-	nab := &controllers.NonAdminBackupReconciler{Deps: deps("nonadminbackup-controller", "NonAdminBackup"), QueueRefreshWindow: o.queueWindow, Queue: queue, Turns: turns}
+	nab := &controllers.NonAdminBackupReconciler{Deps: deps("nonadminbackup-controller", "NonAdminBackup"), QueueRefreshWindow: o.queueWindow, Queue: queue, Turns: turns,
+		Usage: controllers.NewUsageMeter(registry, o.oadpNamespace, o.usageRate, o.usageBurst)}
 	setups = append(setups, setup{"NonAdminBackup", nab.SetupWithManager})
 	nar := &controllers.NonAdminRestoreReconciler{Deps: deps("nonadminrestore-controller", "NonAdminRestore"), NoServerStatusRequests: !caps.RestorePrecheck}
 	setups = append(setups, setup{"NonAdminRestore", nar.SetupWithManager})

@@ -54,7 +54,9 @@ import (
 type config struct {
 	n, m, c, secrets, burst int
 	// maxInVelero is nac's --max-backups-in-velero-per-namespace.
-	maxInVelero            int
+	maxInVelero int
+	// usageRate is nac's --usage-measure-rate.
+	usageRate              float64
 	assets, nac, jsonOut   string
 	pprof, nacGOGC         string
 	nacMemLimit            string
@@ -130,6 +132,7 @@ func main() {
 	flag.StringVar(&cfg.jsonOut, "json", "", "Write the result as JSON to this file.")
 	flag.DurationVar(&cfg.timeout, "timeout", 20*time.Minute, "Give up after this long.")
 	flag.DurationVar(&cfg.window, "queue-refresh-window", 2*time.Second, "nac's --queue-refresh-window during the run.")
+	flag.Float64Var(&cfg.usageRate, "usage-measure-rate", 0, "nac's --usage-measure-rate during the run. 0 (off), not nac's default of 1 a second: the targets measure a backup's own path; measuring usage is a paced background cost of one DownloadRequest and one status write a backup, which at 1 a second would keep the controller from ever being quiet after a burst of 1,000.")
 	flag.StringVar(&cfg.nacArgs, "nac-args", "", "Extra nac flags, space-separated (e.g. \"--max-concurrent-reconciles=16\").")
 	flag.StringVar(&cfg.apiserverProf, "apiserver-cpu-profile", "", "Write an 8 s CPU profile of the kube-apiserver, taken as the NAB wave starts, to this file.")
 	flag.StringVar(&cfg.pprof, "pprof", "", "nac's --pprof-bind-address during the run (to profile it).")
@@ -249,7 +252,8 @@ func run(cfg config) (*Result, error) {
 	args := []string{"--kubeconfig", kcPath, "--oadp-namespace", oadpNS,
 		"--metrics-bind-address", metricsAddr, "--health-probe-bind-address", probeAddr,
 		"--queue-refresh-window", cfg.window.String(), "--zap-log-level", "error", "--pprof-bind-address", cfg.pprof,
-		"--max-backups-in-velero-per-namespace", strconv.Itoa(cfg.maxInVelero)}
+		"--max-backups-in-velero-per-namespace", strconv.Itoa(cfg.maxInVelero),
+		"--usage-measure-rate", strconv.FormatFloat(cfg.usageRate, 'g', -1, 64)}
 	args = append(args, strings.Fields(cfg.nacArgs)...)
 	nacEnv := os.Environ()
 	if cfg.nacGOGC != "" {

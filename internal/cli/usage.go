@@ -27,31 +27,14 @@ type LocationUsage struct {
 	Unmeasured int `json:"unmeasured,omitempty"`
 }
 
-// NamespaceUsage sums nabs (a namespace's NonAdminBackups) by location:
-// those that hold a backup (v1alpha1.NonAdminBackup.HoldsBackup), sorted
-// by location, the same figures as the gauges nacflow_tenant_backups and
-// nacflow_tenant_backup_bytes.
+// NamespaceUsage sums nabs (a namespace's NonAdminBackups) by location
+// (v1alpha1.UsageByLocation), sorted by location: the same figures as the
+// gauges nacflow_tenant_backups and nacflow_tenant_backup_bytes.
 func NamespaceUsage(nabs []v1alpha1.NonAdminBackup) []LocationUsage {
-	by := map[string]*LocationUsage{}
-	for i := range nabs {
-		n := &nabs[i]
-		if !n.HoldsBackup() {
-			continue
-		}
-		l := n.UsageLocation()
-		if by[l] == nil {
-			by[l] = &LocationUsage{Location: l}
-		}
-		by[l].Backups++
-		if u := n.Status.Usage; u != nil {
-			by[l].Bytes += u.TotalBytes
-		} else {
-			by[l].Unmeasured++
-		}
-	}
+	by := v1alpha1.UsageByLocation(nabs)
 	out := make([]LocationUsage, 0, len(by))
-	for _, u := range by {
-		out = append(out, *u)
+	for l, u := range by {
+		out = append(out, LocationUsage{Location: l, Backups: int(u.Backups), Bytes: u.TotalBytes, Unmeasured: int(u.NotMeasured)})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Location < out[j].Location })
 	return out

@@ -200,7 +200,7 @@ func (s *StateCollector) Collect(ch chan<- prometheus.Metric) {
 		unverified := map[string]int{}
 		tests := map[string]*restoreTests{}
 		type place struct{ ns, location string }
-		held := map[place]*[2]float64{} // backups, bytes
+		held := map[place]*v1alpha1.StorageUsage{}
 		var schedules []prometheus.Metric
 		err := eachCached(ctx, s.Informers, s.Reader, k.New(), k.NewList(), func(o client.Object) {
 			if n, ok := o.(*v1alpha1.NonAdminSchedule); ok {
@@ -221,12 +221,9 @@ func (s *StateCollector) Collect(ch chan<- prometheus.Metric) {
 				if n.HoldsBackup() {
 					p := place{n.Namespace, n.UsageLocation()}
 					if held[p] == nil {
-						held[p] = &[2]float64{}
+						held[p] = &v1alpha1.StorageUsage{}
 					}
-					held[p][0]++
-					if u := n.Status.Usage; u != nil {
-						held[p][1] += float64(u.TotalBytes)
-					}
+					held[p].Add(n)
 				}
 				if rt := n.Status.RestoreTest; rt != nil {
 					if tests[n.Namespace] == nil {
@@ -253,8 +250,8 @@ func (s *StateCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(unverifiedDesc, prometheus.GaugeValue, float64(n), ns)
 		}
 		for p, h := range held {
-			ch <- prometheus.MustNewConstMetric(tenantBackupsDesc, prometheus.GaugeValue, h[0], p.ns, p.location)
-			ch <- prometheus.MustNewConstMetric(tenantBytesDesc, prometheus.GaugeValue, h[1], p.ns, p.location)
+			ch <- prometheus.MustNewConstMetric(tenantBackupsDesc, prometheus.GaugeValue, float64(h.Backups), p.ns, p.location)
+			ch <- prometheus.MustNewConstMetric(tenantBytesDesc, prometheus.GaugeValue, float64(h.TotalBytes), p.ns, p.location)
 		}
 		for ns, t := range tests {
 			for _, m := range t.metrics(ns) {

@@ -13,25 +13,18 @@ import (
 	"github.com/nacflow/nacflow/test/e2estack"
 )
 
-// usageBlueprint returns a per-tenant Blueprint (YAML) named name for the
-// Namespaces labelled usage=<name>: the built-in backup action with a
-// measureUsage phase after verify and, with quota, a checkQuota phase with
-// those args after validate (usage and quotas are an admin's opt-in, as in
-// examples/blueprints/nonadminbackup-quota.yaml).
-func usageBlueprint(c *C, name string, quota map[string]any) string {
+// quotaBlueprint returns a per-tenant Blueprint (YAML) named name for the
+// Namespaces labelled usage=<name>: the built-in backup action with quota as
+// its checkQuota phase's args (as examples/blueprints/nonadminbackup-quota.yaml).
+func quotaBlueprint(c *C, name string, quota map[string]any) string {
 	return blueprintYAML(c, name, "usage", func(a *v1alpha1.BlueprintAction) {
-		var phases []v1alpha1.BlueprintPhase
-		for _, p := range a.Phases {
-			phases = append(phases, p)
-			switch {
-			case p.Func == "ValidateBackupSpec" && quota != nil:
-				phases = append(phases, v1alpha1.BlueprintPhase{Name: "checkQuota", Func: "CheckQuota", Args: jsonArgs(c, quota)})
-			case p.Func == "VerifyBackupContents":
-				phases = append(phases, v1alpha1.BlueprintPhase{Name: "measureUsage", Func: "MeasureUsage",
-					Args: jsonArgs(c, map[string]any{"name": "{{ .Phases.createBackup.Output.name }}"})})
+		for i := range a.Phases {
+			if a.Phases[i].Func == "CheckQuota" {
+				a.Phases[i].Args = jsonArgs(c, quota)
+				return
 			}
 		}
-		a.Phases = phases
+		c.Fatalf("the built-in backup action has no CheckQuota phase")
 	})
 }
 
@@ -53,15 +46,13 @@ func (s *StorageSuite) nabUsage(c *C, ns, name string) *v1alpha1.BackupUsage {
 }
 
 // TestUsage: three backups of one namespace each record status.usage (the
-// contents' size, read through Velero); the gauge
+// contents' size, read through Velero, measured by nac after each plan with
+// no blueprint of the admin's); the gauge
 // nacflow_tenant_backup_bytes equals their sum and nacflow_tenant_backups
 // counts them; `kubectl nac usage` prints the same to the tenant.
 func (s *StorageSuite) TestUsage(c *C) {
 	const ns, user = "use-a", "grace"
-	s.st.KubectlIn(c, usageBlueprint(c, ns+"-usage", nil), "apply", "-f", "-")
-	s.waitValid(c, ns+"-usage")
 	s.st.Kubectl(c, "create", "namespace", ns)
-	s.st.Kubectl(c, "label", "namespace", ns, "usage="+ns+"-usage")
 	s.st.Kubectl(c, "create", "rolebinding", user, "-n", ns, "--clusterrole=admin", "--user="+user)
 	s.st.Kubectl(c, "create", "configmap", "-n", ns, "payload", "--from-literal=blob="+strings.Repeat("0123456789", 2000))
 	var sum int64
@@ -96,7 +87,7 @@ func (s *StorageSuite) TestUsage(c *C) {
 // (spec.deleteBackup) makes room for the next.
 func (s *StorageSuite) TestQuota(c *C) {
 	const ns, user = "quota-a", "heidi"
-	s.st.KubectlIn(c, usageBlueprint(c, ns+"-quota", map[string]any{"maxBackups": 2}), "apply", "-f", "-")
+	s.st.KubectlIn(c, quotaBlueprint(c, ns+"-quota", map[string]any{"maxBackups": 2}), "apply", "-f", "-")
 	s.waitValid(c, ns+"-quota")
 	s.st.Kubectl(c, "create", "namespace", ns)
 	s.st.Kubectl(c, "label", "namespace", ns, "usage="+ns+"-quota")
@@ -127,6 +118,28 @@ func (s *StorageSuite) TestQuota(c *C) {
 	c.Check(cond, Matches, `False/QuotaExceeded: .*quota exceeded: namespace quota-a holds 2 backups, the most its quota allows \(maxBackups 2\): delete one \(spec.deleteBackup: true on a NonAdminBackup\) to make room`)
 	c.Check(backupsOf(), Equals, backupsBefore, Commentf("nothing made for the refused backup"))
 	c.Check(s.st.Kubectl(c, "get", "nab", "-n", ns, "b3", "-o", "jsonpath={.status.veleroBackup.name}"), Equals, "")
+
+	// A schedule of the full namespace is paused before its first run,
+	// saying why; deleted, it leaves nothing.
+	s.st.KubectlIn(c, `apiVersion: oadp.openshift.io/v1alpha1
+kind: NonAdminSchedule
+metadata:
+  name: every-minute
+  namespace: `+ns+`
+spec:
+  schedule: "*/1 * * * *"
+  template:
+    backupSpec: {}
+`, "apply", "--as", user, "-f", "-")
+	e2estack.Eventually(c, time.Minute, func() (bool, string) {
+		cond = s.st.Kubectl(c, "get", "nas", "-n", ns, "every-minute", "-o", `jsonpath={.status.conditions[?(@.type=="WithinQuota")].status}/{.status.conditions[?(@.type=="WithinQuota")].reason}: {.status.conditions[?(@.type=="WithinQuota")].message}`)
+		return strings.HasPrefix(cond, "False/QuotaExceeded"), cond
+	})
+	c.Check(cond, Matches, `False/QuotaExceeded: schedule paused until there is room: quota exceeded: namespace quota-a holds 2 backups.*`)
+	vs := s.st.Kubectl(c, "get", "nas", "-n", ns, "every-minute", "-o", "jsonpath={.status.veleroSchedule.name}")
+	c.Check(s.st.Kubectl(c, "get", "schedules.velero.io", "-n", "openshift-adp", vs, "-o", `jsonpath={.spec.paused}/{.metadata.annotations.openshift\.io/oadp-nacflow-paused-by-quota}`), Equals, "true/true")
+	s.st.Kubectl(c, "delete", "nas", "-n", ns, "every-minute", "--as", user, "--wait")
+	c.Check(backupsOf(), Equals, backupsBefore, Commentf("the paused schedule took no run"))
 
 	// Deleting one frees room.
 	s.st.Kubectl(c, "patch", "nab", "-n", ns, "b1", "--type", "merge", "--as", user, "-p", `{"spec":{"deleteBackup":true}}`)
