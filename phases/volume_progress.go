@@ -13,14 +13,23 @@ import (
 	"github.com/nacflow/nacflow/engine"
 )
 
-// byPhase counts phases into OADP NAC's DataUpload/DataDownload counters.
-func byPhase(phases []string) *v1alpha1.DataMoverDataUploads {
-	if len(phases) == 0 {
+// volume is one node-agent object's phase and progress (bytes).
+type volume struct {
+	phase       string
+	done, total int64
+}
+
+// byPhase counts volumes into OADP NAC's DataUpload/DataDownload counters,
+// their bytes summed.
+func byPhase(vols []volume) *v1alpha1.DataMoverDataUploads {
+	if len(vols) == 0 {
 		return nil
 	}
-	out := &v1alpha1.DataMoverDataUploads{Total: len(phases)}
-	for _, p := range phases {
-		switch p {
+	out := &v1alpha1.DataMoverDataUploads{Total: len(vols)}
+	for _, v := range vols {
+		out.BytesDone += v.done
+		out.TotalBytes += v.total
+		switch v.phase {
 		case "", "New":
 			out.New++
 		case "Accepted":
@@ -45,13 +54,15 @@ func byPhase(phases []string) *v1alpha1.DataMoverDataUploads {
 // fsByPhase counts phases into OADP NAC's PodVolumeBackup/Restore
 // counters; phases OADP does not list (Accepted, Prepared, Canceling,
 // Canceled of newer Velero) count in total only.
-func fsByPhase(phases []string) *v1alpha1.FileSystemPodVolumeBackups {
-	if len(phases) == 0 {
+func fsByPhase(vols []volume) *v1alpha1.FileSystemPodVolumeBackups {
+	if len(vols) == 0 {
 		return nil
 	}
-	out := &v1alpha1.FileSystemPodVolumeBackups{Total: len(phases)}
-	for _, p := range phases {
-		switch p {
+	out := &v1alpha1.FileSystemPodVolumeBackups{Total: len(vols)}
+	for _, v := range vols {
+		out.BytesDone += v.done
+		out.TotalBytes += v.total
+		switch v.phase {
 		case "", "New":
 			out.New++
 		case "InProgress":
@@ -81,31 +92,31 @@ func progressSummary(dm *v1alpha1.DataMoverDataUploads, fs *v1alpha1.FileSystemP
 	return fmt.Sprintf("%d of %d volumes %s", done, total, verb)
 }
 
-// phasesOf lists the objects of list (a DataUpload, DataDownload,
+// volumesOf lists the objects of list (a DataUpload, DataDownload,
 // PodVolumeBackup or PodVolumeRestore list) in the OADP namespace labelled
 // key=<Velero object name> (velero.io/backup-name or restore-name, as
-// Velero's node agent labels them) and returns their phases.
-func phasesOf(ctx context.Context, op *engine.Operation, list client.ObjectList, key, name string) ([]string, error) {
+// Velero's node agent labels them) and returns their phases and progress.
+func volumesOf(ctx context.Context, op *engine.Operation, list client.ObjectList, key, name string) ([]volume, error) {
 	if err := listLabelled(ctx, op.Client, op, list, key, label.GetValidName(name)); err != nil {
 		return nil, fmt.Errorf("listing %T of %s: %w", list, name, err)
 	}
-	var out []string
+	var out []volume
 	switch l := list.(type) {
 	case *velerov2alpha1.DataUploadList:
 		for _, o := range l.Items {
-			out = append(out, string(o.Status.Phase))
+			out = append(out, volume{string(o.Status.Phase), o.Status.Progress.BytesDone, o.Status.Progress.TotalBytes})
 		}
 	case *velerov2alpha1.DataDownloadList:
 		for _, o := range l.Items {
-			out = append(out, string(o.Status.Phase))
+			out = append(out, volume{string(o.Status.Phase), o.Status.Progress.BytesDone, o.Status.Progress.TotalBytes})
 		}
 	case *velerov1.PodVolumeBackupList:
 		for _, o := range l.Items {
-			out = append(out, string(o.Status.Phase))
+			out = append(out, volume{string(o.Status.Phase), o.Status.Progress.BytesDone, o.Status.Progress.TotalBytes})
 		}
 	case *velerov1.PodVolumeRestoreList:
 		for _, o := range l.Items {
-			out = append(out, string(o.Status.Phase))
+			out = append(out, volume{string(o.Status.Phase), o.Status.Progress.BytesDone, o.Status.Progress.TotalBytes})
 		}
 	}
 	return out, nil
@@ -116,7 +127,7 @@ func phasesOf(ctx context.Context, op *engine.Operation, list client.ObjectList,
 // NonAdminBackup, NonAdminRestore), the counts by phase of the node agent's
 // objects of its Velero Backup (Restore) name — DataUploads and
 // PodVolumeBackups (DataDownloads and PodVolumeRestores) — with OADP NAC's
-// field names, and returns the summary for a wait message ("3 of 5 volumes
+// field names, and the bytes they moved of their total, and returns the summary for a wait message ("3 of 5 volumes
 // uploaded"; "" without volumes or for another kind). Errors: the cache's
 // (retryable).
 func volumeProgress(ctx context.Context, op *engine.Operation, name string) (string, error) {
@@ -125,11 +136,11 @@ func volumeProgress(ctx context.Context, op *engine.Operation, name string) (str
 		return "", nil
 	}
 	w := obj.VolumeWork()
-	dataMover, err := phasesOf(ctx, op, w.DataMover, w.NameLabel, name)
+	dataMover, err := volumesOf(ctx, op, w.DataMover, w.NameLabel, name)
 	if err != nil {
 		return "", err
 	}
-	fileSystem, err := phasesOf(ctx, op, w.FileSystem, w.NameLabel, name)
+	fileSystem, err := volumesOf(ctx, op, w.FileSystem, w.NameLabel, name)
 	if err != nil {
 		return "", err
 	}

@@ -279,6 +279,13 @@ type DataMoverDataUploads struct {
 	Failed int `json:"failed,omitempty"`
 	// +optional
 	Completed int `json:"completed,omitempty"`
+	// bytesDone and totalBytes sum the objects' status.progress (bytes):
+	// what the node agent has moved of the volume data so far (nacflow's
+	// addition).
+	// +optional
+	BytesDone int64 `json:"bytesDone,omitempty"`
+	// +optional
+	TotalBytes int64 `json:"totalBytes,omitempty"`
 }
 
 // FileSystemPodVolumeBackups counts, by phase, the Velero PodVolumeBackups
@@ -295,6 +302,12 @@ type FileSystemPodVolumeBackups struct {
 	Failed int `json:"failed,omitempty"`
 	// +optional
 	Completed int `json:"completed,omitempty"`
+	// bytesDone and totalBytes sum the objects' status.progress (bytes)
+	// (nacflow's addition).
+	// +optional
+	BytesDone int64 `json:"bytesDone,omitempty"`
+	// +optional
+	TotalBytes int64 `json:"totalBytes,omitempty"`
 }
 
 // NonAdminBackupStatus is the observed state of a NonAdminBackup.

@@ -230,13 +230,16 @@ func (s *CommandsSuite) TestFetchGunzips(c *C) {
 		}
 	}))
 	defer srv.Close()
-	data, err := fetch(context.Background(), srv.URL+"/gz", "")
-	c.Assert(err, IsNil)
-	c.Check(string(data), Equals, "level=info msg=\"Backup completed\" backup=openshift-adp/demo-b1\n")
-	data, err = fetch(context.Background(), srv.URL+"/plain", "")
-	c.Assert(err, IsNil)
-	c.Check(string(data), Equals, "plain text\n")
-	_, err = fetch(context.Background(), srv.URL+"/gone", "")
+	var data bytes.Buffer
+	c.Assert(fetch(context.Background(), srv.URL+"/gz", "", &data, true), IsNil)
+	c.Check(data.String(), Equals, "level=info msg=\"Backup completed\" backup=openshift-adp/demo-b1\n")
+	data.Reset()
+	c.Assert(fetch(context.Background(), srv.URL+"/gz", "", &data, false), IsNil)
+	c.Check(data.Bytes(), DeepEquals, gz.Bytes(), Commentf("kept gzipped: backup download"))
+	data.Reset()
+	c.Assert(fetch(context.Background(), srv.URL+"/plain", "", &data, true), IsNil)
+	c.Check(data.String(), Equals, "plain text\n")
+	err := fetch(context.Background(), srv.URL+"/gone", "", &data, true)
 	c.Check(err, ErrorMatches, `downloading: the object store answered 404 Not Found: NoSuchKey`)
 }
 
@@ -267,15 +270,25 @@ func (s *CommandsSuite) TestEveryCommandHasAnExample(c *C) {
 func (s *CommandsSuite) TestHelpTextNamesEveryCommand(c *C) {
 	helps, err := parseHelp(helpText)
 	c.Assert(err, IsNil)
+	parsed, err := parseHelp(helpText)
+	c.Assert(err, IsNil)
 	o, _, _ := testOptions(nil)
 	var walk func(cmd *cobra.Command)
 	walk = func(cmd *cobra.Command) {
 		if cmd.Name() == "help" || cmd.Name() == "completion" {
 			return
 		}
-		_, ok := helps[cmd.CommandPath()]
-		c.Check(ok, Equals, true, Commentf("help.txt has no section %q", cmd.CommandPath()))
-		delete(helps, cmd.CommandPath())
+		if path := cmd.Annotations[helpPathAnnotation]; path != "" {
+			// OADP's word for a command: that command's help.
+			_, ok := parsed[path]
+			c.Check(ok, Equals, true, Commentf("%q shows the help of %q, which help.txt lacks", cmd.CommandPath(), path))
+			c.Check(cmd.Hidden || cmd.Parent().Hidden || cmd.Parent().Parent().Hidden, Equals, true, Commentf("%q is listed twice in the reference", cmd.CommandPath()))
+			c.Check(cmd.Short, Not(Equals), "", Commentf(cmd.CommandPath()))
+		} else if !cmd.Hidden && (cmd.Parent() == nil || !cmd.Parent().Hidden) {
+			_, ok := helps[cmd.CommandPath()]
+			c.Check(ok, Equals, true, Commentf("help.txt has no section %q", cmd.CommandPath()))
+			delete(helps, cmd.CommandPath())
+		}
 		for _, sub := range cmd.Commands() {
 			walk(sub)
 		}

@@ -29,7 +29,7 @@ type createFlags struct {
 	orSelector                         veleroflag.OrLabelSelector
 	itemOperationTimeout               time.Duration
 	wait                               bool
-	output                             string
+	out                                createOutput
 }
 
 func newCreateFlags() createFlags {
@@ -120,6 +120,15 @@ type backupCreateFlags struct {
 func newBackupCreateCommand(o *Options, k *tenantKind[*v1alpha1.NonAdminBackup]) *cobra.Command {
 	f := &backupCreateFlags{createFlags: newCreateFlags()}
 	cmd := k.createCommand(o, "create NAME", &f.createFlags, f.build)
+	f.addFlags(o, cmd, "NonAdminBackup")
+	cmd.Flags().BoolVarP(&f.wait, "wait", "w", false, "Follow the backup until it ends, showing its progress; exit 1 when it does not complete.")
+	return cmd
+}
+
+// addFlags adds to cmd the flags of a backup's spec (Velero's and OADP's
+// `backup create` flags), -o and --dry-run, bound to f; object names the
+// kind cmd creates, in the usage of the metadata and output flags.
+func (f *backupCreateFlags) addFlags(o *Options, cmd *cobra.Command, object string) {
 	fl := cmd.Flags()
 	fl.DurationVar(&f.ttl.Duration, "ttl", 0, "How long before the backup can be garbage collected (Velero's default, 720h, when 0).")
 	fl.Var(&f.includeResources, "include-resources", "Resources to include in the backup, formatted as resource.group, such as storageclasses.storage.k8s.io (use '*' for all resources).")
@@ -127,8 +136,8 @@ func newBackupCreateCommand(o *Options, k *tenantKind[*v1alpha1.NonAdminBackup])
 	fl.Var(&f.excludeClusterScoped, "exclude-cluster-scoped-resources", "Cluster-scoped resources to exclude (new-style filter).")
 	fl.Var(&f.includeNamespaceScoped, "include-namespace-scoped-resources", "Namespaced resources to include (new-style filter).")
 	fl.Var(&f.excludeNamespaceScoped, "exclude-namespace-scoped-resources", "Namespaced resources to exclude (new-style filter).")
-	fl.Var(&f.labels, "labels", "Labels to apply to the NonAdminBackup and its backup, key=value,key2=value2.")
-	fl.Var(&f.annotations, "annotations", "Annotations to apply to the NonAdminBackup, key=value,key2=value2.")
+	fl.Var(&f.labels, "labels", "Labels to apply to the "+object+" and its backup, key=value,key2=value2.")
+	fl.Var(&f.annotations, "annotations", "Annotations to apply to the "+object+", key=value,key2=value2.")
 	fl.StringVar(&f.storageLocation, "storage-location", "", "Your NonAdminBackupStorageLocation to store the backup in (the admin's default location when empty).")
 	fl.VarP(&f.selector, "selector", "l", "Only back up resources matching this label selector.")
 	fl.Var(&f.orSelector, "or-selector", "Back up resources matching at least one of these label selectors, separated by ' or ' (not with --selector).")
@@ -142,15 +151,13 @@ func newBackupCreateCommand(o *Options, k *tenantKind[*v1alpha1.NonAdminBackup])
 	addOptionalBool(fl, &f.defaultVolumesToFsBackup, "default-volumes-to-fs-backup", "Back up all pod volumes with the file system backup by default.")
 	fl.StringVar(&f.dataMover, "data-mover", "", "The data mover for volume data (Velero's built-in when empty).")
 	fl.IntVar(&f.parallelFilesUpload, "parallel-files-upload", 0, "Files uploaded in parallel by the file system backup (kopia only).")
-	fl.BoolVarP(&f.wait, "wait", "w", false, "Follow the backup until it ends, showing its progress; exit 1 when it does not complete.")
 	fl.BoolVar(&f.force, "force", false, "Accepted for OADP compatibility: nacflow does not require --storage-location (the admin's default is used).")
 	fl.BoolVarP(&f.assumeYes, "assume-yes", "y", false, "Accepted for OADP compatibility (nacflow asks nothing on create).")
-	fl.StringVarP(&f.output, "output", "o", "", "Print the NonAdminBackup as yaml or json instead of creating it.")
+	f.out.addFlags(cmd, object)
 	for name, rule := range refusedBackupFlags {
 		addRefused(fl, name, rule)
 	}
 	_ = cmd.RegisterFlagCompletionFunc("storage-location", o.flagNameCompletion(registryKind[*v1alpha1.NonAdminBackupStorageLocation]().NewList))
-	return cmd
 }
 
 // build returns the NonAdminBackup the flags describe. The backup spec
@@ -235,7 +242,7 @@ func newRestoreCreateCommand(o *Options, k *tenantKind[*v1alpha1.NonAdminRestore
 	addRestoreFlags(o, cmd, f)
 	fl := cmd.Flags()
 	fl.BoolVarP(&f.wait, "wait", "w", false, "Follow the restore until it ends, showing its progress; exit 1 when it does not complete.")
-	fl.StringVarP(&f.output, "output", "o", "", "Print the NonAdminRestore as yaml or json instead of creating it.")
+	f.out.addFlags(cmd, "NonAdminRestore")
 	return cmd
 }
 
@@ -304,7 +311,8 @@ func (f *restoreCreateFlags) build(ns, name string) (*v1alpha1.NonAdminRestore, 
 }
 
 func newBSLCreateCommand(o *Options, _ *tenantKind[*v1alpha1.NonAdminBackupStorageLocation]) *cobra.Command {
-	var provider, bucket, prefix, region, output string
+	var provider, bucket, prefix, region string
+	var out createOutput
 	credential := veleroflag.NewMap()
 	config := veleroflag.NewMap()
 	cmd := &cobra.Command{
@@ -343,7 +351,7 @@ func newBSLCreateCommand(o *Options, _ *tenantKind[*v1alpha1.NonAdminBackupStora
 				ObjectMeta: metav1.ObjectMeta{Name: args[0], Namespace: ns},
 				Spec:       v1alpha1.NonAdminBackupStorageLocationSpec{BackupStorageLocationSpec: spec},
 			}
-			if _, created, err := o.createOrPrint(cmd, nabsl, output); err != nil || !created {
+			if _, created, err := o.createOrPrint(cmd, nabsl, out); err != nil || !created {
 				return err
 			}
 			fmt.Fprintf(o.Out, "NonAdminBackupStorageLocation %q created successfully.\n", nabsl.Name)
@@ -358,7 +366,7 @@ func newBSLCreateCommand(o *Options, _ *tenantKind[*v1alpha1.NonAdminBackupStora
 	fl.Var(&credential, "credential", "The Secret of this namespace and its key holding the credentials, SECRET=KEY.")
 	fl.StringVar(&region, "region", "", "The bucket's region (config region=…).")
 	fl.Var(&config, "config", "Provider configuration, key=value,key2=value2 (wins over --region).")
-	fl.StringVarP(&output, "output", "o", "", "Print the NonAdminBackupStorageLocation as yaml or json instead of creating it.")
+	out.addFlags(cmd, "NonAdminBackupStorageLocation")
 	for _, f := range []string{"provider", "bucket", "credential"} {
 		_ = cmd.MarkFlagRequired(f)
 	}

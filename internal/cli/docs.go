@@ -26,7 +26,7 @@ func CLIReference() (string, error) {
 	b.WriteString("# kubectl nac command reference\n\n")
 	b.WriteString("Generated from the command tree by `make docs` (cobra's doc generator): do not edit.\n")
 	b.WriteString("Install with `make build` (bin/kubectl-nac) or `go install ./cmd/kubectl-nac`; with the binary on PATH,\n")
-	b.WriteString("`kubectl nac …` runs it. Commands:\n\n")
+	b.WriteString("`kubectl nac …` runs it. OADP's CLI words work too: [From OADP's CLI](#from-oadps-cli). Commands:\n\n")
 	var all []*cobra.Command
 	var walk func(c *cobra.Command, depth int)
 	walk = func(c *cobra.Command, depth int) {
@@ -71,6 +71,15 @@ func CLIReference() (string, error) {
 			}
 		}
 		b.WriteString(text)
+	}
+	b.WriteString("\n## From OADP's CLI\n\n")
+	b.WriteString("OADP's `kubectl oadp` words run the same commands (hidden from the list above, each with the help of\n")
+	b.WriteString("the command it runs): `nonadmin` (alias `na`) before a group, OADP's verb-first order\n")
+	b.WriteString("(`kubectl nac nonadmin get backup`), and the admin's `nabsl-request`. Replace `kubectl oadp` with\n")
+	b.WriteString("`kubectl nac`, or use the command on the right:\n\n")
+	b.WriteString("| OADP's CLI | kubectl nac |\n|---|---|\n")
+	for _, pair := range OADPAliases(root) {
+		fmt.Fprintf(&b, "| `%s` | [`%s`](#%s) |\n", pair[0], pair[1], strings.ReplaceAll(pair[1], " ", "-"))
 	}
 	return b.String(), nil
 }

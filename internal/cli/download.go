@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"bytes"
 	"compress/gzip"
 	"context"
 	"crypto/tls"
@@ -11,6 +12,8 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
@@ -47,14 +50,22 @@ func addDownloadFlags(cmd *cobra.Command) *downloadOptions {
 }
 
 // Download fetches a Velero file of a NonAdminBackup or NonAdminRestore the
-// way a tenant may: it creates a NonAdminDownloadRequest for kind
-// (BackupLog, BackupResourceList, RestoreLog, …) and target (the NAC
-// object's name) in ns, waits for its download URL, downloads it and
-// gunzips it when gzipped (Velero stores its files gzipped). The request is
+// way a tenant may (DownloadTo) and returns it gunzipped when gzipped
+// (Velero stores its files gzipped). Errors: DownloadTo's.
+func (o *Options) Download(ctx context.Context, c client.Client, ns string, kind velerov1.DownloadTargetKind, target string, d *downloadOptions) ([]byte, error) {
+	var b bytes.Buffer
+	err := o.DownloadTo(ctx, c, ns, kind, target, d, &b, true)
+	return b.Bytes(), err
+}
+
+// DownloadTo creates a NonAdminDownloadRequest for kind (BackupLog,
+// BackupResourceList, BackupContents, RestoreLog, …) and target (the NAC
+// object's name) in ns, waits for its download URL and streams the file to
+// w, gunzipped when gunzip is set and the file is gzip; the request is
 // deleted on the way out, whatever happens. Errors: the request refused
 // (Accepted=False: its message), no URL within the timeout, an HTTP status
-// other than 200.
-func (o *Options) Download(ctx context.Context, c client.Client, ns string, kind velerov1.DownloadTargetKind, target string, d *downloadOptions) ([]byte, error) {
+// other than 200, w's.
+func (o *Options) DownloadTo(ctx context.Context, c client.Client, ns string, kind velerov1.DownloadTargetKind, target string, d *downloadOptions, w io.Writer, gunzip bool) error {
 	ctx, cancel := context.WithTimeout(ctx, d.timeout)
 	defer cancel()
 	req := &v1alpha1.NonAdminDownloadRequest{
@@ -62,7 +73,7 @@ func (o *Options) Download(ctx context.Context, c client.Client, ns string, kind
 		Spec:       v1alpha1.NonAdminDownloadRequestSpec{Target: velerov1.DownloadTarget{Kind: kind, Name: target}},
 	}
 	if err := c.Create(ctx, req); err != nil {
-		return nil, fmt.Errorf("creating a NonAdminDownloadRequest for %s of %s: %w", kind, target, err)
+		return fmt.Errorf("creating a NonAdminDownloadRequest for %s of %s: %w", kind, target, err)
 	}
 	defer func() {
 		cleanup, done := context.WithTimeout(context.Background(), 10*time.Second)
@@ -71,9 +82,9 @@ func (o *Options) Download(ctx context.Context, c client.Client, ns string, kind
 	}()
 	url, err := o.waitForURL(ctx, c, req)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return fetch(ctx, url, d.caCert)
+	return fetch(ctx, url, d.caCert, w, gunzip)
 }
 
 // downloadName is the request's generateName: "<target>-<kind>-", cut to
@@ -124,45 +135,49 @@ func (o *Options) downloadTimeout(req *v1alpha1.NonAdminDownloadRequest) error {
 	return fmt.Errorf("timed out waiting for the download URL of NonAdminDownloadRequest %s: %s", req.Name, where)
 }
 
-// fetch GETs url and returns its body, gunzipped when the body is gzip
-// (by header or magic bytes, as Velero's and OADP's CLIs do).
-func fetch(ctx context.Context, url, caCert string) ([]byte, error) {
+// fetch GETs url and streams its body to w, gunzipped when gunzip is set
+// and the body is gzip (by its magic bytes, as Velero's and OADP's CLIs
+// do). Errors: the HTTP client's, a status other than 200, gzip's, w's.
+func fetch(ctx context.Context, url, caCert string, w io.Writer, gunzip bool) error {
 	hc := &http.Client{}
 	if caCert != "" {
 		pem, err := os.ReadFile(caCert)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("--cacert %s: no PEM certificate found", caCert)
+			return fmt.Errorf("--cacert %s: no PEM certificate found", caCert)
 		}
 		hc.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("downloading: %w", err)
+		return fmt.Errorf("downloading: %w", err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return nil, fmt.Errorf("downloading: the object store answered %s: %s", resp.Status, strings.TrimSpace(string(body)))
+		return fmt.Errorf("downloading: the object store answered %s: %s", resp.Status, strings.TrimSpace(string(body)))
 	}
 	br := bufio.NewReader(resp.Body)
 	var r io.Reader = br
-	if magic, err := br.Peek(2); err == nil && magic[0] == 0x1f && magic[1] == 0x8b {
+	if magic, err := br.Peek(2); gunzip && err == nil && magic[0] == 0x1f && magic[1] == 0x8b {
 		gz, err := gzip.NewReader(br)
 		if err != nil {
-			return nil, fmt.Errorf("gunzipping: %w", err)
+			return fmt.Errorf("gunzipping: %w", err)
 		}
 		defer gz.Close()
 		r = gz
 	}
-	return io.ReadAll(r)
+	if _, err := io.Copy(w, r); err != nil {
+		return fmt.Errorf("downloading: %w", err)
+	}
+	return nil
 }
 
 // resourceDetails reads Velero's resource list of a backup or restore
@@ -178,4 +193,86 @@ func (o *Options) resourceDetails(ctx context.Context, c client.Client, ns strin
 		return &Details{Unavailable: fmt.Sprintf("Velero's %s is not a resource list: %v", kind, err)}
 	}
 	return &Details{Resources: res}
+}
+
+// backupDownloadKinds are the files of a backup `backup download --kind`
+// fetches, and the suffix of the default file name for each (Velero's
+// `backup download` writes <backup>-data.tar.gz for the contents).
+var backupDownloadKinds = map[velerov1.DownloadTargetKind]string{
+	velerov1.DownloadTargetKindBackupContents:           "data.tar.gz",
+	velerov1.DownloadTargetKindBackupLog:                "logs.gz",
+	velerov1.DownloadTargetKindBackupResourceList:       "resource-list.json.gz",
+	velerov1.DownloadTargetKindBackupVolumeSnapshots:    "volumesnapshots.json.gz",
+	velerov1.DownloadTargetKindBackupItemOperations:     "itemoperations.json.gz",
+	velerov1.DownloadTargetKindCSIBackupVolumeSnapshots: "csi-volumesnapshots.json.gz",
+	velerov1.DownloadTargetKindBackupResults:            "results.gz",
+	velerov1.DownloadTargetKindBackupVolumeInfos:        "volumeinfo.json.gz",
+}
+
+// newBackupDownloadCommand is `backup download NAME`: one file of the
+// backup (--kind, its contents by default), as Velero stores it (gzipped),
+// written to -o FILE (default <NAME>-<file>, Velero's names; - for
+// standard output) through a NonAdminDownloadRequest, deleted afterwards.
+func newBackupDownloadCommand(o *Options, k *tenantKind[*v1alpha1.NonAdminBackup]) *cobra.Command {
+	var kind, output string
+	var force bool
+	var d *downloadOptions
+	cmd := k.verb(o, "download NAME", cobra.ExactArgs(1), func(cmd *cobra.Command, args []string) error {
+		target := velerov1.DownloadTargetKind(kind)
+		suffix, ok := backupDownloadKinds[target]
+		if !ok {
+			return fmt.Errorf("--kind %q: a backup's files are %s", kind, strings.Join(downloadKindNames(), ", "))
+		}
+		nab := &v1alpha1.NonAdminBackup{}
+		c, err := o.getTenantObject(cmd, args[0], nab)
+		if err != nil {
+			return err
+		}
+		if fi, err := os.Stat(output); output == "" || (err == nil && fi.IsDir()) {
+			output = filepath.Join(output, nab.Name+"-"+suffix)
+		}
+		var w io.Writer = o.Out
+		if output != "-" {
+			flags := os.O_CREATE | os.O_WRONLY | os.O_TRUNC
+			if !force {
+				flags |= os.O_EXCL
+			}
+			f, err := os.OpenFile(output, flags, 0o600)
+			if err != nil {
+				if os.IsExist(err) {
+					return fmt.Errorf("%s exists: use --force to overwrite it", output)
+				}
+				return err
+			}
+			defer f.Close()
+			w = f
+		}
+		if err := o.DownloadTo(cmd.Context(), c, nab.Namespace, target, nab.Name, d, w, false); err != nil {
+			if output != "-" {
+				_ = os.Remove(output)
+			}
+			return err
+		}
+		if output != "-" {
+			fmt.Fprintf(o.Out, "%s of NonAdminBackup %s written to %s.\n", target, nab.Name, output)
+		}
+		return nil
+	})
+	fl := cmd.Flags()
+	fl.StringVar(&kind, "kind", string(velerov1.DownloadTargetKindBackupContents), "The file of the backup: "+strings.Join(downloadKindNames(), ", ")+".")
+	fl.StringVarP(&output, "output", "o", "", "The file to write, or a directory to write it in (default <NAME>-data.tar.gz and Velero's other names, in the current directory; - for standard output).")
+	fl.BoolVar(&force, "force", false, "Overwrite the file when it exists.")
+	_ = cmd.RegisterFlagCompletionFunc("kind", cobra.FixedCompletions(downloadKindNames(), cobra.ShellCompDirectiveNoFileComp))
+	d = addDownloadFlags(cmd)
+	return cmd
+}
+
+// downloadKindNames are backupDownloadKinds' names, sorted.
+func downloadKindNames() []string {
+	var out []string
+	for k := range backupDownloadKinds {
+		out = append(out, string(k))
+	}
+	sort.Strings(out)
+	return out
 }

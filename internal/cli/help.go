@@ -51,7 +51,11 @@ func setHelp(root *cobra.Command) {
 	}
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
-		if h, ok := helps[c.CommandPath()]; ok {
+		path := c.CommandPath()
+		if p := c.Annotations[helpPathAnnotation]; p != "" {
+			path = p // OADP's word for a command: its help
+		}
+		if h, ok := helps[path]; ok {
 			c.Short, c.Long, c.Example = h.short, h.long, h.example
 		}
 		for _, sub := range c.Commands() {

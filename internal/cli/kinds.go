@@ -20,6 +20,7 @@ func backups() *tenantKind[*v1alpha1.NonAdminBackup] {
 		columns: backupColumns, describeTo: DescribeBackup,
 		files: &veleroFiles{log: velerov1.DownloadTargetKindBackupLog, resources: velerov1.DownloadTargetKindBackupResourceList,
 			resourcesUsage: "Add Velero's resource list of the backup (through a NonAdminDownloadRequest)."},
+		more: []func(*Options, *tenantKind[*v1alpha1.NonAdminBackup]) *cobra.Command{newBackupDownloadCommand},
 		delete: &deleteVerb{deletedNote: "; its backup data stays in object storage", mark: &markForDeletion{
 			patch:         `{"spec":{"deleteBackup":true}}`,
 			keepDataUsage: "Delete only the NonAdminBackup (a plain delete); the backup data stays in object storage.",
@@ -42,9 +43,12 @@ func restores() *tenantKind[*v1alpha1.NonAdminRestore] {
 }
 
 // storageLocations is `kubectl nac bsl` without its request subgroup (the
-// admin's): a location has no Velero files, no --wait and no delete verb.
+// admin's): a location has no Velero files and no --wait; deleting it
+// removes its Velero location and credential copy, not the backups in its
+// bucket.
 func storageLocations() *tenantKind[*v1alpha1.NonAdminBackupStorageLocation] {
 	return &tenantKind[*v1alpha1.NonAdminBackupStorageLocation]{name: "bsl", create: newBSLCreateCommand, columns: bslColumns,
+		delete: &deleteVerb{deletedNote: "; its Velero BackupStorageLocation and credential copy go, the backups in its bucket stay"},
 		describeTo: func(w io.Writer, nabsl *v1alpha1.NonAdminBackupStorageLocation, _ *Details, now time.Time) {
 			DescribeBSL(w, nabsl, now)
 		}}

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -147,9 +148,9 @@ func (op veleroOperation) progress() Progress {
 		}
 	}
 	if v := op.mover; v != nil && v.Total > 0 {
-		pr.Volumes = fmt.Sprintf("%d of %d volumes %s", v.Completed, v.Total, op.moverDone)
+		pr.Volumes = fmt.Sprintf("%d of %d volumes %s", v.Completed, v.Total, op.moverDone) + bytesSummary(v.BytesDone, v.TotalBytes)
 	} else if v := op.podVolumes; v != nil && v.Total > 0 {
-		pr.Volumes = fmt.Sprintf("%d of %d pod volumes %s", v.Completed, v.Total, op.itemsDone)
+		pr.Volumes = fmt.Sprintf("%d of %d pod volumes %s", v.Completed, v.Total, op.itemsDone) + bytesSummary(v.BytesDone, v.TotalBytes)
 	}
 	if pr.Ended && pr.Failure == "" && op.phase() != "Completed" {
 		pr.Failure = fmt.Sprintf("the Velero %s ended %s", op.kind, or(op.phase(), "without a phase"))
@@ -179,6 +180,78 @@ func (d describer) describeProgress(op veleroOperation) {
 	if len(parts) > 0 {
 		d.line(0, "Progress", strings.Join(parts, "; "))
 	}
+	if bars := op.volumeBars(d.now); len(bars) > 0 {
+		d.line(0, "Volume Data", "")
+		for _, b := range bars {
+			d.line(1, b[0], b[1])
+		}
+	}
+}
+
+// barWidth is the number of cells of a progress bar.
+const barWidth = 20
+
+// volumeBars returns, for the data mover's and the file system's volumes
+// that report bytes, a label and a bar with bytes, percent and transfer
+// speed: "[#########-----------]  45%  450Mi of 1000Mi  15Mi/s". The speed
+// is the bytes moved over the time since Velero started the operation, up
+// to its completion or now.
+func (op veleroOperation) volumeBars(now time.Time) [][2]string {
+	var start, end time.Time
+	if op.velero != nil && op.velero.status != nil {
+		if s := op.velero.status.start; s != nil {
+			start = s.Time
+		}
+		if c := op.velero.status.completion; c != nil {
+			end = c.Time
+		}
+	}
+	if end.IsZero() {
+		end = now
+	}
+	var out [][2]string
+	add := func(label string, done, total int64) {
+		if total <= 0 {
+			return
+		}
+		out = append(out, [2]string{label, progressBar(done, total, end.Sub(start), !start.IsZero())})
+	}
+	if m := op.mover; m != nil {
+		add("Data Mover", m.BytesDone, m.TotalBytes)
+	}
+	if f := op.podVolumes; f != nil {
+		add("File System", f.BytesDone, f.TotalBytes)
+	}
+	return out
+}
+
+// progressBar draws done of total bytes as a bar, the percent, the figures
+// and, when timed, the speed over elapsed.
+func progressBar(done, total int64, elapsed time.Duration, timed bool) string {
+	done = min(max(done, 0), total)
+	filled := int(done * barWidth / total)
+	bar := "[" + strings.Repeat("#", filled) + strings.Repeat("-", barWidth-filled) + "]"
+	s := fmt.Sprintf("%s %3d%%  %s of %s", bar, done*100/total, humanBytes(done), humanBytes(total))
+	if timed && elapsed > time.Second {
+		s += fmt.Sprintf("  %s/s", humanBytes(int64(float64(done)/elapsed.Seconds())))
+	}
+	return s
+}
+
+// humanBytes writes n bytes in the largest binary unit that keeps a digit
+// before the point, with one decimal: "512 B", "1.5 KiB", "450.0 MiB".
+func humanBytes(n int64) string {
+	if n < 1024 {
+		return fmt.Sprintf("%d B", n)
+	}
+	v, unit := float64(n), ""
+	for _, u := range []string{"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"} {
+		v, unit = v/1024, u
+		if v < 1024 {
+			break
+		}
+	}
+	return fmt.Sprintf("%.1f %s", v, unit)
 }
 
 // describeResult writes describe's section on Velero's object: its name,
@@ -207,4 +280,13 @@ func (d describer) describeResult(op veleroOperation) {
 	if s.expiration != nil {
 		d.line(1, "Expiration", stamp(s.expiration))
 	}
+}
+
+// bytesSummary is " (45%, 450.0 MiB of 1000.0 MiB)", or "" without a total.
+func bytesSummary(done, total int64) string {
+	if total <= 0 {
+		return ""
+	}
+	done = min(max(done, 0), total)
+	return fmt.Sprintf(" (%d%%, %s of %s)", done*100/total, humanBytes(done), humanBytes(total))
 }

@@ -126,12 +126,15 @@ func NewRootCommand(o *Options) *cobra.Command {
 	root.AddCommand(
 		backups().command(o),
 		restores().command(o),
+		schedules().command(o),
 		newBSLCommand(o),
 		newBlueprintCommand(o),
 		newPlanCommand(o),
 		newFuncsCommand(o),
 		newUsageCommand(o),
 		newVersionCommand(o),
+		newNonAdminCommand(o),
+		newNABSLRequestCommand(o),
 	)
 	setHelp(root)
 	// The completion commands bind their output when they are made.

@@ -250,22 +250,27 @@ func (k *tenantKind[T]) createCommand(o *Options, use string, f *createFlags, bu
 			if err != nil {
 				return err
 			}
-			return k.submit(cmd, o, obj, f.output, f.wait)
+			return k.submit(cmd, o, obj, f.out, f.wait)
 		}}
 }
 
-// submit creates obj, the object create built, or with -o prints it
-// instead; with --wait it then follows obj until its operation ends
-// (k.progress), returning *OperationFailed when it did not succeed.
-func (k *tenantKind[T]) submit(cmd *cobra.Command, o *Options, obj T, output string, wait bool) error {
-	c, created, err := o.createOrPrint(cmd, obj, output)
+// submit creates obj, the object create built, or with -o or --dry-run
+// prints it instead (createOrPrint); with --wait it then follows obj until
+// its operation ends (k.progress), returning *OperationFailed when it did
+// not succeed.
+func (k *tenantKind[T]) submit(cmd *cobra.Command, o *Options, obj T, out createOutput, wait bool) error {
+	c, created, err := o.createOrPrint(cmd, obj, out)
 	if err != nil || !created {
 		return err
 	}
 	kind, name, ns := k.registryKind(), obj.GetName(), obj.GetNamespace()
 	fmt.Fprintf(o.Out, "%s request %q submitted successfully.\n", kind.Kind, name)
-	if !wait {
-		fmt.Fprintf(o.Out, "Run `kubectl nac %[1]s describe %[2]s -n %[3]s` or `kubectl nac %[1]s logs %[2]s -n %[3]s` for more details.\n", k.name, name, ns)
+	if !wait || k.progress == nil {
+		if k.files != nil {
+			fmt.Fprintf(o.Out, "Run `kubectl nac %[1]s describe %[2]s -n %[3]s` or `kubectl nac %[1]s logs %[2]s -n %[3]s` for more details.\n", k.name, name, ns)
+		} else {
+			fmt.Fprintf(o.Out, "Run `kubectl nac %[1]s describe %[2]s -n %[3]s` for more details.\n", k.name, name, ns)
+		}
 		return nil
 	}
 	fmt.Fprintf(o.Out, "Waiting for the %[1]s to complete. You may safely press ctrl-c to stop waiting: the %[1]s goes on.\n", k.name)
@@ -282,14 +287,59 @@ func (o *Options) getTenantObject(cmd *cobra.Command, name string, obj client.Ob
 	return c, c.Get(cmd.Context(), client.ObjectKey{Namespace: ns, Name: name}, obj)
 }
 
-// createOrPrint prints obj as yaml or json when output names a format
-// (created false), else creates it with the client of o.
-func (o *Options) createOrPrint(cmd *cobra.Command, obj client.Object, output string) (c client.Client, created bool, err error) {
-	if output != "" {
-		return nil, false, o.printObject(obj, output)
+// createOutput are the output flags of every create verb: -o prints the
+// object as yaml or json instead of creating it (OADP's CLI); --dry-run is
+// kubectl's: client prints without asking the API server, server has it
+// check the object without storing it.
+type createOutput struct {
+	output, dryRun string
+}
+
+// addFlags adds -o and --dry-run to cmd; object names the kind it creates.
+func (out *createOutput) addFlags(cmd *cobra.Command, object string) {
+	fl := cmd.Flags()
+	fl.StringVarP(&out.output, "output", "o", "", "Print the "+object+" as yaml or json instead of creating it.")
+	fl.StringVar(&out.dryRun, "dry-run", "none", `Must be "none", "server", or "client". client: print the `+object+` (with -o, as yaml or json) without creating it; server: the API server checks it (admission, the CRD's validation) and stores nothing.`)
+	fl.Lookup("dry-run").NoOptDefVal = "client"
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"yaml", "json"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("dry-run", cobra.FixedCompletions([]string{"none", "server", "client"}, cobra.ShellCompDirectiveNoFileComp))
+}
+
+// createOrPrint creates obj with the client of o, unless out says to print
+// it: -o alone or --dry-run=client prints it (created false); with
+// --dry-run=server the API server checks it, and what it would store is
+// printed (created false). Errors: an unknown --dry-run or -o, the API
+// server's.
+func (o *Options) createOrPrint(cmd *cobra.Command, obj client.Object, out createOutput) (c client.Client, created bool, err error) {
+	kind := obj.GetObjectKind().GroupVersionKind().Kind
+	switch out.dryRun {
+	case "", "none":
+		if out.output != "" {
+			return nil, false, o.printObject(obj, out.output)
+		}
+	case "client":
+		if out.output != "" {
+			return nil, false, o.printObject(obj, out.output)
+		}
+		fmt.Fprintf(o.Out, "%s %q created (dry run)\n", kind, obj.GetName())
+		return nil, false, nil
+	case "server":
+	default:
+		return nil, false, fmt.Errorf(`--dry-run: %q is not one of "none", "server", "client"`, out.dryRun)
 	}
 	if c, err = o.Client(); err != nil {
 		return nil, false, err
+	}
+	if out.dryRun == "server" {
+		if err := c.Create(cmd.Context(), obj, client.DryRunAll); err != nil {
+			return nil, false, err
+		}
+		obj.GetObjectKind().SetGroupVersionKind(v1alpha1.GroupVersion.WithKind(kind))
+		if out.output != "" {
+			return nil, false, o.printObject(obj, out.output)
+		}
+		fmt.Fprintf(o.Out, "%s %q created (server dry run)\n", kind, obj.GetName())
+		return nil, false, nil
 	}
 	if err := c.Create(cmd.Context(), obj); err != nil {
 		return nil, false, err

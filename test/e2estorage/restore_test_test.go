@@ -49,6 +49,7 @@ func (s *StorageSuite) SetUpSuite(c *C) {
 	s.st.Kubectl(c, "apply", "-f", "config/rbac/tenant_roles.yaml")
 	s.st.Kubectl(c, "apply", "-f", "config/rbac/metrics_reader_role.yaml")
 	s.startRetentionSchedule(c)
+	s.startCLISchedule(c)
 }
 
 func (s *StorageSuite) TearDownSuite(c *C) {
