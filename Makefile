@@ -210,9 +210,10 @@ lint: vet ## gofmt check and go vet.
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 
 .PHONY: test
-test: $(CONTROL_PLANE) $(VELERO_STACK) $(NODE_TOOLS) lint install-manifest ## All tests: unit, integration (real kube-apiserver + etcd) and e2e (plus real Velero and object store); then, on its own (Velero's :8080), test/e2enode (make deploy-local on the local node; NODE=false: not run).
-	NACFLOW_ASSETS=$(BIN) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v -e /test/e2enode -e /test/e2estorage)
+test: $(CONTROL_PLANE) $(VELERO_STACK) $(NODE_TOOLS) lint install-manifest ## All tests: unit, integration (real kube-apiserver + etcd) and e2e (plus real Velero and object store); then, each on its own (Velero's :8080), test/e2estorage, test/e2eoadp and test/e2enode (make deploy-local on the local node; NODE=false: not run).
+	NACFLOW_ASSETS=$(BIN) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v -e /test/e2enode -e /test/e2estorage -e /test/e2eoadp)
 	$(MAKE) --no-print-directory test-storage
+	$(MAKE) --no-print-directory test-oadp
 	$(if $(filter false,$(NODE)),@echo ">> NODE=false: test/e2enode not run",$(MAKE) test-node)
 
 .PHONY: test-unit
@@ -233,6 +234,15 @@ test-e2e: $(CONTROL_PLANE) $(VELERO_STACK) install-manifest ## End-to-end tests:
 .PHONY: test-storage
 test-storage: $(CONTROL_PLANE) $(VELERO_STACK) ## test/e2estorage alone: restore tests, usage and quotas of tenants' backups, with the real Velero.
 	NACFLOW_ASSETS=$(BIN) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -v ./test/e2estorage/... -check.v
+
+# OADP's own Non-Admin Controller, built from its source beside the
+# repository (../shared/peers; PEERS=DIR to point elsewhere), for
+# test/e2eoadp: nacflow takes over what it made.
+PEERS ?= $(firstword $(wildcard $(abspath $(CURDIR)/../shared/peers/oadp-non-admin) /work/shared/peers/oadp-non-admin) $(abspath $(CURDIR)/../shared/peers/oadp-non-admin))
+
+.PHONY: test-oadp
+test-oadp: $(CONTROL_PLANE) $(VELERO_STACK) ## test/e2eoadp alone: OADP NAC (built from PEERS) makes backups, a restore and a location; nacflow takes them over, with the real Velero.
+	NACFLOW_ASSETS=$(BIN) NACFLOW_PEERS=$(PEERS) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -v ./test/e2eoadp/... -check.v
 
 ##@ Helm chart and krew plugin manifest
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -91,11 +92,14 @@ func scheduleRefs(n *v1alpha1.NonAdminSchedule) []statusRef {
 // subresource, and admins commonly grant tenants "*" on the whole
 // oadp.openshift.io group. The one exception is adoption (adopts: the
 // NonAdminBackups backup sync and NonAdminSchedules make for an existing
-// Velero Backup): a NACUUID recorded in a reference is the operation's when
-// the object it names in the OADP namespace — which only nacflow, Velero and
-// the admin write — carries that NACUUID label and obj's own origin
-// namespace and name annotations. Such an object was made for this very
-// object, never for another tenant's.
+// Velero Backup, and every NAC object whose operation another controller —
+// OADP NAC — began): a NACUUID recorded in a reference is the operation's
+// when the object it names in the OADP namespace — which only nacflow,
+// Velero, OADP NAC and the admin write — carries that NACUUID label and
+// obj's own origin namespace and name annotations, and was made after obj
+// (but for NonAdminBackups made for an existing backup). Such an object was
+// made for this very object, never for another tenant's, a sibling, or an
+// earlier object of the same name.
 //
 // A reference is corrected when it names an object that is not the
 // operation's (another NACUUID label, another origin) — the name then
@@ -140,10 +144,22 @@ func operationIdentity(ctx context.Context, c client.Reader, oadpNamespace, kind
 			return "", nil, err
 		}
 	}
+	// An object made for obj by another controller (OADP NAC) is younger
+	// than obj; one older than obj was made for an earlier object of the
+	// same name — a NAC object deleted and re-created — and is not adopted,
+	// except by the NonAdminBackups made for an existing Velero Backup
+	// (backup sync's, a schedule's runs), which are younger than it.
+	madeForThis := func(o client.Object) bool {
+		if nab, ok := obj.(*v1alpha1.NonAdminBackup); ok &&
+			(nab.Labels[v1alpha1.NabSyncedFromNACUUIDLabel] != "" || nab.Labels[v1alpha1.NonAdminScheduleLabel] != "") {
+			return true
+		}
+		return !o.GetCreationTimestamp().Time.Before(obj.GetCreationTimestamp().Add(-time.Second))
+	}
 	uuid, adoptedName := derived, ""
 	if adopts {
 		for i, r := range refs {
-			if x := *r.nacuuid; x != "" && x != derived && ours(named[i], x) {
+			if x := *r.nacuuid; x != "" && x != derived && ours(named[i], x) && madeForThis(named[i]) {
 				uuid, adoptedName = x, named[i].GetName()
 				break
 			}

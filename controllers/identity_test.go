@@ -2,6 +2,8 @@ package controllers
 
 import (
 	"context"
+	"strings"
+	"time"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	. "gopkg.in/check.v1"
@@ -17,6 +19,18 @@ import (
 type IdentitySuite struct{}
 
 var _ = Suite(&IdentitySuite{})
+
+// oadpUUID is a NACUUID as OADP NAC makes them: "<namespace>-<name>-<uuid>".
+const oadpUUID = "tenant-a-nightly-96dfa8b7-3f6f-4c8d-a168-8527b00fbed8"
+
+// nabCreated is when the test's NAC objects were created.
+var nabCreated = time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
+
+// madeAt sets b's creation time.
+func madeAt(b *velerov1.Backup, t time.Time) *velerov1.Backup {
+	b.CreationTimestamp = metav1.NewTime(t)
+	return b
+}
 
 const (
 	idOADP   = "oadp"
@@ -47,9 +61,19 @@ func (s *IdentitySuite) TestOperationIdentity(c *C) {
 		// tenant's NACUUID: made for this NAB by its annotations.
 		veleroBackup("planted", "victim-uuid", idTenant, "nightly"),
 		veleroBackup("sibling", "sibling-uuid", idTenant, "weekly"),
+		// OADP NAC's: named after its NACUUID, "<namespace>-<name>-<uuid>",
+		// made after the NAB.
+		madeAt(veleroBackup(oadpUUID, oadpUUID, idTenant, "nightly"), nabCreated.Add(2*time.Second)),
+		// Made for an earlier NAB of the same name, an hour before this one.
+		madeAt(veleroBackup("tenant-a-nightly-old", "tenant-a-nightly-old", idTenant, "nightly"), nabCreated.Add(-time.Hour)),
 	).Build()
-	nab := func(vb *v1alpha1.VeleroBackup) *v1alpha1.NonAdminBackup {
-		n := &v1alpha1.NonAdminBackup{ObjectMeta: metav1.ObjectMeta{Namespace: idTenant, Name: "nightly", UID: uid}}
+	// nab is the NAB under test; the adopted and planted cases are backup
+	// sync's, made after their Backup.
+	nab := func(about string, vb *v1alpha1.VeleroBackup) *v1alpha1.NonAdminBackup {
+		n := &v1alpha1.NonAdminBackup{ObjectMeta: metav1.ObjectMeta{Namespace: idTenant, Name: "nightly", UID: uid, CreationTimestamp: metav1.NewTime(nabCreated)}}
+		if strings.HasPrefix(about, "adopted") || strings.HasPrefix(about, "planted") {
+			n.Labels = map[string]string{v1alpha1.NabSyncedFromNACUUIDLabel: vb.NACUUID}
+		}
 		n.Status.VeleroBackup = vb
 		return n
 	}
@@ -86,8 +110,16 @@ func (s *IdentitySuite) TestOperationIdentity(c *C) {
 		// for this namespace.
 		{"planted in the tenant's bucket", &v1alpha1.VeleroBackup{NACUUID: "victim-uuid", Name: "planted", Namespace: idOADP}, "victim-uuid",
 			v1alpha1.VeleroBackup{NACUUID: "victim-uuid", Name: "planted", Namespace: idOADP}, nil},
+		// OADP NAC began the operation: its NACUUID and name stay.
+		{"OADP NAC's backup", &v1alpha1.VeleroBackup{NACUUID: oadpUUID, Name: oadpUUID, Namespace: idOADP}, oadpUUID,
+			v1alpha1.VeleroBackup{NACUUID: oadpUUID, Name: oadpUUID, Namespace: idOADP}, nil},
+		// Deleted and re-created with the same name: the earlier NAB's
+		// backup is not this one's, whatever status says.
+		{"a re-created name", &v1alpha1.VeleroBackup{NACUUID: "tenant-a-nightly-old", Name: "tenant-a-nightly-old", Namespace: idOADP}, derived,
+			v1alpha1.VeleroBackup{NACUUID: derived, Name: own, Namespace: idOADP},
+			[]string{`status.veleroBackup: name "tenant-a-nightly-old" (Velero Backup oadp/tenant-a-nightly-old is not this NonAdminBackup's) to "` + own + `", nacuuid "tenant-a-nightly-old" to "` + derived + `"`}},
 	} {
-		n := nab(tc.in)
+		n := nab(tc.about, tc.in)
 		uuid, corrected, err := operationIdentity(ctx, cl, idOADP, "NonAdminBackup", n, backupRefs(n), true)
 		c.Assert(err, IsNil, Commentf(tc.about))
 		c.Check(uuid, Equals, tc.uuid, Commentf(tc.about))
@@ -95,12 +127,34 @@ func (s *IdentitySuite) TestOperationIdentity(c *C) {
 		c.Check(corrected, DeepEquals, tc.corrected, Commentf(tc.about))
 	}
 
-	// Kinds that adopt nothing: the UID alone.
-	nar := &v1alpha1.NonAdminRestore{ObjectMeta: metav1.ObjectMeta{Namespace: idTenant, Name: "nightly", UID: uid}}
-	nar.Status.VeleroRestore = &v1alpha1.VeleroRestore{NACUUID: "old-uuid", Name: "gone"}
-	uuid, corrected, err := operationIdentity(ctx, cl, idOADP, "NonAdminRestore", nar, restoreRefs(nar), false)
-	c.Assert(err, IsNil)
-	c.Check(uuid, Equals, derived)
-	c.Check(nar.Status.VeleroRestore.NACUUID, Equals, derived)
-	c.Check(corrected, DeepEquals, []string{`status.veleroRestore: nacuuid "old-uuid" to "` + derived + `"`})
+	// A NonAdminRestore OADP NAC began adopts its Restore; a forged status
+	// naming another tenant's, a sibling's or an earlier NAR's Restore is
+	// corrected to the UID's NACUUID.
+	restore := func(name, nacuuid, namespace, nar string, at time.Time) *velerov1.Restore {
+		r := &velerov1.Restore{ObjectMeta: metav1.ObjectMeta{Namespace: idOADP, Name: name, CreationTimestamp: metav1.NewTime(at),
+			Labels:      map[string]string{v1alpha1.NarOriginNACUUIDLabel: nacuuid},
+			Annotations: map[string]string{v1alpha1.NarOriginNamespaceAnnotation: namespace, v1alpha1.NarOriginNameAnnotation: nar}}}
+		return r
+	}
+	rcl := fake.NewClientBuilder().WithScheme(sc).WithObjects(
+		restore("tenant-a-back-oadp", "tenant-a-back-oadp", idTenant, "back", nabCreated.Add(time.Second)),
+		restore("tenant-b-theirs-x", "tenant-b-theirs-x", idVictim, "theirs", nabCreated.Add(time.Second)),
+		restore("tenant-a-other-y", "tenant-a-other-y", idTenant, "other", nabCreated.Add(time.Second)),
+		restore("tenant-a-back-old", "tenant-a-back-old", idTenant, "back", nabCreated.Add(-time.Hour)),
+	).Build()
+	for _, tc := range []struct {
+		about, nacuuid, want string
+	}{
+		{"OADP NAC's restore", "tenant-a-back-oadp", "tenant-a-back-oadp"},
+		{"another tenant's restore", "tenant-b-theirs-x", derived},
+		{"a sibling's restore", "tenant-a-other-y", derived},
+		{"a re-created name", "tenant-a-back-old", derived},
+		{"a NACUUID naming nothing", "tenant-a-back-gone", derived},
+	} {
+		nar := &v1alpha1.NonAdminRestore{ObjectMeta: metav1.ObjectMeta{Namespace: idTenant, Name: "back", UID: uid, CreationTimestamp: metav1.NewTime(nabCreated)}}
+		nar.Status.VeleroRestore = &v1alpha1.VeleroRestore{NACUUID: tc.nacuuid, Name: tc.nacuuid}
+		uuid, _, err := operationIdentity(ctx, rcl, idOADP, "NonAdminRestore", nar, restoreRefs(nar), true)
+		c.Assert(err, IsNil, Commentf(tc.about))
+		c.Check(uuid, Equals, tc.want, Commentf(tc.about))
+	}
 }

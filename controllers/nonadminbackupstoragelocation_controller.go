@@ -156,6 +156,7 @@ func (r *NonAdminBackupStorageLocationReconciler) Reconcile(ctx context.Context,
 		refs:      bslRefs,
 		revision:  r.revision,
 		afterRun:  after(ActionCreate, r.mirror),
+		adopts:    true,
 	}, req)
 	period := r.CredentialCheckPeriod
 	if period <= 0 {

@@ -80,6 +80,7 @@ func (r *NonAdminRestoreReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		actionFor: restoreAction,
 		refs:      restoreRefs,
 		afterRun:  after(ActionRestore, r.mirror),
+		adopts:    true,
 	}, req)
 }
 

@@ -92,9 +92,11 @@ type nacKind[T v1alpha1.Object] struct {
 	// refs returns the status fields naming the operation's Velero objects
 	// (operationIdentity derives the NACUUID and corrects them).
 	refs func(T) []statusRef
-	// adopts is true for the kind whose operations may adopt an existing
-	// Velero Backup (NonAdminBackup): its NACUUID may be one recorded in
-	// status, when an object only nacflow writes confirms it.
+	// adopts is true for the kinds whose operations may adopt existing
+	// Velero objects — a NonAdminBackup's from backup sync or a schedule,
+	// and every kind's made by OADP NAC before nacflow ran: its NACUUID may
+	// be one recorded in status, when an object of the OADP namespace
+	// confirms it (operationIdentity).
 	adopts bool
 	// revision returns what a run is for; a change starts a new run (nil: the
 	// action never re-runs).

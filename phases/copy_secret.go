@@ -72,7 +72,7 @@ func (f *CopySecret) Run(ctx context.Context, op *engine.Operation, nabsl *v1alp
 		Type:       src.Type,
 		Data:       copied,
 	}
-	obj, verb, err := createOrAdopt(ctx, op, f.tools.recent, "Secret", want)
+	obj, verb, err := createOrAdoptOwn(ctx, op, f.tools.recent, "Secret", want, &corev1.SecretList{})
 	if err != nil {
 		return engine.Result{}, err
 	}

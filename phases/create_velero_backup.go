@@ -55,7 +55,7 @@ func (f *CreateVeleroBackup) Run(ctx context.Context, op *engine.Operation, nab 
 		want.Annotations[v1alpha1.NabOriginLabelsAnnotation] = l
 	}
 
-	obj, verb, err := createOrAdopt(ctx, op, f.tools.recent, "Velero Backup", want)
+	obj, verb, err := createOrAdoptOwn(ctx, op, f.tools.recent, "Velero Backup", want, &velerov1.BackupList{})
 	if err != nil {
 		return engine.Result{}, err
 	}

@@ -58,7 +58,7 @@ func (f *CreateVeleroBSL) Run(ctx context.Context, op *engine.Operation, nabsl *
 		ObjectMeta: op.ObjectMeta(v1alpha1.NACObjectName(nabsl.Namespace, nabsl.Name, op.UUID)),
 		Spec:       *spec,
 	}
-	obj, verb, err := createOrAdopt(ctx, op, f.tools.recent, "Velero BackupStorageLocation", want)
+	obj, verb, err := createOrAdoptOwn(ctx, op, f.tools.recent, "Velero BackupStorageLocation", want, &velerov1.BackupStorageLocationList{})
 	if err != nil {
 		return engine.Result{}, err
 	}

@@ -86,7 +86,7 @@ func (f *CreateVeleroRestore) Run(ctx context.Context, op *engine.Operation, nar
 		Spec:       *spec,
 	}
 	a.apply(want.Labels, want.Annotations)
-	obj, verb, err := createOrAdopt(ctx, op, f.tools.recent, "Velero Restore", want)
+	obj, verb, err := createOrAdoptOwn(ctx, op, f.tools.recent, "Velero Restore", want, &velerov1.RestoreList{})
 	if err != nil {
 		return engine.Result{}, err
 	}

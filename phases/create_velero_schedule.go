@@ -78,7 +78,7 @@ func (f *CreateVeleroSchedule) Run(ctx context.Context, op *engine.Operation, na
 		want.Spec.Paused = true
 		want.Annotations[v1alpha1.QuotaPausedAnnotation] = "true"
 	}
-	obj, verb, err := createOrAdopt(ctx, op, f.tools.recent, "Velero Schedule", want)
+	obj, verb, err := createOrAdoptOwn(ctx, op, f.tools.recent, "Velero Schedule", want, &velerov1.ScheduleList{})
 	if err != nil {
 		return engine.Result{}, err
 	}

@@ -117,7 +117,7 @@ func (f *RequestApproval) Run(ctx context.Context, op *engine.Operation, nabsl *
 		ObjectMeta: op.ObjectMeta(v1alpha1.NACObjectName(nabsl.Namespace, nabsl.Name, op.UUID)),
 		Spec:       v1alpha1.NonAdminBackupStorageLocationRequestSpec{ApprovalDecision: decision},
 	}
-	obj, _, err := createOrAdopt(ctx, op, f.tools.recent, "NonAdminBackupStorageLocationRequest", want)
+	obj, _, err := createOrAdoptOwn(ctx, op, f.tools.recent, "NonAdminBackupStorageLocationRequest", want, &v1alpha1.NonAdminBackupStorageLocationRequestList{})
 	if err != nil {
 		return engine.Result{}, err
 	}
@@ -148,7 +148,7 @@ func (f *RequestApproval) Run(ctx context.Context, op *engine.Operation, nabsl *
 		case status.ApprovedSpec == nil:
 			// Approved what the admin saw: the spec requested before this run
 			// (a change made meanwhile is caught below), else the current one.
-			status.ApprovedSpec = req.Status.Requested()
+			status.ApprovedSpec = asForced(req.Status.Requested(), nabsl.Namespace, current)
 			if status.ApprovedSpec == nil {
 				status.ApprovedSpec = current
 			}
@@ -218,6 +218,24 @@ func (f *RequestApproval) Run(ctx context.Context, op *engine.Operation, nabsl *
 // objectStorage (bucket, prefix, caCert), config (endpoint, region, ...),
 // credential (name and key) and accessMode are equal. Periods and the
 // credential Secret's content are not part of an approval.
+// asForced returns requested, the spec an admin approved, with its prefix
+// as ValidateBSLSpec forces it under namespace ns, when current's prefix is
+// that forced form: OADP NAC records the tenant's spec as written (prefix
+// "team") in the request it has the admin approve, nacflow the spec in force
+// ("ns/team"), and an approval of the one is an approval of the other. Any
+// other difference stays, and needs a new approval. nil stays nil.
+func asForced(requested *velerov1.BackupStorageLocationSpec, ns string, current *velerov1.BackupStorageLocationSpec) *velerov1.BackupStorageLocationSpec {
+	if requested == nil || requested.ObjectStorage == nil || current == nil || current.ObjectStorage == nil {
+		return requested
+	}
+	out := requested.DeepCopy()
+	asked, now := out.ObjectStorage.Prefix, current.ObjectStorage.Prefix
+	if now == tenantPrefix(ns, asked) || now == legacyTenantPrefix(ns, asked) || strings.HasSuffix(now, "/"+tenantPrefix(ns, asked)) {
+		out.ObjectStorage.Prefix = now
+	}
+	return out
+}
+
 func approvalCovers(approved, spec *velerov1.BackupStorageLocationSpec) bool {
 	return len(approvalDiff(approved, spec)) == 0
 }

@@ -57,3 +57,40 @@ func (s *ApprovalSuite) TestApprovalRequiredWaits(c *C) {
 	c.Check(res.Message, Matches, `waiting for a cluster admin to approve NonAdminBackupStorageLocationRequest oadp/team-bucket-u-1 \(approval required by flag --require-approval-for-bsl\)`)
 	c.Check(nabsl.Status.Phase, Equals, v1alpha1.NonAdminPhaseNew)
 }
+
+// An approval OADP NAC had the admin give — its request records the
+// tenant's spec as written, prefix "mig" — covers the spec in force, the
+// prefix forced under the namespace ("team/mig"); one for another bucket
+// does not.
+func (s *ApprovalSuite) TestOADPNACApprovalCovers(c *C) {
+	for _, tc := range []struct {
+		bucket string
+		wait   bool
+	}{{"tenants", false}, {"elsewhere", true}} {
+		sc := runtime.NewScheme()
+		c.Assert(clientgoscheme.AddToScheme(sc), IsNil)
+		c.Assert(velerov1.AddToScheme(sc), IsNil)
+		c.Assert(v1alpha1.AddToScheme(sc), IsNil)
+		const uuid = "team-bucket-96dfa8b7-3f6f-4c8d-a168-8527b00fbed8"
+		asked := &velerov1.BackupStorageLocationSpec{Provider: "aws", StorageType: velerov1.StorageType{ObjectStorage: &velerov1.ObjectStorageLocation{Bucket: tc.bucket, Prefix: "mig"}}}
+		req := &v1alpha1.NonAdminBackupStorageLocationRequest{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "oadp", Name: uuid, Labels: map[string]string{v1alpha1.NabslOriginNACUUIDLabel: uuid},
+				Annotations: map[string]string{v1alpha1.NabslOriginNamespaceAnnotation: "team", v1alpha1.NabslOriginNameAnnotation: "bucket"}},
+			Spec:   v1alpha1.NonAdminBackupStorageLocationRequestSpec{ApprovalDecision: v1alpha1.ApprovalApprove},
+			Status: v1alpha1.NonAdminBackupStorageLocationRequestStatus{SourceNonAdminBSL: &v1alpha1.SourceNonAdminBSL{NACUUID: uuid, Namespace: "team", Name: "bucket", RequestedSpec: asked}},
+		}
+		cl := fake.NewClientBuilder().WithScheme(sc).WithObjects(req).WithStatusSubresource(&v1alpha1.NonAdminBackupStorageLocationRequest{}).Build()
+		reg, err := phases.NewRegistry(phases.Clients{Client: cl, APIReader: cl}, phases.Options{RequireApprovalForBSL: true})
+		c.Assert(err, IsNil)
+		fn, _ := reg.Get("RequestApproval")
+		inForce := &velerov1.BackupStorageLocationSpec{Provider: "aws", StorageType: velerov1.StorageType{ObjectStorage: &velerov1.ObjectStorageLocation{Bucket: "tenants", Prefix: "team/mig"}}}
+		nabsl := &v1alpha1.NonAdminBackupStorageLocation{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "bucket", UID: "u"},
+			Status: v1alpha1.NonAdminBackupStorageLocationStatus{VeleroBackupStorageLocation: &v1alpha1.VeleroBackupStorageLocation{NACUUID: uuid, Name: uuid, Spec: inForce}}}
+		res, err := fn.Run(context.Background(), &engine.Operation{Object: nabsl, OADPNamespace: "oadp", UUID: uuid}, fn.NewArgs())
+		c.Assert(err, IsNil, Commentf(tc.bucket))
+		c.Check(res.Wait, Equals, tc.wait, Commentf("%s: %s", tc.bucket, res.Message))
+		list := &v1alpha1.NonAdminBackupStorageLocationRequestList{}
+		c.Assert(cl.List(context.Background(), list), IsNil)
+		c.Check(list.Items, HasLen, 1, Commentf("OADP NAC's request adopted, no second one"))
+	}
+}

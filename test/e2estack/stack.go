@@ -302,3 +302,22 @@ func KeysIn(c *check.C, s3, bucket, prefix string) []string {
 	sort.Strings(keys)
 	return keys
 }
+
+// ApplyApprovalDPA installs OADP's DataProtectionApplication CRD (a copy in
+// test/crds) and a DPA named dpa in openshift-adp whose spec.nonAdmin
+// enables the non-admin feature and requires an admin's approval of
+// tenants' storage locations (requireApprovalForBSL), waiting until the CRD
+// is served.
+func (st *Stack) ApplyApprovalDPA(c *check.C) {
+	st.Kubectl(c, "apply", "-f", "test/crds/oadp.openshift.io_dataprotectionapplications.yaml")
+	Eventually(c, 30*time.Second, func() (bool, string) {
+		out, err := st.Run(`apiVersion: oadp.openshift.io/v1alpha1
+kind: DataProtectionApplication
+metadata: {name: dpa, namespace: openshift-adp}
+spec:
+  nonAdmin: {enable: true, requireApprovalForBSL: true}
+  configuration: {velero: {defaultPlugins: [aws]}}
+`, "apply", "-f", "-")
+		return err == nil, out // the CRD is served within seconds
+	})
+}

@@ -33,17 +33,7 @@ func (s *StorageSuite) startCLISchedule(c *C) {
 	// OADP's DataProtectionApplication requiring the admin's approval of
 	// tenants' locations, made now: nac reads an absent DPA again only
 	// every 30 s.
-	s.st.Kubectl(c, "apply", "-f", "test/crds/oadp.openshift.io_dataprotectionapplications.yaml")
-	e2estack.Eventually(c, 30*time.Second, func() (bool, string) {
-		out, err := s.st.Run(`apiVersion: oadp.openshift.io/v1alpha1
-kind: DataProtectionApplication
-metadata: {name: dpa, namespace: openshift-adp}
-spec:
-  nonAdmin: {enable: true, requireApprovalForBSL: true}
-  configuration: {velero: {defaultPlugins: [aws]}}
-`, "apply", "-f", "-")
-		return err == nil, out // the CRD is served within seconds
-	})
+	s.st.ApplyApprovalDPA(c)
 	e2estack.Eventually(c, 30*time.Second, func() (bool, string) {
 		out, code := s.st.Nac(s.bin, cliTenant, "schedule", "create", "every-minute", "-n", cliNamespace, "--schedule", "*/1 * * * *", "--ttl", "1h")
 		return code == 0, out // the tenant role aggregates within seconds
