@@ -129,11 +129,14 @@ func (s *ControllerSuite) TestRotationToForbiddenCredential(c *C) {
 	before = secret.DeepCopy()
 	secret.Data["cloud"] = []byte(staticCreds)
 	c.Assert(testClient.Patch(ctx, secret, client.MergeFrom(before)), IsNil)
+	// The objects are made first, the status written after them in the
+	// same reconcile: wait for both.
 	eventually(c, 10*time.Second, func() (bool, string) {
 		_, bsl, sec := bslObjects(c, s.oadp, nacuuid)
-		return bsl != nil && sec != nil && string(sec.Data["cloud"]) == staticCreds, "not back in force"
+		accepted := meta.IsStatusConditionTrue(getNABSL(c, l).Status.Conditions, v1alpha1.ConditionAccepted)
+		return bsl != nil && sec != nil && string(sec.Data["cloud"]) == staticCreds && accepted,
+			fmt.Sprintf("not back in force: bsl %v, copy %v, Accepted=True %v", bsl != nil, sec != nil, accepted)
 	})
-	c.Check(meta.IsStatusConditionTrue(getNABSL(c, l).Status.Conditions, v1alpha1.ConditionAccepted), Equals, true)
 }
 
 // fakeDNS is the integration controllers' resolver: names map to one
