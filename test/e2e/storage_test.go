@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"net/http"
 	"strings"
 	"time"
 
@@ -14,17 +13,6 @@ import (
 // keysIn lists the keys under prefix in bucket of the store at s3 (S3
 // ListObjects over plain HTTP; the local store checks no signatures).
 func keysIn(c *C, s3, bucket, prefix string) []string { return e2estack.KeysIn(c, s3, bucket, prefix) }
-
-// createBucket makes bucket in the store at s3 (an S3 PUT; an existing
-// bucket is fine).
-func createBucket(c *C, s3, bucket string) {
-	req, err := http.NewRequest(http.MethodPut, s3+"/"+bucket, nil)
-	c.Assert(err, IsNil)
-	resp, err := http.DefaultClient.Do(req)
-	c.Assert(err, IsNil)
-	resp.Body.Close()
-	c.Assert(resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusConflict, Equals, true, Commentf("PUT bucket %s: %s", bucket, resp.Status))
-}
 
 // bslPhase returns a Velero BSL's phase and message.
 func (s *E2ESuite) bslPhase(c *C, name string) string {
@@ -137,7 +125,7 @@ spec:
 // across Velero's revalidation.
 func (s *E2ESuite) TestSharedBucketWithRealVelero(c *C) {
 	s3 := s.s3URL(c)
-	createBucket(c, s3, "shared")
+	e2estack.CreateBucket(c, s3, "shared")
 	s.kubectlIn(c, fmt.Sprintf(`apiVersion: velero.io/v1
 kind: BackupStorageLocation
 metadata: {name: admin-shared, namespace: openshift-adp}

@@ -321,3 +321,14 @@ spec:
 		return err == nil, out // the CRD is served within seconds
 	})
 }
+
+// CreateBucket makes bucket in the object store at s3 (an S3 PUT; an
+// existing bucket is fine); a failure fails the test.
+func CreateBucket(c *check.C, s3, bucket string) {
+	req, err := http.NewRequest(http.MethodPut, s3+"/"+bucket, nil)
+	c.Assert(err, check.IsNil)
+	resp, err := http.DefaultClient.Do(req)
+	c.Assert(err, check.IsNil)
+	resp.Body.Close()
+	c.Assert(resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusConflict, check.Equals, true, check.Commentf("PUT bucket %s: %s", bucket, resp.Status))
+}

@@ -5,7 +5,6 @@ import (
 	"compress/gzip"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -38,16 +37,6 @@ func (s *StorageSuite) startCLISchedule(c *C) {
 		out, code := s.st.Nac(s.bin, cliTenant, "schedule", "create", "every-minute", "-n", cliNamespace, "--schedule", "*/1 * * * *", "--ttl", "1h")
 		return code == 0, out // the tenant role aggregates within seconds
 	})
-}
-
-// createBucket creates bucket in the suite's object store at s3.
-func createBucket(c *C, s3, bucket string) {
-	req, err := http.NewRequest(http.MethodPut, s3+"/"+bucket, nil)
-	c.Assert(err, IsNil)
-	resp, err := http.DefaultClient.Do(req)
-	c.Assert(err, IsNil)
-	resp.Body.Close()
-	c.Assert(resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusConflict, Equals, true, Commentf("PUT bucket %s: %s", bucket, resp.Status))
 }
 
 // TestYPluginSchedulesLocationsDownloads: kubectl nac as a tenant and an
@@ -158,7 +147,7 @@ func (s *StorageSuite) TestYPluginSchedulesLocationsDownloads(c *C) {
 	// A location with the admin's approval required (the DPA made at the
 	// suite's start).
 	s3 := s.st.Kubectl(c, "get", "backupstoragelocations.velero.io", "-n", "openshift-adp", "default", "-o", "jsonpath={.spec.config.s3Url}")
-	createBucket(c, s3, "cli-tenant")
+	e2estack.CreateBucket(c, s3, "cli-tenant")
 	s.st.Kubectl(c, "create", "secret", "generic", "-n", ns, "creds", "--as", cliTenant,
 		"--from-literal=cloud=[default]\naws_access_key_id=ivan\naws_secret_access_key=ivan-secret\n")
 	out, code = nac(cliTenant, "bsl", "create", "mine", "--provider", "aws", "--bucket", "cli-tenant", "--prefix", "team",
