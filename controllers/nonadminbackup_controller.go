@@ -101,6 +101,7 @@ func (r *NonAdminBackupReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		actionFor: actionFor,
 		refs:      backupRefs,
 		adopts:    true,
+		decided:   backupSpecDecided,
 		afterRun: func(ctx context.Context, nab *v1alpha1.NonAdminBackup, action string, finished bool) error {
 			if action != ActionBackup && action != ActionAdopt {
 				return nil

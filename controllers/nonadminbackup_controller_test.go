@@ -14,6 +14,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -302,15 +304,73 @@ func (s *ControllerSuite) TestDeleteBackupCannotBeUnset(c *C) {
 	})
 }
 
-func (s *ControllerSuite) TestBackupSpecIsImmutable(c *C) {
+// A backupSpec changed after nacflow validated it is reported and never
+// acted on; Velero's zero values written by another client (OADP NAC's
+// updates) are no change. The CRD itself no longer refuses the change, so
+// OADP NAC can run on nacflow's CRDs.
+func (s *ControllerSuite) TestBackupSpecChangeIsNotActedOn(c *C) {
 	ctx := context.Background()
 	ns := createNamespace(c, "tenant")
-	nab := newNAB(ns, "fixed", velerov1.BackupSpec{})
-	c.Assert(testClient.Create(ctx, nab), IsNil)
-	before := nab.DeepCopy()
-	nab.Spec.BackupSpec.IncludedNamespaces = []string{"kube-system"}
-	err := testClient.Patch(ctx, nab, client.MergeFrom(before))
-	c.Assert(err, ErrorMatches, `.*backupSpec is immutable.*`)
+	nab := newNAB(ns, "fixed", velerov1.BackupSpec{ExcludedResources: []string{"secrets"}})
+	// As kubectl writes it: only the fields given (Velero's Go types would
+	// write every zero value).
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "oadp.openshift.io/v1alpha1", "kind": "NonAdminBackup",
+		"metadata": map[string]any{"namespace": ns, "name": "fixed"},
+		"spec":     map[string]any{"backupSpec": map[string]any{"excludedResources": []any{"secrets"}}},
+	}}
+	c.Assert(testClient.Create(ctx, u), IsNil)
+	var got *v1alpha1.NonAdminBackup
+	eventually(c, 10*time.Second, func() (bool, string) {
+		got = getNAB(c, nab)
+		return got.Status.VeleroBackup != nil && got.Status.VeleroBackup.Name != "", fmt.Sprintf("%+v", got.Status)
+	})
+	c.Check(got.Status.SpecHash, Equals, v1alpha1.SpecHash(nab.Spec.BackupSpec))
+	veleroName := got.Status.VeleroBackup.Name
+
+	// OADP NAC's update: Velero's Go types write zero values.
+	raw := []byte(`{"spec":{"backupSpec":{"metadata":{},"hooks":{},"ttl":"0s","csiSnapshotTimeout":"0s","itemOperationTimeout":"0s"}}}`)
+	c.Assert(testClient.Patch(ctx, got, client.RawPatch(types.MergePatchType, raw)), IsNil)
+	generation := got.Generation
+	c.Assert(generation > 1, Equals, true, Commentf("the patch changed nothing the API server stores: %+v", got.Spec.BackupSpec))
+	eventually(c, 10*time.Second, func() (bool, string) {
+		got = getNAB(c, nab)
+		return got.Status.ObservedGeneration == generation, fmt.Sprintf("observed %d of %d", got.Status.ObservedGeneration, generation)
+	})
+	c.Check(meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionSpecChanged), IsNil)
+
+	// A tenant's change: reported, not acted on.
+	before := got.DeepCopy()
+	got.Spec.BackupSpec.IncludedNamespaces = []string{"kube-system"}
+	got.Spec.BackupSpec.ExcludedResources = nil
+	c.Assert(testClient.Patch(ctx, got, client.MergeFrom(before)), IsNil)
+	want := "spec.backupSpec changed after it was validated and is not acted on: spec.backupSpec is immutable: create a new NonAdminBackup instead"
+	eventually(c, 10*time.Second, func() (bool, string) {
+		got = getNAB(c, nab)
+		cond := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionSpecChanged)
+		return cond != nil && cond.Status == metav1.ConditionTrue && cond.Reason == v1alpha1.ReasonSpecImmutable && cond.Message == want,
+			fmt.Sprintf("%+v", got.Status.Conditions)
+	})
+	eventually(c, 10*time.Second, func() (bool, string) {
+		events := eventMessages(c, ns, "fixed")
+		return slices.Contains(events, want), joined(events)
+	})
+	backups := veleroBackupsOf(c, s.oadp, controllers.NACUUID(got.UID))
+	c.Assert(backups, HasLen, 1)
+	c.Check(backups[0].Name, Equals, veleroName)
+	c.Check(backups[0].Spec.IncludedNamespaces, DeepEquals, []string{ns})
+	c.Check(slices.Contains(backups[0].Spec.ExcludedResources, "secrets"), Equals, true)
+	c.Check(got.Status.VeleroBackup.Spec.IncludedNamespaces, DeepEquals, []string{ns})
+
+	// Back to the spec validated: the condition goes.
+	before = got.DeepCopy()
+	got.Spec.BackupSpec.IncludedNamespaces = nil
+	got.Spec.BackupSpec.ExcludedResources = []string{"secrets"}
+	c.Assert(testClient.Patch(ctx, got, client.MergeFrom(before)), IsNil)
+	eventually(c, 10*time.Second, func() (bool, string) {
+		got = getNAB(c, nab)
+		return meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionSpecChanged) == nil, fmt.Sprintf("%+v", got.Status.Conditions)
+	})
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -81,6 +81,7 @@ func (r *NonAdminRestoreReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		refs:      restoreRefs,
 		afterRun:  after(ActionRestore, r.mirror),
 		adopts:    true,
+		decided:   restoreSpecDecided,
 	}, req)
 }
 
@@ -144,6 +145,7 @@ func (r *NonAdminRestoreReconciler) volumeToNAR(ctx context.Context, obj client.
 // NonAdminBackup called nab (of its own namespace).
 func restoresBackup(nar *v1alpha1.NonAdminRestore, nab string) bool {
 	p := nar.Status.Plan
-	return nar.Spec.RestoreSpec != nil && nar.Spec.RestoreSpec.BackupName == nab &&
+	spec := nar.AcceptedRestoreSpec()
+	return spec != nil && spec.BackupName == nab &&
 		(p == nil || p.State != v1alpha1.PlanComplete && p.State != v1alpha1.PlanFailed)
 }

@@ -104,6 +104,9 @@ type nacKind[T v1alpha1.Object] struct {
 	// begin, when set, runs before each run, once the object is read and
 	// holds the finalizer.
 	begin func(T)
+	// decided, when set, names the spec field nacflow reads once
+	// (reportSpecChange reports later changes of it).
+	decided decidedSpec[T]
 	// afterRun, when set, runs after each successful Run (mirroring Velero
 	// status).
 	afterRun func(ctx context.Context, obj T, action string, finished bool) error
@@ -189,6 +192,9 @@ func reconcileNAC[T v1alpha1.Object](ctx context.Context, d *Deps, reads *stalen
 		k.begin(obj)
 	}
 	buffer := &events.Buffer{}
+	if k.decided != nil {
+		reportSpecChange(obj, k.decided, buffer)
+	}
 	result, finished, held, err := runAction(ctx, d, kind, k, obj, action, buffer)
 	if held && err == nil {
 		// A brief wait on Velero (engine.WaitBriefly): its answer, or the

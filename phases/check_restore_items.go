@@ -177,7 +177,7 @@ func (f *CheckRestoreItems) Run(ctx context.Context, op *engine.Operation, nar *
 		return engine.Result{}, err
 	}
 	p := restorepolicy.Policy{Namespace: nar.Namespace, Bound: bound, AdminOwned: f.adminOwned,
-		UpdateExisting: nar.Spec.RestoreSpec != nil && nar.Spec.RestoreSpec.ExistingResourcePolicy == velerov1.PolicyTypeUpdate}
+		UpdateExisting: nar.AcceptedRestoreSpec() != nil && nar.AcceptedRestoreSpec().ExistingResourcePolicy == velerov1.PolicyTypeUpdate}
 	skip := restoreSkips(nar)
 	total, excluded, err := checkContents(ctx, dr.Status.DownloadURL, p, skip, precheckLookup{op: op})
 	var apiErr apiError
@@ -234,7 +234,7 @@ func setItemsChecked(nar *v1alpha1.NonAdminRestore, status metav1.ConditionStatu
 // (restoreExcluded) and the restore spec's own filters.
 func restoreSkips(nar *v1alpha1.NonAdminRestore) func(schema.GroupResource) bool {
 	var included, excluded []string
-	if s := nar.Spec.RestoreSpec; s != nil {
+	if s := nar.AcceptedRestoreSpec(); s != nil {
 		included, excluded = s.IncludedResources, s.ExcludedResources
 	}
 	in := func(list []string, gr schema.GroupResource) bool {

@@ -30,7 +30,7 @@ func (*DeleteRestoresOfBackup) SafetyExceptions() []engine.Exception {
 // Run implements phaseFunc.
 func (f *DeleteRestoresOfBackup) Run(ctx context.Context, op *engine.Operation, nab *v1alpha1.NonAdminBackup, _ *noArgs) (engine.Result, error) {
 	deleted, err := deleteReferring(ctx, op, nab.Namespace, &v1alpha1.NonAdminRestoreList{}, func(o client.Object) bool {
-		spec := o.(*v1alpha1.NonAdminRestore).Spec.RestoreSpec
+		spec := o.(*v1alpha1.NonAdminRestore).AcceptedRestoreSpec()
 		return spec != nil && spec.BackupName == nab.Name
 	}, apierrors.IsConflict)
 	if err != nil {

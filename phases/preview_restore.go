@@ -115,7 +115,7 @@ func (f *PreviewRestore) Run(ctx context.Context, op *engine.Operation, nar *v1a
 	if err != nil {
 		return engine.Result{}, err
 	}
-	spec := nar.Spec.RestoreSpec
+	spec := nar.AcceptedRestoreSpec()
 	if spec == nil {
 		spec = &velerov1.RestoreSpec{}
 	}

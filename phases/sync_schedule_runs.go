@@ -413,7 +413,7 @@ func (f *SyncScheduleRuns) applyRetention(ctx context.Context, op *engine.Operat
 	inUse := map[string]bool{}
 	for i := range narList.Items {
 		nar := &narList.Items[i]
-		if rs := nar.Spec.RestoreSpec; rs != nil && (nar.Status.Plan == nil || (nar.Status.Plan.State != v1alpha1.PlanComplete && nar.Status.Plan.State != v1alpha1.PlanFailed)) {
+		if rs := nar.AcceptedRestoreSpec(); rs != nil && (nar.Status.Plan == nil || (nar.Status.Plan.State != v1alpha1.PlanComplete && nar.Status.Plan.State != v1alpha1.PlanFailed)) {
 			inUse[rs.BackupName] = true
 		}
 	}

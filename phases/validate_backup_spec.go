@@ -41,7 +41,9 @@ const DefaultLocationTimeout = 5 * time.Minute
 // is recorded in status.veleroBackup.spec, so the tenant sees enforced values
 // before Velero does, and CreateVeleroBackup builds the Velero Backup from
 // it. It sets condition Accepted (BackupAccepted or InvalidBackupSpec) and,
-// on refusal, status.phase BackingOff.
+// on refusal, status.phase BackingOff. Either way it records
+// status.specHash (v1alpha1.SpecHash of spec.backupSpec): the spec decided
+// on, so that a later change is reported and never acted on.
 //
 // Refused, each with a message naming the field: includedNamespaces other
 // than the NAB's own namespace, any excludedNamespaces, includeClusterResources
@@ -88,6 +90,8 @@ func (f *ValidateBackupSpec) Run(ctx context.Context, op *engine.Operation, nab 
 			return *wait, nil
 		}
 	}
+	// What was decided on: a later spec is reported, never acted on.
+	nab.Status.SpecHash = v1alpha1.SpecHash(nab.Spec.BackupSpec)
 	if refusal != nil {
 		return engine.Result{}, refuse(nab, v1alpha1.ReasonInvalidBackupSpec, refusal)
 	}

@@ -31,7 +31,8 @@ type ValidateRestoreSpecArgs struct {
 // be a cluster-wide write made for a tenant (OADP NAC allows it; nacflow
 // does not). It sets condition
 // Accepted (RestoreAccepted or InvalidRestoreSpec), status.phase BackingOff
-// on refusal, and records the effective spec in status.veleroRestore.spec.
+// on refusal, and records the effective spec in status.veleroRestore.spec
+// and status.specHash (as ValidateBackupSpec does).
 //
 // Errors: refusals are terminal; API errors are retryable.
 //
@@ -71,6 +72,8 @@ func (f *ValidateRestoreSpec) Run(ctx context.Context, op *engine.Operation, nar
 			return engine.Result{}, err
 		}
 	}
+	// What was decided on: a later spec is reported, never acted on.
+	nar.Status.SpecHash = v1alpha1.SpecHash(nar.Spec.RestoreSpec)
 	if refusal != nil {
 		return engine.Result{}, refuse(nar, v1alpha1.ReasonInvalidRestoreSpec, refusal)
 	}

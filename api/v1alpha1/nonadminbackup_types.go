@@ -17,8 +17,10 @@ type NonAdminBackupSpec struct {
 	// enforces the tenant rules on it (own namespace only, no cluster-scoped
 	// resources) and the admin's enforced values before creating the Velero
 	// Backup in the OADP namespace.
+	// nacflow acts on it once: a later change is reported (condition
+	// SpecChanged) and never acted on. (No CRD rule refuses the change:
+	// OADP NAC's own updates rewrite it with Velero's zero values.)
 	// +required
-	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="backupSpec is immutable: create a new NonAdminBackup instead"
 	// +kubebuilder:validation:XValidation:rule="!has(self.includedNamespaces) || size(self.includedNamespaces) <= 1",message="spec.backupSpec.includedNamespaces may name only the NonAdminBackup's own namespace"
 	// +kubebuilder:validation:XValidation:rule="!has(self.excludedNamespaces) || size(self.excludedNamespaces) == 0",message="spec.backupSpec.excludedNamespaces is restricted"
 	// +kubebuilder:validation:XValidation:rule="!has(self.includeClusterResources) || !self.includeClusterResources",message="spec.backupSpec.includeClusterResources can not be true"
@@ -330,6 +332,12 @@ type NonAdminBackupStatus struct {
 	// veleroBackup links to and mirrors the Velero Backup.
 	// +optional
 	VeleroBackup *VeleroBackup `json:"veleroBackup,omitempty"`
+
+	// specHash is SpecHash of spec.backupSpec when nacflow validated it:
+	// a later spec that hashes otherwise is reported (SpecChanged) and
+	// never acted on (nacflow's field).
+	// +optional
+	SpecHash string `json:"specHash,omitempty"`
 
 	// veleroDeleteBackupRequest links to and mirrors the Velero
 	// DeleteBackupRequest made for spec.deleteBackup.

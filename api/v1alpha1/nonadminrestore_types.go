@@ -14,8 +14,9 @@ type NonAdminRestoreSpec struct {
 	// Backup. nacflow restores into the NonAdminRestore's own namespace only,
 	// and nothing cluster-scoped: includeClusterResources may not be true and
 	// includedResources may not name a cluster-scoped kind.
+	// nacflow acts on it once: a later change is reported (condition
+	// SpecChanged) and never acted on.
 	// +required
-	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="restoreSpec is immutable: create a new NonAdminRestore instead"
 	// +kubebuilder:validation:XValidation:rule="has(self.backupName) && size(self.backupName) > 0",message="spec.restoreSpec.backupName is required: the name of a NonAdminBackup in this namespace"
 	// +kubebuilder:validation:XValidation:rule="!has(self.includeClusterResources) || !self.includeClusterResources",message="spec.restoreSpec.includeClusterResources can not be true: a NonAdminRestore may not restore cluster-scoped resources"
 	RestoreSpec *velerov1.RestoreSpec `json:"restoreSpec"`
@@ -196,6 +197,11 @@ type NonAdminRestoreStatus struct {
 	// veleroRestore links to and mirrors the Velero Restore.
 	// +optional
 	VeleroRestore *VeleroRestore `json:"veleroRestore,omitempty"`
+
+	// specHash is SpecHash of spec.restoreSpec when nacflow validated it
+	// (nacflow's field; see NonAdminBackupStatus.specHash).
+	// +optional
+	SpecHash string `json:"specHash,omitempty"`
 
 	// queueInfo is the estimated queue position.
 	// +optional
