@@ -66,11 +66,21 @@ func bslRefs(n *v1alpha1.NonAdminBackupStorageLocation) []statusRef {
 }
 
 // downloadRefs are a NonAdminDownloadRequest's: its Velero DownloadRequest
-// (status.velero has no namespace: the OADP namespace).
+// (status.velero has no namespace: the OADP namespace). OADP NAC records
+// no link in status: it names the DownloadRequest "nadr-<UID>" and labels
+// it with the UID itself. While status links nothing, the reference is
+// that name and NACUUID, held outside status: operationIdentity adopts the
+// object only when it exists and names this very request (so a request
+// OADP NAC began is taken over, never duplicated), and nothing of it is
+// written back unless adopted.
 func downloadRefs(n *v1alpha1.NonAdminDownloadRequest) []statusRef {
 	v := &n.Status.VeleroDownloadRequest
-	return []statusRef{{"status.velero", "DownloadRequest", &v.NACUUID, &v.Name, nil,
-		func() client.Object { return &velerov1.DownloadRequest{} }}}
+	newObject := func() client.Object { return &velerov1.DownloadRequest{} }
+	if v.NACUUID == "" && v.Name == "" && n.UID != "" {
+		uuid, name := string(n.UID), "nadr-"+string(n.UID)
+		return []statusRef{{"status.velero", "DownloadRequest", &uuid, &name, nil, newObject}}
+	}
+	return []statusRef{{"status.velero", "DownloadRequest", &v.NACUUID, &v.Name, nil, newObject}}
 }
 
 // scheduleRefs are a NonAdminSchedule's: its Velero Schedule.

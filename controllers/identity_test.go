@@ -157,4 +157,42 @@ func (s *IdentitySuite) TestOperationIdentity(c *C) {
 		c.Assert(err, IsNil, Commentf(tc.about))
 		c.Check(uuid, Equals, tc.want, Commentf(tc.about))
 	}
+
+	// A NonAdminDownloadRequest OADP NAC began: no link in status, its
+	// DownloadRequest "nadr-<UID>" labelled with the UID. Adopted only when
+	// it names this very request and was made after it; nothing is written
+	// to status before the request's own phase links it.
+	dr := func(uid types.UID, namespace, nadr string, at time.Time) *velerov1.DownloadRequest {
+		return &velerov1.DownloadRequest{ObjectMeta: metav1.ObjectMeta{Namespace: idOADP, Name: "nadr-" + string(uid), CreationTimestamp: metav1.NewTime(at),
+			Labels:      map[string]string{v1alpha1.NadrOriginNACUUIDLabel: string(uid)},
+			Annotations: map[string]string{v1alpha1.NadrOriginNamespaceAnnotation: namespace, v1alpha1.NadrOriginNameAnnotation: nadr}}}
+	}
+	uids := map[string]types.UID{"oadp": "aaaaaaaa-0000-0000-0000-000000000001", "theirs": "aaaaaaaa-0000-0000-0000-000000000002",
+		"sibling": "aaaaaaaa-0000-0000-0000-000000000003", "old": "aaaaaaaa-0000-0000-0000-000000000004", "none": "aaaaaaaa-0000-0000-0000-000000000005"}
+	dcl := fake.NewClientBuilder().WithScheme(sc).WithObjects(
+		dr(uids["oadp"], idTenant, "logs", nabCreated.Add(time.Second)),
+		dr(uids["theirs"], idVictim, "logs", nabCreated.Add(time.Second)),
+		dr(uids["sibling"], idTenant, "other", nabCreated.Add(time.Second)),
+		dr(uids["old"], idTenant, "logs", nabCreated.Add(-time.Hour)),
+	).Build()
+	for _, tc := range []struct {
+		about, uid string
+		adopted    bool
+	}{
+		{"OADP NAC's download request", "oadp", true},
+		{"a request of another tenant's of that UID", "theirs", false},
+		{"a sibling's", "sibling", false},
+		{"a re-created name", "old", false},
+		{"none made", "none", false},
+	} {
+		nadr := &v1alpha1.NonAdminDownloadRequest{ObjectMeta: metav1.ObjectMeta{Namespace: idTenant, Name: "logs", UID: uids[tc.uid], CreationTimestamp: metav1.NewTime(nabCreated)}}
+		uuid, _, err := operationIdentity(ctx, dcl, idOADP, "NonAdminDownloadRequest", nadr, downloadRefs(nadr), true)
+		c.Assert(err, IsNil, Commentf(tc.about))
+		want := NACUUID(uids[tc.uid])
+		if tc.adopted {
+			want = string(uids[tc.uid])
+		}
+		c.Check(uuid, Equals, want, Commentf(tc.about))
+		c.Check(nadr.Status.VeleroDownloadRequest, DeepEquals, v1alpha1.VeleroDownloadRequest{}, Commentf(tc.about))
+	}
 }

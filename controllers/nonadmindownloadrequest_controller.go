@@ -42,6 +42,8 @@ func (r *NonAdminDownloadRequestReconciler) Reconcile(ctx context.Context, req c
 	return reconcileNAC(ctx, &r.Deps, &r.reads, nacKind[*v1alpha1.NonAdminDownloadRequest]{
 		actionFor: finalizeOr[*v1alpha1.NonAdminDownloadRequest](ActionDownload),
 		refs:      downloadRefs,
+		// The DownloadRequest OADP NAC made for the request (downloadRefs).
+		adopts:    true,
 		expiresAt: downloadExpiry,
 	}, req)
 }

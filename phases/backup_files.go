@@ -76,7 +76,7 @@ func backupFileRequest(ctx context.Context, op *engine.Operation, recent *recent
 		return nil, err
 	}
 	if !found {
-		dr, _, err = createDownloadRequest(ctx, op, recent, name, kind, backup)
+		dr, _, err = createDownloadRequest(ctx, op, recent, name, kind, backup, nil)
 	}
 	return dr, err
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/engine"
@@ -44,7 +45,9 @@ func (f *CreateDownloadRequest) Run(ctx context.Context, op *engine.Operation, n
 	if a.Name == "" {
 		return engine.Result{}, engine.Terminalf("CreateDownloadRequest: args.name is empty")
 	}
-	got, verb, err := createDownloadRequest(ctx, op, f.tools.recent, v1alpha1.NACObjectName(nadr.Namespace, nadr.Name, op.UUID), kind, a.Name)
+	// A request makes one DownloadRequest: the one OADP NAC made for it
+	// ("nadr-<UID>") is adopted (createOrAdoptOwn).
+	got, verb, err := createDownloadRequest(ctx, op, f.tools.recent, v1alpha1.NACObjectName(nadr.Namespace, nadr.Name, op.UUID), kind, a.Name, &velerov1.DownloadRequestList{})
 	if err != nil {
 		return engine.Result{}, err
 	}
@@ -56,15 +59,23 @@ func (f *CreateDownloadRequest) Run(ctx context.Context, op *engine.Operation, n
 
 // createDownloadRequest creates (or adopts, createOrAdopt) the Velero
 // DownloadRequest name in the OADP namespace for the file kind of the Velero
-// Backup or Restore target, with op's origin labels and annotations.
-func createDownloadRequest(ctx context.Context, op *engine.Operation, recent *recentCreates, name string, kind velerov1.DownloadTargetKind, target string) (*velerov1.DownloadRequest, string, error) {
+// Backup or Restore target, with op's origin labels and annotations. own,
+// when set (a new DownloadRequestList), is for operations that make one
+// DownloadRequest only (createOrAdoptOwn); an existing one adopted that way
+// must be for the same file, or it is a terminal error.
+func createDownloadRequest(ctx context.Context, op *engine.Operation, recent *recentCreates, name string, kind velerov1.DownloadTargetKind, target string, own client.ObjectList) (*velerov1.DownloadRequest, string, error) {
 	want := &velerov1.DownloadRequest{
 		ObjectMeta: op.ObjectMeta(name),
 		Spec:       velerov1.DownloadRequestSpec{Target: velerov1.DownloadTarget{Kind: kind, Name: target}},
 	}
-	obj, verb, err := createOrAdopt(ctx, op, recent, "Velero DownloadRequest", want)
+	obj, verb, err := createOrAdoptOwn(ctx, op, recent, "Velero DownloadRequest", want, own)
 	if err != nil {
 		return nil, "", err
 	}
-	return obj.(*velerov1.DownloadRequest), verb, nil
+	got := obj.(*velerov1.DownloadRequest)
+	if got.Spec.Target != want.Spec.Target {
+		return nil, "", engine.Terminalf("Velero DownloadRequest %s/%s of this operation is for the %s of %s, not the %s of %s",
+			got.Namespace, got.Name, got.Spec.Target.Kind, got.Spec.Target.Name, kind, target)
+	}
+	return got, verb, nil
 }

@@ -2,7 +2,8 @@
 // server and object store, what OADP's own Non-Admin Controller made: OADP
 // NAC's manager, built from the copy of its source in ../shared/peers, runs
 // on its own CRDs while nacflow is stopped; then it stops and nacflow starts
-// on the same objects. It is its own package (go test's per-package time
+// on the same objects; then OADP NAC runs again, on nacflow's CRDs. It is
+// its own package (go test's per-package time
 // limit) and starts its own stack, so it must not run at the same time as
 // another package that does (Velero's fixed ports): the Makefile runs it on
 // its own.
@@ -160,12 +161,16 @@ func nabYAML(name string) string {
 	return fmt.Sprintf("apiVersion: oadp.openshift.io/v1alpha1\nkind: NonAdminBackup\nmetadata: {name: %s, namespace: %s}\nspec:\n  backupSpec: {snapshotVolumes: false}\n", name, tenant)
 }
 
+func narYAML(name, backup string) string {
+	return fmt.Sprintf("apiVersion: oadp.openshift.io/v1alpha1\nkind: NonAdminRestore\nmetadata: {name: %s, namespace: %s}\nspec:\n  restoreSpec: {backupName: %s}\n", name, tenant, backup)
+}
+
 // TestTakeOverFromOADPNAC: what OADP NAC made — two completed backups, one
 // whose Velero Backup exists but has not run, a completed restore, a storage
 // location with an approved request — is taken over by nacflow with exactly
 // one Velero object per NAC object, status links unchanged and phases equal
 // to Velero's; deleteBackup on an OADP-made backup deletes OADP's Backup
-// and its data for good; a new backup works.
+// and its data for good; a new backup works. Then the way back (handBack).
 func (s *OADPSuite) TestTakeOverFromOADPNAC(c *C) {
 	peers := peersDir(s.root)
 	// OADP NAC's CRDs, its DataProtectionApplication (approval required).
@@ -186,7 +191,7 @@ func (s *OADPSuite) TestTakeOverFromOADPNAC(c *C) {
 		s.st.KubectlIn(c, nabYAML(name), "apply", "-f", "-")
 		completed(name)
 	}
-	s.st.KubectlIn(c, fmt.Sprintf("apiVersion: oadp.openshift.io/v1alpha1\nkind: NonAdminRestore\nmetadata: {name: r1, namespace: %s}\nspec:\n  restoreSpec: {backupName: b1}\n", tenant), "apply", "-f", "-")
+	s.st.KubectlIn(c, narYAML("r1", "b1"), "apply", "-f", "-")
 	e2estack.Eventually(c, 3*time.Minute, func() (bool, string) {
 		out := s.get(c, "nar", tenant, "r1", "{.status.veleroRestore.status.phase}")
 		return out == "Completed", out
@@ -293,10 +298,81 @@ spec:
 	out, _ := s.st.Run("", "get", "nab", "-n", tenant, "b1")
 	c.Check(out, Matches, `(?s).*NotFound.*`, Commentf("the deleted backup came back"))
 
-	// A new backup works.
+	// A new backup works, and a restore of it.
 	s.st.KubectlIn(c, nabYAML("b4"), "apply", "-f", "-")
 	e2estack.Eventually(c, 3*time.Minute, func() (bool, string) {
 		out := s.get(c, "nab", tenant, "b4", "{.status.plan.state}|{.status.veleroBackup.status.phase}")
 		return out == "complete|Completed", out
+	})
+	s.st.KubectlIn(c, narYAML("r2", "b4"), "apply", "-f", "-")
+	e2estack.Eventually(c, 3*time.Minute, func() (bool, string) {
+		out := s.get(c, "nar", tenant, "r2", "{.status.plan.state}|{.status.veleroRestore.status.phase}")
+		return out == "complete|Completed", out
+	})
+
+	s.handBack(c, s3)
+}
+
+// handBack stops nacflow and starts OADP NAC again, on nacflow's CRDs:
+// OADP NAC takes over what both controllers made — nacflow's own backup
+// and restore included — with no second Velero object and its status links
+// unchanged; it runs a new backup (its first update of a new
+// NonAdminBackup is not refused), and deletes a backup nacflow made, data
+// included.
+func (s *OADPSuite) handBack(c *C, s3 string) {
+	// r1 went with b1 (a backup deleted for good takes its restores along).
+	nabs, nars := []string{"b2", "b3", "b4"}, []string{"r2"}
+	links := map[string]string{}
+	for _, n := range nabs {
+		links["nab/"+n] = s.get(c, "nab", tenant, n, "{.status.veleroBackup.nacuuid}|{.status.veleroBackup.name}")
+	}
+	for _, n := range nars {
+		links["nar/"+n] = s.get(c, "nar", tenant, n, "{.status.veleroRestore.nacuuid}|{.status.veleroRestore.name}")
+	}
+	links["nabsl/mine"] = s.get(c, "nabsl", tenant, "mine", "{.status.veleroBackupStorageLocation.nacuuid}|{.status.veleroBackupStorageLocation.name}")
+	s.stopController(c)
+	s.startController(c, "oadp-nac-again", []string{"WATCH_NAMESPACE=openshift-adp"}, s.oadpNAC,
+		"--metrics-bind-address", freeAddr(c), "--health-probe-bind-address", freeAddr(c))
+
+	s.st.KubectlIn(c, nabYAML("b5"), "apply", "-f", "-")
+	e2estack.Eventually(c, 3*time.Minute, func() (bool, string) {
+		out := s.get(c, "nab", tenant, "b5", "{.status.veleroBackup.status.phase}|{.status.phase}")
+		return out == "Completed|Created", fmt.Sprintf("b5: %s\n%.3000s", out, s.log("oadp-nac-again"))
+	})
+	time.Sleep(15 * time.Second) // OADP NAC has gone over every object by now: nothing more may come
+
+	backups := s.originsOf(c, "backups.velero.io", "openshift.io/oadp-nab-origin-")
+	for _, n := range append(nabs, "b5") {
+		c.Check(count(backups, tenant+"/"+n), Equals, 1, Commentf("Velero Backups of %s under OADP NAC again: %v", n, backups))
+		c.Check(s.get(c, "nab", tenant, n, "{.status.phase}|{.status.veleroBackup.status.phase}"), Equals, "Created|Completed", Commentf("%s", n))
+	}
+	for _, n := range nabs {
+		c.Check(s.get(c, "nab", tenant, n, "{.status.veleroBackup.nacuuid}|{.status.veleroBackup.name}"), Equals, links["nab/"+n], Commentf("status link of %s", n))
+	}
+	restores := s.originsOf(c, "restores.velero.io", "openshift.io/oadp-nar-origin-")
+	for _, n := range nars {
+		c.Check(count(restores, tenant+"/"+n), Equals, 1, Commentf("Velero Restores of %s: %v", n, restores))
+		c.Check(s.get(c, "nar", tenant, n, "{.status.veleroRestore.nacuuid}|{.status.veleroRestore.name}"), Equals, links["nar/"+n])
+		c.Check(s.get(c, "nar", tenant, n, "{.status.veleroRestore.status.phase}"), Equals, "Completed")
+	}
+	for _, kind := range []string{"backupstoragelocations.velero.io", "secrets", "nonadminbackupstoragelocationrequests"} {
+		got := s.originsOf(c, kind, "openshift.io/oadp-nabsl-origin-")
+		c.Check(count(got, tenant+"/mine"), Equals, 1, Commentf("%s under OADP NAC again: %v", kind, got))
+	}
+	c.Check(s.get(c, "nabsl", tenant, "mine", "{.status.veleroBackupStorageLocation.nacuuid}|{.status.veleroBackupStorageLocation.name}"), Equals, links["nabsl/mine"])
+	c.Check(s.get(c, "nabsl", tenant, "mine", "{.status.veleroBackupStorageLocation.status.phase}"), Equals, "Available")
+	// The refusal that stopped OADP NAC on nacflow's CRDs (an update of the
+	// spec refused, again and again) is gone.
+	c.Check(strings.Count(s.log("oadp-nac-again"), "is invalid"), Equals, 0, Commentf("%.3000s", s.log("oadp-nac-again")))
+
+	// OADP NAC deletes a backup nacflow made, data included.
+	b4 := strings.Split(links["nab/b4"], "|")[1]
+	c.Assert(e2estack.KeysIn(c, s3, "velero", "backups/"+b4+"/"), Not(HasLen), 0)
+	s.st.Kubectl(c, "patch", "nab", "-n", tenant, "b4", "--type", "merge", "-p", `{"spec":{"deleteBackup":true}}`)
+	e2estack.Eventually(c, 2*time.Minute, func() (bool, string) {
+		out, _ := s.st.Run("", "get", "nab", "-n", tenant, "b4")
+		keys := e2estack.KeysIn(c, s3, "velero", "backups/"+b4+"/")
+		_, err := s.st.Run("", "get", "backups.velero.io", "-n", "openshift-adp", b4)
+		return strings.Contains(out, "NotFound") && len(keys) == 0 && err != nil, fmt.Sprintf("NAB: %s, keys %v, Backup: %v", out, keys, err)
 	})
 }
