@@ -161,6 +161,42 @@ func nabYAML(name string) string {
 	return fmt.Sprintf("apiVersion: oadp.openshift.io/v1alpha1\nkind: NonAdminBackup\nmetadata: {name: %s, namespace: %s}\nspec:\n  backupSpec: {snapshotVolumes: false}\n", name, tenant)
 }
 
+// nabslYAML is a location of the tenant's in bucket "tenants" under
+// prefix, with the tenant's Secret "creds".
+func nabslYAML(name, prefix, s3 string) string {
+	return fmt.Sprintf(`apiVersion: oadp.openshift.io/v1alpha1
+kind: NonAdminBackupStorageLocation
+metadata: {name: %s, namespace: %s}
+spec:
+  backupStorageLocationSpec:
+    provider: aws
+    objectStorage: {bucket: tenants, prefix: %s}
+    config: {region: us-east-1, s3ForcePathStyle: "true", s3Url: %q}
+    credential: {name: creds, key: cloud}
+`, name, tenant, prefix, s3)
+}
+
+// approve approves the request made for the tenant's location nabsl, once
+// there is one, and waits for the location to be Available.
+func (s *OADPSuite) approve(c *C, nabsl string) {
+	var request string
+	e2estack.Eventually(c, time.Minute, func() (bool, string) {
+		out := s.st.Kubectl(c, "get", "nonadminbackupstoragelocationrequests", "-n", "openshift-adp", "-o",
+			`jsonpath={range .items[*]}{.metadata.name} {.metadata.annotations.openshift\.io/oadp-nabsl-origin-name}{"\n"}{end}`)
+		for _, l := range strings.Split(out, "\n") {
+			if name, origin, _ := strings.Cut(l, " "); origin == nabsl {
+				request = name
+			}
+		}
+		return request != "", "no request yet: " + out
+	})
+	s.st.Kubectl(c, "patch", "nonadminbackupstoragelocationrequests", "-n", "openshift-adp", request, "--type", "merge", "-p", `{"spec":{"approvalDecision":"approve"}}`)
+	e2estack.Eventually(c, 2*time.Minute, func() (bool, string) {
+		out := s.get(c, "nabsl", tenant, nabsl, "{.status.veleroBackupStorageLocation.status.phase}")
+		return out == "Available", out
+	})
+}
+
 func narYAML(name, backup string) string {
 	return fmt.Sprintf("apiVersion: oadp.openshift.io/v1alpha1\nkind: NonAdminRestore\nmetadata: {name: %s, namespace: %s}\nspec:\n  restoreSpec: {backupName: %s}\n", name, tenant, backup)
 }
@@ -200,25 +236,16 @@ func (s *OADPSuite) TestTakeOverFromOADPNAC(c *C) {
 	s3 := s.get(c, "backupstoragelocations.velero.io", "openshift-adp", "default", "{.spec.config.s3Url}")
 	s.st.Kubectl(c, "create", "secret", "generic", "-n", tenant, "creds",
 		"--from-literal=cloud=[default]\naws_access_key_id=mig\naws_secret_access_key=mig-secret\n")
-	s.st.KubectlIn(c, fmt.Sprintf(`apiVersion: oadp.openshift.io/v1alpha1
-kind: NonAdminBackupStorageLocation
-metadata: {name: mine, namespace: %s}
-spec:
-  backupStorageLocationSpec:
-    provider: aws
-    objectStorage: {bucket: tenants, prefix: mig}
-    config: {region: us-east-1, s3ForcePathStyle: "true", s3Url: %q}
-    credential: {name: creds, key: cloud}
-`, tenant, s3), "apply", "-f", "-")
-	var request string
+	s.st.KubectlIn(c, nabslYAML("mine", "mig", s3), "apply", "-f", "-")
+	s.approve(c, "mine")
+	// A backup on that location, and a download request of its resource
+	// list (OADP NAC serves those only for a tenant's own location).
+	s.st.KubectlIn(c, fmt.Sprintf("apiVersion: oadp.openshift.io/v1alpha1\nkind: NonAdminBackup\nmetadata: {name: bl, namespace: %s}\nspec:\n  backupSpec: {snapshotVolumes: false, storageLocation: mine}\n", tenant), "apply", "-f", "-")
+	completed("bl")
+	s.st.KubectlIn(c, fmt.Sprintf("apiVersion: oadp.openshift.io/v1alpha1\nkind: NonAdminDownloadRequest\nmetadata: {name: d1, namespace: %s}\nspec:\n  target: {kind: BackupResourceList, name: bl}\n", tenant), "apply", "-f", "-")
 	e2estack.Eventually(c, time.Minute, func() (bool, string) {
-		request = s.st.Kubectl(c, "get", "nonadminbackupstoragelocationrequests", "-n", "openshift-adp", "-o", "jsonpath={.items[0].metadata.name}")
-		return request != "", "no request yet"
-	})
-	s.st.Kubectl(c, "patch", "nonadminbackupstoragelocationrequests", "-n", "openshift-adp", request, "--type", "merge", "-p", `{"spec":{"approvalDecision":"approve"}}`)
-	e2estack.Eventually(c, 2*time.Minute, func() (bool, string) {
-		out := s.get(c, "nabsl", tenant, "mine", "{.status.veleroBackupStorageLocation.status.phase}")
-		return out == "Available", out
+		out := s.get(c, "nadr", tenant, "d1", "{.status.velero.status.phase}")
+		return out == "Processed", out + " " + s.get(c, "nadr", tenant, "d1", "{.status.conditions}")
 	})
 	// b3: OADP NAC made its Velero Backup; Velero has not run it when
 	// OADP NAC stops.
@@ -235,7 +262,7 @@ spec:
 
 	// What OADP NAC recorded.
 	links := map[string]string{}
-	for _, n := range []string{"b1", "b2", "b3"} {
+	for _, n := range []string{"b1", "b2", "b3", "bl"} {
 		links["nab/"+n] = s.get(c, "nab", tenant, n, "{.status.veleroBackup.nacuuid}|{.status.veleroBackup.name}")
 	}
 	links["nar/r1"] = s.get(c, "nar", tenant, "r1", "{.status.veleroRestore.nacuuid}|{.status.veleroRestore.name}")
@@ -249,7 +276,7 @@ spec:
 	s.startController(c, "nacflow", nil, filepath.Join(s.bin, "nac"), "--oadp-namespace", "openshift-adp",
 		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--backup-sync-period", "10s",
 		"--endpoint-allow-hosts", strings.TrimPrefix(s3, "http://"))
-	for _, n := range []string{"b1", "b2", "b3"} {
+	for _, n := range []string{"b1", "b2", "b3", "bl"} {
 		e2estack.Eventually(c, 3*time.Minute, func() (bool, string) {
 			out := s.get(c, "nab", tenant, n, "{.status.plan.state}|{.status.veleroBackup.status.phase}")
 			return out == "complete|Completed", fmt.Sprintf("%s: %s\n%.3000s", n, out, s.log("nacflow"))
@@ -263,11 +290,16 @@ spec:
 		out := s.get(c, "nabsl", tenant, "mine", "{.status.plan.state}|{.status.veleroBackupStorageLocation.status.phase}")
 		return out == "complete|Available", out + " " + s.get(c, "nabsl", tenant, "mine", "{.status.plan.current}: {.status.conditions}")
 	})
+	d1 := "nadr-" + s.get(c, "nadr", tenant, "d1", "{.metadata.uid}")
+	e2estack.Eventually(c, time.Minute, func() (bool, string) {
+		out := s.get(c, "nadr", tenant, "d1", "{.status.plan.state}|{.status.velero.name}|{.status.velero.status.phase}")
+		return out == "complete|"+d1+"|Processed", out + " " + s.get(c, "nadr", tenant, "d1", "{.status.plan.current}")
+	})
 	time.Sleep(15 * time.Second) // a backup sync period and then some: nothing more may come
 
 	// Exactly one Velero object per NAC object, under OADP NAC's names.
 	backups := s.originsOf(c, "backups.velero.io", "openshift.io/oadp-nab-origin-")
-	for _, n := range []string{"b1", "b2", "b3"} {
+	for _, n := range []string{"b1", "b2", "b3", "bl"} {
 		c.Check(count(backups, tenant+"/"+n), Equals, 1, Commentf("Velero Backups of %s: %v", n, backups))
 		c.Check(s.get(c, "nab", tenant, n, "{.status.veleroBackup.nacuuid}|{.status.veleroBackup.name}"), Equals, links["nab/"+n], Commentf("status link of %s", n))
 	}
@@ -279,6 +311,8 @@ spec:
 		c.Check(count(got, tenant+"/mine"), Equals, 1, Commentf("%s: %v", kind, got))
 	}
 	c.Check(s.get(c, "nabsl", tenant, "mine", "{.status.veleroBackupStorageLocation.nacuuid}|{.status.veleroBackupStorageLocation.name}"), Equals, links["nabsl/mine"])
+	downloads := s.originsOf(c, "downloadrequests.velero.io", "openshift.io/oadp-nadr-origin-")
+	c.Check(count(downloads, tenant+"/d1"), Equals, 1, Commentf("Velero DownloadRequests: %v", downloads))
 
 	// deleteBackup on an OADP-made backup: OADP's Backup and its data go,
 	// and backup sync does not bring it back.
@@ -310,6 +344,10 @@ spec:
 		return out == "complete|Completed", out
 	})
 
+	// A location nacflow makes, approved under nacflow.
+	s.st.KubectlIn(c, nabslYAML("ours", "ours", s3), "apply", "-f", "-")
+	s.approve(c, "ours")
+
 	s.handBack(c, s3)
 }
 
@@ -321,7 +359,7 @@ spec:
 // included.
 func (s *OADPSuite) handBack(c *C, s3 string) {
 	// r1 went with b1 (a backup deleted for good takes its restores along).
-	nabs, nars := []string{"b2", "b3", "b4"}, []string{"r2"}
+	nabs, nars := []string{"b2", "b3", "b4", "bl"}, []string{"r2"}
 	links := map[string]string{}
 	for _, n := range nabs {
 		links["nab/"+n] = s.get(c, "nab", tenant, n, "{.status.veleroBackup.nacuuid}|{.status.veleroBackup.name}")
@@ -361,6 +399,17 @@ func (s *OADPSuite) handBack(c *C, s3 string) {
 	}
 	c.Check(s.get(c, "nabsl", tenant, "mine", "{.status.veleroBackupStorageLocation.nacuuid}|{.status.veleroBackupStorageLocation.name}"), Equals, links["nabsl/mine"])
 	c.Check(s.get(c, "nabsl", tenant, "mine", "{.status.veleroBackupStorageLocation.status.phase}"), Equals, "Available")
+	// The location nacflow made: one of each, still Available. Its request
+	// records the prefix in force ("<namespace>/ours"), OADP NAC's the
+	// prefix as written: OADP NAC reports a spec update it does not allow
+	// and keeps the location (docs/migrating-from-oadp.md).
+	for _, kind := range []string{"backupstoragelocations.velero.io", "secrets", "nonadminbackupstoragelocationrequests"} {
+		got := s.originsOf(c, kind, "openshift.io/oadp-nabsl-origin-")
+		c.Check(count(got, tenant+"/ours"), Equals, 1, Commentf("%s under OADP NAC again: %v", kind, got))
+	}
+	c.Check(s.get(c, "nabsl", tenant, "ours", "{.status.veleroBackupStorageLocation.status.phase}"), Equals, "Available")
+	c.Check(s.get(c, "nabsl", tenant, "ours", `{.status.conditions[?(@.type=="SpecUpdateApproved")].status}`), Equals, "False",
+		Commentf("%s", s.get(c, "nabsl", tenant, "ours", "{.status.conditions}")))
 	// The refusal that stopped OADP NAC on nacflow's CRDs (an update of the
 	// spec refused, again and again) is gone.
 	c.Check(strings.Count(s.log("oadp-nac-again"), "is invalid"), Equals, 0, Commentf("%.3000s", s.log("oadp-nac-again")))
