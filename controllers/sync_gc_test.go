@@ -72,6 +72,7 @@ func (s *ControllerSuite) TestBackupSyncAfterRebuild(c *C) {
 	c.Check(got.Labels, DeepEquals, map[string]string{"team": "blue", v1alpha1.NabSyncedFromNACUUIDLabel: "0a0a0a0a-1111-5222-8333-444455556666"})
 	c.Check(got.Spec.BackupSpec.StorageLocation, Equals, "", Commentf("the default location maps back to none"))
 	c.Check(got.Status.Plan.Action, Equals, "adopt")
+	c.Check(got.Status.SpecHash, Equals, v1alpha1.SpecHash(got.Spec.BackupSpec), Commentf("a later edit of the synced spec is reported"))
 	var phases []string
 	for _, p := range got.Status.Plan.Phases {
 		phases = append(phases, p.Func)

@@ -34,7 +34,8 @@ type AdoptVeleroBackupArgs struct {
 // creation, then refused. A refusal is recorded like every other
 // (status.phase BackingOff, Accepted=False with reason InvalidSyncLabel). On
 // success it records status.veleroBackup (nacuuid, name, namespace),
-// status.phase Created and Queued=True.
+// status.specHash (see ValidateBackupSpec), status.phase Created and
+// Queued=True.
 //
 // Outputs: name. Errors: no such backup or another namespace's backup is
 // a terminal refusal; API errors are retryable.
@@ -94,6 +95,9 @@ func (f *AdoptVeleroBackup) Run(ctx context.Context, op *engine.Operation, nab *
 	b := mine[0]
 	nab.Status.Phase = v1alpha1.NonAdminPhaseCreated
 	nab.Status.VeleroBackup = &v1alpha1.VeleroBackup{NACUUID: a.NACUUID, Name: b.Name, Namespace: b.Namespace, Spec: b.Spec.DeepCopy()}
+	// The spec the NAB was made with: a later edit is reported, as for a
+	// NAB that was validated.
+	nab.Status.SpecHash = v1alpha1.SpecHash(nab.Spec.BackupSpec)
 	setCondition(nab, v1alpha1.ConditionQueued, metav1.ConditionTrue, v1alpha1.ReasonBackupScheduled,
 		fmt.Sprintf("Adopted existing Velero Backup object %s", b.Name))
 	return engine.Done(fmt.Sprintf("Adopted Velero Backup %s/%s (created nothing)", b.Namespace, b.Name), map[string]string{"name": b.Name}), nil

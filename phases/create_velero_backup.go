@@ -82,10 +82,7 @@ func (f *CreateVeleroBackup) Run(ctx context.Context, op *engine.Operation, nab 
 // its own namespace, and the NAC kinds and ClusterExcludedResources
 // excluded in the filter style the spec uses (excludeForTenant).
 func tenantBackupSpec(nab *v1alpha1.NonAdminBackup) *velerov1.BackupSpec {
-	spec := nab.Spec.BackupSpec.DeepCopy()
-	if vb := nab.Status.VeleroBackup; vb != nil && vb.Spec != nil {
-		spec = vb.Spec.DeepCopy()
-	}
+	spec := nab.AcceptedBackupSpec().DeepCopy()
 	spec.IncludedNamespaces = []string{nab.Namespace}
 	excludeForTenant(spec)
 	return spec

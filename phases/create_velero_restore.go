@@ -60,10 +60,7 @@ func (f *CreateVeleroRestore) Run(ctx context.Context, op *engine.Operation, nar
 			fmt.Errorf("spec.restoreSpec.backupName: Velero Backup %s does not belong to namespace %s: refusing to restore it", a.BackupName, nar.Namespace))
 	}
 
-	spec := nar.Spec.RestoreSpec.DeepCopy()
-	if vr := nar.Status.VeleroRestore; vr != nil && vr.Spec != nil {
-		spec = vr.Spec.DeepCopy()
-	}
+	spec := nar.AcceptedRestoreSpec().DeepCopy()
 	spec.BackupName = a.BackupName
 	spec.IncludedNamespaces = []string{nar.Namespace}
 	for _, r := range restoreExcluded {
