@@ -362,6 +362,14 @@ func (s *ControllerSuite) TestBackupSpecChangeIsNotActedOn(c *C) {
 	c.Check(slices.Contains(backups[0].Spec.ExcludedResources, "secrets"), Equals, true)
 	c.Check(got.Status.VeleroBackup.Spec.IncludedNamespaces, DeepEquals, []string{ns})
 
+	// The location alone stays refused by the CRD: quotas and a deleted
+	// location's backups are counted by it.
+	before = got.DeepCopy()
+	moved := got.DeepCopy()
+	moved.Spec.BackupSpec.StorageLocation = "elsewhere"
+	err := testClient.Patch(ctx, moved, client.MergeFrom(before))
+	c.Assert(err, ErrorMatches, `.*spec.backupSpec.storageLocation is immutable: create a new NonAdminBackup instead.*`)
+
 	// Back to the spec validated: the condition goes.
 	before = got.DeepCopy()
 	got.Spec.BackupSpec.IncludedNamespaces = nil

@@ -18,9 +18,12 @@ type NonAdminBackupSpec struct {
 	// resources) and the admin's enforced values before creating the Velero
 	// Backup in the OADP namespace.
 	// nacflow acts on it once: a later change is reported (condition
-	// SpecChanged) and never acted on. (No CRD rule refuses the change:
-	// OADP NAC's own updates rewrite it with Velero's zero values.)
+	// SpecChanged) and never acted on. No CRD rule refuses a change of the
+	// whole (OADP NAC's own updates rewrite it with Velero's zero values),
+	// but storageLocation may not change: which location a backup is on
+	// decides what a quota counts and what a deleted location takes along.
 	// +required
+	// +kubebuilder:validation:XValidation:rule="(has(self.storageLocation) ? self.storageLocation : '') == (has(oldSelf.storageLocation) ? oldSelf.storageLocation : '')",message="spec.backupSpec.storageLocation is immutable: create a new NonAdminBackup instead"
 	// +kubebuilder:validation:XValidation:rule="!has(self.includedNamespaces) || size(self.includedNamespaces) <= 1",message="spec.backupSpec.includedNamespaces may name only the NonAdminBackup's own namespace"
 	// +kubebuilder:validation:XValidation:rule="!has(self.excludedNamespaces) || size(self.excludedNamespaces) == 0",message="spec.backupSpec.excludedNamespaces is restricted"
 	// +kubebuilder:validation:XValidation:rule="!has(self.includeClusterResources) || !self.includeClusterResources",message="spec.backupSpec.includeClusterResources can not be true"

@@ -331,6 +331,12 @@ func (s *OADPSuite) TestTakeOverFromOADPNAC(c *C) {
 	time.Sleep(25 * time.Second) // two backup sync periods
 	out, _ := s.st.Run("", "get", "nab", "-n", tenant, "b1")
 	c.Check(out, Matches, `(?s).*NotFound.*`, Commentf("the deleted backup came back"))
+	// r1 restored b1 and went with it (OADP NAC's rule): its finalizer
+	// removed the Velero Restore OADP NAC made.
+	out, _ = s.st.Run("", "get", "nar", "-n", tenant, "r1")
+	c.Check(out, Matches, `(?s).*NotFound.*`)
+	restores = s.originsOf(c, "restores.velero.io", "openshift.io/oadp-nar-origin-")
+	c.Check(count(restores, tenant+"/r1"), Equals, 0, Commentf("Velero Restores: %v", restores))
 
 	// A new backup works, and a restore of it.
 	s.st.KubectlIn(c, nabYAML("b4"), "apply", "-f", "-")
