@@ -76,7 +76,7 @@ func (s *AdoptSuite) TestAdoptsWhatOADPNACMade(c *C) {
 	restore, _ := reg.Get("CreateVeleroRestore")
 	nar := &v1alpha1.NonAdminRestore{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "back", UID: "u3"},
 		Spec: v1alpha1.NonAdminRestoreSpec{RestoreSpec: &velerov1.RestoreSpec{BackupName: "nightly"}}}
-	nar.Status.VeleroRestore = &v1alpha1.VeleroRestore{NACUUID: "team-back-1"}
+	nar.Status.VeleroRestore = &v1alpha1.VeleroRestore{NACUUID: "team-back-1", Spec: nar.Spec.RestoreSpec.DeepCopy()}
 	args := restore.NewArgs().(*phases.CreateVeleroRestoreArgs)
 	args.BackupName = uuid
 	res, err = restore.Run(ctx, &engine.Operation{Object: nar, OADPNamespace: "oadp", UUID: "team-back-1", Phase: "createRestore"}, args)
@@ -97,4 +97,43 @@ func (s *AdoptSuite) TestAdoptsWhatOADPNACMade(c *C) {
 	c.Assert(cl.List(ctx, secrets, client.InNamespace("oadp")), IsNil)
 	c.Assert(secrets.Items, HasLen, 1, Commentf("no second copy"))
 	c.Check(secrets.Items[0].Name, Equals, "team-mine-2")
+}
+
+// Under OADP's CRDs no accepted restore spec survives a reconcile: a
+// restoreSpec edited while the restore waited for its backup is checked
+// again before anything is created.
+func (s *AdoptSuite) TestRestoreSpecEditedDuringTheWait(c *C) {
+	ctx := context.Background()
+	sc, _ := scheduleFixture(c, "@daily")
+	backup := oadpMade(&velerov1.Backup{}, v1alpha1.NabOriginNACUUIDLabel, v1alpha1.NabOriginNamespaceAnnotation, v1alpha1.NabOriginNameAnnotation, "team-nightly-1", "team", "nightly")
+	cl := fake.NewClientBuilder().WithScheme(sc).WithObjects(backup).Build()
+	reg, err := phases.NewRegistry(phases.Clients{Client: cl, APIReader: cl}, phases.Options{})
+	c.Assert(err, IsNil)
+	restore, _ := reg.Get("CreateVeleroRestore")
+	for _, tc := range []struct {
+		about string
+		edit  func(*velerov1.RestoreSpec)
+		want  string
+	}{
+		{"into another tenant's namespace", func(r *velerov1.RestoreSpec) { r.NamespaceMapping = map[string]string{"team": "victim"} },
+			"spec.restoreSpec.namespaceMapping is restricted: a NonAdminRestore restores into its own namespace only"},
+		{"cluster-scoped resources", func(r *velerov1.RestoreSpec) { t := true; r.IncludeClusterResources = &t },
+			"spec.restoreSpec.includeClusterResources can not be true: .*"},
+		{"an OADP-namespace ConfigMap", func(r *velerov1.RestoreSpec) {
+			r.ResourceModifier = &corev1.TypedLocalObjectReference{Kind: "ConfigMap", Name: "admins"}
+		}, "spec.restoreSpec.resourceModifier is restricted: .*"},
+	} {
+		nar := &v1alpha1.NonAdminRestore{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "back", UID: "u5"},
+			Spec: v1alpha1.NonAdminRestoreSpec{RestoreSpec: &velerov1.RestoreSpec{BackupName: "nightly"}}}
+		tc.edit(nar.Spec.RestoreSpec)
+		args := restore.NewArgs().(*phases.CreateVeleroRestoreArgs)
+		args.BackupName = "team-nightly-1"
+		_, err := restore.Run(ctx, &engine.Operation{Object: nar, OADPNamespace: "oadp", UUID: "u5-uuid", Phase: "createRestore"}, args)
+		c.Assert(err, NotNil, Commentf(tc.about))
+		c.Check(engine.IsTerminal(err), Equals, true, Commentf(tc.about))
+		c.Check(err, ErrorMatches, tc.want, Commentf(tc.about))
+		restores := &velerov1.RestoreList{}
+		c.Assert(cl.List(ctx, restores), IsNil)
+		c.Check(restores.Items, HasLen, 0, Commentf("%s: nothing created", tc.about))
+	}
 }

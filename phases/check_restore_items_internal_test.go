@@ -292,6 +292,8 @@ func (s *CheckRestoreItemsSuite) TestRestoreCarriesSettings(c *C) {
 			Annotations: map[string]string{v1alpha1.NabOriginNamespaceAnnotation: "team"}}}).Build()
 		nar := &v1alpha1.NonAdminRestore{ObjectMeta: metav1.ObjectMeta{Name: "back", Namespace: "team"},
 			Spec: v1alpha1.NonAdminRestoreSpec{RestoreSpec: &velerov1.RestoreSpec{BackupName: "nab"}}}
+		// As ValidateRestoreSpec recorded it.
+		nar.Status.VeleroRestore = &v1alpha1.VeleroRestore{Spec: nar.Spec.RestoreSpec.DeepCopy()}
 		op := &engine.Operation{Object: nar, OADPNamespace: "oadp", UUID: "uuid-1", Client: cl, APIReader: cl}
 		f := bind(&CreateVeleroRestore{tools: tools{recent: newRecentCreates()}, restoreRules: restoreRules{tenantRole: t.role, adminOwned: t.owned}})
 		_, err := f.Run(context.Background(), op, &CreateVeleroRestoreArgs{BackupName: "b"})

@@ -27,7 +27,8 @@ type CreateVeleroRestoreArgs struct {
 // OADP namespace (or adopts it, as CreateVeleroBackup does): named
 // v1alpha1.NACObjectName(ns, name, nacuuid), labelled
 // openshift.io/oadp-nar-origin-nacuuid with the origin annotations, from the
-// accepted restoreSpec (status.veleroRestore.spec) with backupName =
+// accepted restoreSpec (status.veleroRestore.spec; when none is recorded,
+// the current spec, decided on again as ValidateRestoreSpec does) with backupName =
 // args.backupName, includedNamespaces = [own namespace] and the NAC kinds,
 // volumesnapshotclasses and ClusterExcludedResources excluded (restoreExcluded;
 // persistentvolumes stay restorable through their claims, as Velero does
@@ -39,11 +40,14 @@ type CreateVeleroRestoreArgs struct {
 // (a blueprint's args.annotations may set them too), which Velero's plugin
 // velero-plugin-nacflow follows on every item (defaults when absent). Sets status.phase Created and Queued=True/RestoreScheduled.
 //
-// Outputs: name. Errors: a foreign or missing backup and a name taken by
-// another object are terminal; API errors are retryable.
+// Outputs: name. Errors: a foreign or missing backup, a current spec that
+// breaks a rule of ValidateRestoreSpec and a name taken by another object
+// are terminal; API errors are retryable.
 type CreateVeleroRestore struct {
 	restoreRules
 	tools tools
+	// validate decides again when no accepted spec is recorded.
+	validate *ValidateRestoreSpec
 }
 
 // Run implements phaseFunc.
@@ -61,6 +65,28 @@ func (f *CreateVeleroRestore) Run(ctx context.Context, op *engine.Operation, nar
 	}
 
 	spec := nar.AcceptedRestoreSpec().DeepCopy()
+	if vr := nar.Status.VeleroRestore; vr == nil || vr.Spec == nil {
+		// No accepted spec survived: OADP's CRDs prune
+		// status.veleroRestore.spec between reconciles, and the wait for the
+		// backup lies between validate and here. The spec as it is now is
+		// the tenant's to edit, so it is decided on again, as validate
+		// would (the DPA's enforced values too: OADP's CRDs have no
+		// Blueprints to enforce others): an edit made during the wait (a
+		// namespaceMapping into another tenant's namespace, say) never
+		// reaches Velero.
+		validate := f.validate
+		if validate == nil {
+			validate = &ValidateRestoreSpec{}
+		}
+		d, err := validate.decide(ctx, op, nar, nil)
+		if err != nil {
+			return waitForSettings(err)
+		}
+		if d.refusal != nil {
+			return engine.Result{}, refuse(nar, v1alpha1.ReasonInvalidRestoreSpec, d.refusal)
+		}
+		spec = d.effective
+	}
 	spec.BackupName = a.BackupName
 	spec.IncludedNamespaces = []string{nar.Namespace}
 	for _, r := range restoreExcluded {

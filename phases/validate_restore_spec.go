@@ -44,49 +44,72 @@ type ValidateRestoreSpec struct {
 
 // Run implements phaseFunc.
 func (f *ValidateRestoreSpec) Run(ctx context.Context, op *engine.Operation, nar *v1alpha1.NonAdminRestore, a *ValidateRestoreSpecArgs) (engine.Result, error) {
-	refusal := validateRestoreSpec(nar)
-	if refusal == nil {
-		refusal = outsideOADPNamespace(op)
-	}
-	enforce, source, err := restoreEnforcement.inForce(ctx, f.settings, a.Enforce)
+	d, err := f.decide(ctx, op, nar, a.Enforce)
 	if err != nil {
 		return waitForSettings(err)
 	}
-	var effective *velerov1.RestoreSpec
-	if refusal == nil {
-		effective = nar.Spec.RestoreSpec.DeepCopy()
-		refusal = enforce.Apply(effective)
-	}
-	if refusal == nil {
-		cluster, err := clusterScopedIn(op.Client.RESTMapper(), effective.IncludedResources)
-		if err != nil {
-			return engine.Result{}, err
-		}
-		if len(cluster) > 0 {
-			refusal = fmt.Errorf("spec.restoreSpec.includedResources: cluster-scoped kinds can not be restored by a NonAdminRestore: found %s",
-				strings.Join(cluster, ", "))
-		}
-	}
-	if refusal == nil {
-		if refusal, err = f.checkBackup(ctx, op, nar); err != nil {
-			return engine.Result{}, err
-		}
-	}
 	// What was decided on: a later spec is reported, never acted on.
 	nar.Status.SpecHash = v1alpha1.SpecHash(nar.Spec.RestoreSpec)
-	if refusal != nil {
-		return engine.Result{}, refuse(nar, v1alpha1.ReasonInvalidRestoreSpec, refusal)
+	if d.refusal != nil {
+		return engine.Result{}, refuse(nar, v1alpha1.ReasonInvalidRestoreSpec, d.refusal)
 	}
 	accept(nar, v1alpha1.ReasonRestoreAccepted, "restore accepted")
 	if nar.Status.VeleroRestore == nil {
 		nar.Status.VeleroRestore = &v1alpha1.VeleroRestore{}
 	}
-	nar.Status.VeleroRestore.Spec = effective
+	nar.Status.VeleroRestore.Spec = d.effective
 	msg := "restoreSpec accepted"
-	if enforce != nil {
-		msg += enforcedBy(source, enforce.Fields)
+	if d.enforce != nil {
+		msg += enforcedBy(d.source, d.enforce.Fields)
 	}
-	return engine.Done(msg, map[string]string{"nonAdminBackup": effective.BackupName}), nil
+	return engine.Done(msg, map[string]string{"nonAdminBackup": d.effective.BackupName}), nil
+}
+
+// restoreDecision is what ValidateRestoreSpec decides on a restoreSpec:
+// refusal, the first rule it breaks, or effective, the spec to restore
+// with (enforced values applied), and the enforcement in force.
+type restoreDecision struct {
+	refusal   error
+	effective *velerov1.RestoreSpec
+	enforce   *EnforcedRestoreSpec
+	source    string
+}
+
+// decide checks nar's current restoreSpec against every rule of
+// ValidateRestoreSpec and applies the enforcement in force (own, a
+// blueprint's args.enforce, else the DataProtectionApplication's). It
+// writes nothing. Errors: the settings' (invalidSettings when the DPA's
+// enforce is invalid) and the API server's, all retryable.
+func (f *ValidateRestoreSpec) decide(ctx context.Context, op *engine.Operation, nar *v1alpha1.NonAdminRestore, own *EnforcedRestoreSpec) (restoreDecision, error) {
+	var d restoreDecision
+	d.refusal = validateRestoreSpec(nar)
+	if d.refusal == nil {
+		d.refusal = outsideOADPNamespace(op)
+	}
+	var err error
+	if d.enforce, d.source, err = restoreEnforcement.inForce(ctx, f.settings, own); err != nil {
+		return d, err
+	}
+	if d.refusal == nil {
+		d.effective = nar.Spec.RestoreSpec.DeepCopy()
+		d.refusal = d.enforce.Apply(d.effective)
+	}
+	if d.refusal == nil {
+		cluster, err := clusterScopedIn(op.Client.RESTMapper(), d.effective.IncludedResources)
+		if err != nil {
+			return d, err
+		}
+		if len(cluster) > 0 {
+			d.refusal = fmt.Errorf("spec.restoreSpec.includedResources: cluster-scoped kinds can not be restored by a NonAdminRestore: found %s",
+				strings.Join(cluster, ", "))
+		}
+	}
+	if d.refusal == nil {
+		if d.refusal, err = f.checkBackup(ctx, op, nar); err != nil {
+			return d, err
+		}
+	}
+	return d, nil
 }
 
 // validateRestoreSpec returns the first tenant rule nar's restoreSpec breaks.

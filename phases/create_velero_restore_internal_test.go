@@ -1,0 +1,71 @@
+package phases
+
+import (
+	"context"
+	"encoding/json"
+
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	. "gopkg.in/check.v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/nacflow/nacflow/api/v1alpha1"
+	"github.com/nacflow/nacflow/dpa"
+	"github.com/nacflow/nacflow/engine"
+)
+
+// enforcingSettings is a DataProtectionApplication enforcing restore
+// values.
+type enforcingSettings struct{ restore string }
+
+func (s enforcingSettings) Get(context.Context) (*dpa.Settings, error) {
+	return &dpa.Settings{Namespace: "oadp", Name: "dpa", NonAdmin: dpa.NonAdmin{EnforceRestoreSpec: json.RawMessage(s.restore)}}, nil
+}
+func (enforcingSettings) RequireApprovalForBSL(context.Context) (bool, string, error) {
+	return false, dpa.FromDefault, nil
+}
+func (enforcingSettings) Report(context.Context, string, string) {}
+
+// CreateRestoreSuite: CreateVeleroRestore when no accepted spec survived
+// (OADP's CRDs prune status.veleroRestore.spec).
+type CreateRestoreSuite struct{}
+
+var _ = Suite(&CreateRestoreSuite{})
+
+// The current spec is decided on again as ValidateRestoreSpec does: the
+// DataProtectionApplication's enforced values are applied to it.
+func (s *CreateRestoreSuite) TestEnforcedAgainWithoutAcceptedSpec(c *C) {
+	ctx := context.Background()
+	scheme := runtime.NewScheme()
+	c.Assert(velerov1.AddToScheme(scheme), IsNil)
+	c.Assert(v1alpha1.AddToScheme(scheme), IsNil)
+	nab := &v1alpha1.NonAdminBackup{ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: "team"},
+		Spec: v1alpha1.NonAdminBackupSpec{BackupSpec: &velerov1.BackupSpec{}}}
+	nab.Status.VeleroBackup = &v1alpha1.VeleroBackup{Name: "b", Status: &velerov1.BackupStatus{Phase: velerov1.BackupPhaseCompleted}}
+	cl := fake.NewClientBuilder().WithScheme(scheme).WithObjects(nab, &velerov1.Backup{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "oadp",
+		Annotations: map[string]string{v1alpha1.NabOriginNamespaceAnnotation: "team"}}}).Build()
+	nar := &v1alpha1.NonAdminRestore{ObjectMeta: metav1.ObjectMeta{Name: "back", Namespace: "team"},
+		Spec: v1alpha1.NonAdminRestoreSpec{RestoreSpec: &velerov1.RestoreSpec{BackupName: "nightly", IncludedResources: []string{"configmaps"}}}}
+	op := &engine.Operation{Object: nar, OADPNamespace: "oadp", UUID: "uuid-1", Client: cl, APIReader: cl}
+	f := bind(&CreateVeleroRestore{tools: tools{recent: newRecentCreates()},
+		validate: &ValidateRestoreSpec{settings: enforcingSettings{`{"existingResourcePolicy":"update"}`}}})
+	_, err := f.Run(ctx, op, &CreateVeleroRestoreArgs{BackupName: "b"})
+	c.Assert(err, IsNil)
+	r := &velerov1.Restore{}
+	c.Assert(cl.Get(ctx, client.ObjectKey{Namespace: "oadp", Name: v1alpha1.NACObjectName("team", "back", "uuid-1")}, r), IsNil)
+	c.Check(r.Spec.ExistingResourcePolicy, Equals, velerov1.PolicyTypeUpdate)
+	c.Check(r.Spec.IncludedResources, DeepEquals, []string{"configmaps"})
+
+	// A value the DPA enforces otherwise is refused, and nothing is made.
+	other := &v1alpha1.NonAdminRestore{ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: "team"},
+		Spec: v1alpha1.NonAdminRestoreSpec{RestoreSpec: &velerov1.RestoreSpec{BackupName: "nightly", ExistingResourcePolicy: velerov1.PolicyTypeNone}}}
+	op = &engine.Operation{Object: other, OADPNamespace: "oadp", UUID: "uuid-2", Client: cl, APIReader: cl}
+	_, err = f.Run(ctx, op, &CreateVeleroRestoreArgs{BackupName: "b"})
+	c.Assert(err, ErrorMatches, "spec.restoreSpec.existingResourcePolicy field value is enforced by admin user, can not override it")
+	c.Check(engine.IsTerminal(err), Equals, true)
+	list := &velerov1.RestoreList{}
+	c.Assert(cl.List(ctx, list), IsNil)
+	c.Check(list.Items, HasLen, 1)
+}
