@@ -150,14 +150,15 @@ func (s *ConcurrencySuite) TestEditBetweenReadAndStatusWrite(c *C) {
 }
 
 // A wave of operations larger than the event queue: 60 NonAdminBackups,
-// room for 4 events, 20 written a second. Reconciles wait for room instead
+// room for 4 events, 8 written a second (slow enough that the queue fills
+// even when the machine is loaded and reconciles are slow). Reconciles wait for room instead
 // of dropping (client-go's broadcaster drops past its queue): every NAB's
 // story reaches the API server — exactly one event starting its action —
 // and nacflow_events_dropped_total does not move.
 func (s *ConcurrencySuite) TestEventWaveNotDropped(c *C) {
 	r := newFaultRun(c)
 	defer r.stop()
-	broadcaster := events.NewBroadcaster(20, 5, 4)
+	broadcaster := events.NewBroadcaster(8, 5, 4)
 	defer broadcaster.Shutdown()
 	dropped0, waited0 := droppedTotal(c), queueWaitSeconds(c)
 	stop := startController(c, controllerOptions{oadp: r.oadp, selector: r.sel, restart: true, events: broadcaster})
