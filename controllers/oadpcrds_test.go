@@ -411,32 +411,10 @@ func (s *OADPCRDSuite) TestRestoreSpecEditedWhileWaiting(c *C) {
 	ctx := context.Background()
 	tenant := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "tenant-"}}
 	c.Assert(s.admin.Create(ctx, tenant), IsNil)
-	nab := newNAB(tenant.Name, "running", velerov1.BackupSpec{})
-	c.Assert(s.admin.Create(ctx, nab), IsNil)
-	got := &v1alpha1.NonAdminBackup{}
-	eventually(c, 20*time.Second, func() (bool, string) {
-		c.Assert(s.admin.Get(ctx, client.ObjectKeyFromObject(nab), got), IsNil)
-		return got.Status.VeleroBackup != nil && got.Status.VeleroBackup.Name != "", fmt.Sprintf("%+v", got.Status)
+
+	nar := s.editWhileWaiting(c, tenant.Name, "running", "back", func(r *velerov1.RestoreSpec) {
+		r.NamespaceMapping = map[string]string{tenant.Name: "victim"}
 	})
-
-	nar := &v1alpha1.NonAdminRestore{ObjectMeta: metav1.ObjectMeta{Namespace: tenant.Name, Name: "back"},
-		Spec: v1alpha1.NonAdminRestoreSpec{RestoreSpec: &velerov1.RestoreSpec{BackupName: "running"}}}
-	c.Assert(s.admin.Create(ctx, nar), IsNil)
-	eventually(c, 20*time.Second, func() (bool, string) {
-		c.Assert(s.admin.Get(ctx, client.ObjectKeyFromObject(nar), nar), IsNil)
-		return meta.IsStatusConditionTrue(nar.Status.Conditions, v1alpha1.ConditionAccepted), fmt.Sprintf("%+v", nar.Status)
-	})
-	before := nar.DeepCopy()
-	nar.Spec.RestoreSpec.NamespaceMapping = map[string]string{tenant.Name: "victim"}
-	c.Assert(s.admin.Patch(ctx, nar, client.MergeFrom(before)), IsNil)
-
-	// Velero finishes the backup: the restore's wait ends.
-	b := &velerov1.Backup{}
-	c.Assert(s.admin.Get(ctx, client.ObjectKey{Namespace: s.oadp, Name: got.Status.VeleroBackup.Name}, b), IsNil)
-	bBefore := b.DeepCopy()
-	b.Status.Phase = velerov1.BackupPhaseCompleted
-	c.Assert(s.admin.Patch(ctx, b, client.MergeFrom(bBefore)), IsNil)
-
 	eventually(c, 20*time.Second, func() (bool, string) {
 		c.Assert(s.admin.Get(ctx, client.ObjectKeyFromObject(nar), nar), IsNil)
 		cond := meta.FindStatusCondition(nar.Status.Conditions, v1alpha1.ConditionAccepted)
@@ -450,30 +428,45 @@ func (s *OADPCRDSuite) TestRestoreSpecEditedWhileWaiting(c *C) {
 
 	// An edit within the rules is restored as it is now (the DPA's
 	// enforced values are applied again too: phases' unit test).
-	nab2 := newNAB(tenant.Name, "running2", velerov1.BackupSpec{})
-	c.Assert(s.admin.Create(ctx, nab2), IsNil)
-	eventually(c, 20*time.Second, func() (bool, string) {
-		c.Assert(s.admin.Get(ctx, client.ObjectKeyFromObject(nab2), got), IsNil)
-		return got.Status.VeleroBackup != nil && got.Status.VeleroBackup.Name != "", fmt.Sprintf("%+v", got.Status)
+	s.editWhileWaiting(c, tenant.Name, "running2", "plain", func(r *velerov1.RestoreSpec) {
+		r.IncludedResources = []string{"configmaps"}
 	})
-	plain := &v1alpha1.NonAdminRestore{ObjectMeta: metav1.ObjectMeta{Namespace: tenant.Name, Name: "plain"},
-		Spec: v1alpha1.NonAdminRestoreSpec{RestoreSpec: &velerov1.RestoreSpec{BackupName: "running2"}}}
-	c.Assert(s.admin.Create(ctx, plain), IsNil)
-	eventually(c, 20*time.Second, func() (bool, string) {
-		c.Assert(s.admin.Get(ctx, client.ObjectKeyFromObject(plain), plain), IsNil)
-		return meta.IsStatusConditionTrue(plain.Status.Conditions, v1alpha1.ConditionAccepted), fmt.Sprintf("%+v", plain.Status)
-	})
-	before = plain.DeepCopy()
-	plain.Spec.RestoreSpec.IncludedResources = []string{"configmaps"}
-	c.Assert(s.admin.Patch(ctx, plain, client.MergeFrom(before)), IsNil)
-	c.Assert(s.admin.Get(ctx, client.ObjectKey{Namespace: s.oadp, Name: got.Status.VeleroBackup.Name}, b), IsNil)
-	bBefore = b.DeepCopy()
-	b.Status.Phase = velerov1.BackupPhaseCompleted
-	c.Assert(s.admin.Patch(ctx, b, client.MergeFrom(bBefore)), IsNil)
 	eventually(c, 20*time.Second, func() (bool, string) {
 		c.Assert(s.admin.List(ctx, restores, client.InNamespace(s.oadp)), IsNil)
 		return len(restores.Items) == 1, fmt.Sprintf("%d Velero Restores", len(restores.Items))
 	})
 	c.Check(restores.Items[0].Spec.IncludedResources, DeepEquals, []string{"configmaps"})
 	c.Check(restores.Items[0].Spec.NamespaceMapping, HasLen, 0)
+}
+
+// editWhileWaiting makes NonAdminBackup backup in ns, whose Velero Backup
+// has not finished, and NonAdminRestore restore of it; once the restore is
+// accepted and waits for the backup, edit changes its restoreSpec, then
+// Velero finishes the backup. It returns the restore.
+func (s *OADPCRDSuite) editWhileWaiting(c *C, ns, backup, restore string, edit func(*velerov1.RestoreSpec)) *v1alpha1.NonAdminRestore {
+	ctx := context.Background()
+	nab := newNAB(ns, backup, velerov1.BackupSpec{})
+	c.Assert(s.admin.Create(ctx, nab), IsNil)
+	eventually(c, 20*time.Second, func() (bool, string) {
+		c.Assert(s.admin.Get(ctx, client.ObjectKeyFromObject(nab), nab), IsNil)
+		return nab.Status.VeleroBackup != nil && nab.Status.VeleroBackup.Name != "", fmt.Sprintf("%+v", nab.Status)
+	})
+	nar := &v1alpha1.NonAdminRestore{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: restore},
+		Spec: v1alpha1.NonAdminRestoreSpec{RestoreSpec: &velerov1.RestoreSpec{BackupName: backup}}}
+	c.Assert(s.admin.Create(ctx, nar), IsNil)
+	eventually(c, 20*time.Second, func() (bool, string) {
+		c.Assert(s.admin.Get(ctx, client.ObjectKeyFromObject(nar), nar), IsNil)
+		return meta.IsStatusConditionTrue(nar.Status.Conditions, v1alpha1.ConditionAccepted), fmt.Sprintf("%+v", nar.Status)
+	})
+	before := nar.DeepCopy()
+	edit(nar.Spec.RestoreSpec)
+	c.Assert(s.admin.Patch(ctx, nar, client.MergeFrom(before)), IsNil)
+
+	// Velero finishes the backup: the restore's wait ends.
+	b := &velerov1.Backup{}
+	c.Assert(s.admin.Get(ctx, client.ObjectKey{Namespace: s.oadp, Name: nab.Status.VeleroBackup.Name}, b), IsNil)
+	bBefore := b.DeepCopy()
+	b.Status.Phase = velerov1.BackupPhaseCompleted
+	c.Assert(s.admin.Patch(ctx, b, client.MergeFrom(bBefore)), IsNil)
+	return nar
 }

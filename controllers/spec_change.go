@@ -11,18 +11,19 @@ import (
 	"github.com/nacflow/nacflow/internal/events"
 )
 
-// decidedSpec says which spec field of a NAC kind nacflow reads once, and
-// where it recorded what it read.
-type decidedSpec[T v1alpha1.Object] func(T) (field string, spec any, recorded string)
+// decidedSpec says which spec field of a NAC kind nacflow reads once,
+// where it recorded what it read, and the generation last reconciled
+// (status.observedGeneration).
+type decidedSpec[T v1alpha1.Object] func(T) (field string, spec any, recorded string, observed int64)
 
 // backupSpecDecided: spec.backupSpec and status.specHash.
-func backupSpecDecided(nab *v1alpha1.NonAdminBackup) (string, any, string) {
-	return "spec.backupSpec", nab.Spec.BackupSpec, nab.Status.SpecHash
+func backupSpecDecided(nab *v1alpha1.NonAdminBackup) (string, any, string, int64) {
+	return "spec.backupSpec", nab.Spec.BackupSpec, nab.Status.SpecHash, nab.Status.ObservedGeneration
 }
 
 // restoreSpecDecided: spec.restoreSpec and status.specHash.
-func restoreSpecDecided(nar *v1alpha1.NonAdminRestore) (string, any, string) {
-	return "spec.restoreSpec", nar.Spec.RestoreSpec, nar.Status.SpecHash
+func restoreSpecDecided(nar *v1alpha1.NonAdminRestore) (string, any, string, int64) {
+	return "spec.restoreSpec", nar.Spec.RestoreSpec, nar.Status.SpecHash, nar.Status.ObservedGeneration
 }
 
 // reportSpecChange sets obj's condition SpecChanged when its spec field
@@ -33,10 +34,12 @@ func restoreSpecDecided(nar *v1alpha1.NonAdminRestore) (string, any, string) {
 // status.veleroRestore.spec). OADP's design reads a request's spec once;
 // nacflow's CRDs no longer refuse the change itself, because OADP NAC's
 // own updates rewrite the spec with Velero's zero values (same hash).
-// Objects nacflow has not validated yet (no recorded hash) are left alone.
+// Objects nacflow has not validated yet (no recorded hash) are left alone,
+// and so are those whose generation was reconciled already: their spec is
+// the one last looked at, so most reconciles hash nothing.
 func reportSpecChange[T v1alpha1.Object](obj T, decided decidedSpec[T], buffer *events.Buffer) {
-	field, spec, recorded := decided(obj)
-	if recorded == "" {
+	field, spec, recorded, observed := decided(obj)
+	if recorded == "" || observed == obj.GetGeneration() {
 		return
 	}
 	conditions := obj.GetConditions()

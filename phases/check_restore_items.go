@@ -176,8 +176,9 @@ func (f *CheckRestoreItems) Run(ctx context.Context, op *engine.Operation, nar *
 	if err != nil {
 		return engine.Result{}, err
 	}
+	spec := nar.AcceptedRestoreSpec()
 	p := restorepolicy.Policy{Namespace: nar.Namespace, Bound: bound, AdminOwned: f.adminOwned,
-		UpdateExisting: nar.AcceptedRestoreSpec() != nil && nar.AcceptedRestoreSpec().ExistingResourcePolicy == velerov1.PolicyTypeUpdate}
+		UpdateExisting: spec != nil && spec.ExistingResourcePolicy == velerov1.PolicyTypeUpdate}
 	skip := restoreSkips(nar)
 	total, excluded, err := checkContents(ctx, dr.Status.DownloadURL, p, skip, precheckLookup{op: op})
 	var apiErr apiError

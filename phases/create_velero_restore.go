@@ -46,8 +46,9 @@ type CreateVeleroRestoreArgs struct {
 type CreateVeleroRestore struct {
 	restoreRules
 	tools tools
-	// validate decides again when no accepted spec is recorded.
-	validate *ValidateRestoreSpec
+	// validate decides again when no accepted spec is recorded (its zero
+	// value reads no DPA).
+	validate ValidateRestoreSpec
 }
 
 // Run implements phaseFunc.
@@ -64,8 +65,10 @@ func (f *CreateVeleroRestore) Run(ctx context.Context, op *engine.Operation, nar
 			fmt.Errorf("spec.restoreSpec.backupName: Velero Backup %s does not belong to namespace %s: refusing to restore it", a.BackupName, nar.Namespace))
 	}
 
-	spec := nar.AcceptedRestoreSpec().DeepCopy()
-	if vr := nar.Status.VeleroRestore; vr == nil || vr.Spec == nil {
+	var spec *velerov1.RestoreSpec
+	if vr := nar.Status.VeleroRestore; vr != nil && vr.Spec != nil {
+		spec = vr.Spec.DeepCopy()
+	} else {
 		// No accepted spec survived: OADP's CRDs prune
 		// status.veleroRestore.spec between reconciles, and the wait for the
 		// backup lies between validate and here. The spec as it is now is
@@ -74,11 +77,7 @@ func (f *CreateVeleroRestore) Run(ctx context.Context, op *engine.Operation, nar
 		// Blueprints to enforce others): an edit made during the wait (a
 		// namespaceMapping into another tenant's namespace, say) never
 		// reaches Velero.
-		validate := f.validate
-		if validate == nil {
-			validate = &ValidateRestoreSpec{}
-		}
-		d, err := validate.decide(ctx, op, nar, nil)
+		d, err := f.validate.decide(ctx, op, nar, nil)
 		if err != nil {
 			return waitForSettings(err)
 		}

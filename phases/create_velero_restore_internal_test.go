@@ -50,7 +50,7 @@ func (s *CreateRestoreSuite) TestEnforcedAgainWithoutAcceptedSpec(c *C) {
 		Spec: v1alpha1.NonAdminRestoreSpec{RestoreSpec: &velerov1.RestoreSpec{BackupName: "nightly", IncludedResources: []string{"configmaps"}}}}
 	op := &engine.Operation{Object: nar, OADPNamespace: "oadp", UUID: "uuid-1", Client: cl, APIReader: cl}
 	f := bind(&CreateVeleroRestore{tools: tools{recent: newRecentCreates()},
-		validate: &ValidateRestoreSpec{settings: enforcingSettings{`{"existingResourcePolicy":"update"}`}}})
+		validate: ValidateRestoreSpec{settings: enforcingSettings{`{"existingResourcePolicy":"update"}`}}})
 	_, err := f.Run(ctx, op, &CreateVeleroRestoreArgs{BackupName: "b"})
 	c.Assert(err, IsNil)
 	r := &velerov1.Restore{}

@@ -135,7 +135,7 @@ func NewRegistry(c Clients, o Options) (*engine.Registry, error) {
 		bind(&CreateDeleteBackupRequest{tools: t}),
 		bind(&DeleteObjects{}),
 		bind(&ValidateRestoreSpec{settings: settings}),
-		bind(&CreateVeleroRestore{restoreRules: rules, tools: t, validate: &ValidateRestoreSpec{settings: settings}}),
+		bind(&CreateVeleroRestore{restoreRules: rules, tools: t, validate: ValidateRestoreSpec{settings: settings}}),
 		bind(&CheckRestoreItems{restoreRules: rules, tools: t, enabled: o.RestorePrecheck}),
 		bind(&PreviewRestore{restoreRules: rules, tools: t}),
 		bind(&DeleteRestoresOfBackup{}),
