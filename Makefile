@@ -58,26 +58,24 @@ help: ## Show the targets.
 
 ##@ Tools (built once, cached in bin/)
 
-$(KUBE_APISERVER):
-	@echo ">> building kube-apiserver $(KUBE_VERSION) from the Go module proxy (first time: several minutes on 2 cores; cached in bin/)"
-	cd hack/tools && $(GO) build -o $@ -ldflags "$(KUBE_LDFLAGS)" k8s.io/kubernetes/cmd/kube-apiserver
-
-$(KUBE_CONTROLLER_MANAGER):
-	@echo ">> building kube-controller-manager $(KUBE_VERSION) from the Go module proxy (first time: a minute or two after kube-apiserver; cached in bin/)"
-	cd hack/tools && $(GO) build -o $@ -ldflags "$(KUBE_LDFLAGS)" k8s.io/kubernetes/cmd/kube-controller-manager
-
-$(ETCD):
-	@echo ">> building etcd from the Go module proxy (first time: a minute or two; cached in bin/)"
-	cd hack/tools && $(GO) build -o $@ ./etcd
+# One go build for the three: the packages they share compile once, and one
+# binary links while the others' packages compile (a cold build on 2 cores
+# is mostly these).
+$(KUBE_APISERVER) $(KUBE_CONTROLLER_MANAGER) $(ETCD) &:
+	@echo ">> building kube-apiserver, kube-controller-manager $(KUBE_VERSION) and etcd from the Go module proxy (first time: about 10 minutes on 2 cores; cached in bin/)"
+	@mkdir -p $(BIN)
+	cd hack/tools && $(GO) build -o $(BIN)/ -ldflags "$(KUBE_LDFLAGS)" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager ./etcd
 
 $(CONTROLLER_GEN):
 	@echo ">> installing controller-gen $(CONTROLLER_TOOLS_VERSION)"
 	GOBIN=$(BIN) $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
 
-$(VELERO):
+# hack/velero/main.go is Velero's own command with its controller-runtime
+# metrics off :8080, so that stacks run side by side.
+$(VELERO): hack/velero/main.go hack/velero/go.mod
 	@echo ">> building the Velero server $(VELERO_VERSION) from the Go module proxy (first time: about 5 minutes; cached in bin/)"
 	@grep -q "github.com/vmware-tanzu/velero $(VELERO_VERSION)" hack/velero/go.mod || { echo "hack/velero/go.mod does not pin velero $(VELERO_VERSION) like go.mod"; exit 1; }
-	cd hack/velero && $(GO) build -o $@ github.com/vmware-tanzu/velero/cmd/velero
+	cd hack/velero && $(GO) build -o $@ .
 
 $(AWS_PLUGIN):
 	@echo ">> installing velero-plugin-for-aws $(AWS_PLUGIN_VERSION)"
@@ -149,8 +147,8 @@ NODE_SOCKET      := $(LOCAL)/node/containerd.sock
 DEPLOY_TIMEOUT   ?= 120s
 
 .PHONY: test-node
-test-node: $(CONTROL_PLANE) $(VELERO_STACK) $(KUBELET) $(KUBE_SCHEDULER) $(PAUSE) node-runtime-if-possible ## test/e2enode alone: the local node, make deploy-local, a tenant with the real Velero, make undeploy-local (skipped, one line, where the machine cannot run a node).
-	NACFLOW_ASSETS=$(BIN) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -v ./test/e2enode/... -check.v
+test-node: $(CONTROL_PLANE) $(VELERO_STACK) $(KUBELET) $(KUBE_SCHEDULER) $(PAUSE) build node-runtime-if-possible ## test/e2enode alone: the local node, make deploy-local, a tenant with the real Velero, make undeploy-local (skipped, one line, where the machine cannot run a node).
+	$(TEST_ENV) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -v ./test/e2enode/... -check.v
 
 .PHONY: run-node
 run-node: $(CONTROL_PLANE) $(VELERO_STACK) $(KUBELET) $(KUBE_SCHEDULER) $(PAUSE) build ## The make-run stack with its node and no controller in the foreground, until Ctrl-C: the controller is make deploy-local's Pod.
@@ -209,40 +207,84 @@ E2E_PKGS         := ./test/e2e/...
 lint: vet ## gofmt check and go vet.
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 
-.PHONY: test
-test: $(CONTROL_PLANE) $(VELERO_STACK) $(NODE_TOOLS) lint install-manifest ## All tests: unit, integration (real kube-apiserver + etcd) and e2e (plus real Velero and object store); then, each on its own (Velero's :8080), test/e2estorage, test/e2eoadp and test/e2enode (make deploy-local on the local node; NODE=false: not run).
-	NACFLOW_ASSETS=$(BIN) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v -e /test/e2enode -e /test/e2estorage -e /test/e2eoadp)
-	$(MAKE) --no-print-directory test-storage
-	$(MAKE) --no-print-directory test-oadp
-	$(if $(filter false,$(NODE)),@echo ">> NODE=false: test/e2enode not run",$(MAKE) test-node)
-
-.PHONY: test-unit
-test-unit: ## Unit tests only (no control plane).
-	$(GO) test -count=1 $(UNIT_PKGS)
-
-.PHONY: test-integration
-test-integration: $(CONTROL_PLANE) ## Integration tests against a real kube-apiserver + etcd.
-	NACFLOW_ASSETS=$(BIN) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(INTEGRATION_PKGS)
-
-.PHONY: test-e2e
-test-e2e: $(CONTROL_PLANE) $(VELERO_STACK) install-manifest ## End-to-end tests: the make-run stack with a real Velero server, driven by kubectl; then test/e2estorage.
-	NACFLOW_ASSETS=$(BIN) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -v $(E2E_PKGS)
-	$(MAKE) --no-print-directory test-storage
-
-# test/e2estorage starts a stack of its own (Velero's fixed ports): it
-# runs after the other packages, never beside test/e2e.
-.PHONY: test-storage
-test-storage: $(CONTROL_PLANE) $(VELERO_STACK) ## test/e2estorage alone: restore tests, usage and quotas of tenants' backups, with the real Velero.
-	NACFLOW_ASSETS=$(BIN) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -v ./test/e2estorage/... -check.v
+# make test's packages: the fast ones (every package but those below: unit
+# tests, the chart's, krew's, the image's and the docs' checks), then the
+# integration package and every end-to-end package side by side, each on a
+# control plane and stack of its own (every port a free one; bin/velero
+# serves no metrics on :8080).
+FAST_PKGS = $$($(GO) list ./... | grep -v -e /controllers -e /test/)
+SLOW_PKGS = $(INTEGRATION_PKGS) ./test/e2e/... ./test/e2ewalk/... ./test/e2elocalcp/... ./test/e2estorage/... ./test/e2eoadp/... $(if $(filter false,$(NODE)),,./test/e2enode/...)
+# What the test binaries read: the prebuilt tools and binaries (bin/), OADP
+# NAC's source and its manager.
+TEST_ENV = NACFLOW_ASSETS=$(BIN) NACFLOW_BINARIES=$(BIN) NACFLOW_PEERS=$(PEERS) NACFLOW_OADP_NAC=$(OADP_NAC)
+# How many of SLOW_PKGS run at once: all of them (they mostly wait on
+# Velero and the API server).
+TEST_PARALLEL ?= 7
 
 # OADP's own Non-Admin Controller, built from its source beside the
 # repository (../shared/peers; PEERS=DIR to point elsewhere), for
 # test/e2eoadp: nacflow takes over what it made.
 PEERS ?= $(firstword $(wildcard $(abspath $(CURDIR)/../shared/peers/oadp-non-admin) /work/shared/peers/oadp-non-admin) $(abspath $(CURDIR)/../shared/peers/oadp-non-admin))
+OADP_NAC := $(BIN)/oadp-nac-manager
+
+# From a writable copy: go build writes go.sum updates next to go.mod.
+$(OADP_NAC):
+	@test -f $(PEERS)/go.mod || { echo "OADP NAC's source is not at $(PEERS): set PEERS=DIR"; exit 1; }
+	@echo ">> building OADP NAC's manager from $(PEERS) (first time: a few minutes; cached in bin/)"
+	@tmp=$$(mktemp -d) && trap 'rm -rf $$tmp' EXIT && cp -r $(PEERS) $$tmp/oadp && \
+		cd $$tmp/oadp && GOFLAGS=-mod=mod GOTOOLCHAIN=local $(GO) build -o $@ ./cmd
+
+# test/e2ewalk completes `kubectl nac <TAB>` as a reader's bash does: with
+# Debian's bash-completion (kubectl's own completion needs it too).
+BASH_COMPLETION := /usr/share/bash-completion/bash_completion
+
+.PHONY: bash-completion
+bash-completion: ## Install bash-completion with apt-get where it is missing (make test's walk of getting-started.md completes `kubectl nac <TAB>` with it).
+	@test -f $(BASH_COMPLETION) || { \
+		command -v apt-get >/dev/null || { echo "bash-completion: $(BASH_COMPLETION) is missing and there is no apt-get: install bash-completion"; exit 1; }; \
+		echo ">> installing bash-completion from Debian (apt-get)"; \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends bash-completion >/dev/null || \
+			{ apt-get update >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends bash-completion >/dev/null; }; }
+
+.PHONY: test-build
+test-build: bash-completion ## Build everything make test runs before any test starts: tools, bin/ (make build), OADP NAC's manager, every test binary (compiled and linked, run with no test), the image's packages.
+	@$(MAKE) --no-print-directory -j2 $(CONTROL_PLANE) $(VELERO_STACK) $(NODE_TOOLS) $(OADP_NAC) $(HELM) $(KREW) $(VALIDATE_KREW) build install-manifest
+	@echo ">> compiling every test binary"
+	@$(GO) test -count=1 -run '^$$' ./... > $(BIN)/.test-build.log 2>&1 || { cat $(BIN)/.test-build.log; exit 1; }
+	@echo ">> compiling the image's packages (make image, in test/e2enode)"
+	@CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -o /dev/null ./cmd/nac
+	@$(GO) build -o /dev/null ./hack/image ./hack/chart ./hack/krew
+
+.PHONY: test
+test: test-build lint $(if $(filter false,$(NODE)),,node-runtime-if-possible) ## All tests, once everything is built (make test-build): the fast packages; then integration (real kube-apiserver, kube-controller-manager, etcd) and every e2e package (real Velero and object store; OADP NAC; make deploy-local on the local node, NODE=false: not run) side by side.
+	@echo ">> unit and other fast tests"
+	$(TEST_ENV) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(FAST_PKGS)
+	@echo ">> integration and end-to-end tests, $(TEST_PARALLEL) packages at a time"
+	$(TEST_ENV) $(GO) test -count=1 -p $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) -v $(SLOW_PKGS) -check.v
+
+.PHONY: test-fast
+test-fast: ## The inner loop: unit tests and every package that needs no control plane (make test's first step), in about a minute.
+	$(GO) test -count=1 $(FAST_PKGS)
+
+.PHONY: test-unit
+test-unit: ## Unit tests of the engine, phases, API, blueprints, commands and internal packages (no control plane).
+	$(GO) test -count=1 $(UNIT_PKGS)
+
+.PHONY: test-integration
+test-integration: $(CONTROL_PLANE) ## Integration tests against a real kube-apiserver + etcd.
+	$(TEST_ENV) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(INTEGRATION_PKGS)
+
+.PHONY: test-e2e
+test-e2e: $(CONTROL_PLANE) $(VELERO_STACK) build install-manifest ## End-to-end tests: the make-run stack with a real Velero server, driven by kubectl, beside test/e2estorage.
+	$(TEST_ENV) $(GO) test -count=1 -p 2 -timeout $(TEST_TIMEOUT) -v $(E2E_PKGS) ./test/e2estorage/... -check.v
+
+.PHONY: test-storage
+test-storage: $(CONTROL_PLANE) $(VELERO_STACK) build ## test/e2estorage alone: restore tests, usage and quotas of tenants' backups, with the real Velero.
+	$(TEST_ENV) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -v ./test/e2estorage/... -check.v
 
 .PHONY: test-oadp
-test-oadp: $(CONTROL_PLANE) $(VELERO_STACK) ## test/e2eoadp alone: OADP NAC (built from PEERS) makes backups, a restore and a location; nacflow takes them over, with the real Velero.
-	NACFLOW_ASSETS=$(BIN) NACFLOW_PEERS=$(PEERS) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -v ./test/e2eoadp/... -check.v
+test-oadp: $(CONTROL_PLANE) $(VELERO_STACK) $(OADP_NAC) build ## test/e2eoadp alone: OADP NAC (built from PEERS) makes backups, a restore and a location; nacflow takes them over, with the real Velero.
+	$(TEST_ENV) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -v ./test/e2eoadp/... -check.v
 
 ##@ Helm chart and krew plugin manifest
 
@@ -290,7 +332,6 @@ krew: $(VALIDATE_KREW) ## kubectl-nac's krew release: dist/kubectl-nac_<KREW_VER
 	@cd $(DIST) && sha256sum kubectl-nac_$(KREW_VERSION)_*.tar.gz
 
 # hack/chart's and hack/krew's tests (in make test's go test ./...) run these.
-test: $(HELM) $(KREW) $(VALIDATE_KREW)
 test-node: $(HELM)
 
 .PHONY: chart
@@ -314,7 +355,7 @@ OADP_NAMESPACE ?= openshift-adp
 .PHONY: install-manifest
 install-manifest: ## Render config/default (CRDs, RBAC, tenant roles, Deployment, metrics Service) into dist/install.yaml, image IMG.
 	@mkdir -p $(DIST)
-	$(KUBECTL) kustomize config/default | sed 's|image: ghcr.io/nacflow/nacflow:v0.1.0|image: $(IMG)|' > $(DIST)/install.yaml
+	$(KUBECTL) kustomize config/default | sed 's|image: ghcr.io/nacflow/nacflow:v0.1.0|image: $(IMG)|' > $(DIST)/install.yaml.tmp.$$$$ && mv $(DIST)/install.yaml.tmp.$$$$ $(DIST)/install.yaml
 	@echo "wrote $(DIST)/install.yaml (image $(IMG))"
 
 .PHONY: image
@@ -346,7 +387,16 @@ verify-generated: generate manifests docs chart ## Fail when generated files are
 	@test -z "$$(git ls-files --others --exclude-standard -- charts)" || { git ls-files --others --exclude-standard -- charts; echo "new generated chart files: git add them"; exit 1; }
 
 .PHONY: run
-run: $(CONTROL_PLANE) $(VELERO_STACK) $(NODE_TOOLS) build ## Local control plane, object store, Velero and CRDs, a node where the machine can run one (NODE=false: none); the controller in the foreground.
+# What make run needs, and only that (no helm, krew, controller-gen or test
+# binaries): two builds at a time, so that one's links and module downloads
+# overlap the other's compiles.
+RUN_TOOLS = $(CONTROL_PLANE) $(if $(filter false,$(WITH_VELERO)),,$(VELERO_STACK)) $(NODE_TOOLS)
+
+.PHONY: run-tools
+run-tools:
+	@$(MAKE) --no-print-directory -j2 $(RUN_TOOLS) build
+
+run: run-tools ## Local control plane, object store, Velero and CRDs, a node where the machine can run one (NODE=false: none); the controller in the foreground.
 	$(LOCALCP) --assets $(BIN) --dir $(LOCAL) --oadp-namespace $(OADP_NAMESPACE) --velero=$(WITH_VELERO) --node=$(NODE) -- \
 		$(NAC) --oadp-namespace $(OADP_NAMESPACE) --metrics-bind-address 127.0.0.1:8090 --health-probe-bind-address 127.0.0.1:8091 \
 		$(if $(filter false,$(WITH_VELERO)),--restore-precheck=false)

@@ -2,10 +2,12 @@ package controllers_test
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	. "gopkg.in/check.v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -112,6 +114,7 @@ func startController(c *C, o controllerOptions) (stop func()) {
 			Recorder:      recorder,
 			Blueprints:    &blueprints.Resolver{Reader: mgr.GetClient(), Namespace: o.oadp},
 			OADPNamespace: o.oadp,
+			Observe:       reconciled.observe,
 		}
 	}
 	r := &controllers.NonAdminBackupReconciler{Deps: deps("nonadminbackup-controller", "NonAdminBackup"), QueueRefreshWindow: time.Second, Queue: queue, Turns: turns,
@@ -137,4 +140,41 @@ func startController(c *C, o controllerOptions) (stop func()) {
 		c.Check(<-done, IsNil)
 		broadcaster.Shutdown()
 	}
+}
+
+// reconciled counts the reconciles of every NAC object of this process, per
+// kind and object, as every controller the tests start reports them
+// (controllers.Deps.Observe). A check that a controller is quiet counts the
+// objects under test here, never controller-runtime's reconcile_total: that
+// one counts every object of the controller, and a controller started
+// without a label selector reconciles every earlier test's objects at its
+// start, later on a slower machine.
+var reconciled = &reconcileCounts{n: map[reconcileKey]int{}}
+
+type reconcileKey struct {
+	kind string
+	key  types.NamespacedName
+}
+
+type reconcileCounts struct {
+	mu sync.Mutex
+	n  map[reconcileKey]int
+}
+
+func (r *reconcileCounts) observe(kind string, req ctrl.Request) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.n[reconcileKey{kind, req.NamespacedName}]++
+}
+
+// of returns how many reconciles the objects of kind (NonAdminBackup, …)
+// named by objs have had in this process, together.
+func (r *reconcileCounts) of(kind string, objs ...client.Object) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	total := 0
+	for _, o := range objs {
+		total += r.n[reconcileKey{kind, client.ObjectKeyFromObject(o)}]
+	}
+	return total
 }

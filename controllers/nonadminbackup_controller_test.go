@@ -616,11 +616,19 @@ func (s *ControllerSuite) TestOneCompletionWakesOnlyStalePositions(c *C) {
 		c.Assert(queuePos(c, nab), Equals, truth[nab.Status.VeleroBackup.Name], Commentf("%s", nab.Name))
 	}
 	last := queuePos(c, nabs[n-1])
-	reconciles := func() float64 {
-		return metricValue(c, "controller_runtime_reconcile_total", map[string]string{"controller": "nonadminbackup"})
+	objs := make([]client.Object, len(nabs))
+	for i, nab := range nabs {
+		objs[i] = nab
 	}
+	// These 30 NABs' own reconciles: the suite's controller also has every
+	// earlier test's NABs, reconciled whenever they wake.
+	reconciles := func() int { return reconciled.of("NonAdminBackup", objs...) }
 	before := reconciles()
 	completeBackup(c, s.oadp, nabs[0].Status.VeleroBackup.Name, velerov1.BackupPhaseCompleted)
+	eventually(c, 15*time.Second, func() (bool, string) {
+		vb := getNAB(c, nabs[0]).Status.VeleroBackup
+		return vb.Status != nil && vb.Status.Phase == velerov1.BackupPhaseCompleted, "the completion is not mirrored yet"
+	})
 	eventually(c, 15*time.Second, func() (bool, string) {
 		truth := pendingPositions(c, s.oadp)
 		for _, nab := range nabs[1:] {
@@ -634,10 +642,13 @@ func (s *ControllerSuite) TestOneCompletionWakesOnlyStalePositions(c *C) {
 	// them finish.
 	time.Sleep(time.Second)
 	woken := reconciles() - before
-	c.Logf("%v NonAdminBackup reconciles for one completion with %d waiting", woken, n-1)
+	c.Logf("%d NonAdminBackup reconciles for one completion with %d waiting", woken, n-1)
 	// The completed NAB itself (its mirror, maybe twice) and at most the
-	// five that moved into the exact positions; before, all 29 waiting too.
-	c.Check(woken >= 1 && woken <= 12, Equals, true, Commentf("%v NonAdminBackup reconciles for one completion with %d waiting", woken, n-1))
+	// five that moved into the exact positions, each of which may find its
+	// cache behind its own write once or twice on a loaded machine (the
+	// staleness recheck, 100 ms then 200 ms: 10 seen with both cores busy);
+	// before, all 29 waiting too.
+	c.Check(woken >= 1 && woken <= 15, Equals, true, Commentf("%d NonAdminBackup reconciles for one completion with %d waiting", woken, n-1))
 	c.Check(queuePos(c, nabs[n-1]), Equals, last, Commentf("a figure within a third of the truth is not rewritten"))
 }
 
@@ -703,14 +714,13 @@ func (s *ControllerSuite) TestVerifyWaitIsWokenByVelero(c *C) {
 		p := got.Status.Plan.Phase("verify")
 		return p != nil && p.State == v1alpha1.PhaseWaiting, fmt.Sprintf("plan: %s", got.Status.Plan.Current)
 	})
-	reconciles := func() float64 {
-		return metricValue(c, "controller_runtime_reconcile_total", map[string]string{"controller": "nonadminbackup"})
-	}
-	before, waitStart := reconciles(), got.Status.Plan.Phase("verify").StartTime.Time
+	// This NAB's own reconciles, not the controller's: other tests' NABs
+	// wake when they will.
+	before, waitStart := reconciled.of("NonAdminBackup", nab), got.Status.Plan.Phase("verify").StartTime.Time
 	// Quiet for 11 s of waiting.
 	time.Sleep(time.Until(waitStart.Add(11 * time.Second)))
-	quiet := reconciles() - before
-	c.Check(quiet <= 2, Equals, true, Commentf("%v NonAdminBackup reconciles in 11 s of waiting on a DownloadRequest (a 1 s poll makes 11)", quiet))
+	quiet := reconciled.of("NonAdminBackup", nab) - before
+	c.Check(quiet <= 2, Equals, true, Commentf("%d NonAdminBackup reconciles in 11 s of waiting on a DownloadRequest (a 1 s poll makes 11)", quiet))
 	c.Check(getNAB(c, nab).Status.Plan.Phase("verify").State, Equals, v1alpha1.PhaseWaiting)
 
 	release()

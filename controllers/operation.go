@@ -50,6 +50,13 @@ type Deps struct {
 	// has no status.plan (OADP NAC's), Capabilities.Plan. nil: the plan is
 	// status.plan.
 	Plans *PlanStore
+	// Observe, when set, is called at the start of every reconcile of a NAC
+	// object with the kind's name (NonAdminBackup, …) and the request.
+	// controller-runtime's controller_runtime_reconcile_total counts per
+	// controller, every object together; Observe lets a caller (the
+	// integration tests) count the reconciles of one object. It must not
+	// block. nil: nothing is called.
+	Observe func(kind string, req ctrl.Request)
 }
 
 // Retry backoff defaults (--min-retry-delay, --max-retry-delay): a failed
@@ -136,6 +143,9 @@ func reconcileNAC[T v1alpha1.Object](ctx context.Context, d *Deps, reads *stalen
 	kind, err := kindOf[T]()
 	if err != nil {
 		return ctrl.Result{}, reconcile.TerminalError(err)
+	}
+	if d.Observe != nil {
+		d.Observe(kind.Kind, req)
 	}
 	obj := kind.New().(T)
 	if err := d.Client.Get(ctx, req.NamespacedName, obj); err != nil {

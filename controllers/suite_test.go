@@ -26,6 +26,7 @@ import (
 
 	"github.com/nacflow/nacflow/controllers"
 	"github.com/nacflow/nacflow/internal/kcm"
+	"github.com/nacflow/nacflow/internal/testwait"
 )
 
 // The control plane shared by every suite of this package: a real
@@ -100,9 +101,11 @@ func createNamespace(c *C, prefix string) string {
 	return ns.Name
 }
 
-// eventually polls check every 100ms until it returns true or timeout
-// passes; then it fails the test with check's last message.
+// eventually polls check every 100ms until it returns true or timeout,
+// scaled by testwait.Bound (3× unless NACFLOW_TEST_TIMEOUT_SCALE says
+// otherwise), passes; then it fails the test with check's last message.
 func eventually(c *C, timeout time.Duration, check func() (bool, string)) {
+	timeout = testwait.Bound(timeout)
 	deadline := time.Now().Add(timeout)
 	var msg string
 	for {

@@ -25,9 +25,15 @@ const (
 	DefaultUsageMeasureBurst = 10
 )
 
-// usageRetryAfter is how long a backup that could not be measured (the store
-// or Velero did not answer, a refusal) waits before the meter tries again.
-const usageRetryAfter = time.Hour
+// A backup that could not be measured (the store or Velero did not answer
+// in time, a refusal) is tried again usageRetryFirst later, doubling with
+// each failure in a row up to usageRetryAfter: a store or Velero slow for a
+// while (a loaded cluster) costs minutes, one that never answers one
+// attempt an hour.
+const (
+	usageRetryFirst = time.Minute
+	usageRetryAfter = time.Hour
+)
 
 // UsageMeter fills in status.usage of finished NonAdminBackups — new ones as
 // their plan ends, older ones (made before nacflow measured, scheduled runs,
@@ -54,6 +60,8 @@ type UsageMeter struct {
 	due     map[types.UID]time.Time
 	started map[types.UID]bool
 	failed  map[types.UID]time.Time
+	// failures counts a backup's failed measurements in a row.
+	failures map[types.UID]int
 }
 
 // NewUsageMeter returns a meter of perSecond measurements a second, burst at
@@ -64,7 +72,8 @@ func NewUsageMeter(registry *engine.Registry, oadpNamespace string, perSecond fl
 		return nil
 	}
 	return &UsageMeter{Registry: registry, OADPNamespace: oadpNamespace, limiter: rate.NewLimiter(rate.Limit(perSecond), max(burst, 1)),
-		now: time.Now, due: map[types.UID]time.Time{}, started: map[types.UID]bool{}, failed: map[types.UID]time.Time{}}
+		now: time.Now, due: map[types.UID]time.Time{}, started: map[types.UID]bool{}, failed: map[types.UID]time.Time{},
+		failures: map[types.UID]int{}}
 }
 
 // needsUsage reports whether nab's usage is worth measuring: unknown, its
@@ -84,7 +93,8 @@ func needsUsage(nab *v1alpha1.NonAdminBackup) bool {
 // has served the size. uuid is the operation's NACUUID. It returns how long
 // until it should be called again (0: not needed; the DownloadRequest's
 // watch also wakes it). Errors: the API server's, retryable; a measurement
-// that failed otherwise is logged and retried after an hour.
+// that failed otherwise is logged and retried a minute later, then 2, 4, …
+// minutes, at most an hour (usageRetryFirst, usageRetryAfter).
 func (m *UsageMeter) Measure(ctx context.Context, nab *v1alpha1.NonAdminBackup, uuid string) (time.Duration, error) {
 	if m == nil {
 		return 0, nil
@@ -153,8 +163,11 @@ func (m *UsageMeter) fail(uid types.UID) time.Duration {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.started, uid)
-	m.failed[uid] = m.now().Add(usageRetryAfter)
-	return usageRetryAfter
+	n := m.failures[uid]
+	m.failures[uid] = n + 1
+	wait := min(usageRetryFirst<<min(n, 16), usageRetryAfter)
+	m.failed[uid] = m.now().Add(wait)
+	return wait
 }
 
 // forget drops what the meter holds of uid.
@@ -164,4 +177,5 @@ func (m *UsageMeter) forget(uid types.UID) {
 	delete(m.due, uid)
 	delete(m.started, uid)
 	delete(m.failed, uid)
+	delete(m.failures, uid)
 }

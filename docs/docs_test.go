@@ -71,9 +71,9 @@ func read(c *C, path string) string {
 	return string(data)
 }
 
-// The walk-through holds the steps test/e2e runs (TestReadmeWalkthrough,
-// ReadmeRestartSuite.TestReadmeTwice), in the order they run them, so the
-// page and the tests that prove it move together.
+// The walk-through holds, in this order, the steps of the first hour
+// README.md promises (test/e2ewalk runs every command of the page, read
+// from the page).
 func (s *DocsSuite) TestWalkthroughIsWhatE2ERuns(c *C) {
 	page := read(c, "docs/getting-started.md")
 	steps := []string{

@@ -33,10 +33,11 @@
 // SIGKILL (parent-death signal; see sys_linux.go).
 //
 // Failing early: before anything starts, and again right before Velero and
-// the controller start, localcp checks that Velero's fixed metrics port
-// :8080 and the fixed ports of the controller's --metrics-bind-address and
-// --health-probe-bind-address are free; a taken one is reported with the pid
-// and command line holding it. When the default location is not Available
+// the controller start, localcp checks that the fixed ports of the
+// controller's --metrics-bind-address and --health-probe-bind-address are
+// free; a taken one is reported with the pid and command line holding it.
+// Everything else listens on free ports of loopback (bin/velero serves no
+// controller-runtime metrics: hack/velero), so stacks run side by side. When the default location is not Available
 // 60 s after Velero's start, localcp exits with Velero's reason and the fix
 // (`make clean-local` when the store holds data Velero refuses).
 package main
@@ -53,6 +54,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -218,11 +220,7 @@ func run(o options) (err error) {
 		controllerArgs = o.command[1:]
 	}
 	controllerPorts := controllerAddrs(controllerArgs)
-	ports := controllerPorts
-	if o.withVelero {
-		ports = append([]boundAddr{{veleroMetricsAddr, "Velero's metrics"}}, ports...)
-	}
-	if err := checkFree(ports...); err != nil {
+	if err := checkFree(controllerPorts...); err != nil {
 		return err
 	}
 
@@ -401,6 +399,7 @@ func run(o options) (err error) {
    tenant namespace:  %s
    Velero:            %s
    node:              %s
+   all logs:          %s
 
    In another terminal:
      export KUBECONFIG=%s
@@ -408,7 +407,7 @@ func run(o options) (err error) {
      kubectl get nab -n %s
      kubectl describe nab -n %s sample
      kubectl get backups.velero.io -n %s
-%s`, cfg.Host, kcPath, o.oadpNS, o.tenantNS, velero, nodeLine, kcPath, o.tenantNS, o.tenantNS, o.oadpNS, scrapeHint(controllerArgs, o.oadpNS, o.metricsRole != ""))
+%s`, cfg.Host, kcPath, o.oadpNS, o.tenantNS, velero, nodeLine, logList(o.dir, len(o.command) > 0), kcPath, o.tenantNS, o.tenantNS, o.oadpNS, scrapeHint(controllerArgs, o.oadpNS, o.metricsRole != ""))
 	if len(o.command) == 0 {
 		fmt.Println(">> no controller command: the stack runs until Ctrl-C (`make deploy-local` runs the controller on the node)")
 		<-ctx.Done()
@@ -416,6 +415,23 @@ func run(o options) (err error) {
 	}
 	fmt.Println(">> running the controller (Ctrl-C stops it, Velero, the object store and the control plane)")
 	return runController(ctx, o.command, kcPath, filepath.Join(o.dir, "nac.log"))
+}
+
+// logList names every log the stack writes in dir, comma-separated: those
+// its processes have opened by now (kube-controller-manager, Velero, the
+// store, the node's), and nac.log, the controller's output, when there is
+// a controller.
+func logList(dir string, controller bool) string {
+	logs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+	if controller {
+		logs = append(logs, filepath.Join(dir, "nac.log"))
+	}
+	slices.Sort(logs)
+	logs = slices.Compact(logs)
+	for i, l := range logs {
+		logs[i] = displayPath(l)
+	}
+	return strings.Join(logs, ", ")
 }
 
 // storeAllowance returns the controller flag that allows tenants' locations

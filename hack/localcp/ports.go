@@ -9,13 +9,6 @@ import (
 	"syscall"
 )
 
-// veleroMetricsAddr is where the Velero server's controller-runtime manager
-// serves its metrics: Velero (pkg/cmd/server/server.go) builds the manager
-// without metrics options, so it always binds controller-runtime's default
-// ":8080", whatever --metrics-address (Velero's own metrics) says. Only one
-// Velero server can run per machine.
-const veleroMetricsAddr = ":8080"
-
 // controllerAddrFlags are the controller's flags whose addresses localcp
 // checks before starting it (controller-runtime's, as cmd/nac names them),
 // with what the message calls them.
@@ -25,7 +18,7 @@ var controllerAddrFlags = []struct{ name, what string }{
 }
 
 // boundAddr is an address a process will listen on, and what to call it in
-// a message ("Velero's metrics").
+// a message ("the controller's --metrics-bind-address").
 type boundAddr struct {
 	addr, what string
 }

@@ -119,7 +119,7 @@ func (s *veleroStack) stop() {
 // restCfg, after creating what Velero expects in the OADP namespace: the
 // credentials Secret, the default BSL and a placeholder Deployment "velero".
 // It returns once the BSL is Available. It fails, having stopped what it
-// started, when Velero's metrics port is taken, when the BSL is not
+// started, when the BSL is not
 // Available within locationTimeout of Velero's start (the error carries
 // Velero's reason and the fix), when a process exits, or with ctx's error
 // when ctx ends.
@@ -172,9 +172,6 @@ func startVelero(ctx context.Context, restCfg *rest.Config, cfg veleroConfig) (_
 
 	metricsPort, err := childproc.FreePort()
 	if err != nil {
-		return nil, err
-	}
-	if err := checkFree(boundAddr{veleroMetricsAddr, "Velero's metrics"}); err != nil {
 		return nil, err
 	}
 	s.velero, err = startProc("velero", filepath.Join(cfg.dir, "velero.log"), nil, filepath.Join(cfg.binDir, "velero"),

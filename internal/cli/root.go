@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"time"
 
@@ -151,9 +152,54 @@ func NewRootCommand(o *Options) *cobra.Command {
 			"  kubectl nac completion fish > ~/.config/fish/completions/kubectl-nac.fish"
 		for _, shell := range c.Commands() {
 			shell.Example = "  kubectl nac completion " + shell.Name() + " > kubectl-nac-completion." + shell.Name()
+			if shell.Name() == "bash" {
+				withKubectlNac(shell)
+			}
 		}
 	}
 	return root
+}
+
+// kubectlNacBash is appended to cobra's bash completion of kubectl-nac, so
+// that `kubectl nac <TAB>` completes too, not only `kubectl-nac <TAB>`: it
+// completes kubectl's command line, handing `kubectl nac …` to kubectl-nac's
+// completion (as `kubectl-nac …`) and everything else to the completion
+// kubectl had when the script was sourced (`source <(kubectl completion
+// bash)` first), or to file names when it had none.
+const kubectlNacBash = `
+# kubectl nac <TAB>: kubectl-nac's completion; any other kubectl command
+# line: the completion kubectl had before.
+__kubectl_nac_previous=$(complete -p kubectl 2>/dev/null | sed -n 's/.* -F \([^ ]*\) .*/\1/p')
+[[ $__kubectl_nac_previous == __kubectl_nac_kubectl ]] && __kubectl_nac_previous=
+__kubectl_nac_kubectl()
+{
+    if [[ ${COMP_CWORD} -ge 2 && ${COMP_WORDS[1]} == nac ]]; then
+        local COMP_WORDS=(kubectl-nac "${COMP_WORDS[@]:2}")
+        local COMP_CWORD=$((COMP_CWORD - 1))
+        local COMP_LINE="kubectl-nac ${COMP_LINE#*nac}"
+        local COMP_POINT=${#COMP_LINE}
+        __start_kubectl-nac kubectl-nac "$2" "${COMP_WORDS[COMP_CWORD-1]}"
+    elif [[ -n $__kubectl_nac_previous ]]; then
+        "$__kubectl_nac_previous" "$@"
+    else
+        COMPREPLY=($(compgen -f -- "$2"))
+    fi
+}
+complete -o default -F __kubectl_nac_kubectl kubectl
+`
+
+// withKubectlNac makes bash, cobra's `completion bash` command, print
+// kubectlNacBash after cobra's script.
+func withKubectlNac(bash *cobra.Command) {
+	run := bash.RunE
+	bash.RunE = func(cmd *cobra.Command, args []string) error {
+		if err := run(cmd, args); err != nil {
+			return err
+		}
+		_, err := io.WriteString(cmd.OutOrStdout(), kubectlNacBash)
+		return err
+	}
+	bash.Long += "\n\nThe script also completes `kubectl nac …`: source it after kubectl's own completion (source <(kubectl completion bash)), which it keeps for every other kubectl command."
 }
 
 // ExitCode runs root with args and returns the process exit status: 0, 1

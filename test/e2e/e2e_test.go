@@ -34,6 +34,10 @@ type E2ESuite struct {
 
 var _ = Suite(&E2ESuite{})
 
+// validation is Velero's --store-validation-frequency in this package's
+// stacks: how often it revalidates every location (the default is 1m).
+const validation = 5 * time.Second
+
 func (s *E2ESuite) SetUpSuite(c *C) {
 	if _, err := exec.LookPath("kubectl"); err != nil {
 		c.Fatalf("kubectl is not on PATH: %v", err)

@@ -89,13 +89,7 @@ func (s *NodeSuite) SetUpSuite(c *C) {
 		c.Fatalf("kubectl is not on PATH: %v", err)
 	}
 	root := e2estack.RepoRoot(c)
-	s.root, s.bin, s.dir = root, c.MkDir(), c.MkDir()
-	for _, b := range []struct{ out, pkg string }{{"localcp", "./hack/localcp"}, {"plugins/velero-plugin-nacflow", "./cmd/velero-plugin-nacflow"}} {
-		build := exec.Command("go", "build", "-o", filepath.Join(s.bin, b.out), b.pkg)
-		build.Dir = root
-		out, err := build.CombinedOutput()
-		c.Assert(err, IsNil, Commentf("go build %s: %s", b.pkg, out))
-	}
+	s.root, s.bin, s.dir = root, e2estack.BuildBinaries(c, root), c.MkDir()
 	assets := e2estack.Assets(root)
 	for _, b := range []string{"kubelet", "kube-scheduler", "pause"} {
 		if _, err := os.Stat(filepath.Join(assets, b)); err != nil {

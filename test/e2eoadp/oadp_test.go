@@ -48,23 +48,36 @@ func peersDir(root string) string {
 	return filepath.Join(root, "..", "shared", "peers", "oadp-non-admin")
 }
 
-func (s *OADPSuite) SetUpSuite(c *C) {
-	s.root = e2estack.RepoRoot(c)
-	s.bin = e2estack.BuildBinaries(c, s.root)
-	src := peersDir(s.root)
+// oadpManager returns OADP NAC's manager: $NACFLOW_OADP_NAC when it is set
+// (make test builds it into bin/ before any test runs), else one built
+// into a directory of the test's from a writable copy of peersDir (go build
+// writes go.sum updates next to go.mod).
+func oadpManager(c *C, root string) string {
+	if bin := os.Getenv("NACFLOW_OADP_NAC"); bin != "" {
+		_, err := os.Stat(bin)
+		c.Assert(err, IsNil, Commentf("$NACFLOW_OADP_NAC: make test builds it"))
+		return bin
+	}
+	src := peersDir(root)
 	if _, err := os.Stat(filepath.Join(src, "go.mod")); err != nil {
 		c.Fatalf("OADP NAC's source is not at %s (set $NACFLOW_PEERS): %v", src, err)
 	}
-	// A writable copy: go build writes go.sum updates next to go.mod.
 	work := c.MkDir()
 	out, err := exec.Command("cp", "-r", src, filepath.Join(work, "oadp")).CombinedOutput()
 	c.Assert(err, IsNil, Commentf("%s", out))
-	s.oadpNAC = filepath.Join(work, "oadp-manager")
-	build := exec.Command("go", "build", "-o", s.oadpNAC, "./cmd")
+	bin := filepath.Join(work, "oadp-manager")
+	build := exec.Command("go", "build", "-o", bin, "./cmd")
 	build.Dir = filepath.Join(work, "oadp")
 	build.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOTOOLCHAIN=local")
 	out, err = build.CombinedOutput()
 	c.Assert(err, IsNil, Commentf("building OADP NAC's manager: %s", out))
+	return bin
+}
+
+func (s *OADPSuite) SetUpSuite(c *C) {
+	s.root = e2estack.RepoRoot(c)
+	s.bin = e2estack.BuildBinaries(c, s.root)
+	s.oadpNAC = oadpManager(c, s.root)
 	s.logs = c.MkDir()
 	// The stack's "controller" only sleeps: the test starts OADP NAC, then
 	// nacflow, itself.

@@ -25,6 +25,8 @@ import (
 	"time"
 
 	"gopkg.in/check.v1"
+
+	"github.com/nacflow/nacflow/internal/testwait"
 )
 
 // Stack is one run of bin/localcp on a directory that may outlive it: a
@@ -60,14 +62,30 @@ func Assets(root string) string {
 	return filepath.Join(root, "bin")
 }
 
-// BuildBinaries builds nac, kubectl-nac, localcp and
-// plugins/velero-plugin-nacflow (which Start gives Velero) from root into a
-// new directory of the test's and returns its path; a failed build fails
-// the test with go build's output.
+// EnvBinaries names the environment variable of a directory that already
+// holds what BuildBinaries builds (make test sets it to bin/, which make
+// build filled: one link of each binary for every package under test/).
+const EnvBinaries = "NACFLOW_BINARIES"
+
+// BuildBinaries returns a directory holding nac, kubectl-nac, localcp and
+// plugins/velero-plugin-nacflow (which Start gives Velero): $NACFLOW_BINARIES
+// when it is set (made absolute; the test fails when one is missing there),
+// else a new directory of the test's that it builds them into from root. A
+// failed build fails the test with go build's output.
 func BuildBinaries(c *check.C, root string) string {
+	binaries := []struct{ out, pkg string }{{"nac", "./cmd/nac"}, {"kubectl-nac", "./cmd/kubectl-nac"}, {"localcp", "./hack/localcp"},
+		{"plugins/velero-plugin-nacflow", "./cmd/velero-plugin-nacflow"}}
+	if dir := os.Getenv(EnvBinaries); dir != "" {
+		dir, err := filepath.Abs(dir)
+		c.Assert(err, check.IsNil)
+		for _, b := range binaries {
+			_, err := os.Stat(filepath.Join(dir, b.out))
+			c.Assert(err, check.IsNil, check.Commentf("$%s=%s lacks %s: run make build", EnvBinaries, dir, b.out))
+		}
+		return dir
+	}
 	bin := c.MkDir()
-	for _, b := range []struct{ out, pkg string }{{"nac", "./cmd/nac"}, {"kubectl-nac", "./cmd/kubectl-nac"}, {"localcp", "./hack/localcp"},
-		{"plugins/velero-plugin-nacflow", "./cmd/velero-plugin-nacflow"}} {
+	for _, b := range binaries {
 		build := exec.Command("go", "build", "-o", filepath.Join(bin, b.out), b.pkg)
 		build.Dir = root
 		out, err := build.CombinedOutput()
@@ -195,9 +213,14 @@ func (st *Stack) KubectlIn(c *check.C, stdin string, args ...string) string {
 	return out
 }
 
-// Eventually calls cond every 250 ms until it returns true, and fails the
-// test with cond's last message when it has not after timeout.
+// Eventually calls cond every second until it returns true, and fails the
+// test with cond's last message when it has not after timeout scaled by
+// testwait.Bound (3× unless NACFLOW_TEST_TIMEOUT_SCALE says otherwise).
+// Once a second, not faster: a cond usually runs kubectl, a process that
+// costs a tenth of a CPU-second, and the end-to-end packages run side by
+// side on two cores.
 func Eventually(c *check.C, timeout time.Duration, cond func() (bool, string)) {
+	timeout = testwait.Bound(timeout)
 	deadline := time.Now().Add(timeout)
 	for {
 		ok, msg := cond()
@@ -207,7 +230,7 @@ func Eventually(c *check.C, timeout time.Duration, cond func() (bool, string)) {
 		if time.Now().After(deadline) {
 			c.Fatalf("not true after %s: %s", timeout, msg)
 		}
-		time.Sleep(250 * time.Millisecond)
+		time.Sleep(time.Second)
 	}
 }
 
@@ -238,13 +261,19 @@ func (st *Stack) Nac(bin, user string, args ...string) (string, int) {
 	cmd.Dir = st.Root
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+st.Kubeconfig, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
 	out, err := cmd.CombinedOutput()
-	code := 0
+	return string(out), ExitCode(err)
+}
+
+// ExitCode returns the exit status a command's Run or CombinedOutput error
+// stands for: 0 for nil, the process's status for an *exec.ExitError, -1
+// when the command could not run.
+func ExitCode(err error) int {
 	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
+		return ee.ExitCode()
 	} else if err != nil {
-		code = -1
+		return -1
 	}
-	return string(out), code
+	return 0
 }
 
 // Scrape GETs the controller's metrics at url (HTTPS, its self-signed

@@ -1,4 +1,7 @@
-package e2e
+// Package e2elocalcp checks how bin/localcp, the stack of `make run`, fails
+// and stops (LocalCPSuite), each test on stacks of its own, beside the
+// other end-to-end packages.
+package e2elocalcp
 
 import (
 	"bytes"
@@ -15,6 +18,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"testing"
 	"time"
 
 	. "gopkg.in/check.v1"
@@ -22,12 +26,13 @@ import (
 	"github.com/nacflow/nacflow/test/e2estack"
 )
 
+func Test(t *testing.T) { TestingT(t) }
+
 // LocalCPSuite checks how bin/localcp, the stack of `make run`, fails and
 // stops: a taken port is named at once; SIGINT while it waits for the
 // default location stops everything; a location Velero refuses ends the run
 // with Velero's reason and the fix; and `kill -9` of localcp leaves no
-// process behind. Each test runs its own localcp and leaves nothing running
-// (only one Velero can run per machine: its metrics bind :8080).
+// process behind. Each test runs its own localcp and leaves nothing running.
 type LocalCPSuite struct {
 	root, assets, bin string
 	run               *lcRun         // the test's localcp, stopped by TearDownTest
@@ -49,9 +54,6 @@ func (s *LocalCPSuite) SetUpSuite(c *C) {
 		out, err := build.CombinedOutput()
 		c.Assert(err, IsNil, Commentf("go build %s: %s", b.pkg, out))
 	}
-	l, err := net.Listen("tcp", ":8080")
-	c.Assert(err, IsNil, Commentf("Velero needs port 8080: is another make run or e2e run going on?"))
-	c.Assert(l.Close(), IsNil)
 }
 
 // TearDownTest stops what the test left running, even when it failed: its
@@ -306,19 +308,23 @@ func (s *LocalCPSuite) seedRefusedStore(c *C, dir string, tenants bool) {
 	}
 }
 
-// TestPortInUseFailsAtOnce: a port localcp needs is taken by this test
-// process; localcp fails before starting anything, naming the port, what
-// needs it and this process's pid.
+// TestPortInUseFailsAtOnce: a fixed port localcp needs (the controller's,
+// as make run gives them; everything else takes a free port) is taken by
+// this test process; localcp fails before starting anything, naming the
+// port, what needs it and this process's pid.
 func (s *LocalCPSuite) TestPortInUseFailsAtOnce(c *C) {
 	pid := strconv.Itoa(os.Getpid())
-	l, err := net.Listen("tcp", ":8080")
+	// The health probe's port, as --health-probe-bind-address ADDR, with
+	// Velero (the default).
+	l, err := net.Listen("tcp", "127.0.0.1:0")
 	c.Assert(err, IsNil)
-	r := s.start(c, c.MkDir(), nil)
+	r := s.start(c, c.MkDir(), nil, "--metrics-bind-address", "0", "--health-probe-bind-address", l.Addr().String())
 	took, code := r.waitExit(c, 10*time.Second)
 	c.Check(l.Close(), IsNil)
 	c.Check(code, Equals, 1)
 	c.Check(took < 5*time.Second, Equals, true, Commentf("took %s", took)) // the control plane alone takes longer
-	c.Check(r.output(), Matches, `(?s)localcp: port 8080 \(Velero's metrics\) is in use by pid `+pid+`: \S*e2e\.test.* — stop it \(kill `+pid+`\) and run make run again\n`)
+	c.Check(r.output(), Matches, fmt.Sprintf(`(?s)localcp: port %d \(the controller's --health-probe-bind-address\) is in use by pid %s: \S*e2elocalcp\.test.* — stop it \(kill %s\) and run make run again\n`,
+		l.Addr().(*net.TCPAddr).Port, pid, pid))
 	c.Check(r.output(), Not(Matches), `(?s).*starting kube-apiserver.*`)
 
 	// The controller's port, given as --metrics-bind-address=ADDR after --.
