@@ -174,7 +174,17 @@ func startVelero(ctx context.Context, restCfg *rest.Config, cfg veleroConfig) (_
 	if err != nil {
 		return nil, err
 	}
-	s.velero, err = startProc("velero", filepath.Join(cfg.dir, "velero.log"), nil, filepath.Join(cfg.binDir, "velero"),
+	// Velero writes every location's credential Secret to
+	// $TMPDIR/credentials/<namespace>/<secret>-<key> (os.TempDir) and its
+	// plugins read them there: with the machine's /tmp, two stacks side by
+	// side (or make run beside make test) overwrite each other's files
+	// under the same OADP namespace, and a plugin reading one mid-write
+	// finds no credentials (the AWS SDK then asks EC2's metadata service).
+	tmp := filepath.Join(cfg.dir, "velero-tmp")
+	if err := os.MkdirAll(tmp, 0o700); err != nil {
+		return nil, err
+	}
+	s.velero, err = startProc("velero", filepath.Join(cfg.dir, "velero.log"), []string{"TMPDIR=" + tmp}, filepath.Join(cfg.binDir, "velero"),
 		"server", "--kubeconfig", cfg.kubeconfig, "--namespace", cfg.oadpNS,
 		"--plugin-dir", cfg.pluginDir, "--uploader-type", "kopia",
 		"--profiler-address", "", "--metrics-address", fmt.Sprintf("127.0.0.1:%d", metricsPort),

@@ -437,3 +437,20 @@ func (s *E2ESuite) TestInvalidExample(c *C) {
 		return out == "Created", out
 	})
 }
+
+// TestVeleroKeepsCredentialsInItsStack: Velero writes the locations'
+// credentials under its own TMPDIR in the stack's directory, not the
+// machine's /tmp, where stacks side by side (make test's packages, or make
+// run beside make test) overwrote each other's files under the same OADP
+// namespace: a restore failed with "no EC2 IMDS role found" when its plugin
+// read a file another Velero was rewriting.
+func (s *E2ESuite) TestVeleroKeepsCredentialsInItsStack(c *C) {
+	own := filepath.Join(s.dir, "velero-tmp", "credentials", "openshift-adp", "cloud-credentials-cloud")
+	e2estack.Eventually(c, 30*time.Second, func() (bool, string) {
+		_, err := os.Stat(own)
+		return err == nil, fmt.Sprintf("the default location's credentials: %v", err)
+	})
+	data, err := os.ReadFile(own)
+	c.Assert(err, IsNil)
+	c.Check(string(data), Matches, `(?s)\[default\]\naws_access_key_id=nacflow\n.*`)
+}
