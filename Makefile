@@ -23,7 +23,7 @@ GOFAKES3_VERSION  ?= v1.2.0
 OADP_NAMESPACE    ?= openshift-adp
 # make run WITH_VELERO=false: control plane and controller only.
 WITH_VELERO       ?= true
-TEST_TIMEOUT      ?= 15m
+TEST_TIMEOUT      ?= 30m
 
 KUBE_APISERVER  := $(BIN)/kube-apiserver
 KUBE_CONTROLLER_MANAGER := $(BIN)/kube-controller-manager
