@@ -168,6 +168,7 @@ func (s *ChaosSuite) TestCrashInjection(c *C) {
 	// The controller, killed and restarted at random: on a timer, and right
 	// after random creates in the OADP namespace (before their status write).
 	ch := startChaos(c, controllerOptions{oadp: oadp, selector: sel, restart: true}, 0.25, 1200*time.Millisecond, random)
+	defer ch.stop()
 	veleroCtx, stopVelero := context.WithCancel(ctx)
 	defer stopVelero()
 	go playVelero(veleroCtx, oadp)
@@ -366,6 +367,7 @@ type chaos struct {
 	c                *C
 	kills, crashes   atomic.Int64
 	done, stopSignal chan struct{}
+	stopping         sync.Once
 }
 
 // startChaos starts the controller of o and, until the returned chaos is
@@ -404,9 +406,11 @@ func startChaos(c *C, o controllerOptions, p float64, spread time.Duration, rand
 
 // stop ends the chaos once the controller has stopped, logs how often it
 // was killed, and returns the counts: on the timer, and between a create
-// and its status write.
+// and its status write. Stopping again only returns the counts, so that a
+// test may defer it: one that fails early must not leave its controllers
+// killing and restarting under the tests after it.
 func (ch *chaos) stop() (kills, crashes int64) {
-	close(ch.stopSignal)
+	ch.stopping.Do(func() { close(ch.stopSignal) })
 	<-ch.done
 	ch.c.Logf("controller killed %d times on a timer, %d times between a create and its status write", ch.kills.Load(), ch.crashes.Load())
 	return ch.kills.Load(), ch.crashes.Load()

@@ -93,6 +93,7 @@ func (s *RestoreTestSuite) TestRestoreTestsSurviveCrashes(c *C) {
 	restoreTestBlueprint(c, oadp, run, 2)
 	stop()
 	ch := startChaos(c, controllerOptions{oadp: oadp, selector: sel, restart: true}, 0.3, 900*time.Millisecond, random)
+	defer ch.stop()
 
 	veleroCtx, stopVelero := context.WithCancel(ctx)
 	defer stopVelero()
