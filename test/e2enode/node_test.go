@@ -406,7 +406,7 @@ func (s *NodeSuite) TestHelmChartOnNode(c *C) {
 	})
 
 	start := time.Now()
-	s.helm(c, "install", "nacflow", "charts/nacflow", "-n", ns, "--set", "image.repository="+repo, "--set", "image.tag="+tag,
+	s.helm(c, "install", "nacflow", "charts/nacflow", "-n", ns, "--set", "image.repository="+repo, "--set-string", "image.tag="+tag,
 		"--post-renderer", filepath.Join(s.root, "hack", "localcp", "helm-post-render"), "--wait", "--timeout", "3m")
 	fmt.Printf("e2enode: helm install to Available in %s\n", time.Since(start).Round(100*time.Millisecond))
 	c.Check(s.st.Kubectl(c, "get", "deployment", "-n", ns, deployment, "-o", `jsonpath={.status.conditions[?(@.type=="Available")].status}`), Equals, "True")
