@@ -385,9 +385,20 @@ func startChaos(c *C, o controllerOptions, p float64, spread time.Duration, rand
 		}
 	}
 	o.wrap = crashAfterCreate(o.oadp, p, random, kill, &ch.crashes)
+	// The timer runs from the moment the caches are synced: a loaded
+	// machine that takes longer to start a manager than the timer's spread
+	// would otherwise kill every controller before its first reconcile.
+	synced, cancelSync := context.WithCancel(context.Background())
+	start := func() func() {
+		mgr, stop := startManager(c, o)
+		mgr.GetCache().WaitForCacheSync(synced)
+		return stop
+	}
 	go func() {
 		defer close(ch.done)
-		stop := startController(c, o)
+		defer cancelSync()
+		go func() { <-ch.stopSignal; cancelSync() }()
+		stop := start()
 		for {
 			select {
 			case <-ch.stopSignal:
@@ -398,7 +409,7 @@ func startChaos(c *C, o controllerOptions, p float64, spread time.Duration, rand
 			}
 			stop()
 			ch.kills.Add(1)
-			stop = startController(c, o)
+			stop = start()
 		}
 	}()
 	return ch

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/flowcontrol"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -158,8 +159,13 @@ func (s *ConcurrencySuite) TestEditBetweenReadAndStatusWrite(c *C) {
 func (s *ConcurrencySuite) TestEventWaveNotDropped(c *C) {
 	r := newFaultRun(c)
 	defer r.stop()
-	broadcaster := events.NewBroadcaster(8, 5, 4)
+	// The writer is held until the queue of 4 is full, so the wave meets a
+	// full queue however fast or slow this machine is; then it writes at
+	// 8 events per second.
+	gate := &gatedLimiter{open: make(chan struct{}), RateLimiter: flowcontrol.NewTokenBucketRateLimiter(8, 5)}
+	broadcaster := events.NewBroadcasterWithLimiter(gate, 4)
 	defer broadcaster.Shutdown()
+	defer gate.release()
 	dropped0, waited0 := droppedTotal(c), queueWaitSeconds(c)
 	stop := startController(c, controllerOptions{oadp: r.oadp, selector: r.sel, restart: true, events: broadcaster})
 	defer stop()
@@ -170,6 +176,10 @@ func (s *ConcurrencySuite) TestEventWaveNotDropped(c *C) {
 		nab.Labels = map[string]string{chaosRunLabel: r.run}
 		c.Assert(testClient.Create(context.Background(), nab), IsNil)
 	}
+	eventually(c, 60*time.Second, func() (bool, string) {
+		return broadcaster.Queued() == 4, fmt.Sprintf("%d events queued, want a full queue of 4", broadcaster.Queued())
+	})
+	gate.release()
 	started := map[string]int{}
 	eventually(c, 90*time.Second, func() (bool, string) {
 		list := &corev1.EventList{}
@@ -186,6 +196,20 @@ func (s *ConcurrencySuite) TestEventWaveNotDropped(c *C) {
 	c.Check(droppedTotal(c)-dropped0, Equals, 0.0)
 	c.Check(queueWaitSeconds(c) > waited0, Equals, true, Commentf("the queue of 4 was full at times"))
 }
+
+// gatedLimiter blocks Accept until release, then paces as RateLimiter.
+type gatedLimiter struct {
+	flowcontrol.RateLimiter
+	open chan struct{}
+	once sync.Once
+}
+
+func (g *gatedLimiter) Accept() {
+	<-g.open
+	g.RateLimiter.Accept()
+}
+
+func (g *gatedLimiter) release() { g.once.Do(func() { close(g.open) }) }
 
 // droppedTotal is nacflow_events_dropped_total, every reason summed.
 func droppedTotal(c *C) float64 { return metricValue(c, "nacflow_events_dropped_total", nil) }

@@ -61,6 +61,13 @@ type controllerOptions struct {
 // a manager, as cmd/nac does, and returns a func that stops it (like a kill:
 // reconciles in flight see their context cancelled) and waits until it has.
 func startController(c *C, o controllerOptions) (stop func()) {
+	_, stop = startManager(c, o)
+	return stop
+}
+
+// startManager is startController that also returns the manager, so that a
+// caller can wait for its caches.
+func startManager(c *C, o controllerOptions) (ctrl.Manager, func()) {
 	cfg := o.cfg
 	if cfg == nil {
 		cfg = testCfg
@@ -135,7 +142,7 @@ func startController(c *C, o controllerOptions) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
-	return func() {
+	return mgr, func() {
 		cancel()
 		c.Check(<-done, IsNil)
 		broadcaster.Shutdown()

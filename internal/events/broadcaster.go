@@ -129,6 +129,13 @@ func NewBroadcaster(qps float32, burst, queueSize int) *Broadcaster {
 	if qps > 0 {
 		lim = flowcontrol.NewTokenBucketRateLimiter(qps, burst)
 	}
+	return NewBroadcasterWithLimiter(lim, queueSize)
+}
+
+// NewBroadcasterWithLimiter is NewBroadcaster with the writer paced by lim
+// (nil: no pacing): the writer calls lim.Accept before each write, so a
+// limiter that blocks holds every event in the queue.
+func NewBroadcasterWithLimiter(lim flowcontrol.RateLimiter, queueSize int) *Broadcaster {
 	return newBroadcaster(lim, queueSize)
 }
 
@@ -168,6 +175,14 @@ func newBroadcaster(lim flowcontrol.RateLimiter, queueSize int) *Broadcaster {
 
 // Limiter returns the rate limiter in front of the sink, nil when none.
 func (b *Broadcaster) Limiter() flowcontrol.RateLimiter { return b.limiter }
+
+// Queued returns how many events wait in this broadcaster's queue (at most
+// its queue size; the one being written is not counted).
+func (b *Broadcaster) Queued() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.queue) - b.head
+}
 
 // StartRecordingToSink implements record.EventBroadcaster: it starts the
 // writer. Only the first sink is used; later calls return an empty watch.
