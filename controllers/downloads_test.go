@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
+	"github.com/nacflow/nacflow/internal/endpoint"
 	"github.com/nacflow/nacflow/internal/veleroplay"
 )
 
@@ -28,7 +29,9 @@ import (
 // expiration 10 minutes on (2 seconds for a target whose NAC object's name
 // starts with "expiring-"). A backup's resource list is, unless a test set
 // one (setResourceList), the namespace and a ConfigMap app-config in it; a
-// log names the Velero object.
+// log names the Velero object. A target whose NAC object's name starts with
+// "signed-" gets a URL signed as S3 signs one, to a store that does not
+// resolve: the failure a tenant's broken or hostile store gives.
 var veleroDownloads = &downloadStore{lists: map[string]map[string][]string{}, held: map[string]bool{}}
 
 type downloadStore struct {
@@ -81,6 +84,20 @@ func (d *downloadStore) start(ctx context.Context) {
 	}()
 }
 
+// signedQuery is the query of a pre-signed S3 URL; its credential and
+// signature must never show in a status or an event.
+const signedQuery = "X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIASIGNEDLEAK%2F20261127%2Fus-east-1%2Fs3%2Faws4_request" +
+	"&X-Amz-Date=20261127T000000Z&X-Amz-Expires=600&X-Amz-SignedHeaders=host&X-Amz-Signature=5ecre7519a7e5ecre7519a7e"
+
+// endpoints are the endpoint rules of the tests' controllers: the default
+// rules, plus this store's own address (on loopback, which they deny), as
+// make run allows its store.
+func (d *downloadStore) endpoints(c *C) endpoint.Policy {
+	p, err := endpoint.Lists{AllowHosts: []string{d.srv.Listener.Addr().String()}}.Compile("")
+	c.Assert(err, IsNil)
+	return p
+}
+
 // processAll sets every unprocessed DownloadRequest of the cluster
 // Processed, with a URL /<namespace>/<kind>/<target> and an expiration.
 func (d *downloadStore) processAll(ctx context.Context) {
@@ -102,9 +119,13 @@ func (d *downloadStore) processAll(ctx context.Context) {
 			expiry = 2 * time.Second
 		}
 		before := dr.DeepCopy()
+		url := fmt.Sprintf("%s/%s/%s/%s", d.srv.URL, dr.Namespace, dr.Spec.Target.Kind, dr.Spec.Target.Name)
+		if strings.HasPrefix(origin, "signed-") || strings.HasPrefix(dr.Annotations[v1alpha1.NabOriginNameAnnotation], "signed-") {
+			url = "http://store.unresolvable.test:9000/bucket/backups/" + dr.Spec.Target.Name + "?" + signedQuery
+		}
 		dr.Status = velerov1.DownloadRequestStatus{
 			Phase:       velerov1.DownloadRequestPhaseProcessed,
-			DownloadURL: fmt.Sprintf("%s/%s/%s/%s", d.srv.URL, dr.Namespace, dr.Spec.Target.Kind, dr.Spec.Target.Name),
+			DownloadURL: url,
 			Expiration:  &metav1.Time{Time: time.Now().Add(expiry)},
 		}
 		_ = testClient.Patch(ctx, dr, client.MergeFrom(before)) // no status subresource in Velero's CRD

@@ -109,7 +109,7 @@ func startManager(c *C, o controllerOptions) (ctrl.Manager, func()) {
 	}
 	turns := veleroqueue.NewTurns(mgr.GetClient(), o.oadp)
 	registry, err := phases.NewRegistry(phases.Clients{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorderFor("nacflow-blueprint"), Queue: queue, Turns: turns},
-		phases.Options{RequireApprovalForBSL: o.requireApproval, Settings: settings, MaxBackupsInVelero: o.maxInVelero, Resolver: testDNS,
+		phases.Options{RequireApprovalForBSL: o.requireApproval, Settings: settings, MaxBackupsInVelero: o.maxInVelero, Resolver: testDNS, Endpoints: veleroDownloads.endpoints(c),
 			Quotas: phases.BlueprintQuotas{Resolver: &blueprints.Resolver{Reader: mgr.GetClient(), Namespace: o.oadp}}})
 	c.Assert(err, IsNil)
 	deps := func(name, kind string) controllers.Deps {

@@ -135,7 +135,7 @@ func (s *OADPCRDSuite) start(c *C) func() {
 	settings := &dpa.Source{Reader: mgr.GetAPIReader(), Namespace: s.oadp}
 	turns := veleroqueue.NewTurns(mgr.GetClient(), s.oadp)
 	registry, err := phases.NewRegistry(phases.Clients{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorderFor("nacflow-blueprint"), Queue: queue, Turns: turns},
-		phases.Options{Settings: settings, Resolver: testDNS, RestorePrecheck: s.caps.RestorePrecheck,
+		phases.Options{Settings: settings, Resolver: testDNS, Endpoints: veleroDownloads.endpoints(c), RestorePrecheck: s.caps.RestorePrecheck,
 			MaxBackupsInVelero: phases.DefaultMaxBackupsInVelero})
 	c.Assert(err, IsNil)
 	deps := func(name, kind string) controllers.Deps {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"time"
 
@@ -24,6 +25,7 @@ import (
 	"github.com/nacflow/nacflow/internal/events"
 	"github.com/nacflow/nacflow/internal/loglevel"
 	"github.com/nacflow/nacflow/internal/patch"
+	"github.com/nacflow/nacflow/internal/redact"
 	"github.com/nacflow/nacflow/internal/staleness"
 )
 
@@ -281,6 +283,7 @@ func reconcileNAC[T v1alpha1.Object](ctx context.Context, d *Deps, reads *stalen
 // plan is left out of the patch: the API server would prune it (and warn),
 // and a run that changed only the plan costs no request.
 func writeStatus(ctx context.Context, d *Deps, obj v1alpha1.Object, before client.Object) error {
+	redactStatus(obj)
 	if d.Plans == nil {
 		return patch.Status(ctx, d.Client, obj, before)
 	}
@@ -290,6 +293,22 @@ func writeStatus(ctx context.Context, d *Deps, obj v1alpha1.Object, before clien
 	old.SetPlan(nil)
 	defer func() { obj.SetPlan(plan); old.SetPlan(oldPlan) }()
 	return patch.Status(ctx, d.Client, obj, before)
+}
+
+// redactStatus cleans every string of obj's status (redact.Strings) before
+// it is written: tenants and `view` users read status, so no message may
+// carry a pre-signed URL, a URL's user info or a token, whichever phase,
+// Velero mirror or library error put it there. The one URL status holds on
+// purpose — a NonAdminDownloadRequest's status.veleroDownloadRequest
+// .status.downloadURL, readable only by edit and admin — is kept.
+func redactStatus(obj v1alpha1.Object) {
+	v := reflect.ValueOf(obj)
+	if v.Kind() != reflect.Pointer || v.IsNil() {
+		return
+	}
+	if st := v.Elem().FieldByName("Status"); st.IsValid() && st.CanAddr() {
+		redact.Strings(st.Addr().Interface(), "DownloadURL")
+	}
 }
 
 // kindOf returns the registry entry of the NAC kind T (a pointer to one of

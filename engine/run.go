@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	nacv1alpha1 "github.com/nacflow/nacflow/api/v1alpha1"
+	"github.com/nacflow/nacflow/internal/redact"
 )
 
 // Event reasons the runner emits on the NAC object, on transitions only.
@@ -597,6 +598,7 @@ func checkOutput(output map[string]string) error {
 
 // bounded cuts s to the status message limit.
 func bounded(s string) string {
+	s = redact.String(s)
 	if len(s) <= maxMessage {
 		return s
 	}

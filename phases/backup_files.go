@@ -2,6 +2,7 @@ package phases
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -169,15 +170,16 @@ func awaitServed(dr *velerov1.DownloadRequest, file string, timeout time.Duratio
 }
 
 // getBackupFile GETs a backup's file from url, the pre-signed URL Velero
-// served in a DownloadRequest's status.downloadURL, with ctx (which bounds
-// the download). The caller reads and closes the body. Errors: the HTTP
-// client's, and the status when not 200.
-func getBackupFile(ctx context.Context, url string) (io.ReadCloser, error) {
+// served in a DownloadRequest's status.downloadURL, through hc, with ctx
+// (which bounds the download). The caller reads and closes the body.
+// Errors: hc's (a refused address or redirect included, the URL's
+// signature left out), and the status when not 200.
+func getBackupFile(ctx context.Context, hc *storeClient, url string) (io.ReadCloser, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return nil, err
+		return nil, errors.New("the download URL Velero served does not parse")
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := hc.do(req)
 	if err != nil {
 		return nil, err
 	}

@@ -102,7 +102,7 @@ func (s *QuotaSuite) TestObjectSize(c *C) {
 		http.ServeContent(w, r, "b.tar.gz", time.Time{}, strings.NewReader(body))
 	}))
 	defer ranged.Close()
-	n, err := objectSize(context.Background(), ranged.URL)
+	n, err := objectSize(context.Background(), loopbackStore, ranged.URL)
 	c.Check(err, IsNil)
 	c.Check(n, Equals, int64(12345))
 	chunked := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -112,12 +112,12 @@ func (s *QuotaSuite) TestObjectSize(c *C) {
 		}
 	}))
 	defer chunked.Close()
-	n, err = objectSize(context.Background(), chunked.URL)
+	n, err = objectSize(context.Background(), loopbackStore, chunked.URL)
 	c.Check(err, IsNil)
 	c.Check(n, Equals, int64(5*12345))
 	missing := httptest.NewServer(http.NotFoundHandler())
 	defer missing.Close()
-	_, err = objectSize(context.Background(), missing.URL)
+	_, err = objectSize(context.Background(), loopbackStore, missing.URL)
 	c.Check(err, ErrorMatches, `the object store answered 404 Not Found`)
 	for _, h := range []string{"bytes 0-0/*", "bytes 0-0", "bytes 0-0/-3", "bytes 0-0/x"} {
 		_, err := contentRangeSize(h)

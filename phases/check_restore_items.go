@@ -180,7 +180,7 @@ func (f *CheckRestoreItems) Run(ctx context.Context, op *engine.Operation, nar *
 	p := restorepolicy.Policy{Namespace: nar.Namespace, Bound: bound, AdminOwned: f.adminOwned,
 		UpdateExisting: spec != nil && spec.ExistingResourcePolicy == velerov1.PolicyTypeUpdate}
 	skip := restoreSkips(nar)
-	total, excluded, err := checkContents(ctx, dr.Status.DownloadURL, p, skip, precheckLookup{op: op})
+	total, excluded, err := checkContents(ctx, f.tools.store, dr.Status.DownloadURL, p, skip, precheckLookup{op: op})
 	var apiErr apiError
 	if errors.As(err, &apiErr) {
 		return engine.Result{}, apiErr.err
@@ -312,9 +312,9 @@ func (l precheckLookup) RoleRules(ctx context.Context, kind, ns, name string) ([
 // Velero would restore (skip says which group-resources it would not).
 // It returns the items decided and the excluded ones, sorted, as
 // "<resource> <namespace/name>: <reason>". Errors: walkContents'.
-func checkContents(ctx context.Context, url string, p restorepolicy.Policy, skip func(schema.GroupResource) bool, lk precheckLookup) (int, []string, error) {
+func checkContents(ctx context.Context, hc *storeClient, url string, p restorepolicy.Policy, skip func(schema.GroupResource) bool, lk precheckLookup) (int, []string, error) {
 	var excluded []string
-	total, err := walkContents(ctx, url, maxContents, p, skip, lk, func(it contentItem) error {
+	total, err := walkContents(ctx, hc, url, maxContents, p, skip, lk, func(it contentItem) error {
 		if !it.decision.Allowed {
 			excluded = append(excluded, it.key+": "+it.decision.Reason)
 		}
@@ -351,10 +351,10 @@ type contentItem struct {
 // (compressed; a *contentsTooLarge),
 // more than maxCheckedItems items, visit's; a Lookup error comes wrapped in
 // apiError.
-func walkContents(ctx context.Context, url string, limit int64, p restorepolicy.Policy, skip func(schema.GroupResource) bool, lk precheckLookup, visit func(contentItem) error) (int, error) {
+func walkContents(ctx context.Context, hc *storeClient, url string, limit int64, p restorepolicy.Policy, skip func(schema.GroupResource) bool, lk precheckLookup, visit func(contentItem) error) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, contentsDownloadTimeout)
 	defer cancel()
-	body, err := getBackupFile(ctx, url)
+	body, err := getBackupFile(ctx, hc, url)
 	if err != nil {
 		return 0, err
 	}

@@ -93,7 +93,7 @@ func (s *CheckRestoreItemsSuite) TestCheckContents(c *C) {
 	srv := serve(body)
 	defer srv.Close()
 	p := restorepolicy.Policy{Namespace: "team", Bound: checkBound, AdminOwned: restorepolicy.DefaultAdminOwned}
-	total, excluded, err := checkContents(context.Background(), srv.URL, p, restoreSkips(&v1alpha1.NonAdminRestore{}), checkLookup())
+	total, excluded, err := checkContents(context.Background(), loopbackStore, srv.URL, p, restoreSkips(&v1alpha1.NonAdminRestore{}), checkLookup())
 	c.Assert(err, IsNil)
 	c.Check(total, Equals, 11)
 	c.Check(excluded, DeepEquals, []string{
@@ -108,7 +108,7 @@ func (s *CheckRestoreItemsSuite) TestCheckContents(c *C) {
 
 	// The restore's own filters count too.
 	nar := &v1alpha1.NonAdminRestore{Spec: v1alpha1.NonAdminRestoreSpec{RestoreSpec: &velerov1.RestoreSpec{IncludedResources: []string{"configmaps"}}}}
-	total, excluded, err = checkContents(context.Background(), srv.URL, p, restoreSkips(nar), checkLookup())
+	total, excluded, err = checkContents(context.Background(), loopbackStore, srv.URL, p, restoreSkips(nar), checkLookup())
 	c.Assert(err, IsNil)
 	c.Check(total, Equals, 2)
 	c.Check(excluded, DeepEquals, []string{"configmaps team/broken: not a JSON object"})
@@ -119,7 +119,7 @@ func (s *CheckRestoreItemsSuite) TestCheckContents(c *C) {
 func (s *CheckRestoreItemsSuite) TestCheckContentsBounds(c *C) {
 	p := restorepolicy.Policy{Namespace: "team", Bound: checkBound}
 	srv := serve([]byte("not gzip"))
-	_, _, err := checkContents(context.Background(), srv.URL, p, restoreSkips(&v1alpha1.NonAdminRestore{}), checkLookup())
+	_, _, err := checkContents(context.Background(), loopbackStore, srv.URL, p, restoreSkips(&v1alpha1.NonAdminRestore{}), checkLookup())
 	srv.Close()
 	c.Check(err, ErrorMatches, "unexpected EOF|gzip: invalid header")
 
@@ -132,13 +132,13 @@ func (s *CheckRestoreItemsSuite) TestCheckContentsBounds(c *C) {
 	_, _ = gz.Write(plain.Bytes()[:530])
 	_ = gz.Close()
 	srv = serve(buf.Bytes())
-	_, _, err = checkContents(context.Background(), srv.URL, p, restoreSkips(&v1alpha1.NonAdminRestore{}), checkLookup())
+	_, _, err = checkContents(context.Background(), loopbackStore, srv.URL, p, restoreSkips(&v1alpha1.NonAdminRestore{}), checkLookup())
 	srv.Close()
 	c.Check(err, NotNil)
 
 	big := `{"metadata":{"name":"cm","namespace":"team"},"data":{"k":"` + string(bytes.Repeat([]byte("x"), maxItemBytes)) + `"}}`
 	srv = serve(tarball(c, "resources/configmaps/namespaces/team/big.json", big))
-	_, excluded, err := checkContents(context.Background(), srv.URL, p, restoreSkips(&v1alpha1.NonAdminRestore{}), checkLookup())
+	_, excluded, err := checkContents(context.Background(), loopbackStore, srv.URL, p, restoreSkips(&v1alpha1.NonAdminRestore{}), checkLookup())
 	srv.Close()
 	c.Assert(err, IsNil)
 	c.Check(excluded, DeepEquals, []string{"configmaps team/big: not read, larger than 1048576 bytes"})
@@ -186,7 +186,7 @@ func FuzzCheckContents(f *testing.F) {
 		srv := serve(body)
 		defer srv.Close()
 		p := restorepolicy.Policy{Namespace: "team", Bound: checkBound}
-		_, _, _ = checkContents(context.Background(), srv.URL, p, restoreSkips(&v1alpha1.NonAdminRestore{}), checkLookup())
+		_, _, _ = checkContents(context.Background(), loopbackStore, srv.URL, p, restoreSkips(&v1alpha1.NonAdminRestore{}), checkLookup())
 	})
 }
 
@@ -212,7 +212,7 @@ func runCheck(c *C, enabled bool, plugins []velerov1.PluginInfo, url, onExcluded
 	).Build()
 	op.Client, op.APIReader = cl, cl
 	rec := record.NewFakeRecorder(10)
-	f := bind(&CheckRestoreItems{tools: tools{recorder: rec, recent: newRecentCreates()}, enabled: enabled, restoreRules: restoreRules{tenantRole: "admin", adminOwned: restorepolicy.DefaultAdminOwned}})
+	f := bind(&CheckRestoreItems{tools: tools{recorder: rec, recent: newRecentCreates(), store: loopbackStore}, enabled: enabled, restoreRules: restoreRules{tenantRole: "admin", adminOwned: restorepolicy.DefaultAdminOwned}})
 	res, err := f.Run(context.Background(), op, &CheckRestoreItemsArgs{BackupName: "b", OnExcluded: onExcluded})
 	if err == nil {
 		// Done: both requests are gone.

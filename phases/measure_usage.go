@@ -2,6 +2,7 @@ package phases
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -76,7 +77,7 @@ func (f *MeasureUsage) Run(ctx context.Context, op *engine.Operation, nab *v1alp
 	} else if wait != nil {
 		return *wait, nil
 	}
-	contents, err := objectSize(ctx, dr.Status.DownloadURL)
+	contents, err := objectSize(ctx, f.tools.store, dr.Status.DownloadURL)
 	if err != nil {
 		return engine.Done(fmt.Sprintf("not measured: the size of the contents of Backup %s: %v", b.Name, err), nil), nil
 	}
@@ -105,15 +106,15 @@ func usageOutput(u *v1alpha1.BackupUsage) map[string]string {
 // Content-Length, or, without one, its body is counted (never held) within
 // sizeTimeout. Errors: the HTTP client's, an answer other than 200 or 206,
 // a Content-Range without a size.
-func objectSize(ctx context.Context, url string) (int64, error) {
+func objectSize(ctx context.Context, hc *storeClient, url string) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, sizeTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return 0, err
+		return 0, errors.New("the download URL Velero served does not parse")
 	}
 	req.Header.Set("Range", "bytes=0-0")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := hc.do(req)
 	if err != nil {
 		return 0, err
 	}

@@ -131,7 +131,7 @@ func (f *PreviewRestore) Run(ctx context.Context, op *engine.Operation, nar *v1a
 	if a.MaxContentsMiB > 0 {
 		limit = min(a.MaxContentsMiB, 1<<20) << 20
 	}
-	_, err = walkContents(ctx, dr.Status.DownloadURL, limit, p, neverRestored, precheckLookup{op: op}, func(it contentItem) error {
+	_, err = walkContents(ctx, f.tools.store, dr.Status.DownloadURL, limit, p, neverRestored, precheckLookup{op: op}, func(it contentItem) error {
 		item := v1alpha1.RestorePreviewItem{Resource: cut(it.gr.String(), 253), Name: cut(it.name, 253)}
 		// Velero's filters first: what they leave out is never judged.
 		why := ""
@@ -210,7 +210,7 @@ func (f *PreviewRestore) fromResourceList(ctx context.Context, op *engine.Operat
 	} else if wait != nil {
 		return *wait, nil
 	}
-	list, err := downloadResourceList(ctx, dr.Status.DownloadURL, nar.Namespace)
+	list, err := downloadResourceList(ctx, f.tools.store, dr.Status.DownloadURL, nar.Namespace)
 	if err != nil {
 		return done(&v1alpha1.RestorePreview{BackupName: a.BackupName, Message: cut(fmt.Sprintf(
 			"%s, and its resource list could not be read: %v", tooLarge, err), 1024)}, true)

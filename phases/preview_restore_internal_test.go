@@ -214,7 +214,7 @@ func runPreview(c *C, url string, spec *velerov1.RestoreSpec, live ...client.Obj
 	}
 	cl := fake.NewClientBuilder().WithScheme(scheme).WithRESTMapper(mapper).WithObjects(objs...).Build()
 	op.Client, op.APIReader = cl, cl
-	f := bind(&PreviewRestore{tools: tools{recent: newRecentCreates()}, restoreRules: restoreRules{tenantRole: "admin",
+	f := bind(&PreviewRestore{tools: tools{recent: newRecentCreates(), store: loopbackStore}, restoreRules: restoreRules{tenantRole: "admin",
 		adminOwned: []schema.GroupResource{}}})
 	res, err := f.Run(context.Background(), op, &PreviewRestoreArgs{BackupName: "b"})
 	c.Check(apierrors.IsNotFound(cl.Get(context.Background(), client.ObjectKey{Namespace: "oadp", Name: name}, &velerov1.DownloadRequest{})), Equals, true,
@@ -281,7 +281,7 @@ func (s *PreviewRestoreSuite) TestOverTheBound(c *C) {
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "admin"}, Rules: checkBound},
 		request(name, big.URL), request(name+"-list", listSrv.URL)).Build()
 	op.Client, op.APIReader = cl, cl
-	f := bind(&PreviewRestore{tools: tools{recent: newRecentCreates()}, restoreRules: restoreRules{tenantRole: "admin"}})
+	f := bind(&PreviewRestore{tools: tools{recent: newRecentCreates(), store: loopbackStore}, restoreRules: restoreRules{tenantRole: "admin"}})
 	res, err := f.Run(context.Background(), op, &PreviewRestoreArgs{BackupName: "b", MaxContentsMiB: 1})
 	c.Assert(err, IsNil)
 	pv := nar.Status.Preview

@@ -64,6 +64,8 @@ type tools struct {
 	// quotas finds the admin's quota of a namespace for its schedules'
 	// runs (nil: none).
 	quotas QuotaSource
+	// store GETs backup files under the endpoint rules.
+	store *storeClient
 }
 
 // Options are controller settings some phase functions follow.
@@ -113,7 +115,8 @@ type Options struct {
 // returns an error only if two functions share a name or an exception is
 // malformed (programming errors).
 func NewRegistry(c Clients, o Options) (*engine.Registry, error) {
-	t := tools{recorder: c.Recorder, queue: c.Queue, turns: c.Turns, recent: newRecentCreates(), serving: &serving{}, quotas: o.Quotas}
+	t := tools{recorder: c.Recorder, queue: c.Queue, turns: c.Turns, recent: newRecentCreates(), serving: &serving{}, quotas: o.Quotas,
+		store: newStoreClient(o.Endpoints, o.Resolver)}
 	rules := restoreRules{tenantRole: o.TenantRole, adminOwned: o.AdminOwned}
 	if rules.tenantRole == "" {
 		rules.tenantRole = restorepolicy.DefaultTenantRole

@@ -75,6 +75,6 @@ func readRestoredItems(r io.Reader, ns string) (*restoredItems, error) {
 // downloadRestoredItems reads Velero's gzipped resource list of a restore
 // into namespace ns from url (readRestoredItems). Errors: downloadGzipped's
 // and readRestoredItems's.
-func downloadRestoredItems(ctx context.Context, url, ns string) (*restoredItems, error) {
-	return downloadGzipped(ctx, url, func(r io.Reader) (*restoredItems, error) { return readRestoredItems(r, ns) })
+func downloadRestoredItems(ctx context.Context, hc *storeClient, url, ns string) (*restoredItems, error) {
+	return downloadGzipped(ctx, hc, url, func(r io.Reader) (*restoredItems, error) { return readRestoredItems(r, ns) })
 }

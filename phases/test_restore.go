@@ -445,11 +445,11 @@ func (f *TestRestore) judge(ctx context.Context, op *engine.Operation, nab *v1al
 			return *wait, nil
 		}
 	}
-	expected, err := downloadResourceList(ctx, backupList.Status.DownloadURL, nab.Namespace)
+	expected, err := downloadResourceList(ctx, f.tools.store, backupList.Status.DownloadURL, nab.Namespace)
 	if err != nil {
 		return unknown(fmt.Sprintf("downloading the resource list of Backup %s: %v", b.Name, err))
 	}
-	got, err := downloadRestoredItems(ctx, restoreList.Status.DownloadURL, sandbox)
+	got, err := downloadRestoredItems(ctx, f.tools.store, restoreList.Status.DownloadURL, sandbox)
 	if err != nil {
 		return unknown(fmt.Sprintf("downloading the resource list of Restore %s: %v", vr.Name, err))
 	}

@@ -96,7 +96,7 @@ func (f *VerifyBackupContents) Run(ctx context.Context, op *engine.Operation, na
 	} else if wait != nil {
 		return *wait, nil
 	}
-	list, err := downloadResourceList(ctx, dr.Status.DownloadURL, nab.Namespace)
+	list, err := downloadResourceList(ctx, f.tools.store, dr.Status.DownloadURL, nab.Namespace)
 	if err != nil {
 		return unknown(fmt.Sprintf("downloading the resource list of Backup %s: %v", b.Name, err))
 	}
@@ -133,19 +133,19 @@ func setVerified(nab *v1alpha1.NonAdminBackup, status metav1.ConditionStatus, re
 // downloadResourceList reads Velero's gzipped resource list of namespace
 // ns's backup from url (readResourceList). Errors: downloadGzipped's and
 // readResourceList's.
-func downloadResourceList(ctx context.Context, url, ns string) (*resourceList, error) {
-	return downloadGzipped(ctx, url, func(r io.Reader) (*resourceList, error) { return readResourceList(r, ns) })
+func downloadResourceList(ctx context.Context, hc *storeClient, url, ns string) (*resourceList, error) {
+	return downloadGzipped(ctx, hc, url, func(r io.Reader) (*resourceList, error) { return readResourceList(r, ns) })
 }
 
 // downloadGzipped GETs the gzipped file of a backup or restore at url
 // (getBackupFile), within resourceListDownloadTimeout, and hands it to read
 // uncompressed. Errors: the HTTP status when not 200, gzip errors, and
 // read's.
-func downloadGzipped[T any](ctx context.Context, url string, read func(io.Reader) (T, error)) (T, error) {
+func downloadGzipped[T any](ctx context.Context, hc *storeClient, url string, read func(io.Reader) (T, error)) (T, error) {
 	var zero T
 	ctx, cancel := context.WithTimeout(ctx, resourceListDownloadTimeout)
 	defer cancel()
-	body, err := getBackupFile(ctx, url)
+	body, err := getBackupFile(ctx, hc, url)
 	if err != nil {
 		return zero, err
 	}

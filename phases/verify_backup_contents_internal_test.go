@@ -83,17 +83,17 @@ func (s *VerifyInternalSuite) TestDownloadResourceList(c *C) {
 	c.Assert(gz.Close(), IsNil)
 
 	body = buf.Bytes()
-	list, err := downloadResourceList(context.Background(), srv.URL, "demo")
+	list, err := downloadResourceList(context.Background(), loopbackStore, srv.URL, "demo")
 	c.Assert(err, IsNil)
 	c.Check(list.total, Equals, 1)
 	c.Check(list.kinds, DeepEquals, map[string]bool{"v1/ConfigMap": true})
 
 	status = http.StatusForbidden
-	_, err = downloadResourceList(context.Background(), srv.URL, "demo")
+	_, err = downloadResourceList(context.Background(), loopbackStore, srv.URL, "demo")
 	c.Check(err, ErrorMatches, "the object store answered 403 Forbidden")
 
 	status, body = http.StatusOK, []byte("not gzip")
-	_, err = downloadResourceList(context.Background(), srv.URL, "demo")
+	_, err = downloadResourceList(context.Background(), loopbackStore, srv.URL, "demo")
 	c.Check(err, NotNil)
 }
 

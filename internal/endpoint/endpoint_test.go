@@ -185,3 +185,44 @@ func (s *EndpointSuite) TestFingerprint(c *C) {
 	c.Check(Fingerprint(ctx, r, []string{"https://s3.example.com"}, time.Second), Not(Equals), a)
 	c.Check(Fingerprint(ctx, r, []string{"https://nowhere.example.com"}, time.Second), Not(Equals), "")
 }
+
+// TestDialChecksTheAddressDialed: Dial applies the rules to the address it
+// connects to, resolving a name once: loopback is refused by default, by
+// address or by a name resolving there, and reached once an admin allows
+// that host and port; a refusal is a *RefusedError naming the rule.
+func (s *EndpointSuite) TestDialChecksTheAddressDialed(c *C) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	c.Assert(err, IsNil)
+	defer ln.Close()
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conn.Close()
+		}
+	}()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	r := fakeResolver{"store.example": {"127.0.0.1"}, "public.example": {"203.0.113.9"}}
+	ctx := context.Background()
+
+	for _, addr := range []string{ln.Addr().String(), net.JoinHostPort("store.example", port), net.JoinHostPort("::ffff:127.0.0.1", port)} {
+		_, err := Policy{}.Dial(r, nil)(ctx, "tcp", addr)
+		var refused *RefusedError
+		c.Check(errors.As(err, &refused), Equals, true, Commentf("%s: %v", addr, err))
+		c.Check(err, ErrorMatches, `connection refused by the endpoint rules: host .* loopback .*`, Commentf("%s", addr))
+	}
+	allow, err := Lists{AllowHosts: []string{"store.example:" + port}}.Compile("")
+	c.Assert(err, IsNil)
+	conn, err := allow.Dial(r, nil)(ctx, "tcp", net.JoinHostPort("store.example", port))
+	c.Assert(err, IsNil)
+	conn.Close()
+	// The allowance is for that host and port only.
+	_, err = allow.Dial(r, nil)(ctx, "tcp", ln.Addr().String())
+	c.Check(err, ErrorMatches, `connection refused by the endpoint rules: .*loopback.*`)
+	deny, err := Lists{DenyCIDRs: []string{"203.0.113.0/24"}}.Compile("")
+	c.Assert(err, IsNil)
+	_, err = deny.Dial(r, nil)(ctx, "tcp", "public.example:443")
+	c.Check(err, ErrorMatches, `.*resolves to 203\.0\.113\.9, in 203\.0\.113\.0/24, denied by the admin`)
+}

@@ -164,18 +164,25 @@ func (p Policy) Check(ctx context.Context, r Resolver, rawURL string) (refusal, 
 	if port == "" {
 		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
 	}
-	var addrs []netip.Addr
+	_, refusal, err = p.admit(ctx, r, host, port)
+	return refusal, err
+}
+
+// admit applies rules 2 to 6 of Check to host (lower case, no trailing dot)
+// and port, and returns the addresses it checked: a connection that dials
+// one of them reaches what was checked.
+func (p Policy) admit(ctx context.Context, r Resolver, host, port string) (addrs []netip.Addr, refusal, err error) {
 	if a, aerr := netip.ParseAddr(host); aerr == nil {
 		if a.Zone() != "" {
-			return fmt.Errorf("host %s has an IPv6 zone", host), nil
+			return nil, fmt.Errorf("host %s has an IPv6 zone", host), nil
 		}
 		addrs = []netip.Addr{a}
 	} else if why := badHostName(host); why != "" {
-		return fmt.Errorf("host %q %s", host, why), nil
+		return nil, fmt.Errorf("host %q %s", host, why), nil
 	}
 	for _, h := range p.denyHosts {
 		if h.matches(host, port) {
-			return fmt.Errorf("host %s is denied by the admin (%s)", host, h), nil
+			return nil, fmt.Errorf("host %s is denied by the admin (%s)", host, h), nil
 		}
 	}
 	if addrs == nil {
@@ -186,11 +193,11 @@ func (p Policy) Check(ctx context.Context, r Resolver, rawURL string) (refusal, 
 		var dnsErr *net.DNSError
 		switch {
 		case lerr != nil && errors.As(lerr, &dnsErr) && dnsErr.IsNotFound:
-			return fmt.Errorf("host %s does not resolve", host), nil
+			return nil, fmt.Errorf("host %s does not resolve", host), nil
 		case lerr != nil:
-			return nil, fmt.Errorf("resolving %s: %w", host, lerr)
+			return nil, nil, fmt.Errorf("resolving %s: %w", host, lerr)
 		case len(got) == 0:
-			return fmt.Errorf("host %s does not resolve", host), nil
+			return nil, fmt.Errorf("host %s does not resolve", host), nil
 		}
 		addrs = got
 	}
@@ -198,19 +205,19 @@ func (p Policy) Check(ctx context.Context, r Resolver, rawURL string) (refusal, 
 		for _, v := range views(a) {
 			for _, d := range p.denyCIDRs {
 				if d.Contains(v) {
-					return fmt.Errorf("host %s resolves to %s, in %s, denied by the admin", host, a, d), nil
+					return nil, fmt.Errorf("host %s resolves to %s, in %s, denied by the admin", host, a, d), nil
 				}
 			}
 		}
 	}
 	for _, h := range p.allowHosts {
 		if h.matches(host, port) {
-			return nil, nil
+			return addrs, nil, nil
 		}
 	}
 	for _, m := range metadataHosts {
 		if host == m {
-			return fmt.Errorf("host %s is a cloud metadata service", host), nil
+			return nil, fmt.Errorf("host %s is a cloud metadata service", host), nil
 		}
 	}
 	for _, a := range addrs {
@@ -219,10 +226,54 @@ func (p Policy) Check(ctx context.Context, r Resolver, rawURL string) (refusal, 
 			if a.String() != host {
 				what += " resolves to " + a.String() + ","
 			}
-			return fmt.Errorf("%s %s, denied by default (an admin may allow it: endpoints.allowCIDRs or allowHosts)", what, why), nil
+			return nil, fmt.Errorf("%s %s, denied by default (an admin may allow it: endpoints.allowCIDRs or allowHosts)", what, why), nil
 		}
 	}
-	return nil, nil
+	return addrs, nil, nil
+}
+
+// RefusedError is the error of a connection Dial refused: the rule and the
+// address, never the URL (which may carry a signature).
+type RefusedError struct{ Why error }
+
+func (e *RefusedError) Error() string {
+	return "connection refused by the endpoint rules: " + e.Why.Error()
+}
+
+// Dial returns a DialContext for an http.Transport that connects only
+// where p lets a tenant's endpoint lead: it resolves the host of addr
+// ("host:port") once with r (nil: net.DefaultResolver), applies Check's
+// rules 2 to 6 to every address, and dials those addresses itself, so a
+// name cannot resolve elsewhere between the check and the connection (DNS
+// rebinding) and a redirect is checked as the first request was. Errors: a
+// *RefusedError naming the rule, the resolver's, the dialer's.
+func (p Policy) Dial(r Resolver, d *net.Dialer) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	if d == nil {
+		d = &net.Dialer{}
+	}
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, err
+		}
+		host = strings.TrimSuffix(strings.ToLower(host), ".")
+		addrs, refusal, err := p.admit(ctx, r, host, port)
+		if err != nil {
+			return nil, err
+		}
+		if refusal != nil {
+			return nil, &RefusedError{Why: refusal}
+		}
+		var last error
+		for _, a := range addrs {
+			c, err := d.DialContext(ctx, network, net.JoinHostPort(a.String(), port))
+			if err == nil {
+				return c, nil
+			}
+			last = err
+		}
+		return nil, last
+	}
 }
 
 // deniedByDefault returns what range of defaultDenied holds a (or the IPv4

@@ -24,6 +24,8 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/nacflow/nacflow/internal/redact"
 )
 
 // Event delivery defaults (--event-qps, --event-burst, --event-queue-size).
@@ -505,8 +507,10 @@ func (r *eventRecorder) generate(obj runtime.Object, annotations map[string]stri
 		r.logger.Error(nil, "Unsupported event type", "eventType", eventType)
 		return
 	}
+	// Tenants and view users read events: no pre-signed URL or token in
+	// one, whoever recorded it (redact.String).
 	r.b.enqueue(queuedEvent{ref: *ref, annotations: annotations, eventType: eventType, reason: reason,
-		message: message, at: metav1.Now(), source: &r.source})
+		message: redact.String(message), at: metav1.Now(), source: &r.source})
 }
 
 // stopper is a watch.Interface whose Stop runs a function once.
