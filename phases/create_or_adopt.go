@@ -53,6 +53,12 @@ func createOrAdoptOwn(ctx context.Context, op *engine.Operation, recent *recentC
 		recent.add(kind, got)
 		return got, "Created", nil
 	}
+	if apierrors.IsInvalid(err) {
+		// The same object is refused again on every try: an input no
+		// validation caught must end the plan with the API server's
+		// reason, not leave it retrying.
+		return nil, "", engine.Terminalf("the API server refused %s %s/%s: %v", kind, want.GetNamespace(), want.GetName(), err)
+	}
 	if !apierrors.IsAlreadyExists(err) {
 		return nil, "", fmt.Errorf("creating %s %s/%s: %w", kind, want.GetNamespace(), want.GetName(), err)
 	}

@@ -32,6 +32,11 @@ func as[T v1alpha1.Object](fn string, op *engine.Operation) (T, error) {
 	return obj, nil
 }
 
+// maxOriginLabelsBytes bounds originLabels (bytes of JSON): a NonAdminBackup
+// whose labels take more is refused at validation, so that its Velero
+// Backup, which carries them as an annotation, can always be created.
+const maxOriginLabelsBytes = 64 << 10
+
 // originLabels returns nab's own labels as JSON, for the Velero Backup's
 // NabOriginLabelsAnnotation ("" when it has none).
 func originLabels(nab *v1alpha1.NonAdminBackup) string {

@@ -162,6 +162,10 @@ func validateBackupSpec(nab *v1alpha1.NonAdminBackup) error {
 	if err := checkTenantSpec("spec.backupSpec", spec); err != nil {
 		return err
 	}
+	if l := originLabels(nab); len(l) > maxOriginLabelsBytes {
+		return fmt.Errorf("metadata.labels: %d bytes as JSON, at most %d: they are copied to the Velero Backup's annotation %s (the API server takes at most 256 KiB of annotations)",
+			len(l), maxOriginLabelsBytes, v1alpha1.NabOriginLabelsAnnotation)
+	}
 	for _, ns := range spec.IncludedNamespaces {
 		if ns != nab.Namespace {
 			return fmt.Errorf("spec.backupSpec.includedNamespaces can not contain namespaces other than: %s (found %q)", nab.Namespace, ns)

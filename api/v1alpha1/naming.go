@@ -31,7 +31,8 @@ const maxObjectNameLength = 63
 // for the NAC object namespace/name in the operation nacuuid:
 // "<namespace>-<name>-<nacuuid>", at most 63 characters. The NACUUID is kept
 // whole; when the whole does not fit, name is cut first, then namespace
-// (OADP NAC's naming rule).
+// (OADP NAC's naming rule), and a cut name loses the dots it ends with, so
+// that the result is a DNS subdomain and a label value.
 func NACObjectName(namespace, name, nacuuid string) string {
 	budget := maxObjectNameLength - len(nacuuid) - 2
 	if budget < 0 {
@@ -42,7 +43,10 @@ func NACObjectName(namespace, name, nacuuid string) string {
 		if keep < 0 {
 			keep = 0
 		}
-		name = name[:keep]
+		// A cut that ends at a dot would put ".-" in the name, which no
+		// DNS subdomain holds: the API server would refuse every object of
+		// the operation.
+		name = strings.TrimRight(name[:keep], ".")
 	}
 	if len(namespace) > budget {
 		namespace = namespace[:budget]
