@@ -99,7 +99,7 @@ func (s *ContentSuite) TestValidate(c *C) {
 		{"unknown provider", o, nil, "example.com/s3", nil, "anything", `spec.backupStorageLocationSpec.provider: "example.com/s3": nacflow cannot check`},
 		{"unknown provider allowed by name", phases.Options{UncheckedCredentialProviders: []string{"example.com/s3"}}, nil, "example.com/s3", map[string]string{"x": "y"}, "anything", ""},
 		{"gcp external account", o, nil, "gcp", nil, `{"type":"external_account","credential_source":{"file":"/x"}}`, `key "type" in the service account key (JSON) of Secret creds/cloud`},
-		{"azure federated token", o, nil, "azure", map[string]string{"storageAccount": "a"}, "AZURE_TENANT_ID=t\nAZURE_CLIENT_ID=c\nAZURE_FEDERATED_TOKEN_FILE=/x\n",
+		{"azure federated token", o, nil, "azure", map[string]string{"storageAccount": "acct1"}, "AZURE_TENANT_ID=t\nAZURE_CLIENT_ID=c\nAZURE_FEDERATED_TOKEN_FILE=/x\n",
 			`key "AZURE_FEDERATED_TOKEN_FILE" in line 3 of Secret creds/cloud`},
 	} {
 		nabsl, copies, err := runContent(c, "ValidateBSLSpec", t.o, t.args, t.provider, t.config, t.data)

@@ -13,6 +13,8 @@ package endpoint
 
 import (
 	"fmt"
+	"net/url"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -25,7 +27,88 @@ const (
 	plain    keyRule = iota // a value the plugin uses as it is, harmless
 	boolean                 // strconv.ParseBool
 	urlValue                // an endpoint the Velero server connects to: Policy.Check
+	hostPart                // pasted by the plugin into a URL it builds: hostParts
 )
+
+// hostShape is how a plugin builds a URL from a config value, and the shape
+// the value must have so that the URL is the one the plugin means.
+type hostShape struct {
+	// pattern is what the provider itself accepts for the value.
+	pattern *regexp.Regexp
+	// what describes pattern for the refusal.
+	what string
+	// build returns the URL the plugin builds from v, as it builds it.
+	build func(v string) string
+	// host is the host that URL must have, or "" when the value goes
+	// into the path: then the URL must keep build's host and gain no
+	// query, fragment or extra path segment.
+	host func(v string) string
+}
+
+// hostParts are the config values a plugin pastes into a URL it builds
+// itself, keyed by provider kind and key: checked as text, the Azure
+// plugin turned storageAccount "127.0.0.1:8091/x?" into
+// https://127.0.0.1:8091/x?.blob.core.windows.net. Each must have the
+// shape its cloud gives it, and the URL built from it must parse back to
+// the host (or path) the plugin means:
+//
+//   - aws region: without s3Url the AWS SDK connects to
+//     s3.<region>.amazonaws.com (a region is lower-case letters, digits
+//     and dashes);
+//   - azure storageAccount: Velero's pkg/util/azure builds
+//     https://<account>.blob.<cloud suffix> (3 to 24 lower-case letters
+//     and digits, Azure's rule);
+//   - azure resourceGroup and subscriptionId: the ARM path
+//     /subscriptions/<id>/resourceGroups/<group>/... the plugin asks for
+//     the account's keys (a GUID; Azure's resource group characters).
+var hostParts = map[string]map[string]hostShape{
+	"aws": {
+		"region": {
+			pattern: regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`),
+			what:    "a region name: lower-case letters, digits and dashes, at most 63",
+			build:   func(v string) string { return "https://s3." + v + ".amazonaws.com/" },
+			host:    func(v string) string { return "s3." + v + ".amazonaws.com" },
+		},
+	},
+	"azure": {
+		"storageAccount": {
+			pattern: regexp.MustCompile(`^[a-z0-9]{3,24}$`),
+			what:    "a storage account name: 3 to 24 lower-case letters and digits",
+			build:   func(v string) string { return "https://" + v + ".blob.core.windows.net/" },
+			host:    func(v string) string { return v + ".blob.core.windows.net" },
+		},
+		"resourceGroup": {
+			pattern: regexp.MustCompile(`^[-\w._()]{0,89}[-\w_()]$`),
+			what:    "a resource group name: letters, digits, '-', '_', '.', '(' and ')', at most 90, not ending with '.'",
+			build:   func(v string) string { return "https://management.azure.com/subscriptions/x/resourceGroups/" + v + "/providers" },
+		},
+		"subscriptionId": {
+			pattern: regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`),
+			what:    "a subscription ID: a GUID",
+			build:   func(v string) string { return "https://management.azure.com/subscriptions/" + v + "/resourceGroups/x/providers" },
+		},
+	},
+}
+
+// checkHostPart reports why v, the value of key of provider kind, would make
+// the plugin build a URL it does not mean ("" when it would not).
+func checkHostPart(shape hostShape, v string) string {
+	if !shape.pattern.MatchString(v) {
+		return "is not " + shape.what
+	}
+	u, err := url.Parse(shape.build(v))
+	switch {
+	case err != nil:
+		return "does not make a URL"
+	case u.User != nil || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "":
+		return "adds user info, a query or a fragment to the URL the plugin builds"
+	case shape.host != nil && u.Host != shape.host(v):
+		return "makes the plugin connect to " + u.Host
+	case shape.host == nil && (u.Host != "management.azure.com" || strings.Count(u.Path, "/") != 5):
+		return "changes the URL path the plugin builds"
+	}
+	return ""
+}
 
 // configKeys are the config keys accepted per provider kind (the
 // credentials package's Kind), from each plugin's Init:
@@ -52,13 +135,13 @@ const (
 // tenant's config too: objectStorage sets them.
 var configKeys = map[string]map[string]keyRule{
 	"aws": {
-		"region": plain, "s3Url": urlValue, "publicUrl": urlValue, "kmsKeyId": plain, "s3ForcePathStyle": boolean,
+		"region": hostPart, "s3Url": urlValue, "publicUrl": urlValue, "kmsKeyId": plain, "s3ForcePathStyle": boolean,
 		"signatureVersion": plain, "profile": plain, "serverSideEncryption": plain, "insecureSkipTLSVerify": boolean,
 		"tagging": plain, "checksumAlgorithm": plain,
 	},
 	"gcp": {"kmsKeyName": plain, "storeEndpoint": urlValue},
 	"azure": {
-		"resourceGroup": plain, "storageAccount": plain, "subscriptionId": plain, "blockSizeInBytes": plain, "useAAD": boolean,
+		"resourceGroup": hostPart, "storageAccount": hostPart, "subscriptionId": hostPart, "blockSizeInBytes": plain, "useAAD": boolean,
 		"storageAccountKeyEnvVar": plain, "storageAccountURI": urlValue, "activeDirectoryAuthorityURI": urlValue,
 	},
 }
@@ -115,9 +198,14 @@ func CheckConfig(kind string, config map[string]string) error {
 			}
 			return fmt.Errorf("key %q is not allowed: %s; accepted keys for provider %s: %s", k, why, kind, strings.Join(sortedKeys(allowed), ", "))
 		}
-		if rule == boolean {
+		switch rule {
+		case boolean:
 			if _, err := strconv.ParseBool(config[k]); err != nil {
 				return fmt.Errorf("key %q: %q is not a boolean", k, config[k])
+			}
+		case hostPart:
+			if why := checkHostPart(hostParts[kind][k], config[k]); why != "" {
+				return fmt.Errorf("key %q: %q %s", k, config[k], why)
 			}
 		}
 	}

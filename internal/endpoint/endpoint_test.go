@@ -156,8 +156,20 @@ func (s *EndpointSuite) TestConfig(c *C) {
 		{"aws", map[string]string{"bucket": "other"}, "objectStorage.bucket"},
 		{"gcp", map[string]string{"kmsKeyName": "k", "storeEndpoint": "https://x"}, ""},
 		{"gcp", map[string]string{"serviceAccount": "admin@p.iam.gserviceaccount.com"}, `key "serviceAccount"`},
-		{"azure", map[string]string{"resourceGroup": "g", "storageAccount": "a", "subscriptionId": "s", "storageAccountKeyEnvVar": "AZURE_STORAGE_ACCOUNT_ACCESS_KEY"}, ""},
+		{"azure", map[string]string{"resourceGroup": "g", "storageAccount": "acct1", "subscriptionId": "6f0d3a52-3c1e-4f8e-9a52-4b7a0d6c2e11", "storageAccountKeyEnvVar": "AZURE_STORAGE_ACCOUNT_ACCESS_KEY"}, ""},
 		{"azure", map[string]string{"credentialsFile": "/x"}, `key "credentialsFile"`},
+		// Values a plugin pastes into a URL it builds are checked as it
+		// builds them.
+		{"azure", map[string]string{"storageAccount": "127.0.0.1:8091/x?"}, `key "storageAccount": "127.0.0.1:8091/x?" is not a storage account name`},
+		{"azure", map[string]string{"storageAccount": "169.254.169.254#"}, `is not a storage account name`},
+		{"azure", map[string]string{"storageAccount": "UPPER"}, `is not a storage account name`},
+		{"azure", map[string]string{"resourceGroup": "../../providers/x"}, `key "resourceGroup"`},
+		{"azure", map[string]string{"resourceGroup": "rg?api-version=1"}, `key "resourceGroup"`},
+		{"azure", map[string]string{"subscriptionId": "sub/resourceGroups/other"}, `key "subscriptionId": "sub/resourceGroups/other" is not a subscription ID`},
+		{"aws", map[string]string{"region": "127.0.0.1:8091/x?"}, `key "region": "127.0.0.1:8091/x?" is not a region name`},
+		{"aws", map[string]string{"region": "evil.example.com#"}, `is not a region name`},
+		{"aws", map[string]string{"region": "us-east-1."}, `is not a region name`},
+		{"aws", map[string]string{"region": "minio"}, ""},
 		{"", map[string]string{"anything": "x"}, ""},
 	} {
 		err := CheckConfig(t.kind, t.config)
