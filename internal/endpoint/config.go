@@ -80,12 +80,16 @@ var hostParts = map[string]map[string]hostShape{
 		"resourceGroup": {
 			pattern: regexp.MustCompile(`^[-\w._()]{0,89}[-\w_()]$`),
 			what:    "a resource group name: letters, digits, '-', '_', '.', '(' and ')', at most 90, not ending with '.'",
-			build:   func(v string) string { return "https://management.azure.com/subscriptions/x/resourceGroups/" + v + "/providers" },
+			build: func(v string) string {
+				return "https://management.azure.com/subscriptions/x/resourceGroups/" + v + "/providers"
+			},
 		},
 		"subscriptionId": {
 			pattern: regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`),
 			what:    "a subscription ID: a GUID",
-			build:   func(v string) string { return "https://management.azure.com/subscriptions/" + v + "/resourceGroups/x/providers" },
+			build: func(v string) string {
+				return "https://management.azure.com/subscriptions/" + v + "/resourceGroups/x/providers"
+			},
 		},
 	},
 }

@@ -77,7 +77,9 @@ func FuzzString(f *testing.F) {
 			t.Fatalf("not idempotent: %q -> %q -> %q", s, out, redact.String(out))
 		}
 		if strings.Contains(out, "://") {
-			for _, f := range strings.FieldsFunc(out, func(r rune) bool { return strings.ContainsRune(" \t\n\v\f\r\u0085\u00a0\"'<>`", r) || unicode.IsSpace(r) }) {
+			for _, f := range strings.FieldsFunc(out, func(r rune) bool {
+				return strings.ContainsRune(" \t\n\v\f\r\u0085\u00a0\"'<>`", r) || unicode.IsSpace(r)
+			}) {
 				if i := strings.Index(f, "?"); i >= 0 && strings.Contains(f[:i], "://") && !strings.HasPrefix(f[i+1:], redact.Mark) {
 					t.Fatalf("a query survived in %q (from %q)", out, s)
 				}
