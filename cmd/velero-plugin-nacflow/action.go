@@ -117,7 +117,46 @@ func (a *action) Execute(in *velero.RestoreItemActionExecuteInput) (*velero.Rest
 			Warnf("nacflow: not restoring %s %s: %s", item.Resource, name(obj), d.Reason)
 		return out.WithoutRestore(), nil
 	}
+	// Velero writes a restored item's status back with its own rights when
+	// the restore's restoreStatus names the resource or the item asks for
+	// it (StatusRestoreAnnotation, any value but "false" read as Velero
+	// reads it), after this action: the annotation set to "false" here wins
+	// over both. Items that ask nothing are returned as they are.
+	annotations, _ := nestedMap(obj, "metadata", "annotations")
+	asked, annotated := annotations[restorepolicy.StatusRestoreAnnotation]
+	_, hasStatus := obj["status"]
+	if hasStatus && (annotated && asked != "false" || !annotated && r.Spec.RestoreStatus != nil) &&
+		!restorepolicy.MayWriteStatus(p, item.Resource, name(obj)) {
+		u := in.Item.DeepCopyObject().(runtime.Unstructured)
+		content := u.UnstructuredContent()
+		md, ok := content["metadata"].(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("restore %s: item %s has no metadata", r.Name, name(obj))
+		}
+		an, _ := md["annotations"].(map[string]any)
+		if an == nil {
+			an = map[string]any{}
+			md["annotations"] = an
+		}
+		an[restorepolicy.StatusRestoreAnnotation] = "false"
+		a.log.WithFields(logrus.Fields{"resource": item.Resource.String(), "name": name(obj), "tenantNamespace": ns}).
+			Warnf("nacflow: not restoring the status of %s %s: the tenant role does not allow update on %s/status", item.Resource, name(obj), item.Resource)
+		return velero.NewRestoreItemActionExecuteOutput(u), nil
+	}
 	return out, nil
+}
+
+// nestedMap returns the map at path of obj (nil when absent or not a map).
+func nestedMap(obj map[string]any, path ...string) (map[string]any, bool) {
+	cur := obj
+	for _, p := range path {
+		next, ok := cur[p].(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		cur = next
+	}
+	return cur, true
 }
 
 // kube returns the client, creating it on first use.

@@ -175,3 +175,37 @@ func (s *ActionSuite) TestFailsClosed(c *C) {
 	_, err = s.execute(c, tenantRestore(nil, ""), bindingToEdit)
 	c.Check(err, ErrorMatches, `nacflow restore plugin: connecting to the cluster: no route`)
 }
+
+// TestStatusNotRestoredBeyondTheTenant: an item that asks Velero to restore
+// its status (velero.io/restore-status "true"), or any item when the
+// restore sets restoreStatus, comes back with the annotation "false" — which
+// Velero reads after this action and which wins over both — when the tenant
+// role may not update its status subresource; an item that asks nothing,
+// or whose status the tenant may write, is returned as it is.
+func (s *ActionSuite) TestStatusNotRestoredBeyondTheTenant(c *C) {
+	const (
+		asking  = `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"lb","namespace":"team","annotations":{"velero.io/restore-status":"true"}},"status":{"x":"forged"}}`
+		quiet   = `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"q","namespace":"team"},"status":{"x":"y"}}`
+		noAnnos = `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"n","namespace":"team"},"status":{"x":"y"}}`
+	)
+	out, err := s.execute(c, tenantRestore(nil, ""), asking)
+	c.Assert(err, IsNil)
+	c.Check(out.SkipRestore, Equals, false)
+	c.Check(out.UpdatedItem.(*unstructured.Unstructured).GetAnnotations()[restorepolicy.StatusRestoreAnnotation], Equals, "false")
+	c.Check(s.log.LastEntry().Message, Equals, "nacflow: not restoring the status of configmaps team/lb: the tenant role does not allow update on configmaps/status")
+
+	out, err = s.execute(c, tenantRestore(nil, ""), quiet)
+	c.Assert(err, IsNil)
+	c.Check(out.UpdatedItem.UnstructuredContent(), DeepEquals, item(quiet).Object)
+
+	r := tenantRestore(nil, "")
+	r.Spec.RestoreStatus = &velerov1.RestoreStatusSpec{IncludedResources: []string{"configmaps"}}
+	out, err = s.execute(c, r, noAnnos)
+	c.Assert(err, IsNil)
+	c.Check(out.UpdatedItem.(*unstructured.Unstructured).GetAnnotations(), DeepEquals, map[string]string{restorepolicy.StatusRestoreAnnotation: "false"})
+
+	// A role that may write the status: Velero restores it.
+	out, err = s.execute(c, tenantRestore(map[string]string{restorepolicy.TenantRoleAnnotation: "cluster-admin"}, ""), asking)
+	c.Assert(err, IsNil)
+	c.Check(out.UpdatedItem.UnstructuredContent(), DeepEquals, item(asking).Object)
+}

@@ -195,6 +195,23 @@ func Decide(ctx context.Context, p Policy, item Item, lk Lookup) (Decision, erro
 	return allow(), nil
 }
 
+// StatusRestoreAnnotation is Velero's object-level switch for restoring an
+// item's status (ObjectStatusRestoreAnnotationKey, Velero 1.18
+// pkg/restore): "true" restores the status the backup holds, with Velero's
+// rights, whatever the restore's restoreStatus says; "false" never does.
+// Velero reads it from the item as restore item actions return it.
+const StatusRestoreAnnotation = "velero.io/restore-status"
+
+// MayWriteStatus reports whether p's tenant role allows update of the
+// status subresource of gr's object name: the write Velero makes when it
+// restores an item's status. A namespace admin may not write the status of
+// a Service (a LoadBalancer ingress address kube-proxy routes), an Ingress
+// (an address external-dns publishes) or a Pod (Running with a podIP it
+// never had), so a tenant's backup must not either.
+func MayWriteStatus(p Policy, gr schema.GroupResource, name string) bool {
+	return may(p.Bound, schema.GroupResource{Group: gr.Group, Resource: gr.Resource + "/status"}, "update", name)
+}
+
 // may reports whether rules allow verb on resource (on the object name, when
 // not empty: rules limited to resourceNames count only for named requests,
 // as the RBAC authorizer does; create carries no name).

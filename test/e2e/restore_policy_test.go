@@ -89,6 +89,11 @@ const (
 	forgedVolume = `{"apiVersion":"v1","kind":"PersistentVolume","metadata":{"name":"tenant-r-root"},` +
 		`"spec":{"accessModes":["ReadWriteOnce"],"capacity":{"storage":"1Gi"},"hostPath":{"path":"/"},"persistentVolumeReclaimPolicy":"Retain","storageClassName":"",` +
 		`"claimRef":{"apiVersion":"v1","kind":"PersistentVolumeClaim","name":"data","namespace":"tenant-r"}},"status":{"phase":"Bound"}}`
+	// forgedService asks Velero to restore its status: a LoadBalancer
+	// ingress address of the tenant's choosing, which kube-proxy would
+	// route (the CVE-2020-8554 class); a namespace admin may not write it.
+	forgedService = `{"apiVersion":"v1","kind":"Service","metadata":{"name":"lb","namespace":"tenant-r","annotations":{"velero.io/restore-status":"true"}},` +
+		`"spec":{"type":"LoadBalancer","ports":[{"port":80,"protocol":"TCP"}]},"status":{"loadBalancer":{"ingress":[{"ip":"203.0.113.66"}]}}}`
 )
 
 // TestRestoreAsTenantWithRealVelero: a restore made for a tenant does only
@@ -131,6 +136,8 @@ func (s *E2ESuite) TestRestoreAsTenantWithRealVelero(c *C) {
 		"resources/persistentvolumeclaims/v1-preferredversion/namespaces/" + ns + "/data.json": forgedClaim,
 		"resources/persistentvolumes/cluster/tenant-r-root.json":                               forgedVolume,
 		"resources/persistentvolumes/v1-preferredversion/cluster/tenant-r-root.json":           forgedVolume,
+		"resources/services/namespaces/" + ns + "/lb.json":                                     forgedService,
+		"resources/services/v1-preferredversion/namespaces/" + ns + "/lb.json":                 forgedService,
 	}))
 
 	s.kubectlIn(c, "apiVersion: oadp.openshift.io/v1alpha1\nkind: NonAdminRestore\nmetadata: {name: back, namespace: "+ns+"}\n"+
@@ -158,12 +165,16 @@ func (s *E2ESuite) TestRestoreAsTenantWithRealVelero(c *C) {
 	c.Check(s.kubectlAllowFail("get", "rolebinding", "-n", ns, "to-root"), Matches, `(?s).*NotFound.*`)
 	c.Check(s.kubectl(c, "get", "quota", "-n", ns, "quota", "-o", "jsonpath={.spec.hard.pods}"), Equals, "5")
 	c.Check(s.kubectlAllowFail("get", "pv", "tenant-r-root"), Matches, `(?s).*NotFound.*`)
+	// The Service is the tenant's to make; its status is not.
+	c.Check(s.kubectl(c, "get", "svc", "-n", ns, "lb", "-o", `jsonpath={.spec.type}|{.status.loadBalancer.ingress}|{.metadata.annotations.velero\.io/restore-status}`),
+		Equals, "LoadBalancer||false")
 
 	log := gunzip(c, getObject(c, s3, "tenants", ns+"/mine/restores/"+restore+"/restore-"+restore+"-logs.gz"))
 	for _, want := range []string{
 		`nacflow: not restoring rolebindings.rbac.authorization.k8s.io tenant-r/to-root: RoleBinding to-root binds ClusterRole cluster-admin, which grants what the tenant role does not hold`,
 		`nacflow: not restoring resourcequotas tenant-r/quota: the tenant role does not allow create on resourcequotas`,
 		`nacflow: not restoring persistentvolumes tenant-r-root: PersistentVolume tenant-r-root: volume source spec.hostPath is not one a restore made for a tenant may create`,
+		`nacflow: not restoring the status of services tenant-r/lb: the tenant role does not allow update on services/status`,
 	} {
 		c.Check(strings.Contains(log, want), Equals, true, Commentf("restore log should say %q:\n%s", want, log))
 	}
