@@ -18,7 +18,10 @@ import (
 // (package dpa; the OADP namespace only), and asking the API server who a
 // metrics scraper is and whether it may read /metrics (TokenReview,
 // SubjectAccessReview: controller-runtime's metrics filter, cmd/nac
-// --metrics-secure; reviews are answered, never stored).
+// --metrics-secure; reviews are answered, never stored), and the right the
+// ValidatingAdmissionPolicy nacflow-status-writers (config/admission) asks
+// of whoever writes a NAC kind's status: write on statuses.nacflow.io.
+// +kubebuilder:rbac:groups=nacflow.io,resources=statuses,verbs=write
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 // +kubebuilder:rbac:groups=coordination.k8s.io,namespace=openshift-adp,resources=leases,verbs=get;list;watch;create;update;patch;delete
