@@ -60,6 +60,8 @@ func (s *ControllerSuite) TestCredentialAndEndpointAttacks(c *C) {
 			`spec.backupStorageLocationSpec.config.s3Url: host 127.0.0.1 is loopback (127.0.0.0/8), denied by default`},
 		{"s3url-metadata", "aws", map[string]string{"region": "us-east-1", "s3Url": "http://169.254.169.254/latest/meta-data"}, staticCreds,
 			`spec.backupStorageLocationSpec.config.s3Url: host 169.254.169.254 is the cloud metadata service (169.254.169.254/32), denied by default`},
+		{"s3url-private", "aws", map[string]string{"region": "us-east-1", "s3Url": "http://10.96.0.10:9000"}, staticCreds,
+			`spec.backupStorageLocationSpec.config.s3Url: host 10.96.0.10 is private (10.0.0.0/8), denied by default`},
 		{"azure-account-host", "azure", map[string]string{"storageAccount": "127.0.0.1:8091/x?", "resourceGroup": "rg", "subscriptionId": "6f0d3a52-3c1e-4f8e-9a52-4b7a0d6c2e11"},
 			"AZURE_STORAGE_ACCOUNT_ACCESS_KEY=k\nAZURE_CLOUD_NAME=AzurePublicCloud\n",
 			`spec.backupStorageLocationSpec.config: key "storageAccount": "127.0.0.1:8091/x?" is not a storage account name: 3 to 24 lower-case letters and digits`},

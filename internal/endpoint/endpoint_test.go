@@ -59,8 +59,17 @@ func (s *EndpointSuite) TestCheck(c *C) {
 		refused string
 	}{
 		{"https://s3.example.com", Lists{}, ""},
-		{"http://minio.internal:9000", Lists{}, ""},
-		{"http://10.1.2.3:9000", Lists{}, ""},
+		// Private ranges hold the cluster's own pods, services and nodes:
+		// denied until the admin allows a store there.
+		{"http://minio.internal:9000", Lists{}, "is private (10.0.0.0/8), denied by default"},
+		{"http://10.1.2.3:9000", Lists{}, "is private (10.0.0.0/8)"},
+		{"http://172.20.0.1", Lists{}, "is private (172.16.0.0/12)"},
+		{"http://192.168.1.10:9000", Lists{}, "is private (192.168.0.0/16)"},
+		{"http://100.64.0.1", Lists{}, "shared address space"},
+		{"http://[fd12::1]:9000", Lists{}, "unique local"},
+		{"http://[::ffff:10.0.0.5]:9000", Lists{}, "is private (10.0.0.0/8)"},
+		{"http://minio.internal:9000", Lists{AllowHosts: []string{"minio.internal:9000"}}, ""},
+		{"http://10.1.2.3:9000", Lists{AllowCIDRs: []string{"10.1.0.0/16"}}, ""},
 		{"http://[2001:db8::1]:9000", Lists{}, ""},
 		{"http://127.0.0.1:8091", Lists{}, "loopback"},
 		{"http://127.0.0.2", Lists{}, "loopback"},

@@ -94,9 +94,11 @@ type deniedRange struct {
 // allows it: what a pod reaches only because it is on the node or in the
 // cloud (loopback, link-local, the metadata services of AWS, GCP, Azure,
 // Alibaba, OpenStack), addresses that mean "this host" (unspecified), and
-// multicast/broadcast/reserved space. Private ranges (10/8, 172.16/12,
-// 192.168/16, fc00::/7, 100.64/10) stay allowed: on-premises object stores
-// live there; an admin denies the cluster's own ranges with DenyCIDRs.
+// multicast/broadcast/reserved space, and the private ranges (10/8,
+// 172.16/12, 192.168/16, 100.64/10, fc00::/7): a cluster's pods, services
+// and nodes live there, so a tenant's endpoint in them reaches what only
+// the Velero pod reaches. On-premises object stores live there too: the
+// admin allows each (AllowHosts, or AllowCIDRs for its range).
 var defaultDenied = func() []deniedRange {
 	var out []deniedRange
 	for _, r := range []struct{ cidr, what string }{
@@ -114,6 +116,12 @@ var defaultDenied = func() []deniedRange {
 		{"::/96", "IPv4-compatible IPv6 (deprecated)"},
 		{"fe80::/10", "link-local"},
 		{"ff00::/8", "multicast"},
+		{"10.0.0.0/8", "private"},
+		{"172.16.0.0/12", "private"},
+		{"192.168.0.0/16", "private"},
+		{"100.64.0.0/10", "shared address space (carrier-grade NAT)"},
+		{"198.18.0.0/15", "benchmarking"},
+		{"fc00::/7", "unique local (private)"},
 	} {
 		out = append(out, deniedRange{netip.MustParsePrefix(r.cidr), r.what})
 	}
