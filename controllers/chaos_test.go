@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/watch"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
@@ -385,14 +386,46 @@ func startChaos(c *C, o controllerOptions, p float64, spread time.Duration, rand
 		}
 	}
 	o.wrap = crashAfterCreate(o.oadp, p, random, kill, &ch.crashes)
-	// The timer runs from the moment the caches are synced: a loaded
-	// machine that takes longer to start a manager than the timer's spread
-	// would otherwise kill every controller before its first reconcile.
+	// The timer runs from the moment the caches are synced, for 300 ms plus
+	// a random part of spread (every fourth incarnation: of four spreads,
+	// so that an operation whose next step takes longer than one spread
+	// also ends), and an incarnation also does some work before it is
+	// killed: at least 10 reconciles started. On a loaded machine a
+	// wall-clock timer alone killed controllers before they had done
+	// anything, and the operations never ended.
+	var started atomic.Int64
+	o.observe = func(string, ctrl.Request) { started.Add(1) }
 	synced, cancelSync := context.WithCancel(context.Background())
 	start := func() func() {
+		started.Store(0)
 		mgr, stop := startManager(c, o)
 		mgr.GetCache().WaitForCacheSync(synced)
 		return stop
+	}
+	const minWork = 10
+	timer := func(abort <-chan struct{}) <-chan struct{} {
+		done := make(chan struct{})
+		life := spread
+		if ch.kills.Load()%4 == 3 {
+			life *= 4
+		}
+		wait := 300*time.Millisecond + time.Duration(random()*float64(life))
+		go func() {
+			defer close(done)
+			select {
+			case <-abort:
+				return
+			case <-time.After(wait):
+			}
+			for started.Load() < minWork {
+				select {
+				case <-abort:
+					return
+				case <-time.After(20 * time.Millisecond):
+				}
+			}
+		}()
+		return done
 	}
 	go func() {
 		defer close(ch.done)
@@ -400,13 +433,16 @@ func startChaos(c *C, o controllerOptions, p float64, spread time.Duration, rand
 		go func() { <-ch.stopSignal; cancelSync() }()
 		stop := start()
 		for {
+			abort := make(chan struct{})
 			select {
 			case <-ch.stopSignal:
+				close(abort)
 				stop()
 				return
 			case <-killNow:
-			case <-time.After(300*time.Millisecond + time.Duration(random()*float64(spread))):
+			case <-timer(abort):
 			}
+			close(abort)
 			stop()
 			ch.kills.Add(1)
 			stop = start()

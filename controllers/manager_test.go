@@ -55,6 +55,9 @@ type controllerOptions struct {
 	// usageRate is --usage-measure-rate (0: off, what the suites written
 	// before it expect: their DownloadRequests are counted).
 	usageRate float64
+	// observe, when set, is told of each reconcile this controller starts
+	// (besides reconciled).
+	observe func(kind string, req ctrl.Request)
 }
 
 // startController starts the NAC controllers and the Blueprint controller in
@@ -121,7 +124,12 @@ func startManager(c *C, o controllerOptions) (ctrl.Manager, func()) {
 			Recorder:      recorder,
 			Blueprints:    &blueprints.Resolver{Reader: mgr.GetClient(), Namespace: o.oadp},
 			OADPNamespace: o.oadp,
-			Observe:       reconciled.observe,
+			Observe: func(kind string, req ctrl.Request) {
+				reconciled.observe(kind, req)
+				if o.observe != nil {
+					o.observe(kind, req)
+				}
+			},
 		}
 	}
 	r := &controllers.NonAdminBackupReconciler{Deps: deps("nonadminbackup-controller", "NonAdminBackup"), QueueRefreshWindow: time.Second, Queue: queue, Turns: turns,

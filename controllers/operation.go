@@ -300,14 +300,16 @@ func writeStatus(ctx context.Context, d *Deps, obj v1alpha1.Object, before clien
 // carry a pre-signed URL, a URL's user info or a token, whichever phase,
 // Velero mirror or library error put it there. The one URL status holds on
 // purpose — a NonAdminDownloadRequest's status.veleroDownloadRequest
-// .status.downloadURL, readable only by edit and admin — is kept.
+// .status.downloadURL, readable only by edit and admin — is kept, and so are
+// the records the engine compares, never shows (revisions, spec hashes):
+// changed, they would never match again.
 func redactStatus(obj v1alpha1.Object) {
 	v := reflect.ValueOf(obj)
 	if v.Kind() != reflect.Pointer || v.IsNil() {
 		return
 	}
 	if st := v.Elem().FieldByName("Status"); st.IsValid() && st.CanAddr() {
-		redact.Strings(st.Addr().Interface(), "DownloadURL")
+		redact.Strings(st.Addr().Interface(), "DownloadURL", "Revision", "SpecHash")
 	}
 }
 

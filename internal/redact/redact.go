@@ -22,9 +22,13 @@ var (
 	// urlPattern is a URL as messages carry one: a scheme (or none),
 	// "://", and everything up to white space, a quote or an angle bracket.
 	urlPattern = regexp.MustCompile(`(?i)[a-z0-9+.-]*://[^\s"'<>` + "`" + `]+`)
-	// paramPattern is a parameter whose value is a secret: AWS SigV4/V2,
-	// GCS, Azure SAS and generic token/key/password names.
-	paramPattern = regexp.MustCompile(`(?i)\b(x-amz-signature|x-amz-credential|x-amz-security-token|x-goog-signature|x-goog-credential|signature|awsaccesskeyid|sig|token|access_token|refresh_token|id_token|api[_-]?key|secret|password|passwd|aws_secret_access_key|aws_session_token|client_secret)=([^&\s"'<>;,]+)`)
+	// paramPattern is a parameter whose value opens something: the
+	// signature and credential parameters of AWS SigV4/V2, GCS and Azure SAS
+	// URLs, OAuth tokens, and the secret keys of the providers' credential
+	// files. Not generic words ("secret=", "token="): nacflow's own records
+	// use them for versions (a location's revision holds
+	// "secret=<resourceVersion>").
+	paramPattern = regexp.MustCompile(`(?i)\b(x-amz-signature|x-amz-credential|x-amz-security-token|x-goog-signature|x-goog-credential|signature|awsaccesskeyid|sig|access_token|refresh_token|id_token|aws_secret_access_key|aws_session_token|client_secret|azure_client_secret|azure_storage_account_access_key|azure_storage_key)=([^&\s"'<>;,]+)`)
 )
 
 // String returns s with every URL's user info, query and fragment, and

@@ -26,7 +26,9 @@ func (s *RedactSuite) TestString(c *C) {
 		{"see https://acct.blob.core.windows.net/c/b?sv=2020&sig=abc%3D#frag.", "see https://acct.blob.core.windows.net/c/b?REDACTED."},
 		{"https://storage.googleapis.com/b/o?X-Goog-Signature=00ff)", "https://storage.googleapis.com/b/o?REDACTED)"},
 		{"query without scheme: X-Amz-Signature=deadbeef&x=1", "query without scheme: X-Amz-Signature=REDACTED&x=1"},
-		{"token=abc.def password=hunter2 aws_secret_access_key=S3CR3T", "token=REDACTED password=REDACTED aws_secret_access_key=REDACTED"},
+		{"access_token=abc.def aws_secret_access_key=S3CR3T AZURE_CLIENT_SECRET=x", "access_token=REDACTED aws_secret_access_key=REDACTED AZURE_CLIENT_SECRET=REDACTED"},
+		// nacflow's own records: a location's revision names versions.
+		{"generation=1,secret=309,decision=approve,admin=e3b0c44298fc,dpa=none", "generation=1,secret=309,decision=approve,admin=e3b0c44298fc,dpa=none"},
 		{"no query https://host/path/only", "no query https://host/path/only"},
 	} {
 		c.Check(redact.String(t.in), Equals, t.want, Commentf("%q", t.in))
@@ -49,7 +51,7 @@ type status struct {
 
 func (s *RedactSuite) TestStrings(c *C) {
 	signed := "https://store/b?X-Amz-Signature=deadbeef"
-	p := "token=abc"
+	p := "access_token=abc"
 	st := &status{
 		Conditions:  []inner{{Message: "GET " + signed + ": 403", List: []string{signed}, Map: map[string]string{"k": signed}}},
 		One:         &inner{Ptr: &p},
@@ -61,7 +63,7 @@ func (s *RedactSuite) TestStrings(c *C) {
 	c.Check(st.Conditions[0].Message, Equals, "GET https://store/b?REDACTED: 403")
 	c.Check(st.Conditions[0].List[0], Equals, "https://store/b?REDACTED")
 	c.Check(st.Conditions[0].Map["k"], Equals, "https://store/b?REDACTED")
-	c.Check(*st.One.Ptr, Equals, "token=REDACTED")
+	c.Check(*st.One.Ptr, Equals, "access_token=REDACTED")
 	c.Check(st.DownloadURL, Equals, signed, Commentf("kept on purpose"))
 	c.Check(strings.Contains(st.hidden, "deadbeef"), Equals, true, Commentf("unexported: not written to the API"))
 	c.Check(redact.Strings(st, "DownloadURL"), Equals, 0)
