@@ -372,8 +372,8 @@ deploy: install-manifest ## Install nacflow into the cluster of the current kube
 	$(KUBECTL) apply --server-side --force-conflicts -f $(DIST)/install.yaml
 
 .PHONY: undeploy
-undeploy: ## Remove the controller, its RBAC and the tenant roles; keeps the CRDs and every NAC object (docs/install.md).
-	$(KUBECTL) kustomize config/controller | $(KUBECTL) delete --ignore-not-found -f -
+undeploy: ## Remove the controller, its RBAC, the tenant roles and its status admission policy; keeps the CRDs and every NAC object (docs/install.md).
+	{ $(KUBECTL) kustomize config/controller; echo ---; $(KUBECTL) kustomize config/admission; } | $(KUBECTL) delete --ignore-not-found -f -
 
 .PHONY: docs
 docs: ## Generate docs/functions.md (the phase function registry) and docs/cli.md (the kubectl nac command tree).
