@@ -119,11 +119,11 @@ func patchEach[T any, PT interface {
 // controller dies before it can record it: kill is called and the create
 // blocks until the reconcile's context is cancelled by that kill, so no
 // status write of that reconcile reaches the API server.
-func crashAfterCreate(oadp string, p float64, rng func() float64, kill func(), kills *atomic.Int64) func(client.Client) client.Client {
+func crashAfterCreate(oadp string, p float64, rng func() float64, kill func(), kills *atomic.Int64, spent func() bool) func(client.Client) client.Client {
 	return func(cl client.Client) client.Client {
 		return interceptor.NewClient(withWatch{cl}, interceptor.Funcs{
 			Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-				if err := c.Create(ctx, obj, opts...); err != nil || obj.GetNamespace() != oadp || rng() >= p {
+				if err := c.Create(ctx, obj, opts...); err != nil || obj.GetNamespace() != oadp || spent() || rng() >= p {
 					return err
 				}
 				kills.Add(1)
@@ -168,7 +168,7 @@ func (s *ChaosSuite) TestCrashInjection(c *C) {
 
 	// The controller, killed and restarted at random: on a timer, and right
 	// after random creates in the OADP namespace (before their status write).
-	ch := startChaos(c, controllerOptions{oadp: oadp, selector: sel, restart: true}, 0.25, 1200*time.Millisecond, random)
+	ch := startChaos(c, controllerOptions{oadp: oadp, selector: sel, restart: true}, 0.25, 1200*time.Millisecond, 100, random)
 	defer ch.stop()
 	veleroCtx, stopVelero := context.WithCancel(ctx)
 	defer stopVelero()
@@ -365,19 +365,26 @@ func chaosOpUnsettled(ctx context.Context, oadp string, op *chaosOp) string {
 
 // chaos is a controller killed and restarted at random (startChaos).
 type chaos struct {
-	c                *C
+	c *C
+	// budget is how many kills the chaos makes at most; then the last
+	// controller stays up until stop. A loaded machine gets as many crashes
+	// as a fast one, not more for being slow: with kills on a clock, an
+	// incarnation there did too little between kills for 220 operations to
+	// end in any window.
+	budget           int64
 	kills, crashes   atomic.Int64
 	done, stopSignal chan struct{}
 	stopping         sync.Once
 }
 
 // startChaos starts the controller of o and, until the returned chaos is
-// stopped, kills and restarts it after random waits of 300 ms to 300 ms +
-// spread, and right after a create in the OADP namespace that reaches the
-// API server (with probability p, before the create's reconcile can write
-// its status: crashAfterCreate).
-func startChaos(c *C, o controllerOptions, p float64, spread time.Duration, random func() float64) *chaos {
-	ch := &chaos{c: c, done: make(chan struct{}), stopSignal: make(chan struct{})}
+// stopped or budget kills are made, kills and restarts it after random
+// waits of 300 ms to 300 ms + spread, and right after a create in the OADP
+// namespace that reaches the API server (with probability p, before the
+// create's reconcile can write its status: crashAfterCreate).
+func startChaos(c *C, o controllerOptions, p float64, spread time.Duration, budget int64, random func() float64) *chaos {
+	ch := &chaos{c: c, budget: budget, done: make(chan struct{}), stopSignal: make(chan struct{})}
+	spent := func() bool { return ch.kills.Load() >= ch.budget }
 	killNow := make(chan struct{}, 1)
 	kill := func() {
 		select {
@@ -385,7 +392,7 @@ func startChaos(c *C, o controllerOptions, p float64, spread time.Duration, rand
 		default:
 		}
 	}
-	o.wrap = crashAfterCreate(o.oadp, p, random, kill, &ch.crashes)
+	o.wrap = crashAfterCreate(o.oadp, p, random, kill, &ch.crashes, spent)
 	// The timer runs from the moment the caches are synced, for 300 ms plus
 	// a random part of spread (every fourth incarnation: of four spreads,
 	// so that an operation whose next step takes longer than one spread
@@ -433,6 +440,11 @@ func startChaos(c *C, o controllerOptions, p float64, spread time.Duration, rand
 		go func() { <-ch.stopSignal; cancelSync() }()
 		stop := start()
 		for {
+			if spent() {
+				<-ch.stopSignal
+				stop()
+				return
+			}
 			abort := make(chan struct{})
 			select {
 			case <-ch.stopSignal:
@@ -452,13 +464,13 @@ func startChaos(c *C, o controllerOptions, p float64, spread time.Duration, rand
 }
 
 // stop ends the chaos once the controller has stopped, logs how often it
-// was killed, and returns the counts: on the timer, and between a create
+// was killed, and returns the counts: every kill, and those between a create
 // and its status write. Stopping again only returns the counts, so that a
 // test may defer it: one that fails early must not leave its controllers
 // killing and restarting under the tests after it.
 func (ch *chaos) stop() (kills, crashes int64) {
 	ch.stopping.Do(func() { close(ch.stopSignal) })
 	<-ch.done
-	ch.c.Logf("controller killed %d times on a timer, %d times between a create and its status write", ch.kills.Load(), ch.crashes.Load())
+	ch.c.Logf("controller killed %d times (budget %d), %d of them between a create and its status write", ch.kills.Load(), ch.budget, ch.crashes.Load())
 	return ch.kills.Load(), ch.crashes.Load()
 }

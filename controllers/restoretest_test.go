@@ -92,7 +92,7 @@ func (s *RestoreTestSuite) TestRestoreTestsSurviveCrashes(c *C) {
 	stop := startController(c, controllerOptions{oadp: oadp, selector: sel, restart: true})
 	restoreTestBlueprint(c, oadp, run, 2)
 	stop()
-	ch := startChaos(c, controllerOptions{oadp: oadp, selector: sel, restart: true}, 0.3, 900*time.Millisecond, random)
+	ch := startChaos(c, controllerOptions{oadp: oadp, selector: sel, restart: true}, 0.3, 900*time.Millisecond, 100, random)
 	defer ch.stop()
 
 	veleroCtx, stopVelero := context.WithCancel(ctx)
