@@ -43,6 +43,12 @@ type Capabilities struct {
 	// ClusterRoles, Roles and PersistentVolumes, none of which OADP's role
 	// grants.
 	RestorePrecheck bool
+	// TenantLocations is true when nacflow may create and patch ConfigMaps
+	// in the OADP namespace: it then records each tenant location's
+	// namespace for the admission policy nacflow-pod-volume-backups
+	// (internal/tenantlocations). OADP's role for its non-admin controller
+	// grants none.
+	TenantLocations bool
 	// PlanUnknown, when not empty, says why the NAC kinds' status schemas
 	// could not be read; Plan then holds the served kinds when the
 	// Blueprint CRD is served too (nacflow's CRDs come as a set, and OADP
@@ -57,7 +63,7 @@ func AllCapabilities() Capabilities {
 	for _, k := range v1alpha1.Kinds() {
 		c.Served[k.Kind], c.Plan[k.Kind] = true, true
 	}
-	c.Events, c.RestorePrecheck = true, true
+	c.Events, c.RestorePrecheck, c.TenantLocations = true, true, true
 	return c
 }
 
@@ -79,6 +85,10 @@ func DetectCapabilities(ctx context.Context, dc discovery.DiscoveryInterface, cl
 	if c.RestorePrecheck, err = mayAll(ctx, cl, ssr("create"), ssr("get"), ssr("list"), ssr("watch"), ssr("delete"),
 		access{"get", "rbac.authorization.k8s.io", "clusterroles", ""}, access{"get", "rbac.authorization.k8s.io", "roles", ""},
 		access{"get", "", "persistentvolumes", ""}); err != nil {
+		return c, err
+	}
+	cm := func(verb string) access { return access{verb, "", "configmaps", oadpNamespace} }
+	if c.TenantLocations, err = mayAll(ctx, cl, cm("create"), cm("patch")); err != nil {
 		return c, err
 	}
 	gv := v1alpha1.GroupVersion.String()
@@ -208,6 +218,9 @@ func (c Capabilities) Limits() []string {
 	if !c.RestorePrecheck {
 		out = append(out, "may not use ServerStatusRequests, ClusterRoles, Roles and PersistentVolumes: the restore pre-check (CheckRestoreItems) is off, and a NonAdminRestore is checked as OADP NAC checks it (its spec only)")
 	}
+	if !c.TenantLocations {
+		out = append(out, "may not create and patch ConfigMaps in the OADP namespace: tenant locations are not recorded in ConfigMap nacflow-tenant-locations, and where the admission policy nacflow-pod-volume-backups is installed no PodVolumeBackup on a tenant location is admitted (file-system backups to tenants' locations fail)")
+	}
 	if c.Served["NonAdminBackupStorageLocation"] && !c.Served["NonAdminBackupStorageLocationRequest"] {
 		out = append(out, "no NonAdminBackupStorageLocationRequest CRD: the NonAdminBackupStorageLocation controller does not run")
 	}
@@ -278,12 +291,13 @@ func (c Capabilities) TrimCache(opts cache.Options) cache.Options {
 // kind's name (its CRD is served: Blueprint, the NAC kinds,
 // NonAdminBackupStorageLocationRequest), "<kind>.status.plan" (the kind's
 // CRD keeps the plan in status; 0: it is kept in a Secret, PlanStore),
-// "events" (nacflow may create Events) or "restorePrecheck" (it may do the
-// restore pre-check). The values are fixed at start.
+// "events" (nacflow may create Events), "restorePrecheck" (it may do the
+// restore pre-check) or "tenantLocations" (it records tenant locations'
+// namespaces). The values are fixed at start.
 func (c Capabilities) Collector() prometheus.Collector {
 	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "nacflow_capability",
-		Help: "1 when the installed CRDs and RBAC give nacflow the capability, 0 when not (docs/oadp.md): a kind's CRD, <kind>.status.plan, events, restorePrecheck.",
+		Help: "1 when the installed CRDs and RBAC give nacflow the capability, 0 when not (docs/oadp.md): a kind's CRD, <kind>.status.plan, events, restorePrecheck, tenantLocations.",
 	}, []string{"capability"})
 	set := func(name string, ok bool) {
 		v := 0.0
@@ -300,6 +314,7 @@ func (c Capabilities) Collector() prometheus.Collector {
 	}
 	set("events", c.Events)
 	set("restorePrecheck", c.RestorePrecheck)
+	set("tenantLocations", c.TenantLocations)
 	return g
 }
 

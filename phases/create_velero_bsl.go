@@ -33,6 +33,11 @@ type CreateVeleroBSLArgs struct {
 // cloud-credentials or another tenant's copy, whatever the blueprint
 // renders.
 //
+// Before the location exists it records the location's namespace in the
+// map the ValidatingAdmissionPolicy nacflow-pod-volume-backups reads
+// (Clients.Locations): PodVolumeBackups Velero syncs from the tenant's
+// bucket may then name the tenant's own Pods only.
+//
 // Outputs: name. Errors: a name taken by another object and a Secret that
 // is not the operation's own copy are terminal; API errors are retryable.
 type CreateVeleroBSL struct {
@@ -57,6 +62,14 @@ func (f *CreateVeleroBSL) Run(ctx context.Context, op *engine.Operation, nabsl *
 	want := &velerov1.BackupStorageLocation{
 		ObjectMeta: op.ObjectMeta(v1alpha1.NACObjectName(nabsl.Namespace, nabsl.Name, op.UUID)),
 		Spec:       *spec,
+	}
+	// Recorded before the location exists: Velero may sync a location's
+	// bucket as soon as it is Available, and the PodVolumeBackups it copies
+	// from a tenant's bucket are held to the tenant's namespace by the map.
+	if f.tools.locations != nil {
+		if err := f.tools.locations.Record(ctx, want.Name, nabsl.Namespace); err != nil {
+			return engine.Result{}, err
+		}
 	}
 	obj, verb, err := createOrAdoptOwn(ctx, op, f.tools.recent, "Velero BackupStorageLocation", want, &velerov1.BackupStorageLocationList{})
 	if err != nil {

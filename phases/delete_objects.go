@@ -42,8 +42,13 @@ var deletableKinds = map[string]func() client.Object{
 // rule, RuleWriteOwn). Deleting a Velero Backup object this way keeps its
 // data in object storage.
 //
+// Deleted Velero BackupStorageLocations leave the tenant-location map
+// (Clients.Locations).
+//
 // Errors: an unknown kind is terminal; API errors are retryable.
-type DeleteObjects struct{}
+type DeleteObjects struct {
+	tools tools
+}
 
 // Run implements phaseFunc.
 func (f *DeleteObjects) Run(ctx context.Context, op *engine.Operation, _ engine.Object, a *DeleteObjectsArgs) (engine.Result, error) {
@@ -56,10 +61,27 @@ func (f *DeleteObjects) Run(ctx context.Context, op *engine.Operation, _ engine.
 		}
 	}
 	for _, k := range a.Kinds {
+		var locations velerov1.BackupStorageLocationList
+		if k == "BackupStorageLocation" {
+			if err := op.Client.List(ctx, &locations, client.InNamespace(op.OADPNamespace), client.MatchingLabels{op.OriginLabel(): op.UUID}); err != nil {
+				return engine.Result{}, fmt.Errorf("listing Velero BackupStorageLocation objects of %s: %w", op.UUID, err)
+			}
+		}
 		err := op.Client.DeleteAllOf(ctx, deletableKinds[k](), client.InNamespace(op.OADPNamespace),
 			client.MatchingLabels{op.OriginLabel(): op.UUID})
 		if client.IgnoreNotFound(err) != nil {
 			return engine.Result{}, fmt.Errorf("deleting Velero %s objects of %s: %w", k, op.UUID, err)
+		}
+		// A gone location's entry in the tenant-location map is dropped; were
+		// it dropped before the location went, its orders would be refused,
+		// never allowed (package tenantlocations).
+		for _, l := range locations.Items {
+			if f.tools.locations == nil {
+				break
+			}
+			if err := f.tools.locations.Forget(ctx, l.Name); err != nil {
+				return engine.Result{}, err
+			}
 		}
 	}
 	return engine.Done(fmt.Sprintf("Deleted this operation's Velero %s objects from %s", strings.Join(a.Kinds, " and "), op.OADPNamespace), nil), nil

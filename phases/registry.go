@@ -7,6 +7,7 @@
 package phases
 
 import (
+	"context"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -35,6 +36,22 @@ type Clients struct {
 	// Turns shares Velero's queue between namespaces (WaitForTurn; nil:
 	// WaitForTurn fails unless its limit is 0).
 	Turns TurnKeeper
+	// Locations records which namespace each tenant's Velero
+	// BackupStorageLocation belongs to (CreateVeleroBSL, DeleteObjects;
+	// nil: not recorded, and the admission policy then refuses every
+	// PodVolumeBackup on the location).
+	Locations LocationRecorder
+}
+
+// LocationRecorder keeps the map of tenant locations to their namespaces
+// that the ValidatingAdmissionPolicy nacflow-pod-volume-backups reads
+// (implemented by internal/tenantlocations.Map).
+type LocationRecorder interface {
+	// Record maps the Velero BackupStorageLocation named location to the
+	// tenant namespace; called before the location is created.
+	Record(ctx context.Context, location, namespace string) error
+	// Forget drops location's entry; called once it is deleted.
+	Forget(ctx context.Context, location string) error
 }
 
 // restoreRules bound what a tenant's restore may create (restorepolicy):
@@ -66,6 +83,8 @@ type tools struct {
 	quotas QuotaSource
 	// store GETs backup files under the endpoint rules.
 	store *storeClient
+	// locations records tenant locations' namespaces (nil: none).
+	locations LocationRecorder
 }
 
 // Options are controller settings some phase functions follow.
@@ -116,7 +135,7 @@ type Options struct {
 // malformed (programming errors).
 func NewRegistry(c Clients, o Options) (*engine.Registry, error) {
 	t := tools{recorder: c.Recorder, queue: c.Queue, turns: c.Turns, recent: newRecentCreates(), serving: &serving{}, quotas: o.Quotas,
-		store: newStoreClient(o.Endpoints, o.Resolver)}
+		store: newStoreClient(o.Endpoints, o.Resolver), locations: c.Locations}
 	rules := restoreRules{tenantRole: o.TenantRole, adminOwned: o.AdminOwned}
 	if rules.tenantRole == "" {
 		rules.tenantRole = restorepolicy.DefaultTenantRole
@@ -136,7 +155,7 @@ func NewRegistry(c Clients, o Options) (*engine.Registry, error) {
 		bind(&SyncStatus{}),
 		bind(&MarkDeleting{}),
 		bind(&CreateDeleteBackupRequest{tools: t}),
-		bind(&DeleteObjects{}),
+		bind(&DeleteObjects{tools: t}),
 		bind(&ValidateRestoreSpec{settings: settings}),
 		bind(&CreateVeleroRestore{restoreRules: rules, tools: t, validate: ValidateRestoreSpec{settings: settings}}),
 		bind(&CheckRestoreItems{restoreRules: rules, tools: t, enabled: o.RestorePrecheck}),

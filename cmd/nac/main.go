@@ -44,6 +44,7 @@ import (
 	"github.com/nacflow/nacflow/internal/periodic"
 	"github.com/nacflow/nacflow/internal/restmapper"
 	"github.com/nacflow/nacflow/internal/restorepolicy"
+	"github.com/nacflow/nacflow/internal/tenantlocations"
 	"github.com/nacflow/nacflow/internal/veleroqueue"
 	"github.com/nacflow/nacflow/internal/version"
 	"github.com/nacflow/nacflow/phases"
@@ -410,7 +411,18 @@ func run(o options) error {
 		}
 		return mgr.GetEventRecorderFor(name)
 	}
-	registry, err := phases.NewRegistry(phases.Clients{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorderFor("nacflow-blueprint"), Queue: queue, Turns: turns},
+	// Without the right to write the map, locations go unrecorded and the
+	// admission policy refuses their PodVolumeBackups: safe, and said at
+	// start (capabilities).
+	var locations phases.LocationRecorder
+	if caps.TenantLocations {
+		m := &tenantlocations.Map{Client: mgr.GetClient(), Namespace: o.oadpNamespace}
+		locations = m
+		if err := mgr.Add(m); err != nil {
+			return err
+		}
+	}
+	registry, err := phases.NewRegistry(phases.Clients{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorderFor("nacflow-blueprint"), Queue: queue, Turns: turns, Locations: locations},
 		phases.Options{RequireApprovalForBSL: o.bslApproval, Settings: settings, MaxBackupsInVelero: o.maxInVelero,
 			TenantRole: o.tenantRole, AdminOwned: adminOwned, RestorePrecheck: o.precheck,
 			Endpoints: endpoints, UncheckedCredentialProviders: o.unchecked,

@@ -62,6 +62,7 @@ import (
 
 	"github.com/vmware-tanzu/velero/config/crd/v1/crds"
 	v2alpha1crds "github.com/vmware-tanzu/velero/config/crd/v2alpha1/crds"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -97,6 +98,7 @@ type options struct {
 	assets, dir, crdDir string
 	plugins             string // extra Velero plugins' directory (--plugins)
 	tenantRoles         string
+	admissionPolicies   string
 	metricsRole         string
 	oadpNS, tenantNS    string
 	withVelero          bool
@@ -117,6 +119,7 @@ func main() {
 	flag.StringVar(&o.dir, "dir", ".local", "Directory of the stack's state: kubeconfig, logs, the object store's s3.db.")
 	flag.StringVar(&o.crdDir, "crds", "config/crd/bases", "Directory of nacflow's CRD YAML.")
 	flag.StringVar(&o.tenantRoles, "tenant-roles", "config/rbac/tenant_roles.yaml", "nacflow's ClusterRoles aggregated into admin, edit and view (installed as make deploy does; empty: none).")
+	flag.StringVar(&o.admissionPolicies, "admission-policies", "config/admission/pod_volume_backups.yaml", "nacflow's ValidatingAdmissionPolicies with their bindings (installed as make deploy does; empty: none). The default keeps the PodVolumeBackups Velero syncs from a tenant's bucket to that tenant's Pods; the status policy of config/admission is left out, everyone here being the admin.")
 	flag.StringVar(&o.metricsRole, "metrics-reader-role", "config/rbac/metrics_reader_role.yaml", "The ClusterRole that may scrape the controller's /metrics, installed and bound to ServiceAccount "+scraperSA+" of the OADP namespace (empty: none).")
 	flag.StringVar(&o.oadpNS, "oadp-namespace", "openshift-adp", "OADP namespace to create.")
 	flag.StringVar(&o.tenantNS, "tenant-namespace", "demo", "Demo tenant namespace to create.")
@@ -349,6 +352,13 @@ func run(o options) (err error) {
 		}
 	}
 
+	if o.admissionPolicies != "" {
+		step = "installing the admission policies"
+		if err := installAdmissionPolicies(ctx, cfg, o.admissionPolicies); err != nil {
+			return err
+		}
+	}
+
 	if o.metricsRole != "" {
 		step = "installing the metrics reader role"
 		if err := installClusterRoles(ctx, cfg, o.metricsRole); err != nil {
@@ -508,6 +518,64 @@ func installClusterRoles(ctx context.Context, cfg *rest.Config, path string) err
 		}
 		if err != nil {
 			return fmt.Errorf("installing ClusterRole %s from %s: %w", role.Name, path, err)
+		}
+	}
+	return nil
+}
+
+// installAdmissionPolicies creates (or updates) every
+// ValidatingAdmissionPolicy and ValidatingAdmissionPolicyBinding of the
+// YAML file path ("---"-separated documents of those two kinds only).
+// Errors: an unreadable file, another kind, API errors.
+func installAdmissionPolicies(ctx context.Context, cfg *rest.Config, path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	api := cs.AdmissionregistrationV1()
+	for _, doc := range strings.Split(string(data), "\n---\n") {
+		var meta metav1.TypeMeta
+		if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		switch meta.Kind {
+		case "ValidatingAdmissionPolicy":
+			p := &admissionregistrationv1.ValidatingAdmissionPolicy{}
+			if err := yaml.UnmarshalStrict([]byte(doc), p); err != nil {
+				return fmt.Errorf("%s: %w", path, err)
+			}
+			_, err = api.ValidatingAdmissionPolicies().Create(ctx, p, metav1.CreateOptions{})
+			if apierrors.IsAlreadyExists(err) {
+				cur, gerr := api.ValidatingAdmissionPolicies().Get(ctx, p.Name, metav1.GetOptions{})
+				if gerr != nil {
+					return gerr
+				}
+				p.ResourceVersion = cur.ResourceVersion
+				_, err = api.ValidatingAdmissionPolicies().Update(ctx, p, metav1.UpdateOptions{})
+			}
+		case "ValidatingAdmissionPolicyBinding":
+			b := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
+			if err := yaml.UnmarshalStrict([]byte(doc), b); err != nil {
+				return fmt.Errorf("%s: %w", path, err)
+			}
+			_, err = api.ValidatingAdmissionPolicyBindings().Create(ctx, b, metav1.CreateOptions{})
+			if apierrors.IsAlreadyExists(err) {
+				cur, gerr := api.ValidatingAdmissionPolicyBindings().Get(ctx, b.Name, metav1.GetOptions{})
+				if gerr != nil {
+					return gerr
+				}
+				b.ResourceVersion = cur.ResourceVersion
+				_, err = api.ValidatingAdmissionPolicyBindings().Update(ctx, b, metav1.UpdateOptions{})
+			}
+		default:
+			return fmt.Errorf("%s: a %q document; only ValidatingAdmissionPolicy and ValidatingAdmissionPolicyBinding are installed", path, meta.Kind)
+		}
+		if err != nil {
+			return fmt.Errorf("installing %s from %s: %w", meta.Kind, path, err)
 		}
 	}
 	return nil
