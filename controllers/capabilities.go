@@ -43,11 +43,11 @@ type Capabilities struct {
 	// ClusterRoles, Roles and PersistentVolumes, none of which OADP's role
 	// grants.
 	RestorePrecheck bool
-	// TenantLocations is true when nacflow may create and patch ConfigMaps
-	// in the OADP namespace: it then records each tenant location's
-	// namespace for the admission policy nacflow-pod-volume-backups
-	// (internal/tenantlocations). OADP's role for its non-admin controller
-	// grants none.
+	// TenantLocations is true when the TenantLocations CRD is served and
+	// nacflow may create and patch them in the OADP namespace: it then
+	// records each tenant location's namespace for the admission policy
+	// nacflow-pod-volume-backups (internal/tenantlocations). OADP's role for
+	// its non-admin controller grants none.
 	TenantLocations bool
 	// PlanUnknown, when not empty, says why the NAC kinds' status schemas
 	// could not be read; Plan then holds the served kinds when the
@@ -59,7 +59,7 @@ type Capabilities struct {
 // AllCapabilities returns the capabilities of nacflow's own CRDs: every kind
 // served, every plan kept.
 func AllCapabilities() Capabilities {
-	c := Capabilities{Served: map[string]bool{"Blueprint": true, "NonAdminBackupStorageLocationRequest": true}, Plan: map[string]bool{}}
+	c := Capabilities{Served: map[string]bool{"Blueprint": true, "NonAdminBackupStorageLocationRequest": true, "TenantLocations": true}, Plan: map[string]bool{}}
 	for _, k := range v1alpha1.Kinds() {
 		c.Served[k.Kind], c.Plan[k.Kind] = true, true
 	}
@@ -87,7 +87,7 @@ func DetectCapabilities(ctx context.Context, dc discovery.DiscoveryInterface, cl
 		access{"get", "", "persistentvolumes", ""}); err != nil {
 		return c, err
 	}
-	cm := func(verb string) access { return access{verb, "", "configmaps", oadpNamespace} }
+	cm := func(verb string) access { return access{verb, v1alpha1.GroupVersion.Group, "tenantlocations", oadpNamespace} }
 	if c.TenantLocations, err = mayAll(ctx, cl, cm("create"), cm("patch")); err != nil {
 		return c, err
 	}
@@ -102,6 +102,7 @@ func DetectCapabilities(ctx context.Context, dc discovery.DiscoveryInterface, cl
 	for _, r := range list.APIResources {
 		c.Served[r.Kind] = true
 	}
+	c.TenantLocations = c.TenantLocations && c.Served["TenantLocations"]
 	if err := c.detectPlans(ctx, dc); err != nil {
 		// Without the schema, the CRDs are told apart by the kind only
 		// nacflow's have: OADP ships no Blueprint CRD.
@@ -219,7 +220,7 @@ func (c Capabilities) Limits() []string {
 		out = append(out, "may not use ServerStatusRequests, ClusterRoles, Roles and PersistentVolumes: the restore pre-check (CheckRestoreItems) is off, and a NonAdminRestore is checked as OADP NAC checks it (its spec only)")
 	}
 	if !c.TenantLocations {
-		out = append(out, "may not create and patch ConfigMaps in the OADP namespace: tenant locations are not recorded in ConfigMap nacflow-tenant-locations, and where the admission policy nacflow-pod-volume-backups is installed no PodVolumeBackup on a tenant location is admitted (file-system backups to tenants' locations fail)")
+		out = append(out, "no TenantLocations CRD, or may not create and patch TenantLocations in the OADP namespace: tenant locations are not recorded, and where the admission policy nacflow-pod-volume-backups is installed no PodVolumeBackup on a tenant location is admitted (file-system backups to tenants' locations fail)")
 	}
 	if c.Served["NonAdminBackupStorageLocation"] && !c.Served["NonAdminBackupStorageLocationRequest"] {
 		out = append(out, "no NonAdminBackupStorageLocationRequest CRD: the NonAdminBackupStorageLocation controller does not run")

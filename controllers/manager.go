@@ -21,7 +21,7 @@ import (
 // --metrics-secure; reviews are answered, never stored), and the right the
 // ValidatingAdmissionPolicy nacflow-status-writers (config/admission) asks
 // of whoever writes a NAC kind's status: write on statuses.nacflow.io; the
-// ConfigMap nacflow-tenant-locations of the OADP namespace, the tenant
+// TenantLocations object of the OADP namespace, the tenant
 // namespace of each location, which the policy nacflow-pod-volume-backups
 // reads (internal/tenantlocations).
 // +kubebuilder:rbac:groups=nacflow.io,resources=statuses,verbs=write
@@ -29,7 +29,7 @@ import (
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 // +kubebuilder:rbac:groups=coordination.k8s.io,namespace=openshift-adp,resources=leases,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=oadp.openshift.io,namespace=openshift-adp,resources=dataprotectionapplications,verbs=get;list
-// +kubebuilder:rbac:groups="",namespace=openshift-adp,resources=configmaps,verbs=create;patch
+// +kubebuilder:rbac:groups=oadp.openshift.io,namespace=openshift-adp,resources=tenantlocations,verbs=create;patch
 // +kubebuilder:rbac:groups=velero.io,namespace=openshift-adp,resources=datauploads;datadownloads;podvolumebackups;podvolumerestores,verbs=get;list;watch
 
 // NewScheme returns a scheme with the Kubernetes built-ins, Velero's kinds and

@@ -84,6 +84,7 @@ func (s *RBACSuite) TestLeastPrivilege(c *C) {
 		"dataprotectionapplications": true,                                                                             // read only: OADP's DPA settings (package dpa)
 		"datauploads":                true, "datadownloads": true, "podvolumebackups": true, "podvolumerestores": true, // read only: volume progress
 		"serverstatusrequests": true, // CheckRestoreItems: does Velero run nacflow's restore plugin
+		"tenantlocations":      true, // the map the admission policy nacflow-pod-volume-backups reads
 	}
 	writeVerbs := map[string]bool{"create": true, "update": true, "patch": true, "delete": true, "deletecollection": true}
 	// Restore tests (TestRestore): a sandbox Namespace and its quota are
@@ -122,10 +123,8 @@ func (s *RBACSuite) TestLeastPrivilege(c *C) {
 	granted := map[string]bool{}
 	for _, rule := range roles[0].Rules {
 		for _, res := range rule.Resources {
-			// ConfigMaps: the tenant-location map (create, patch), beside the
-			// cluster-wide get the restore pre-check reads tenants' with.
-			c.Check(oadpOnly[res] || res == "configmaps", Equals, true, Commentf("unexpected %s in the OADP-namespace Role", res))
-			if res == "configmaps" {
+			c.Check(oadpOnly[res], Equals, true, Commentf("unexpected %s in the OADP-namespace Role", res))
+			if res == "tenantlocations" {
 				c.Check(rule.Verbs, DeepEquals, []string{"create", "patch"}, Commentf("%+v", rule))
 			}
 			granted[res] = true

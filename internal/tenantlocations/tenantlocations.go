@@ -1,9 +1,10 @@
 // Package tenantlocations keeps the map the ValidatingAdmissionPolicy
 // nacflow-pod-volume-backups (config/admission/pod_volume_backups.yaml)
 // reads: which tenant namespace each Velero BackupStorageLocation nacflow
-// made for a NonAdminBackupStorageLocation belongs to. It is one ConfigMap
-// in the OADP namespace, ConfigMapName, with one entry per location:
-// data[<Velero BSL name>] = <tenant namespace>.
+// made for a NonAdminBackupStorageLocation belongs to. It is one
+// TenantLocations object in the OADP namespace, named
+// v1alpha1.TenantLocationsName, with one entry per location:
+// spec.locations[<Velero BSL name>] = <tenant namespace>.
 //
 // Why: Velero's backup sync copies a backup's PodVolumeBackups from the
 // location's bucket into the OADP namespace as they are there (Velero 1.18,
@@ -25,27 +26,22 @@ import (
 	"fmt"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/nacflow/nacflow/api/v1alpha1"
 )
 
-// ConfigMapName is the map's name in the OADP namespace; the policy
-// binding's paramRef names it.
-const ConfigMapName = "nacflow-tenant-locations"
-
 // newMap returns the empty map of oadpNamespace, labelled as nacflow's.
-func newMap(oadpNamespace string) *corev1.ConfigMap {
-	return &corev1.ConfigMap{
+func newMap(oadpNamespace string) *v1alpha1.TenantLocations {
+	return &v1alpha1.TenantLocations{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: ConfigMapName, Namespace: oadpNamespace,
-			Labels: map[string]string{"app.kubernetes.io/managed-by": "nacflow"},
-			Annotations: map[string]string{"nacflow.io/purpose": "tenant namespace of each Velero BackupStorageLocation nacflow made; " +
-				"read by the ValidatingAdmissionPolicy nacflow-pod-volume-backups. Written by nacflow: do not edit."},
+			Name: v1alpha1.TenantLocationsName, Namespace: oadpNamespace,
+			Labels: map[string]string{v1alpha1.ManagedByLabel: "nacflow"},
 		},
 	}
 }
@@ -53,7 +49,7 @@ func newMap(oadpNamespace string) *corev1.ConfigMap {
 // Map is the tenant-location map of one OADP namespace. It implements
 // phases.LocationRecorder.
 type Map struct {
-	// Client writes the ConfigMap (nacflow's own client: the map is no
+	// Client writes the TenantLocations object (nacflow's own client: the map is no
 	// operation's object).
 	Client client.Client
 	// Namespace is the OADP namespace.
@@ -66,7 +62,7 @@ type Map struct {
 func (m *Map) Ensure(ctx context.Context) error {
 	err := m.Client.Create(ctx, newMap(m.Namespace))
 	if err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating ConfigMap %s/%s: %w", m.Namespace, ConfigMapName, err)
+		return fmt.Errorf("creating TenantLocations %s/%s: %w", m.Namespace, v1alpha1.TenantLocationsName, err)
 	}
 	return nil
 }
@@ -105,11 +101,12 @@ func (m *Map) Forget(ctx context.Context, location string) error {
 	return err
 }
 
-// patchEntry merge-patches data[location] to *namespace (nil: removes it).
+// patchEntry merge-patches spec.locations[location] to *namespace (nil:
+// removes it).
 // When the map is missing and namespace is not nil it creates the map with
 // the entry.
 func patchEntry(ctx context.Context, c client.Client, oadpNamespace, location string, namespace *string) error {
-	body, err := json.Marshal(map[string]any{"data": map[string]*string{location: namespace}})
+	body, err := json.Marshal(map[string]any{"spec": map[string]any{"locations": map[string]*string{location: namespace}}})
 	if err != nil {
 		return err
 	}
@@ -117,14 +114,14 @@ func patchEntry(ctx context.Context, c client.Client, oadpNamespace, location st
 	err = c.Patch(ctx, cm, client.RawPatch(types.MergePatchType, body))
 	if apierrors.IsNotFound(err) && namespace != nil {
 		cm = newMap(oadpNamespace)
-		cm.Data = map[string]string{location: *namespace}
+		cm.Spec.Locations = map[string]string{location: *namespace}
 		if err = c.Create(ctx, cm); apierrors.IsAlreadyExists(err) {
 			// Made meanwhile by another writer: patch it.
 			err = c.Patch(ctx, newMap(oadpNamespace), client.RawPatch(types.MergePatchType, body))
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("recording the namespace of Velero BackupStorageLocation %s in ConfigMap %s/%s: %w", location, oadpNamespace, ConfigMapName, err)
+		return fmt.Errorf("recording the namespace of Velero BackupStorageLocation %s in TenantLocations %s/%s: %w", location, oadpNamespace, v1alpha1.TenantLocationsName, err)
 	}
 	return nil
 }

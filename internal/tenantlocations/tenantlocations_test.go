@@ -5,12 +5,12 @@ import (
 	"testing"
 
 	. "gopkg.in/check.v1"
-	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/internal/tenantlocations"
 )
 
@@ -22,19 +22,26 @@ var _ = Suite(&MapSuite{})
 
 // data returns the map's entries (nil when there is no map).
 func data(c *C, cl client.Client) map[string]string {
-	cm := &corev1.ConfigMap{}
-	if err := cl.Get(context.Background(), types.NamespacedName{Namespace: "oadp", Name: tenantlocations.ConfigMapName}, cm); err != nil {
+	m := &v1alpha1.TenantLocations{}
+	if err := cl.Get(context.Background(), types.NamespacedName{Namespace: "oadp", Name: v1alpha1.TenantLocationsName}, m); err != nil {
 		return nil
 	}
-	if cm.Data == nil {
+	if m.Spec.Locations == nil {
 		return map[string]string{}
 	}
-	return cm.Data
+	return m.Spec.Locations
+}
+
+// newClient returns a fake client of nacflow's kinds.
+func newClient(c *C) client.Client {
+	s := runtime.NewScheme()
+	c.Assert(v1alpha1.AddToScheme(s), IsNil)
+	return fake.NewClientBuilder().WithScheme(s).Build()
 }
 
 func (s *MapSuite) TestRecordAndForget(c *C) {
 	ctx := context.Background()
-	cl := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).Build()
+	cl := newClient(c)
 	m := &tenantlocations.Map{Client: cl, Namespace: "oadp"}
 
 	// Forgetting without a map is no error and makes none.
@@ -57,7 +64,7 @@ func (s *MapSuite) TestRecordAndForget(c *C) {
 }
 
 func (s *MapSuite) TestEnsureMakesAnEmptyMap(c *C) {
-	cl := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).Build()
+	cl := newClient(c)
 	m := &tenantlocations.Map{Client: cl, Namespace: "oadp"}
 	c.Assert(m.Ensure(context.Background()), IsNil)
 	c.Check(data(c, cl), DeepEquals, map[string]string{})

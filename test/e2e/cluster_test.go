@@ -60,6 +60,7 @@ func (s *E2ESuite) TestTenantRBACThroughAggregation(c *C) {
 		{"get", "backups.velero.io", "rbac-a", "alice", "no"},
 		{"list", "blueprints.oadp.openshift.io", "openshift-adp", "alice", "no"},
 		{"create", "blueprints.oadp.openshift.io", "rbac-a", "alice", "no"},
+		{"patch", "tenantlocations.oadp.openshift.io", "openshift-adp", "alice", "no"},
 		{"list", "nonadminbackupstoragelocationrequests.oadp.openshift.io", "openshift-adp", "alice", "no"},
 		{"create", "nonadminbackups.oadp.openshift.io", "rbac-a", "eddie", "yes"},
 		{"create", "nonadmindownloadrequests.oadp.openshift.io", "rbac-a", "eddie", "yes"},

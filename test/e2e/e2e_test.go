@@ -253,6 +253,10 @@ type: kubernetes.io/service-account-token
 	c.Check(out, Matches, `(?s).*deployment.apps "nacflow-controller" deleted.*`)
 	c.Check(s.kubectlAllowFail("get", "deployment", "-n", "openshift-adp", "nacflow-controller"), Matches, `(?s).*NotFound.*`)
 	c.Check(strings.TrimSpace(s.kubectl(c, "get", "crd", "nonadminbackups.oadp.openshift.io", "-o", "name")), Equals, "customresourcedefinition.apiextensions.k8s.io/nonadminbackups.oadp.openshift.io")
+	// It removed the admission policies too, the one make run installs
+	// among them: back as make run had it, for the tests after this one.
+	c.Check(s.kubectlAllowFail("get", "validatingadmissionpolicy", "nacflow-pod-volume-backups"), Matches, `(?s).*NotFound.*`)
+	s.kubectl(c, "apply", "-f", filepath.Join(s.root, "config", "admission", "pod_volume_backups.yaml"))
 }
 
 // scrape GETs the controller's metrics over HTTPS (its certificate is

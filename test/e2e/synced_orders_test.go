@@ -111,7 +111,7 @@ func (s *E2ESuite) TestSyncedOrdersStayInTheTenant(c *C) {
 	}
 	// make run installs the policy, which reads the map nacflow keeps.
 	c.Check(s.kubectlAllowFail("get", "validatingadmissionpolicybinding", "nacflow-pod-volume-backups", "-o", "jsonpath={.spec.paramRef.name}"),
-		Equals, "nacflow-tenant-locations")
+		Equals, "nacflow")
 
 	s.kubectlIn(c, fmt.Sprintf(tenantLocation, ns, "own", "tenants", "orders", s3), "apply", "-f", "-")
 	var location string
@@ -120,7 +120,7 @@ func (s *E2ESuite) TestSyncedOrdersStayInTheTenant(c *C) {
 		location = out[strings.LastIndex(out, "|")+1:]
 		return strings.HasPrefix(out, "Created|Available|"), out
 	})
-	c.Check(s.kubectl(c, "get", "configmap", "-n", "openshift-adp", "nacflow-tenant-locations", "-o", "jsonpath={.data."+location+"}"), Equals, ns,
+	c.Check(s.kubectl(c, "get", "tenantlocations", "-n", "openshift-adp", "nacflow", "-o", "jsonpath={.spec.locations."+location+"}"), Equals, ns,
 		Commentf("the location's namespace is recorded"))
 	real := s.nabCompletes(c, ns, "real", "own")
 
@@ -148,7 +148,8 @@ func (s *E2ESuite) TestSyncedOrdersStayInTheTenant(c *C) {
 	// Velero syncs the backup and its tenant's own order.
 	e2estack.Eventually(c, 2*time.Minute, func() (bool, string) {
 		out := s.kubectlAllowFail("get", "podvolumebackups.velero.io", "-n", "openshift-adp", "mine", "-o", "jsonpath={.spec.pod.namespace}/{.spec.pod.name}|{.spec.backupStorageLocation}")
-		return out == ns+"/app|"+location, out + "\nVelero's log of it:\n" + s.veleroLogLines(planted)
+		return out == ns+"/app|"+location, out + "\nVelero's log of it:\n" + s.veleroLogLines(planted) +
+			"\nthe map: " + s.kubectlAllowFail("get", "tenantlocations", "-n", "openshift-adp", "nacflow", "-o", "jsonpath={.spec.locations}")
 	})
 	// The node agent takes an order that reached the OADP namespace: only
 	// it moves a new order's phase (to Accepted; here, with no node-agent
