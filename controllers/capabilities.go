@@ -87,7 +87,9 @@ func DetectCapabilities(ctx context.Context, dc discovery.DiscoveryInterface, cl
 		access{"get", "", "persistentvolumes", ""}); err != nil {
 		return c, err
 	}
-	cm := func(verb string) access { return access{verb, v1alpha1.GroupVersion.Group, "tenantlocations", oadpNamespace} }
+	cm := func(verb string) access {
+		return access{verb, v1alpha1.GroupVersion.Group, "tenantlocations", oadpNamespace}
+	}
 	if c.TenantLocations, err = mayAll(ctx, cl, cm("create"), cm("patch")); err != nil {
 		return c, err
 	}
