@@ -11,6 +11,12 @@ SHELL := /usr/bin/env bash -o pipefail
 BIN          := $(CURDIR)/bin
 LOCAL        := $(CURDIR)/.local
 GO           ?= go
+# One build configuration for everything built here (tools, bin/, test
+# binaries, the image): a package compiled once serves them all, and a cold
+# build compiles each only once. Static, as Kubernetes, Velero and the image
+# ship their binaries, and path-independent (the image is reproducible).
+export CGO_ENABLED ?= 0
+export GOFLAGS := $(strip $(filter-out -trimpath,$(shell $(GO) env GOFLAGS)) -trimpath)
 # Kubernetes release of the local control plane; hack/tools/go.mod pins the
 # same release and its staging modules.
 KUBE_VERSION      ?= v1.33.13
@@ -58,13 +64,39 @@ help: ## Show the targets.
 
 ##@ Tools (built once, cached in bin/)
 
-# One go build for the three: the packages they share compile once, and one
-# binary links while the others' packages compile (a cold build on 2 cores
-# is mostly these).
-$(KUBE_APISERVER) $(KUBE_CONTROLLER_MANAGER) $(ETCD) &:
-	@echo ">> building kube-apiserver, kube-controller-manager $(KUBE_VERSION) and etcd from the Go module proxy (first time: about 10 minutes on 2 cores; cached in bin/)"
+KUBELET        := $(BIN)/kubelet
+KUBE_SCHEDULER := $(BIN)/kube-scheduler
+# The node's sandbox ("pause") program, made into an image by localcp: the
+# node has no registry to pull registry.k8s.io/pause from.
+PAUSE          := $(BIN)/pause
+# make run NODE=false: no node. auto (the default): a node where the machine
+# can run one (Linux, root, containerd, runc and the CNI plugins installed;
+# `make node-runtime`), else one line saying why not. true: fail without one.
+NODE           ?= auto
+# Built for make run and make test on Linux only: elsewhere there is no node.
+NODE_TOOLS     := $(if $(filter false,$(NODE)),,$(if $(filter Linux,$(shell uname -s)),$(KUBELET) $(KUBE_SCHEDULER) $(PAUSE)))
+
+# The Kubernetes binaries built here: the control plane, and kubelet and
+# kube-scheduler where the local node runs.
+KUBE_NODE_BINS := $(filter $(KUBELET) $(KUBE_SCHEDULER),$(NODE_TOOLS))
+
+# One go build for all of them: the packages they share compile once (two go
+# builds side by side would each compile them), and one binary links while
+# the others' packages compile (a cold build on 2 cores is mostly these).
+$(KUBE_APISERVER) $(KUBE_CONTROLLER_MANAGER) $(ETCD) $(KUBE_NODE_BINS) &:
+	@echo ">> building kube-apiserver, kube-controller-manager$(foreach b,$(KUBE_NODE_BINS),, $(notdir $(b))) $(KUBE_VERSION) and etcd from the Go module proxy (first time: about 10 minutes on 2 cores; cached in bin/)"
 	@mkdir -p $(BIN)
-	cd hack/tools && $(GO) build -o $(BIN)/ -ldflags "$(KUBE_LDFLAGS)" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager ./etcd
+	cd hack/tools && $(GO) build -o $(BIN)/ -ldflags "$(KUBE_LDFLAGS)" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager $(addprefix k8s.io/kubernetes/cmd/,$(notdir $(KUBE_NODE_BINS))) ./etcd
+
+ifeq ($(KUBE_NODE_BINS),)
+$(KUBELET):
+	@echo ">> building kubelet $(KUBE_VERSION) from the Go module proxy (first time: about 2 minutes; cached in bin/)"
+	cd hack/tools && $(GO) build -o $@ -ldflags "$(KUBE_LDFLAGS)" k8s.io/kubernetes/cmd/kubelet
+
+$(KUBE_SCHEDULER):
+	@echo ">> building kube-scheduler $(KUBE_VERSION) from the Go module proxy (cached in bin/)"
+	cd hack/tools && $(GO) build -o $@ -ldflags "$(KUBE_LDFLAGS)" k8s.io/kubernetes/cmd/kube-scheduler
+endif
 
 $(CONTROLLER_GEN):
 	@echo ">> installing controller-gen $(CONTROLLER_TOOLS_VERSION)"
@@ -88,30 +120,18 @@ $(GOFAKES3):
 CONTROL_PLANE := $(KUBE_APISERVER) $(KUBE_CONTROLLER_MANAGER) $(ETCD)
 VELERO_STACK  := $(VELERO) $(AWS_PLUGIN) $(GOFAKES3)
 
+# make run and make test build two things at a time (one's links and module
+# downloads overlap the other's compiles), but Velero and nacflow's binaries
+# only after Kubernetes: they share its client libraries, which two go builds
+# side by side would each compile.
+ifdef KUBE_FIRST
+$(VELERO) build: | $(KUBE_APISERVER)
+endif
+
 .PHONY: tools
 tools: $(CONTROL_PLANE) $(VELERO_STACK) $(CONTROLLER_GEN) ## Build every tool that is missing: control plane (kube-apiserver, kube-controller-manager, etcd), Velero stack, controller-gen.
 
 ##@ Local node (Linux, root): kubelet, kube-scheduler and containerd run the Pods of `make deploy-local` (docs/local-node.md)
-
-KUBELET        := $(BIN)/kubelet
-KUBE_SCHEDULER := $(BIN)/kube-scheduler
-# The node's sandbox ("pause") program, made into an image by localcp: the
-# node has no registry to pull registry.k8s.io/pause from.
-PAUSE          := $(BIN)/pause
-# make run NODE=false: no node. auto (the default): a node where the machine
-# can run one (Linux, root, containerd, runc and the CNI plugins installed;
-# `make node-runtime`), else one line saying why not. true: fail without one.
-NODE           ?= auto
-# Built for make run and make test on Linux only: elsewhere there is no node.
-NODE_TOOLS     := $(if $(filter false,$(NODE)),,$(if $(filter Linux,$(shell uname -s)),$(KUBELET) $(KUBE_SCHEDULER) $(PAUSE)))
-
-$(KUBELET):
-	@echo ">> building kubelet $(KUBE_VERSION) from the Go module proxy (first time: about 2 minutes; cached in bin/)"
-	cd hack/tools && $(GO) build -o $@ -ldflags "$(KUBE_LDFLAGS)" k8s.io/kubernetes/cmd/kubelet
-
-$(KUBE_SCHEDULER):
-	@echo ">> building kube-scheduler $(KUBE_VERSION) from the Go module proxy (cached in bin/)"
-	cd hack/tools && $(GO) build -o $@ -ldflags "$(KUBE_LDFLAGS)" k8s.io/kubernetes/cmd/kube-scheduler
 
 $(PAUSE): hack/localcp/pause/main.go
 	CGO_ENABLED=0 GOOS=linux $(GO) build -trimpath -ldflags "-s -w" -o $@ ./hack/localcp/pause
@@ -232,7 +252,7 @@ $(OADP_NAC):
 	@test -f $(PEERS)/go.mod || { echo "OADP NAC's source is not at $(PEERS): set PEERS=DIR"; exit 1; }
 	@echo ">> building OADP NAC's manager from $(PEERS) (first time: a few minutes; cached in bin/)"
 	@tmp=$$(mktemp -d) && trap 'rm -rf $$tmp' EXIT && cp -r $(PEERS) $$tmp/oadp && \
-		cd $$tmp/oadp && GOFLAGS=-mod=mod GOTOOLCHAIN=local $(GO) build -o $@ ./cmd
+		cd $$tmp/oadp && GOFLAGS="$(GOFLAGS) -mod=mod" GOTOOLCHAIN=local $(GO) build -o $@ ./cmd
 
 # test/e2ewalk completes `kubectl nac <TAB>` as a reader's bash does: with
 # Debian's bash-completion (kubectl's own completion needs it too).
@@ -247,10 +267,10 @@ bash-completion: ## Install bash-completion with apt-get where it is missing (ma
 			{ apt-get update >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends bash-completion >/dev/null; }; }
 
 .PHONY: test-build
-test-build: bash-completion ## Build everything make test runs before any test starts: tools, bin/ (make build), OADP NAC's manager, every test binary (compiled and linked, run with no test), the image's packages.
-	@$(MAKE) --no-print-directory -j2 $(CONTROL_PLANE) $(VELERO_STACK) $(NODE_TOOLS) $(OADP_NAC) $(HELM) $(KREW) $(VALIDATE_KREW) build install-manifest
-	@echo ">> compiling every test binary"
-	@$(GO) test -count=1 -run '^$$' ./... > $(BIN)/.test-build.log 2>&1 || { cat $(BIN)/.test-build.log; exit 1; }
+test-build: bash-completion ## Build everything make test runs before any test starts: tools, bin/ (make build), OADP NAC's manager, the integration and end-to-end test binaries (compiled and linked, run with no test), the image's packages.
+	@$(MAKE) --no-print-directory -j2 KUBE_FIRST=1 $(CONTROL_PLANE) $(NODE_TOOLS) $(OADP_NAC) $(HELM) $(KREW) $(VALIDATE_KREW) $(VELERO_STACK) build install-manifest
+	@echo ">> compiling the integration and end-to-end test binaries"
+	@$(GO) test -count=1 -run '^$$' $(SLOW_PKGS) > $(BIN)/.test-build.log 2>&1 || { cat $(BIN)/.test-build.log; exit 1; }
 	@echo ">> compiling the image's packages (make image, in test/e2enode)"
 	@CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -o /dev/null ./cmd/nac
 	@$(GO) build -o /dev/null ./hack/image ./hack/chart ./hack/krew
@@ -394,7 +414,7 @@ RUN_TOOLS = $(CONTROL_PLANE) $(if $(filter false,$(WITH_VELERO)),,$(VELERO_STACK
 
 .PHONY: run-tools
 run-tools:
-	@$(MAKE) --no-print-directory -j2 $(RUN_TOOLS) build
+	@$(MAKE) --no-print-directory -j2 KUBE_FIRST=1 $(RUN_TOOLS) build
 
 run: run-tools ## Local control plane, object store, Velero and CRDs, a node where the machine can run one (NODE=false: none); the controller in the foreground.
 	$(LOCALCP) --assets $(BIN) --dir $(LOCAL) --oadp-namespace $(OADP_NAMESPACE) --velero=$(WITH_VELERO) --node=$(NODE) -- \
