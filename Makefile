@@ -8,6 +8,8 @@
 SHELL := /usr/bin/env bash -o pipefail
 .SHELLFLAGS := -ec
 
+comma := ,
+space := $(subst ,, )
 BIN          := $(CURDIR)/bin
 LOCAL        := $(CURDIR)/.local
 GO           ?= go
@@ -84,7 +86,7 @@ KUBE_NODE_BINS := $(filter $(KUBELET) $(KUBE_SCHEDULER),$(NODE_TOOLS))
 # builds side by side would each compile them), and one binary links while
 # the others' packages compile (a cold build on 2 cores is mostly these).
 $(KUBE_APISERVER) $(KUBE_CONTROLLER_MANAGER) $(ETCD) $(KUBE_NODE_BINS) &:
-	@echo ">> building kube-apiserver, kube-controller-manager$(foreach b,$(KUBE_NODE_BINS),, $(notdir $(b))) $(KUBE_VERSION) and etcd from the Go module proxy (first time: about 10 minutes on 2 cores; cached in bin/)"
+	@echo ">> building $(subst $(space),$(comma) ,$(strip kube-apiserver kube-controller-manager $(notdir $(KUBE_NODE_BINS)))) $(KUBE_VERSION) and etcd from the Go module proxy (first time: about 10 minutes on 2 cores; cached in bin/)"
 	@mkdir -p $(BIN)
 	cd hack/tools && $(GO) build -o $(BIN)/ -ldflags "$(KUBE_LDFLAGS)" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager $(addprefix k8s.io/kubernetes/cmd/,$(notdir $(KUBE_NODE_BINS))) ./etcd
 
