@@ -243,6 +243,24 @@ func (s *CommandsSuite) TestFetchGunzips(c *C) {
 	c.Check(err, ErrorMatches, `downloading: the object store answered 404 Not Found: NoSuchKey`)
 }
 
+// TestDownloadInMemoryIsBounded: a file read into memory (a resource list
+// for describe --details) stops at the bound, however small its gzip is.
+func (s *CommandsSuite) TestDownloadInMemoryIsBounded(c *C) {
+	var gz bytes.Buffer
+	w := gzip.NewWriter(&gz)
+	_, _ = w.Write(make([]byte, 1<<20))
+	c.Assert(w.Close(), IsNil)
+	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) { _, _ = rw.Write(gz.Bytes()) }))
+	defer srv.Close()
+	b := &cappedBuffer{max: 64 << 10}
+	err := fetch(context.Background(), srv.URL, "", b, true)
+	c.Check(err, ErrorMatches, "downloading: the file is over 65536 bytes uncompressed, more than is read into memory .*")
+	c.Check(b.buf.Len() <= 64<<10, Equals, true)
+	b = &cappedBuffer{max: 2 << 20}
+	c.Assert(fetch(context.Background(), srv.URL, "", b, true), IsNil)
+	c.Check(b.buf.Len(), Equals, 1<<20)
+}
+
 func (s *CommandsSuite) TestDownloadNameFitsAGenerateName(c *C) {
 	c.Check(downloadName("b1", velerov1.DownloadTargetKindBackupLog), Equals, "b1-backuplog-")
 	long := downloadName(strings.Repeat("x", 250), velerov1.DownloadTargetKindBackupResourceList)

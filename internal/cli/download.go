@@ -53,9 +53,30 @@ func addDownloadFlags(cmd *cobra.Command) *downloadOptions {
 // way a tenant may (DownloadTo) and returns it gunzipped when gzipped
 // (Velero stores its files gzipped). Errors: DownloadTo's.
 func (o *Options) Download(ctx context.Context, c client.Client, ns string, kind velerov1.DownloadTargetKind, target string, d *downloadOptions) ([]byte, error) {
-	var b bytes.Buffer
-	err := o.DownloadTo(ctx, c, ns, kind, target, d, &b, true)
-	return b.Bytes(), err
+	b := &cappedBuffer{max: maxInMemory}
+	err := o.DownloadTo(ctx, c, ns, kind, target, d, b, true)
+	return b.buf.Bytes(), err
+}
+
+// maxInMemory bounds what Download holds in memory, in uncompressed bytes:
+// the resource list of a backup of 100,000 items is a few MiB, but the
+// tenant's bucket may hold anything under that name (a gzip bomb expands a
+// thousandfold).
+const maxInMemory = 64 << 20
+
+// cappedBuffer is a bytes.Buffer that refuses to grow past max bytes.
+type cappedBuffer struct {
+	buf bytes.Buffer
+	max int
+}
+
+// Write implements io.Writer: it fails, writing nothing, once p would take
+// the buffer past max.
+func (b *cappedBuffer) Write(p []byte) (int, error) {
+	if b.buf.Len()+len(p) > b.max {
+		return 0, fmt.Errorf("the file is over %d bytes uncompressed, more than is read into memory (`backup download` saves a file whole)", b.max)
+	}
+	return b.buf.Write(p)
 }
 
 // DownloadTo creates a NonAdminDownloadRequest for kind (BackupLog,

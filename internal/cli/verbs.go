@@ -168,12 +168,9 @@ func (k *tenantKind[T]) logsCommand(o *Options) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		data, err := o.Download(cmd.Context(), c, obj.GetNamespace(), k.files.log, obj.GetName(), d)
-		if err != nil {
-			return err
-		}
-		_, err = o.Out.Write(data)
-		return err
+		// Streamed as it comes, whatever its size, as velero backup logs
+		// does.
+		return o.DownloadTo(cmd.Context(), c, obj.GetNamespace(), k.files.log, obj.GetName(), d, o.Out, true)
 	})
 	d = addDownloadFlags(cmd)
 	return cmd
