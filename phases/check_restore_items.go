@@ -176,9 +176,13 @@ func (f *CheckRestoreItems) Run(ctx context.Context, op *engine.Operation, nar *
 	if err != nil {
 		return engine.Result{}, err
 	}
+	bucketOnly, err := backupInTenantBucket(ctx, op, a.BackupName)
+	if err != nil {
+		return engine.Result{}, err
+	}
 	spec := nar.AcceptedRestoreSpec()
 	p := restorepolicy.Policy{Namespace: nar.Namespace, Bound: bound, AdminOwned: f.adminOwned,
-		UpdateExisting: spec != nil && spec.ExistingResourcePolicy == velerov1.PolicyTypeUpdate}
+		UpdateExisting: spec != nil && spec.ExistingResourcePolicy == velerov1.PolicyTypeUpdate, BucketOnly: bucketOnly}
 	skip := restoreSkips(nar)
 	total, excluded, err := checkContents(ctx, f.tools.store, dr.Status.DownloadURL, p, skip, precheckLookup{op: op})
 	var apiErr apiError

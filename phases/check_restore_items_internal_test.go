@@ -209,6 +209,8 @@ func runCheck(c *C, enabled bool, plugins []velerov1.PluginInfo, url, onExcluded
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "cluster-admin"}, Rules: []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}}}},
 		&velerov1.ServerStatusRequest{ObjectMeta: meta, Status: velerov1.ServerStatusRequestStatus{Phase: velerov1.ServerStatusRequestPhaseProcessed, Plugins: plugins}},
 		&velerov1.DownloadRequest{ObjectMeta: meta, Status: velerov1.DownloadRequestStatus{Phase: velerov1.DownloadRequestPhaseProcessed, DownloadURL: url}},
+		&velerov1.Backup{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "oadp"}, Spec: velerov1.BackupSpec{StorageLocation: "default"}},
+		&velerov1.BackupStorageLocation{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: "oadp"}},
 	).Build()
 	op.Client, op.APIReader = cl, cl
 	rec := record.NewFakeRecorder(10)

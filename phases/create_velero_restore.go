@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -32,7 +33,10 @@ type CreateVeleroRestoreArgs struct {
 // args.backupName, includedNamespaces = [own namespace] and the NAC kinds,
 // volumesnapshotclasses and ClusterExcludedResources excluded (restoreExcluded;
 // persistentvolumes stay restorable through their claims, as Velero does
-// when includeClusterResources is unset). The Velero Backup must belong to the
+// when includeClusterResources is unset — except for a backup kept in a
+// bucket the tenant writes, inTenantBucket: its PersistentVolumes are
+// excluded too, so that Velero never creates a volume from a native
+// snapshot ID that bucket names). The Velero Backup must belong to the
 // NonAdminRestore's namespace (its origin annotation): a tenant never
 // restores another tenant's backup, whatever a blueprint renders. The
 // Restore carries restorepolicy.TenantRoleAnnotation and AdminOwnedAnnotation
@@ -65,6 +69,11 @@ func (f *CreateVeleroRestore) Run(ctx context.Context, op *engine.Operation, nar
 			fmt.Errorf("spec.restoreSpec.backupName: Velero Backup %s does not belong to namespace %s: refusing to restore it", a.BackupName, nar.Namespace))
 	}
 
+	bucketOnly, err := inTenantBucket(ctx, op, backup)
+	if err != nil {
+		return engine.Result{}, err
+	}
+
 	var spec *velerov1.RestoreSpec
 	if vr := nar.Status.VeleroRestore; vr != nil && vr.Spec != nil {
 		spec = vr.Spec.DeepCopy()
@@ -88,7 +97,19 @@ func (f *CreateVeleroRestore) Run(ctx context.Context, op *engine.Operation, nar
 	}
 	spec.BackupName = a.BackupName
 	spec.IncludedNamespaces = []string{nar.Namespace}
-	for _, r := range restoreExcluded {
+	excluded := restoreExcluded
+	var note string
+	if bucketOnly {
+		// Velero restores a PersistentVolume from the native snapshot the
+		// bucket's volume snapshot list names, with the admin's snapshot
+		// credentials, before any restore item action sees it: kept out
+		// here, Velero never reads that list for this restore. Its claims
+		// get new volumes (velero-plugin-nacflow), which file-system backup
+		// and the data mover fill from the bucket.
+		excluded = append(slices.Clone(excluded), "persistentvolumes")
+		note = fmt.Sprintf("; PersistentVolumes excluded: Velero Backup %s is kept in a bucket the tenant writes (location %q), so its volumes come back only from data in that bucket (file-system backup, data mover), never from a snapshot it names", a.BackupName, backup.Spec.StorageLocation)
+	}
+	for _, r := range excluded {
 		if !slices.Contains(spec.ExcludedResources, r) {
 			spec.ExcludedResources = append(spec.ExcludedResources, r)
 		}
@@ -120,6 +141,44 @@ func (f *CreateVeleroRestore) Run(ctx context.Context, op *engine.Operation, nar
 	nar.Status.VeleroRestore.NACUUID, nar.Status.VeleroRestore.Name, nar.Status.VeleroRestore.Namespace = op.UUID, got.Name, got.Namespace
 	setCondition(nar, v1alpha1.ConditionQueued, metav1.ConditionTrue, v1alpha1.ReasonRestoreScheduled,
 		fmt.Sprintf("Created Velero Restore object %s", got.Name))
-	return engine.Done(fmt.Sprintf("%s Velero Restore %s/%s of Velero Backup %s", verb, got.Namespace, got.Name, a.BackupName),
+	return engine.Done(fmt.Sprintf("%s Velero Restore %s/%s of Velero Backup %s%s", verb, got.Namespace, got.Name, a.BackupName, note),
 		map[string]string{"name": got.Name}), nil
+}
+
+// inTenantBucket reports whether the Velero Backup is kept in a bucket a
+// tenant writes (restorepolicy.TenantBucket): its location carries OADP's
+// NABSL origin label, or it names none or one that does not exist. The
+// location is read from the API server (the cache holds tenants' locations
+// only). Errors are the API server's.
+func inTenantBucket(ctx context.Context, op *engine.Operation, backup *velerov1.Backup) (bool, error) {
+	name := backup.Spec.StorageLocation
+	if name == "" {
+		return true, nil
+	}
+	bsl := &velerov1.BackupStorageLocation{}
+	err := op.APIReader.Get(ctx, client.ObjectKey{Namespace: op.OADPNamespace, Name: name}, bsl)
+	switch {
+	case err == nil:
+		return restorepolicy.TenantBucket(bsl.Labels, true), nil
+	case apierrors.IsNotFound(err):
+		return true, nil
+	default:
+		return false, fmt.Errorf("reading Velero BackupStorageLocation %s/%s: %w", op.OADPNamespace, name, err)
+	}
+}
+
+// backupInTenantBucket is inTenantBucket of the Velero Backup name of the
+// OADP namespace, read from the API server; a Backup that cannot be found
+// counts as kept in a tenant's bucket, as velero-plugin-nacflow decides
+// it. Errors are the API server's.
+func backupInTenantBucket(ctx context.Context, op *engine.Operation, name string) (bool, error) {
+	backup := &velerov1.Backup{}
+	switch err := op.APIReader.Get(ctx, client.ObjectKey{Namespace: op.OADPNamespace, Name: name}, backup); {
+	case err == nil:
+		return inTenantBucket(ctx, op, backup)
+	case apierrors.IsNotFound(err):
+		return true, nil
+	default:
+		return false, fmt.Errorf("reading Velero Backup %s/%s: %w", op.OADPNamespace, name, err)
+	}
 }

@@ -69,3 +69,50 @@ func (s *CreateRestoreSuite) TestEnforcedAgainWithoutAcceptedSpec(c *C) {
 	c.Assert(cl.List(ctx, list), IsNil)
 	c.Check(list.Items, HasLen, 1)
 }
+
+// A backup kept in a bucket the tenant writes — on a location with OADP's
+// NABSL label, on one that does not exist, or naming none — is restored
+// without its PersistentVolumes (Velero would create them from whatever
+// native snapshot the bucket names), and the phase says why; a backup on
+// the admin's location keeps them.
+func (s *CreateRestoreSuite) TestPersistentVolumesOfTenantBuckets(c *C) {
+	ctx := context.Background()
+	scheme := runtime.NewScheme()
+	c.Assert(velerov1.AddToScheme(scheme), IsNil)
+	c.Assert(v1alpha1.AddToScheme(scheme), IsNil)
+	backup := func(name, location string) *velerov1.Backup {
+		return &velerov1.Backup{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "oadp",
+			Annotations: map[string]string{v1alpha1.NabOriginNamespaceAnnotation: "team"}}, Spec: velerov1.BackupSpec{StorageLocation: location}}
+	}
+	cl := fake.NewClientBuilder().WithScheme(scheme).WithObjects(
+		&velerov1.BackupStorageLocation{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: "oadp"}},
+		&velerov1.BackupStorageLocation{ObjectMeta: metav1.ObjectMeta{Name: "team-own-1", Namespace: "oadp",
+			Labels: map[string]string{v1alpha1.NabslOriginNACUUIDLabel: "team-own-1"}}},
+		backup("on-admin", "default"), backup("on-tenant", "team-own-1"), backup("on-gone", "gone"), backup("on-none", "")).Build()
+	for i, t := range []struct {
+		backup string
+		pvs    bool // PersistentVolumes restored
+	}{{"on-admin", true}, {"on-tenant", false}, {"on-gone", false}, {"on-none", false}} {
+		nar := &v1alpha1.NonAdminRestore{ObjectMeta: metav1.ObjectMeta{Name: t.backup, Namespace: "team"},
+			Spec: v1alpha1.NonAdminRestoreSpec{RestoreSpec: &velerov1.RestoreSpec{BackupName: "nab"}}}
+		nar.Status.VeleroRestore = &v1alpha1.VeleroRestore{Spec: &velerov1.RestoreSpec{BackupName: "nab"}}
+		uuid := "uuid-" + string(rune('a'+i))
+		op := &engine.Operation{Object: nar, OADPNamespace: "oadp", UUID: uuid, Client: cl, APIReader: cl}
+		f := bind(&CreateVeleroRestore{tools: tools{recent: newRecentCreates()}})
+		res, err := f.Run(ctx, op, &CreateVeleroRestoreArgs{BackupName: t.backup})
+		c.Assert(err, IsNil, Commentf(t.backup))
+		r := &velerov1.Restore{}
+		c.Assert(cl.Get(ctx, client.ObjectKey{Namespace: "oadp", Name: v1alpha1.NACObjectName("team", t.backup, uuid)}, r), IsNil)
+		excluded := false
+		for _, e := range r.Spec.ExcludedResources {
+			excluded = excluded || e == "persistentvolumes"
+		}
+		c.Check(excluded, Equals, !t.pvs, Commentf(t.backup))
+		if t.pvs {
+			c.Check(res.Message, Not(Matches), `.*PersistentVolumes excluded.*`)
+		} else {
+			c.Check(res.Message, Matches, `Created Velero Restore oadp/\S+ of Velero Backup `+t.backup+`; PersistentVolumes excluded: Velero Backup `+t.backup+
+				` is kept in a bucket the tenant writes \(location ".*"\), so its volumes come back only from data in that bucket \(file-system backup, data mover\), never from a snapshot it names`, Commentf(t.backup))
+		}
+	}
+}

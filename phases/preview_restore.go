@@ -120,7 +120,11 @@ func (f *PreviewRestore) Run(ctx context.Context, op *engine.Operation, nar *v1a
 		spec = &velerov1.RestoreSpec{}
 	}
 	update := spec.ExistingResourcePolicy == velerov1.PolicyTypeUpdate
-	p := restorepolicy.Policy{Namespace: nar.Namespace, Bound: bound, AdminOwned: f.adminOwned, UpdateExisting: update}
+	bucketOnly, err := backupInTenantBucket(ctx, op, a.BackupName)
+	if err != nil {
+		return engine.Result{}, err
+	}
+	p := restorepolicy.Policy{Namespace: nar.Namespace, Bound: bound, AdminOwned: f.adminOwned, UpdateExisting: update, BucketOnly: bucketOnly}
 	filtered, err := restoreFilters(spec)
 	if err != nil {
 		return fail(err.Error())

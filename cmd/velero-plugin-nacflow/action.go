@@ -12,6 +12,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -39,13 +40,14 @@ type action struct {
 	log       logrus.FieldLogger
 	newClient func() (clusterClient, error)
 
-	mu     sync.Mutex
-	client clusterClient
-	bounds map[string][]rbacv1.PolicyRule // "<restore UID>/<role>"
+	mu      sync.Mutex
+	client  clusterClient
+	bounds  map[string][]rbacv1.PolicyRule // "<restore UID>/<role>"
+	buckets map[types.UID]bool             // restore UID → restorepolicy.Policy.BucketOnly
 }
 
 func newAction(log logrus.FieldLogger, newClient func() (clusterClient, error)) *action {
-	return &action{log: log, newClient: newClient, bounds: map[string][]rbacv1.PolicyRule{}}
+	return &action{log: log, newClient: newClient, bounds: map[string][]rbacv1.PolicyRule{}, buckets: map[types.UID]bool{}}
 }
 
 // AppliesTo implements Velero's RestoreItemAction: every resource (the zero
@@ -96,18 +98,33 @@ func (a *action) Execute(in *velero.RestoreItemActionExecuteInput) (*velero.Rest
 	if err != nil {
 		return nil, err
 	}
+	bucketOnly, err := a.bucketOnly(ctx, c, r)
+	if err != nil {
+		return nil, err
+	}
 	obj := in.Item.UnstructuredContent()
 	gvk := schema.FromAPIVersionAndKind(str(obj["apiVersion"]), str(obj["kind"]))
 	mapping, err := c.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
 		return nil, fmt.Errorf("restore %s: mapping kind %s of item %s to a resource: %w", r.Name, gvk, name(obj), err)
 	}
-	item := restorepolicy.Item{Resource: mapping.Resource.GroupResource(), Object: obj}
+	gr := mapping.Resource.GroupResource()
+	if bucketOnly && gr == (schema.GroupResource{Resource: "persistentvolumeclaims"}) {
+		// No PersistentVolume of this backup is restored: its claims get new
+		// volumes, which a file-system or data mover restore fills.
+		if provisioned, changed := restorepolicy.ProvisionClaim(obj); changed {
+			a.log.WithFields(logrus.Fields{"resource": gr.String(), "name": name(obj), "tenantNamespace": ns}).
+				Infof("nacflow: claim %s gets a new volume: the backup is in a bucket the tenant writes, and its volumes are restored only from data in the bucket", name(obj))
+			obj = provisioned
+			out = velero.NewRestoreItemActionExecuteOutput(&unstructured.Unstructured{Object: obj})
+		}
+	}
+	item := restorepolicy.Item{Resource: gr, Object: obj}
 	if in.ItemFromBackup != nil {
 		item.FromBackup = in.ItemFromBackup.UnstructuredContent()
 	}
 	p := restorepolicy.Policy{Namespace: ns, Bound: bound, AdminOwned: adminOwned,
-		UpdateExisting: r.Spec.ExistingResourcePolicy == velerov1.PolicyTypeUpdate}
+		UpdateExisting: r.Spec.ExistingResourcePolicy == velerov1.PolicyTypeUpdate, BucketOnly: bucketOnly}
 	d, err := restorepolicy.Decide(ctx, p, item, kubeLookup{c})
 	if err != nil {
 		return nil, fmt.Errorf("restore %s: deciding on %s %s: %w", r.Name, item.Resource, name(obj), err)
@@ -127,7 +144,7 @@ func (a *action) Execute(in *velero.RestoreItemActionExecuteInput) (*velero.Rest
 	_, hasStatus := obj["status"]
 	if hasStatus && (annotated && asked != "false" || !annotated && r.Spec.RestoreStatus != nil) &&
 		!restorepolicy.MayWriteStatus(p, item.Resource, name(obj)) {
-		u := in.Item.DeepCopyObject().(runtime.Unstructured)
+		u := out.UpdatedItem.DeepCopyObject().(runtime.Unstructured)
 		content := u.UnstructuredContent()
 		md, ok := content["metadata"].(map[string]any)
 		if !ok {
@@ -191,6 +208,58 @@ func (a *action) bound(ctx context.Context, c clusterClient, restoreUID, role st
 	a.bounds[key] = cr.Rules
 	a.mu.Unlock()
 	return cr.Rules, nil
+}
+
+// bucketOnly reports whether restore r's backup is kept in a bucket a
+// tenant writes (restorepolicy.TenantBucket of the location the Velero
+// Backup names), read once per restore. Deny by default: a Backup that
+// cannot be found or names no location counts as a tenant's. Errors are
+// the API server's.
+func (a *action) bucketOnly(ctx context.Context, c clusterClient, r *velerov1.Restore) (bool, error) {
+	a.mu.Lock()
+	only, ok := a.buckets[r.UID]
+	a.mu.Unlock()
+	if ok {
+		return only, nil
+	}
+	// Velero's kinds are read unstructured: the client's scheme is
+	// client-go's alone.
+	read := func(kind, name string) (*unstructured.Unstructured, bool, error) {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(velerov1.SchemeGroupVersion.WithKind(kind))
+		switch err := c.Get(ctx, types.NamespacedName{Namespace: r.Namespace, Name: name}, u); {
+		case err == nil:
+			return u, true, nil
+		case apierrors.IsNotFound(err):
+			return nil, false, nil
+		default:
+			return nil, false, fmt.Errorf("restore %s: reading Velero %s %s/%s: %w", r.Name, kind, r.Namespace, name, err)
+		}
+	}
+	only = true
+	backup, found, err := read("Backup", r.Spec.BackupName)
+	if err != nil {
+		return false, err
+	}
+	var location string
+	if found {
+		location, _, _ = unstructured.NestedString(backup.Object, "spec", "storageLocation")
+	}
+	if location != "" {
+		bsl, found, err := read("BackupStorageLocation", location)
+		if err != nil {
+			return false, err
+		}
+		var labels map[string]string
+		if found {
+			labels = bsl.GetLabels()
+		}
+		only = restorepolicy.TenantBucket(labels, found)
+	}
+	a.mu.Lock()
+	a.buckets[r.UID] = only
+	a.mu.Unlock()
+	return only, nil
 }
 
 // kubeLookup implements restorepolicy.Lookup with the cluster client.

@@ -15,7 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -53,10 +55,24 @@ func (s *ActionSuite) SetUpTest(c *C) {
 		{rbacv1.SchemeGroupVersion.WithKind("RoleBinding"), meta.RESTScopeNamespace},
 		{rbacv1.SchemeGroupVersion.WithKind("Role"), meta.RESTScopeNamespace},
 		{rbacv1.SchemeGroupVersion.WithKind("ClusterRole"), meta.RESTScopeRoot},
+		{corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim"), meta.RESTScopeNamespace},
+		{velerov1.SchemeGroupVersion.WithKind("Backup"), meta.RESTScopeNamespace},
+		{velerov1.SchemeGroupVersion.WithKind("BackupStorageLocation"), meta.RESTScopeNamespace},
 	} {
 		mapper.Add(k.gvk, k.scope)
 	}
-	s.kube = fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithRESTMapper(mapper).WithObjects(
+	scheme := runtime.NewScheme()
+	c.Assert(clientgoscheme.AddToScheme(scheme), IsNil)
+	c.Assert(velerov1.AddToScheme(scheme), IsNil)
+	s.kube = fake.NewClientBuilder().WithScheme(scheme).WithRESTMapper(mapper).WithObjects(
+		// The admin's location and a backup on it; a tenant's location
+		// (OADP's NABSL label) and a backup on it.
+		&velerov1.BackupStorageLocation{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: "openshift-adp"}},
+		&velerov1.Backup{ObjectMeta: metav1.ObjectMeta{Name: "on-admin", Namespace: "openshift-adp"}, Spec: velerov1.BackupSpec{StorageLocation: "default"}},
+		&velerov1.BackupStorageLocation{ObjectMeta: metav1.ObjectMeta{Name: "team-own-1", Namespace: "openshift-adp",
+			Labels: map[string]string{v1alpha1.NabslOriginNACUUIDLabel: "team-own-1"}}},
+		&velerov1.Backup{ObjectMeta: metav1.ObjectMeta{Name: "on-tenant", Namespace: "openshift-adp"}, Spec: velerov1.BackupSpec{StorageLocation: "team-own-1"}},
+		&velerov1.Backup{ObjectMeta: metav1.ObjectMeta{Name: "on-gone", Namespace: "openshift-adp"}, Spec: velerov1.BackupSpec{StorageLocation: "gone"}},
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "admin"}, Rules: nsAdmin},
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "edit"}, Rules: nsAdmin[:1]},
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "cluster-admin"}, Rules: []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}}}},
@@ -76,7 +92,7 @@ func tenantRestore(annotations map[string]string, policy velerov1.PolicyType) *v
 	}
 	return &velerov1.Restore{ObjectMeta: metav1.ObjectMeta{Name: "r", Namespace: "openshift-adp", UID: "u1",
 		Labels: map[string]string{v1alpha1.NarOriginNACUUIDLabel: "id"}, Annotations: a},
-		Spec: velerov1.RestoreSpec{ExistingResourcePolicy: policy}}
+		Spec: velerov1.RestoreSpec{BackupName: "on-admin", ExistingResourcePolicy: policy}}
 }
 
 func item(js string) *unstructured.Unstructured {
@@ -208,4 +224,45 @@ func (s *ActionSuite) TestStatusNotRestoredBeyondTheTenant(c *C) {
 	out, err = s.execute(c, tenantRestore(map[string]string{restorepolicy.TenantRoleAnnotation: "cluster-admin"}, ""), asking)
 	c.Assert(err, IsNil)
 	c.Check(out.UpdatedItem.UnstructuredContent(), DeepEquals, item(asking).Object)
+}
+
+// TestBucketOnly: a restore of a backup on a tenant's location (OADP's NABSL
+// label), or on a location or backup that cannot be found, restores no
+// PersistentVolume — not even one Velero gave a new volume from the
+// snapshot the bucket names — and hands its claims over for a new volume;
+// a backup on the admin's location restores a volume Velero made from its
+// snapshot, and its claims keep their volume name.
+func (s *ActionSuite) TestBucketOnly(c *C) {
+	const (
+		restoredPV = `{"apiVersion":"v1","kind":"PersistentVolume","metadata":{"name":"pv1"},"spec":{"csi":{"driver":"d","volumeHandle":"from-snapshot"},"claimRef":{"namespace":"team","name":"data"}}}`
+		backupPV   = `{"apiVersion":"v1","kind":"PersistentVolume","metadata":{"name":"pv1"},"spec":{"csi":{"driver":"d","volumeHandle":"old"},"claimRef":{"namespace":"team","name":"data"}}}`
+		claim      = `{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"data","namespace":"team","annotations":{"pv.kubernetes.io/bind-completed":"yes"}},"spec":{"volumeName":"pv1","storageClassName":"fast"}}`
+		newClaim   = `{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"data","namespace":"team","annotations":{}},"spec":{"storageClassName":"fast"}}`
+	)
+	restore := func(uid, backup string) *velerov1.Restore {
+		r := tenantRestore(nil, "")
+		r.UID, r.Spec.BackupName = types.UID(uid), backup
+		return r
+	}
+	pv := func(r *velerov1.Restore) *velero.RestoreItemActionExecuteOutput {
+		out, err := s.act.Execute(&velero.RestoreItemActionExecuteInput{Item: item(restoredPV), ItemFromBackup: item(backupPV), Restore: r})
+		c.Assert(err, IsNil)
+		return out
+	}
+	for _, backup := range []string{"on-tenant", "on-gone", "missing"} {
+		r := restore("u-"+backup, backup)
+		s.log.Reset()
+		c.Check(pv(r).SkipRestore, Equals, true, Commentf(backup))
+		c.Check(s.log.LastEntry().Message, Matches, `nacflow: not restoring persistentvolumes pv1: PersistentVolume pv1: the backup is in a bucket the tenant writes, .*`, Commentf(backup))
+		out, err := s.execute(c, r, claim)
+		c.Assert(err, IsNil)
+		c.Check(out.SkipRestore, Equals, false)
+		c.Check(out.UpdatedItem.UnstructuredContent(), DeepEquals, item(newClaim).Object, Commentf(backup))
+		c.Check(s.log.LastEntry().Message, Equals, "nacflow: claim team/data gets a new volume: the backup is in a bucket the tenant writes, and its volumes are restored only from data in the bucket")
+	}
+	r := restore("u-admin", "on-admin")
+	c.Check(pv(r).SkipRestore, Equals, false)
+	out, err := s.execute(c, r, claim)
+	c.Assert(err, IsNil)
+	c.Check(out.UpdatedItem.UnstructuredContent(), DeepEquals, item(claim).Object)
 }

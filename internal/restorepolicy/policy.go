@@ -23,6 +23,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"sort"
@@ -31,6 +32,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	rbacvalidation "k8s.io/component-helpers/auth/rbac/validation"
+
+	"github.com/nacflow/nacflow/api/v1alpha1"
 )
 
 // PluginName is the name nacflow's RestoreItemAction registers with Velero
@@ -74,6 +77,11 @@ type Policy struct {
 	UpdateExisting bool
 	// AdminOwned are resources never updated and created only where absent.
 	AdminOwned []schema.GroupResource
+	// BucketOnly: the backup is kept in a bucket the tenant writes (a
+	// location of its own, TenantBucket), so its volumes are restored only
+	// from data in that bucket (file-system backup, data mover): no
+	// PersistentVolume is restored, whatever snapshot the bucket names.
+	BucketOnly bool
 }
 
 // Item is one item of the restore.
@@ -136,8 +144,8 @@ const maxBreakdown = 100000
 //
 //   - a cluster-scoped item is refused unless it is a PersistentVolume
 //     (nacflow excludes every other cluster-scoped type from tenant
-//     restores), which follows pvRules; a namespaced item must belong to
-//     p.Namespace;
+//     restores), which follows decidePV, and none when p.BucketOnly; a
+//     namespaced item must belong to p.Namespace;
 //   - the tenant role must allow create on the item's group/resource and,
 //     when p.UpdateExisting and the item exists, update and patch on it
 //     (the verbs Velero's create and patch need, as the API server would
@@ -161,6 +169,9 @@ func Decide(ctx context.Context, p Policy, item Item, lk Lookup) (Decision, erro
 		return deny("metadata.namespace is not a string"), nil
 	}
 	if item.Resource == pvs {
+		if p.BucketOnly {
+			return deny("PersistentVolume %s: the backup is in a bucket the tenant writes, whose volume snapshot list could name any snapshot; volumes of such a backup are restored only from data in the bucket (file-system backup, data mover)", name), nil
+		}
 		return decidePV(ctx, p, item, name, lk)
 	}
 	if ns == "" {
@@ -434,4 +445,55 @@ func FormatAdminOwned(grs []schema.GroupResource) string {
 		s[i] = gr.String()
 	}
 	return strings.Join(s, ",")
+}
+
+// TenantBucket reports whether a backup kept on a Velero
+// BackupStorageLocation is in a bucket a tenant writes, given the location's
+// labels and whether it was found: it carries OADP's NABSL origin label
+// (v1alpha1.NabslOriginNACUUIDLabel: nacflow's and OADP NAC's tenant
+// locations), or it does not exist (deny by default: a location nobody can
+// show to be the admin's counts as a tenant's). Everything in such a bucket
+// — the tarball, the volume snapshot list, the volume infos — is the
+// tenant's to rewrite.
+func TenantBucket(labels map[string]string, found bool) bool {
+	_, tenant := labels[v1alpha1.NabslOriginNACUUIDLabel]
+	return tenant || !found
+}
+
+// Annotations of a claim that record its binding to a volume
+// (k8s.io/component-helpers/storage/volume): a claim kept with them but
+// without spec.volumeName would read as having lost its volume.
+var claimBindingAnnotations = []string{"pv.kubernetes.io/bind-completed", "pv.kubernetes.io/bound-by-controller"}
+
+// ProvisionClaim returns a copy of the PersistentVolumeClaim obj made ready
+// for a new volume, as Velero makes a claim whose volume it re-provisions
+// (Velero 1.18 pkg/restore, pvsToProvision): without spec.volumeName and
+// the binding annotations, so that its storage class provisions it and a
+// file-system or data mover restore fills it. changed is false (and obj
+// returned as it is) when there was nothing to remove. A malformed field is
+// left as it is: the API server refuses the claim then.
+func ProvisionClaim(obj map[string]any) (out map[string]any, changed bool) {
+	spec, _ := obj["spec"].(map[string]any)
+	md, _ := obj["metadata"].(map[string]any)
+	an, _ := md["annotations"].(map[string]any)
+	_, named := spec["volumeName"]
+	bound := slices.ContainsFunc(claimBindingAnnotations, func(k string) bool { _, ok := an[k]; return ok })
+	if !named && !bound {
+		return obj, false
+	}
+	out = maps.Clone(obj)
+	if named {
+		spec = maps.Clone(spec)
+		delete(spec, "volumeName")
+		out["spec"] = spec
+	}
+	if bound {
+		md, an = maps.Clone(md), maps.Clone(an)
+		for _, k := range claimBindingAnnotations {
+			delete(an, k)
+		}
+		md["annotations"] = an
+		out["metadata"] = md
+	}
+	return out, true
 }

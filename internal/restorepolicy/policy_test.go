@@ -240,3 +240,63 @@ func FuzzDecide(f *testing.F) {
 		}
 	})
 }
+
+// TestBucketOnly: a backup in a bucket the tenant writes restores no
+// PersistentVolume, even one Velero gave a new volume from a snapshot (the
+// snapshot list is the tenant's to rewrite); other items are decided as
+// always.
+func (s *PolicySuite) TestBucketOnly(c *C) {
+	p := restorepolicy.Policy{Namespace: "team", Bound: adminLike, BucketOnly: true}
+	restored := `{"metadata":{"name":"pv1"},"spec":{"csi":{"driver":"d","volumeHandle":"from-snapshot"},"claimRef":{"namespace":"team","name":"data"}}}`
+	d, err := restorepolicy.Decide(context.Background(), p, restorepolicy.Item{Resource: gr("persistentvolumes"), Object: obj(restored),
+		FromBackup: obj(`{"metadata":{"name":"pv1"},"spec":{"csi":{"driver":"d","volumeHandle":"old"}}}`)}, lookup)
+	c.Assert(err, IsNil)
+	c.Check(d.Allowed, Equals, false)
+	c.Check(d.Reason, Matches, `PersistentVolume pv1: the backup is in a bucket the tenant writes, whose volume snapshot list could name any snapshot; volumes of such a backup are restored only from data in the bucket \(file-system backup, data mover\)`)
+	p.BucketOnly = false
+	d, err = restorepolicy.Decide(context.Background(), p, restorepolicy.Item{Resource: gr("persistentvolumes"), Object: obj(restored),
+		FromBackup: obj(`{"metadata":{"name":"pv1"},"spec":{"csi":{"driver":"d","volumeHandle":"old"}}}`)}, lookup)
+	c.Assert(err, IsNil)
+	c.Check(d.Allowed, Equals, true, Commentf("the admin's bucket: a volume restored from its snapshot"))
+	p.BucketOnly = true
+	d, err = restorepolicy.Decide(context.Background(), p, restorepolicy.Item{Resource: gr("persistentvolumeclaims"), Object: obj(`{"metadata":{"name":"data","namespace":"team"}}`)}, lookup)
+	c.Assert(err, IsNil)
+	c.Check(d.Allowed, Equals, true)
+}
+
+// TestTenantBucket: a location with OADP's NABSL origin label, or one that
+// cannot be found, is a tenant's bucket; only an existing unlabelled one is
+// the admin's.
+func (s *PolicySuite) TestTenantBucket(c *C) {
+	c.Check(restorepolicy.TenantBucket(map[string]string{"openshift.io/oadp-nabsl-origin-nacuuid": "ns-own-uuid"}, true), Equals, true)
+	c.Check(restorepolicy.TenantBucket(map[string]string{"openshift.io/oadp-nabsl-origin-nacuuid": ""}, true), Equals, true)
+	c.Check(restorepolicy.TenantBucket(nil, false), Equals, true)
+	c.Check(restorepolicy.TenantBucket(map[string]string{"app": "velero"}, true), Equals, false)
+	c.Check(restorepolicy.TenantBucket(nil, true), Equals, false)
+}
+
+// TestProvisionClaim: a claim loses its volume name and binding
+// annotations (other annotations and fields stay), in a copy; a claim with
+// neither comes back as it is; malformed fields do not panic.
+func (s *PolicySuite) TestProvisionClaim(c *C) {
+	in := obj(`{"metadata":{"name":"data","namespace":"team","annotations":{"pv.kubernetes.io/bind-completed":"yes","pv.kubernetes.io/bound-by-controller":"yes","keep":"me"}},` +
+		`"spec":{"volumeName":"victim-pv","storageClassName":"fast","resources":{"requests":{"storage":"1Gi"}}}}`)
+	out, changed := restorepolicy.ProvisionClaim(in)
+	c.Check(changed, Equals, true)
+	c.Check(out, DeepEquals, obj(`{"metadata":{"name":"data","namespace":"team","annotations":{"keep":"me"}},`+
+		`"spec":{"storageClassName":"fast","resources":{"requests":{"storage":"1Gi"}}}}`))
+	c.Check(in["spec"].(map[string]any)["volumeName"], Equals, "victim-pv", Commentf("the input is not changed"))
+	c.Check(in["metadata"].(map[string]any)["annotations"].(map[string]any)["pv.kubernetes.io/bind-completed"], Equals, "yes")
+
+	plain := obj(`{"metadata":{"name":"data"},"spec":{"storageClassName":"fast"}}`)
+	out, changed = restorepolicy.ProvisionClaim(plain)
+	c.Check(changed, Equals, false)
+	c.Check(out, DeepEquals, plain)
+
+	for _, js := range []string{`{}`, `{"spec":"x","metadata":5}`, `{"metadata":{"annotations":"x"},"spec":{"volumeName":7}}`} {
+		out, _ = restorepolicy.ProvisionClaim(obj(js))
+		spec, _ := out["spec"].(map[string]any)
+		_, named := spec["volumeName"]
+		c.Check(named, Equals, false, Commentf(js))
+	}
+}

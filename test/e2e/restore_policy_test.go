@@ -89,6 +89,21 @@ const (
 	forgedVolume = `{"apiVersion":"v1","kind":"PersistentVolume","metadata":{"name":"tenant-r-root"},` +
 		`"spec":{"accessModes":["ReadWriteOnce"],"capacity":{"storage":"1Gi"},"hostPath":{"path":"/"},"persistentVolumeReclaimPolicy":"Retain","storageClassName":"",` +
 		`"claimRef":{"apiVersion":"v1","kind":"PersistentVolumeClaim","name":"data","namespace":"tenant-r"}},"status":{"phase":"Bound"}}`
+	// forgedSnapClaim and forgedSnapVolume: a claim bound to a CSI volume
+	// (a source a restore may create) that the backup's volume snapshot
+	// list, rewritten too (forgedSnapshots), says Velero snapshotted
+	// natively: Velero would create a new volume from the snapshot ID of
+	// the tenant's choosing, with the admin's snapshot location. The claim
+	// also asks Velero to restore its additional items (its volume) past
+	// the restore's exclusions, as only a restore item action may ask.
+	forgedSnapClaim = `{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"snap","namespace":"tenant-r","annotations":{"pv.kubernetes.io/bind-completed":"yes","restore.velero.io/must-include-additional-items":"true"}},` +
+		`"spec":{"accessModes":["ReadWriteOnce"],"resources":{"requests":{"storage":"1Gi"}},"storageClassName":"","volumeName":"tenant-r-snap"},` +
+		`"status":{"phase":"Bound"}}`
+	forgedSnapVolume = `{"apiVersion":"v1","kind":"PersistentVolume","metadata":{"name":"tenant-r-snap"},` +
+		`"spec":{"accessModes":["ReadWriteOnce"],"capacity":{"storage":"1Gi"},"csi":{"driver":"ebs.csi.aws.com","volumeHandle":"vol-0tenant"},"persistentVolumeReclaimPolicy":"Delete","storageClassName":"",` +
+		`"claimRef":{"apiVersion":"v1","kind":"PersistentVolumeClaim","name":"snap","namespace":"tenant-r"}},"status":{"phase":"Bound"}}`
+	forgedSnapshots = `[{"spec":{"backupName":"%s","location":"admin-snapshots","persistentVolumeName":"tenant-r-snap","providerVolumeID":"vol-0tenant","volumeType":"gp3","volumeAZ":"us-east-1a"},` +
+		`"status":{"providerSnapshotID":"snap-0another0tenants","phase":"Completed"}}]`
 	// forgedService asks Velero to restore its status: a LoadBalancer
 	// ingress address of the tenant's choosing, which kube-proxy would
 	// route (the CVE-2020-8554 class); a namespace admin may not write it.
@@ -102,11 +117,15 @@ const (
 // RoleBinding to edit, one to cluster-admin (which the admin revokes after
 // the backup), the admin's ResourceQuota (tightened after the backup) and a
 // ConfigMap (changed after the backup); the tenant then rewrites the
-// tarball in its bucket to add a claim bound to a hostPath "/" volume. The
-// restore, with existingResourcePolicy update, brings back the binding to
-// edit and the ConfigMap's data, and leaves out the binding to
-// cluster-admin, the admin's quota as the admin set it, and the volume;
-// the restore's log, in the tenant's bucket, says why of each.
+// tarball in its bucket to add a claim bound to a hostPath "/" volume and
+// one bound to a CSI volume that its rewritten volume snapshot list says
+// Velero snapshotted natively (another tenant's snapshot ID, the admin's
+// snapshot location). The restore, with existingResourcePolicy update,
+// brings back the binding to edit and the ConfigMap's data, and leaves out
+// the binding to cluster-admin, the admin's quota as the admin set it, and
+// both volumes (the claims come back unbound, for new volumes); Velero
+// never tries a volume from the snapshot; the restore's log, in the
+// tenant's bucket, says why of each.
 func (s *E2ESuite) TestRestoreAsTenantWithRealVelero(c *C) {
 	const ns = "tenant-r"
 	s3 := s.s3URL(c)
@@ -138,7 +157,17 @@ func (s *E2ESuite) TestRestoreAsTenantWithRealVelero(c *C) {
 		"resources/persistentvolumes/v1-preferredversion/cluster/tenant-r-root.json":           forgedVolume,
 		"resources/services/namespaces/" + ns + "/lb.json":                                     forgedService,
 		"resources/services/v1-preferredversion/namespaces/" + ns + "/lb.json":                 forgedService,
+		"resources/persistentvolumeclaims/namespaces/" + ns + "/snap.json":                     forgedSnapClaim,
+		"resources/persistentvolumeclaims/v1-preferredversion/namespaces/" + ns + "/snap.json": forgedSnapClaim,
+		"resources/persistentvolumes/cluster/tenant-r-snap.json":                               forgedSnapVolume,
+		"resources/persistentvolumes/v1-preferredversion/cluster/tenant-r-snap.json":           forgedSnapVolume,
 	}))
+	var snapshots bytes.Buffer
+	zw := gzip.NewWriter(&snapshots)
+	_, err := fmt.Fprintf(zw, forgedSnapshots, name)
+	c.Assert(err, IsNil)
+	c.Assert(zw.Close(), IsNil)
+	putObject(c, s3, "tenants", ns+"/mine/backups/"+name+"/"+name+"-volumesnapshots.json.gz", snapshots.Bytes())
 
 	s.kubectlIn(c, "apiVersion: oadp.openshift.io/v1alpha1\nkind: NonAdminRestore\nmetadata: {name: back, namespace: "+ns+"}\n"+
 		"spec:\n  restoreSpec: {backupName: all, existingResourcePolicy: update}\n", "apply", "-f", "-")
@@ -152,19 +181,31 @@ func (s *E2ESuite) TestRestoreAsTenantWithRealVelero(c *C) {
 	// nacflow read the backup before the restore and named what would be
 	// left out (the PV, the binding to cluster-admin, the quota).
 	cond := s.kubectl(c, "get", "nar", "-n", ns, "back", "-o", `jsonpath={.status.conditions[?(@.type=="RestoreItemsChecked")].status}|{.status.conditions[?(@.type=="RestoreItemsChecked")].reason}|{.status.conditions[?(@.type=="RestoreItemsChecked")].message}`)
-	c.Check(cond, Matches, `False\|ItemsExcluded\|3 of [0-9]+ items of Velero Backup \S+ are beyond what ClusterRole admin allows in namespace tenant-r and are not restored: `+
-		`persistentvolumes tenant-r-root: .*spec.hostPath.*; resourcequotas tenant-r/quota: .*; rolebindings.rbac.authorization.k8s.io tenant-r/to-root: RoleBinding to-root binds ClusterRole cluster-admin.*`)
+	c.Check(cond, Matches, `False\|ItemsExcluded\|4 of [0-9]+ items of Velero Backup \S+ are beyond what ClusterRole admin allows in namespace tenant-r and are not restored: `+
+		`persistentvolumes tenant-r-root: PersistentVolume tenant-r-root: the backup is in a bucket the tenant writes, .*; `+
+		`persistentvolumes tenant-r-snap: PersistentVolume tenant-r-snap: the backup is in a bucket the tenant writes, .*; `+
+		`resourcequotas tenant-r/quota: .*; rolebindings.rbac.authorization.k8s.io tenant-r/to-root: RoleBinding to-root binds ClusterRole cluster-admin.*`)
+	// The Velero Restore keeps every PersistentVolume out: Velero never
+	// reads the snapshot list for them.
+	c.Check(s.kubectl(c, "get", "restores.velero.io", "-n", "openshift-adp", restore, "-o", "jsonpath={.spec.excludedResources}"), Matches, `.*"persistentvolumes".*`)
+	c.Check(s.kubectl(c, "get", "nar", "-n", ns, "back", "-o", `jsonpath={.status.plan.phases[?(@.func=="CreateVeleroRestore")].message}`),
+		Matches, `Created Velero Restore .*; PersistentVolumes excluded: Velero Backup \S+ is kept in a bucket the tenant writes \(location "\S+"\), so its volumes come back only from data in that bucket \(file-system backup, data mover\), never from a snapshot it names`)
 	c.Check(s.kubectl(c, "get", "events", "-n", ns, "--field-selector", "reason=ItemsExcluded,involvedObject.name=back", "-o", "jsonpath={.items[*].type}"), Equals, "Warning")
 
 	// What the tenant could do came back.
 	c.Check(s.kubectl(c, "get", "rolebinding", "-n", ns, "to-edit", "-o", "jsonpath={.roleRef.name}"), Equals, "edit")
 	c.Check(s.kubectl(c, "get", "configmap", "-n", ns, "cm", "-o", "jsonpath={.data.k}"), Equals, "v")
-	c.Check(s.kubectl(c, "get", "pvc", "-n", ns, "data", "-o", "jsonpath={.spec.volumeName}"), Equals, "tenant-r-root",
-		Commentf("the claim itself is the tenant's to make"))
+	// The claims themselves are the tenant's to make, for new volumes: the
+	// backup's volumes come back only from data in its bucket.
+	for _, claim := range []string{"data", "snap"} {
+		c.Check(s.kubectl(c, "get", "pvc", "-n", ns, claim, "-o", `jsonpath={.spec.volumeName}|{.metadata.annotations.pv\.kubernetes\.io/bind-completed}`), Equals, "|",
+			Commentf("claim %s", claim))
+	}
 	// What it could not did not.
 	c.Check(s.kubectlAllowFail("get", "rolebinding", "-n", ns, "to-root"), Matches, `(?s).*NotFound.*`)
 	c.Check(s.kubectl(c, "get", "quota", "-n", ns, "quota", "-o", "jsonpath={.spec.hard.pods}"), Equals, "5")
 	c.Check(s.kubectlAllowFail("get", "pv", "tenant-r-root"), Matches, `(?s).*NotFound.*`)
+	c.Check(s.kubectlAllowFail("get", "pv", "tenant-r-snap"), Matches, `(?s).*NotFound.*`)
 	// The Service is the tenant's to make; its status is not.
 	c.Check(s.kubectl(c, "get", "svc", "-n", ns, "lb", "-o", `jsonpath={.spec.type}|{.status.loadBalancer.ingress}|{.metadata.annotations.velero\.io/restore-status}`),
 		Equals, "LoadBalancer||false")
@@ -173,9 +214,13 @@ func (s *E2ESuite) TestRestoreAsTenantWithRealVelero(c *C) {
 	for _, want := range []string{
 		`nacflow: not restoring rolebindings.rbac.authorization.k8s.io tenant-r/to-root: RoleBinding to-root binds ClusterRole cluster-admin, which grants what the tenant role does not hold`,
 		`nacflow: not restoring resourcequotas tenant-r/quota: the tenant role does not allow create on resourcequotas`,
-		`nacflow: not restoring persistentvolumes tenant-r-root: PersistentVolume tenant-r-root: volume source spec.hostPath is not one a restore made for a tenant may create`,
 		`nacflow: not restoring the status of services tenant-r/lb: the tenant role does not allow update on services/status`,
+		`nacflow: claim tenant-r/snap gets a new volume: the backup is in a bucket the tenant writes`,
 	} {
 		c.Check(strings.Contains(log, want), Equals, true, Commentf("restore log should say %q:\n%s", want, log))
+	}
+	// Velero never tried a volume from the snapshot the bucket names.
+	for _, never := range []string{"snap-0another0tenants", "Restoring persistent volume from snapshot", "PVAction", "admin-snapshots"} {
+		c.Check(strings.Contains(log, never), Equals, false, Commentf("restore log should not mention %q:\n%s", never, log))
 	}
 }
