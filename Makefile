@@ -16,9 +16,15 @@ GO           ?= go
 # One build configuration for everything built here (tools, bin/, test
 # binaries, the image): a package compiled once serves them all, and a cold
 # build compiles each only once. Static, as Kubernetes, Velero and the image
-# ship their binaries, and path-independent (the image is reproducible).
+# ship their binaries, path-independent (the image is reproducible), and
+# without DWARF (nothing here runs a debugger; stack traces keep file and
+# line).
 export CGO_ENABLED ?= 0
-export GOFLAGS := $(strip $(filter-out -trimpath,$(shell $(GO) env GOFLAGS)) -trimpath)
+export GOFLAGS := $(strip $(filter-out -trimpath -gcflags=all=-dwarf=false,$(shell $(GO) env GOFLAGS)) -trimpath -gcflags=all=-dwarf=false)
+# The compiler's garbage collector, while make builds tools and binaries:
+# less collecting for more memory (a cold build on 2 cores is CPU-bound;
+# the tests run with Go's default).
+BUILD_GOGC ?= 400
 # Kubernetes release of the local control plane; hack/tools/go.mod pins the
 # same release and its staging modules.
 KUBE_VERSION      ?= v1.33.13
@@ -26,7 +32,7 @@ KUBE_MINOR        := $(word 2,$(subst ., ,$(KUBE_VERSION)))
 CONTROLLER_TOOLS_VERSION ?= v0.18.0
 # Velero is built from the version go.mod requires (hack/velero/go.mod pins it).
 VELERO_VERSION    := $(shell awk '$$1=="github.com/vmware-tanzu/velero" {print $$2}' go.mod)
-AWS_PLUGIN_VERSION ?= v1.14.3
+AWS_PLUGIN_VERSION := $(shell awk '$$1=="github.com/vmware-tanzu/velero-plugin-for-aws" {print $$2}' hack/velero/go.mod)
 GOFAKES3_VERSION  ?= v1.2.0
 OADP_NAMESPACE    ?= openshift-adp
 # make run WITH_VELERO=false: control plane and controller only.
@@ -105,15 +111,16 @@ $(CONTROLLER_GEN):
 	GOBIN=$(BIN) $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
 
 # hack/velero/main.go is Velero's own command with its controller-runtime
-# metrics off :8080, so that stacks run side by side.
-$(VELERO): hack/velero/main.go hack/velero/go.mod
-	@echo ">> building the Velero server $(VELERO_VERSION) from the Go module proxy (first time: about 5 minutes; cached in bin/)"
+# metrics off :8080, so that stacks run side by side. Velero's AWS plugin is a
+# tool of the same module (hack/velero/go.mod): one go build compiles the
+# Velero, Kubernetes and AWS SDK packages the two share once.
+$(VELERO) $(AWS_PLUGIN) &: hack/velero/main.go hack/velero/go.mod
+	@echo ">> building the Velero server $(VELERO_VERSION) and velero-plugin-for-aws $(AWS_PLUGIN_VERSION) from the Go module proxy (first time: about 5 minutes; cached in bin/)"
 	@grep -q "github.com/vmware-tanzu/velero $(VELERO_VERSION)" hack/velero/go.mod || { echo "hack/velero/go.mod does not pin velero $(VELERO_VERSION) like go.mod"; exit 1; }
-	cd hack/velero && $(GO) build -o $@ .
-
-$(AWS_PLUGIN):
-	@echo ">> installing velero-plugin-for-aws $(AWS_PLUGIN_VERSION)"
-	GOBIN=$(BIN)/plugins $(GO) install github.com/vmware-tanzu/velero-plugin-for-aws/velero-plugin-for-aws@$(AWS_PLUGIN_VERSION)
+	@mkdir -p $(BIN)/plugins
+	@tmp=$$(mktemp -d) && trap 'rm -rf $$tmp' EXIT && \
+		cd hack/velero && $(GO) build -o $$tmp/ . github.com/vmware-tanzu/velero-plugin-for-aws/velero-plugin-for-aws && \
+		mv $$tmp/velero $(VELERO) && mv $$tmp/velero-plugin-for-aws $(AWS_PLUGIN)
 
 $(GOFAKES3):
 	@echo ">> installing the S3-compatible object store gofakes3 $(GOFAKES3_VERSION)"
@@ -127,8 +134,12 @@ VELERO_STACK  := $(VELERO) $(AWS_PLUGIN) $(GOFAKES3)
 # only after Kubernetes: they share its client libraries, which two go builds
 # side by side would each compile.
 ifdef KUBE_FIRST
-$(VELERO) build: | $(KUBE_APISERVER)
+$(VELERO) $(AWS_PLUGIN) build: | $(KUBE_APISERVER)
 endif
+
+.PHONY: kube-tools
+kube-tools: ## Build the Kubernetes binaries alone (the control plane, and the node's where it runs): the longest part of a cold build, which .ci/run starts while it checks the generated files.
+	@GOGC=$(BUILD_GOGC) $(MAKE) --no-print-directory $(CONTROL_PLANE) $(KUBE_NODE_BINS)
 
 .PHONY: tools
 tools: $(CONTROL_PLANE) $(VELERO_STACK) $(CONTROLLER_GEN) ## Build every tool that is missing: control plane (kube-apiserver, kube-controller-manager, etcd), Velero stack, controller-gen.
@@ -270,12 +281,12 @@ bash-completion: ## Install bash-completion with apt-get where it is missing (ma
 
 .PHONY: test-build
 test-build: bash-completion ## Build everything make test runs before any test starts: tools, bin/ (make build), OADP NAC's manager, the integration and end-to-end test binaries (compiled and linked, run with no test), the image's packages.
-	@$(MAKE) --no-print-directory -j2 KUBE_FIRST=1 $(CONTROL_PLANE) $(NODE_TOOLS) $(OADP_NAC) $(HELM) $(KREW) $(VALIDATE_KREW) $(VELERO_STACK) build install-manifest
+	@GOGC=$(BUILD_GOGC) $(MAKE) --no-print-directory -j2 KUBE_FIRST=1 $(CONTROL_PLANE) $(NODE_TOOLS) $(OADP_NAC) $(HELM) $(KREW) $(VALIDATE_KREW) $(VELERO_STACK) build install-manifest
 	@echo ">> compiling the integration and end-to-end test binaries"
-	@$(GO) test -count=1 -run '^$$' $(SLOW_PKGS) > $(BIN)/.test-build.log 2>&1 || { cat $(BIN)/.test-build.log; exit 1; }
+	@GOGC=$(BUILD_GOGC) $(GO) test -count=1 -run '^$$' $(SLOW_PKGS) > $(BIN)/.test-build.log 2>&1 || { cat $(BIN)/.test-build.log; exit 1; }
 	@echo ">> compiling the image's packages (make image, in test/e2enode)"
-	@CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -o /dev/null ./cmd/nac
-	@$(GO) build -o /dev/null ./hack/image ./hack/chart ./hack/krew
+	@CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) GOGC=$(BUILD_GOGC) $(GO) build -trimpath -o /dev/null ./cmd/nac
+	@GOGC=$(BUILD_GOGC) $(GO) build -o /dev/null ./hack/image ./hack/chart ./hack/krew
 
 .PHONY: test
 test: test-build lint $(if $(filter false,$(NODE)),,node-runtime-if-possible) ## All tests, once everything is built (make test-build): the fast packages; then integration (real kube-apiserver, kube-controller-manager, etcd) and every e2e package (real Velero and object store; OADP NAC; make deploy-local on the local node, NODE=false: not run) side by side.
@@ -416,7 +427,7 @@ RUN_TOOLS = $(CONTROL_PLANE) $(if $(filter false,$(WITH_VELERO)),,$(VELERO_STACK
 
 .PHONY: run-tools
 run-tools:
-	@$(MAKE) --no-print-directory -j2 KUBE_FIRST=1 $(RUN_TOOLS) build
+	@GOGC=$(BUILD_GOGC) $(MAKE) --no-print-directory -j2 KUBE_FIRST=1 $(RUN_TOOLS) build
 
 run: run-tools ## Local control plane, object store, Velero and CRDs, a node where the machine can run one (NODE=false: none); the controller in the foreground.
 	$(LOCALCP) --assets $(BIN) --dir $(LOCAL) --oadp-namespace $(OADP_NAMESPACE) --velero=$(WITH_VELERO) --node=$(NODE) -- \
