@@ -69,14 +69,27 @@ func veleroBackupsOf(c *C, oadp, nacuuid string) []velerov1.Backup {
 	return list.Items
 }
 
-// completeBackup sets a Velero Backup's status.phase as Velero would.
+// completeBackup sets a Velero Backup's status.phase as Velero would, and
+// its spec.storageLocation to the admin's default location "default" (made
+// in oadp when missing) when the Backup names none: Velero writes the
+// location it resolved onto every Backup it runs.
 func completeBackup(c *C, oadp, name string, phase velerov1.BackupPhase) {
+	ctx := context.Background()
 	b := &velerov1.Backup{}
-	c.Assert(testClient.Get(context.Background(), client.ObjectKey{Namespace: oadp, Name: name}, b), IsNil)
+	c.Assert(testClient.Get(ctx, client.ObjectKey{Namespace: oadp, Name: name}, b), IsNil)
 	before := b.DeepCopy()
+	if b.Spec.StorageLocation == "" {
+		err := testClient.Create(ctx, &velerov1.BackupStorageLocation{ObjectMeta: metav1.ObjectMeta{Namespace: oadp, Name: "default"},
+			Spec: velerov1.BackupStorageLocationSpec{Provider: "aws", Default: true,
+				StorageType: velerov1.StorageType{ObjectStorage: &velerov1.ObjectStorageLocation{Bucket: "admin"}}}})
+		c.Assert(client.IgnoreAlreadyExists(err), IsNil)
+		// In the same write as the phase (Velero's CRDs have no status
+		// subresource): one change for the NonAdminBackup to mirror.
+		b.Spec.StorageLocation = "default"
+	}
 	b.Status.Phase = phase
 	b.Status.Progress = &velerov1.BackupProgress{TotalItems: 12, ItemsBackedUp: 12}
-	c.Assert(testClient.Patch(context.Background(), b, client.MergeFrom(before)), IsNil)
+	c.Assert(testClient.Patch(ctx, b, client.MergeFrom(before)), IsNil)
 }
 
 func (s *ControllerSuite) TestValidBackupLifecycle(c *C) {

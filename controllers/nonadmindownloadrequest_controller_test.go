@@ -257,7 +257,7 @@ func (s *ControllerSuite) TestDownloadRequireTenantLocation(c *C) {
 	planComplete(c, nab)
 	nadr := newNADR(ns, "admin-location", velerov1.DownloadTargetKindBackupLog, "on-admin")
 	c.Assert(testClient.Create(ctx, nadr), IsNil)
-	c.Check(refusedWithStatus(c, nadr, "on the admin's location"), Matches, `spec.target.name: NonAdminBackup on-admin is kept on the admin's storage location "": .*`)
+	c.Check(refusedWithStatus(c, nadr, "on the admin's location"), Matches, `spec.target.name: NonAdminBackup on-admin is kept on the admin's storage location "default": .*`)
 	c.Check(meta.IsStatusConditionTrue(getNADR(c, nadr).Status.Conditions, v1alpha1.ConditionNonAdminBackupStorageLocationNotUsed), Equals, true)
 	nothingCreatedFor(c, s.oadp, controllers.NACUUID(getNADR(c, nadr).UID), "admin-location")
 }
