@@ -263,3 +263,204 @@ func (s *FairShareSuite) TestBurstLeavesAnotherTenantNext(c *C) {
 	c.Check(backups.peakOf(a), Equals, 2, Commentf("the limit held at every moment"))
 	c.Check(backups.peakOf(b), Equals, 1)
 }
+
+// restoreWatch records the order in which the API server reports the
+// Velero Restores of one OADP namespace being created, and for each tenant
+// namespace the most unfinished Restores it ever had at once.
+type restoreWatch struct {
+	mu               sync.Mutex
+	order            []string
+	origin           map[string]string
+	finished         map[string]bool
+	unfinished, peak map[string]int
+	stop             context.CancelFunc
+}
+
+func watchRestores(c *C, oadp string) *restoreWatch {
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &restoreWatch{origin: map[string]string{}, finished: map[string]bool{}, unfinished: map[string]int{}, peak: map[string]int{}, stop: cancel}
+	wi, err := testClient.Watch(ctx, &velerov1.RestoreList{}, client.InNamespace(oadp))
+	c.Assert(err, IsNil)
+	go func() {
+		defer wi.Stop()
+		for ctx.Err() == nil {
+			select {
+			case <-ctx.Done():
+				return
+			case e, ok := <-wi.ResultChan():
+				if !ok {
+					panic("the Restore watch ended before the test") // a gap would hide a peak
+				}
+				r, isRestore := e.Object.(*velerov1.Restore)
+				if !isRestore {
+					continue
+				}
+				w.mu.Lock()
+				ns := r.Annotations[v1alpha1.NarOriginNamespaceAnnotation]
+				if _, seen := w.origin[r.Name]; !seen {
+					w.order, w.origin[r.Name] = append(w.order, r.Name), ns
+					w.unfinished[ns]++
+					w.peak[ns] = max(w.peak[ns], w.unfinished[ns])
+				}
+				if !w.finished[r.Name] && (e.Type == watch.Deleted || v1alpha1.RestoreFinished(r.Status.Phase)) {
+					w.finished[r.Name] = true
+					w.unfinished[ns]--
+				}
+				w.mu.Unlock()
+			}
+		}
+	}()
+	return w
+}
+
+// of returns the Restores made for ns in creation order.
+func (w *restoreWatch) of(ns string) []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []string
+	for _, name := range w.order {
+		if w.origin[name] == ns {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+func (w *restoreWatch) index(name string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Index(w.order, name)
+}
+
+func (w *restoreWatch) peakOf(ns string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.peak[ns]
+}
+
+// Velero runs every tenant's restores one at a time, in one queue. A
+// tenant creates 12 NonAdminRestores at once, reconciled by 8 workers; at
+// most 2 (the limit) of its Velero Restores are ever unfinished, the rest
+// wait saying why and where. Another tenant's restore made then goes into
+// Velero at once, before the first tenant's third: next in Velero's queue.
+// Velero then finishes the first tenant's restores one at a time — the
+// controller restarting halfway — and every one of the 12 completes with
+// exactly one Velero Restore.
+func (s *FairShareSuite) TestRestoreBurstLeavesAnotherTenantNext(c *C) {
+	ctx := context.Background()
+	oadp := createNamespace(c, "fair-oadp")
+	run := strings.TrimPrefix(oadp, "fair-oadp-")
+	opts := controllerOptions{oadp: oadp, selector: labels.SelectorFromSet(labels.Set{chaosRunLabel: run}), restart: true, maxRestores: 2,
+		concurrency: 8}
+	restores := watchRestores(c, oadp)
+	defer restores.stop()
+	stop := startController(c, opts)
+	defer func() { stop() }()
+	a, b := createNamespace(c, "fair-a"), createNamespace(c, "fair-b")
+	// Each tenant has one completed backup to restore.
+	for _, ns := range []string{a, b} {
+		nab := newNAB(ns, "src", velerov1.BackupSpec{})
+		nab.Labels = map[string]string{chaosRunLabel: run}
+		c.Assert(testClient.Create(ctx, nab), IsNil)
+		var got *v1alpha1.NonAdminBackup
+		eventually(c, 20*time.Second, func() (bool, string) {
+			got = getNAB(c, nab)
+			return got.Status.VeleroBackup != nil && got.Status.VeleroBackup.Name != "", "no Velero Backup yet"
+		})
+		completeBackup(c, oadp, got.Status.VeleroBackup.Name, velerov1.BackupPhaseCompleted)
+		eventually(c, 20*time.Second, func() (bool, string) {
+			got = getNAB(c, nab)
+			return got.Status.Plan != nil && got.Status.Plan.State == v1alpha1.PlanComplete, fmt.Sprintf("%+v", got.Status.Plan)
+		})
+	}
+	create := func(ns, name string) *v1alpha1.NonAdminRestore {
+		nar := newNAR(ns, name, velerov1.RestoreSpec{BackupName: "src"})
+		nar.Labels = map[string]string{chaosRunLabel: run}
+		c.Assert(testClient.Create(ctx, nar), IsNil)
+		return nar
+	}
+	var burst []*v1alpha1.NonAdminRestore
+	for i := range 12 {
+		burst = append(burst, create(a, fmt.Sprintf("r%02d", i)))
+	}
+	waitingRestores := func(ns string) []v1alpha1.NonAdminRestore {
+		list := &v1alpha1.NonAdminRestoreList{}
+		c.Assert(testClient.List(ctx, list, client.InNamespace(ns)), IsNil)
+		var out []v1alpha1.NonAdminRestore
+		for _, nar := range list.Items {
+			if p := nar.Status.Plan; p != nil && p.Phase("waitForTurn") != nil && p.Phase("waitForTurn").State == v1alpha1.PhaseWaiting {
+				out = append(out, nar)
+			}
+		}
+		return out
+	}
+	eventually(c, 30*time.Second, func() (bool, string) {
+		n, waiting := len(restores.of(a)), len(waitingRestores(a))
+		return n == 2 && waiting == 10, fmt.Sprintf("%d Velero Restores, %d waiting", n, waiting)
+	})
+	msg := `^waiting for a turn in Velero's queue: namespace ` + a + ` has 2 of its 2 restores in Velero; this is [0-9]+(st|nd|rd|th) of [0-9]+ waiting in ` + a + `$`
+	for _, nar := range waitingRestores(a) {
+		c.Check(nar.Status.Plan.Phase("waitForTurn").Message, Matches, msg)
+		cond := meta.FindStatusCondition(nar.Status.Conditions, v1alpha1.ConditionQueued)
+		c.Assert(cond, NotNil)
+		c.Check(cond.Status, Equals, metav1.ConditionFalse)
+		c.Check(cond.Reason, Equals, v1alpha1.ReasonWaitingForTurn)
+		c.Check(nar.Status.Plan.Phase("createRestore").State, Equals, v1alpha1.PhasePending)
+	}
+
+	// The other tenant's restore goes to Velero at once.
+	other := create(b, "one")
+	var otherRestore string
+	eventually(c, 10*time.Second, func() (bool, string) {
+		got := getNAR(c, other)
+		if got.Status.VeleroRestore != nil {
+			otherRestore = got.Status.VeleroRestore.Name
+		}
+		return otherRestore != "", fmt.Sprintf("%+v", got.Status.Plan)
+	})
+
+	completed := map[string]bool{}
+	for done := 0; done < 12; done++ {
+		var oldest string
+		eventually(c, 20*time.Second, func() (bool, string) {
+			oldest = ""
+			for _, name := range restores.of(a) {
+				if !completed[name] {
+					oldest = name
+					break
+				}
+			}
+			return oldest != "", fmt.Sprintf("no unfinished Velero Restore of %s after %d finished", a, done)
+		})
+		setRestorePhase(c, oadp, oldest, velerov1.RestorePhaseCompleted)
+		completed[oldest] = true
+		if done == 0 {
+			eventually(c, 10*time.Second, func() (bool, string) {
+				return len(restores.of(a)) == 3, fmt.Sprintf("%d Velero Restores of %s", len(restores.of(a)), a)
+			})
+			c.Check(restores.index(otherRestore) < restores.index(restores.of(a)[2]), Equals, true,
+				Commentf("%s's Restore at %d, %s's third at %d", b, restores.index(otherRestore), a, restores.index(restores.of(a)[2])))
+		}
+		if done == 5 {
+			stop() // a restart: the admissions ledger is lost
+			stop = startController(c, opts)
+		}
+	}
+	setRestorePhase(c, oadp, otherRestore, velerov1.RestorePhaseCompleted)
+	eventually(c, 30*time.Second, func() (bool, string) {
+		var left []string
+		for _, nar := range burst {
+			if got := getNAR(c, nar); got.Status.Plan == nil || got.Status.Plan.State != v1alpha1.PlanComplete {
+				left = append(left, nar.Name)
+			}
+		}
+		return len(left) == 0, "not complete: " + strings.Join(left, ", ")
+	})
+	c.Check(restores.of(a), HasLen, 12, Commentf("one Velero Restore per NonAdminRestore"))
+	for _, nar := range burst {
+		got := getNAR(c, nar)
+		c.Check(veleroRestoresOf(c, oadp, controllers.NACUUID(got.UID)), HasLen, 1, Commentf(nar.Name))
+	}
+	c.Check(restores.peakOf(a), Equals, 2, Commentf("the limit held at every moment"))
+	c.Check(restores.peakOf(b), Equals, 1)
+}

@@ -49,6 +49,9 @@ type controllerOptions struct {
 	// maxInVelero is --max-backups-in-velero-per-namespace (0: unlimited,
 	// what the suites written before it expect).
 	maxInVelero int
+	// maxRestores is --max-restores-in-velero-per-namespace (0: unlimited,
+	// what the suites written before it expect).
+	maxRestores int
 	// concurrency is --max-concurrent-reconciles (0: controller-runtime's
 	// default, 1).
 	concurrency int
@@ -112,7 +115,7 @@ func startManager(c *C, o controllerOptions) (ctrl.Manager, func()) {
 	}
 	turns := veleroqueue.NewTurns(mgr.GetClient(), o.oadp)
 	registry, err := phases.NewRegistry(phases.Clients{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorderFor("nacflow-blueprint"), Queue: queue, Turns: turns},
-		phases.Options{RequireApprovalForBSL: o.requireApproval, Settings: settings, MaxBackupsInVelero: o.maxInVelero, Resolver: testDNS, Endpoints: veleroDownloads.endpoints(c),
+		phases.Options{RequireApprovalForBSL: o.requireApproval, Settings: settings, MaxBackupsInVelero: o.maxInVelero, MaxRestoresInVelero: o.maxRestores, Resolver: testDNS, Endpoints: veleroDownloads.endpoints(c),
 			Quotas: phases.BlueprintQuotas{Resolver: &blueprints.Resolver{Reader: mgr.GetClient(), Namespace: o.oadp}}})
 	c.Assert(err, IsNil)
 	deps := func(name, kind string) controllers.Deps {
@@ -135,7 +138,7 @@ func startManager(c *C, o controllerOptions) (ctrl.Manager, func()) {
 	r := &controllers.NonAdminBackupReconciler{Deps: deps("nonadminbackup-controller", "NonAdminBackup"), QueueRefreshWindow: time.Second, Queue: queue, Turns: turns,
 		Usage: controllers.NewUsageMeter(registry, o.oadp, o.usageRate, controllers.DefaultUsageMeasureBurst)}
 	c.Assert(r.SetupWithManager(mgr), IsNil)
-	nar := &controllers.NonAdminRestoreReconciler{Deps: deps("nonadminrestore-controller", "NonAdminRestore")}
+	nar := &controllers.NonAdminRestoreReconciler{Deps: deps("nonadminrestore-controller", "NonAdminRestore"), Turns: turns}
 	c.Assert(nar.SetupWithManager(mgr), IsNil)
 	nadr := &controllers.NonAdminDownloadRequestReconciler{Deps: deps("nonadmindownloadrequest-controller", "NonAdminDownloadRequest")}
 	c.Assert(nadr.SetupWithManager(mgr), IsNil)

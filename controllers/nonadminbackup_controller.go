@@ -221,7 +221,7 @@ func (r *NonAdminBackupReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return b.
 		// Status changes only where they change the turns: a waiter
 		// coming, going or admitted wakes the next one.
-		Watches(&v1alpha1.NonAdminBackup{}, r.turnEvents()).
+		Watches(&v1alpha1.NonAdminBackup{}, turnWaker{turns: r.Turns, kind: "NonAdminBackup"}.turnEvents()).
 		// Every Backup of the OADP namespace: an admin's own backup finishing
 		// moves tenants up the queue too.
 		Watches(&velerov1.Backup{}, r.backupEvents(),

@@ -96,40 +96,79 @@ func (r *NonAdminBackupReconciler) refreshWaiting(_ context.Context, q workqueue
 	})
 }
 
-// turnEvents maps NonAdminBackup events to the waiters a change of turns may
-// concern (veleroqueue.Turns.Wake): a NonAdminBackup that starts or stops
-// waiting for a turn, or is admitted, or a waiter deleted. Other status
-// changes wake nobody (the For watch sees spec changes only).
-func (r *NonAdminBackupReconciler) turnEvents() handler.TypedEventHandler[client.Object, reconcile.Request] {
+// turnWaker wakes the operations of one NAC kind whose turn in Velero's
+// queue may have come (veleroqueue.Turns.Wake): NonAdminBackups for
+// Velero's backup queue, NonAdminRestores for its restore queue.
+type turnWaker struct {
+	turns *veleroqueue.Turns
+	// kind is the NAC kind: NonAdminBackup or NonAdminRestore.
+	kind string
+}
+
+// turnEvents maps events of the kind's objects to the waiters a change of
+// turns may concern: an object that starts or stops waiting for a turn, or
+// is admitted, or a waiter deleted. Other status changes wake nobody (the
+// For watch sees spec changes only).
+func (w turnWaker) turnEvents() handler.TypedEventHandler[client.Object, reconcile.Request] {
 	return handler.TypedFuncs[client.Object, reconcile.Request]{
 		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			oldNAB, okOld := e.ObjectOld.(*v1alpha1.NonAdminBackup)
-			newNAB, okNew := e.ObjectNew.(*v1alpha1.NonAdminBackup)
-			if okOld && okNew && veleroqueue.TurnState(oldNAB) != veleroqueue.TurnState(newNAB) {
-				r.wakeTurns(ctx, q, newNAB.Namespace)
+			oldObj, okOld := e.ObjectOld.(v1alpha1.Object)
+			newObj, okNew := e.ObjectNew.(v1alpha1.Object)
+			if okOld && okNew && veleroqueue.TurnState(oldObj) != veleroqueue.TurnState(newObj) {
+				w.wake(ctx, q, newObj.GetNamespace())
 			}
 		},
 		DeleteFunc: func(ctx context.Context, e event.TypedDeleteEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			if nab, ok := e.Object.(*v1alpha1.NonAdminBackup); ok && veleroqueue.TurnState(nab) == 1 {
-				r.wakeTurns(ctx, q, nab.Namespace)
+			if obj, ok := e.Object.(v1alpha1.Object); ok && veleroqueue.TurnState(obj) == 1 {
+				w.wake(ctx, q, obj.GetNamespace())
 			}
 		},
 	}
 }
 
-// wakeTurns adds the waiters veleroqueue.Turns.Wake names after a change in
+// restoreEvents maps Velero Restore events to the NonAdminRestores whose
+// turn may have come: a tenant's Restore that finishes or goes frees a
+// place of its namespace.
+func (w turnWaker) restoreEvents() handler.TypedEventHandler[client.Object, reconcile.Request] {
+	return handler.TypedFuncs[client.Object, reconcile.Request]{
+		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			oldR, okOld := e.ObjectOld.(*velerov1.Restore)
+			newR, okNew := e.ObjectNew.(*velerov1.Restore)
+			if okOld && okNew && !v1alpha1.RestoreFinished(oldR.Status.Phase) && v1alpha1.RestoreFinished(newR.Status.Phase) {
+				if ns := veleroqueue.UnfinishedRestoreOrigin(oldR); ns != "" {
+					w.wake(ctx, q, ns)
+				}
+			}
+		},
+		DeleteFunc: func(ctx context.Context, e event.TypedDeleteEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if r, ok := e.Object.(*velerov1.Restore); ok {
+				if ns := veleroqueue.UnfinishedRestoreOrigin(r); ns != "" {
+					w.wake(ctx, q, ns)
+				}
+			}
+		},
+	}
+}
+
+// wake adds the waiters veleroqueue.Turns.Wake names after a change in
 // namespace ns. A cache error is logged: the waiters' timed recheck is the
 // safety net.
-func (r *NonAdminBackupReconciler) wakeTurns(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], ns string) {
-	if r.Turns == nil {
+func (w turnWaker) wake(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], ns string) {
+	if w.turns == nil {
 		return
 	}
-	keys, err := r.Turns.Wake(ctx, ns)
+	keys, err := w.turns.Wake(ctx, w.kind, ns)
 	if err != nil {
-		log.FromContext(ctx).Error(err, "finding the NonAdminBackups whose turn came")
+		log.FromContext(ctx).Error(err, "finding the operations whose turn came", "kind", w.kind)
 		return
 	}
 	for _, k := range keys {
 		q.Add(reconcile.Request{NamespacedName: k})
 	}
+}
+
+// wakeTurns wakes the NonAdminBackups whose turn may have come after a
+// change in namespace ns.
+func (r *NonAdminBackupReconciler) wakeTurns(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], ns string) {
+	turnWaker{turns: r.Turns, kind: "NonAdminBackup"}.wake(ctx, q, ns)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/internal/staleness"
+	"github.com/nacflow/nacflow/internal/veleroqueue"
 )
 
 // Actions of the nonadminrestore blueprint.
@@ -45,6 +46,12 @@ type NonAdminRestoreReconciler struct {
 	// pre-check, which waits on them, is off then, and a watch the API
 	// server refuses would keep the manager from starting.
 	NoServerStatusRequests bool
+
+	// Turns shares Velero's restore queue between namespaces (shared with
+	// the phase registry's WaitForTurn and the NonAdminBackup controller,
+	// which registers its cache indexes; nil: no turns, and a blueprint
+	// with WaitForTurn fails unless its limit is 0).
+	Turns *veleroqueue.Turns
 
 	reads staleness.Tracker
 }
@@ -104,6 +111,15 @@ func (r *NonAdminRestoreReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	b, err := nacController[*v1alpha1.NonAdminRestore](mgr, &r.Deps)
 	if err != nil {
 		return err
+	}
+	if r.Turns != nil {
+		// Velero's restore queue is shared by turns (the indexes are
+		// IndexTurns', registered by the NonAdminBackup controller with the
+		// same Turns): a NAR starting or stopping to wait, or a tenant's
+		// Restore finishing, may give the next waiter its turn.
+		w := turnWaker{turns: r.Turns, kind: "NonAdminRestore"}
+		b = b.Watches(&v1alpha1.NonAdminRestore{}, w.turnEvents()).
+			Watches(&velerov1.Restore{}, w.restoreEvents(), builder.WithPredicates(madeForKind[*v1alpha1.NonAdminRestore](r.OADPNamespace)))
 	}
 	b = b.
 		Watches(&velerov1.Restore{}, toOrigin[*v1alpha1.NonAdminRestore](), builder.WithPredicates(madeForKind[*v1alpha1.NonAdminRestore](r.OADPNamespace))).

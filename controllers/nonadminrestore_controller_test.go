@@ -111,7 +111,7 @@ func (s *ControllerSuite) TestRestoreHappyPath(c *C) {
 	eventually(c, 5*time.Second, func() (bool, string) {
 		story := strings.Join(eventStory(c, ns, "bring-back"), "\n")
 		return regexp.MustCompile(`(?s)Normal PhaseWaiting: Started action restore of blueprint nonadminrestore; ` +
-			`Ended phase validate \(ValidateRestoreSpec\)[^;]*; Ended phase waitForBackup \(WaitFor\)[^;]*; Ended phase checkItems \(CheckRestoreItems\)[^;]*; Ended phase createRestore \(CreateVeleroRestore\)[^;]*; ` +
+			`Ended phase validate \(ValidateRestoreSpec\)[^;]*; Ended phase waitForBackup \(WaitFor\)[^;]*; Ended phase checkItems \(CheckRestoreItems\)[^;]*; Ended phase waitForTurn \(WaitForTurn\)[^;]*; Ended phase createRestore \(CreateVeleroRestore\)[^;]*; ` +
 			`Phase waitForRestore \(WaitFor\) is waiting[^\n]*\n` +
 			`Normal EndedAction: Ended phase waitForRestore \(WaitFor\)[^;]*; Ended phase syncStatus \(SyncStatus\)[^;]*; .*Ended deferPhase [^;]*; Ended action restore`).MatchString(story), story
 	})

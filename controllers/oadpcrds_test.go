@@ -160,7 +160,7 @@ func (s *OADPCRDSuite) start(c *C) func() {
 		c.Assert(r.SetupWithManager(mgr), IsNil)
 	}
 	if s.caps.Runs("NonAdminRestore") {
-		nar := &controllers.NonAdminRestoreReconciler{Deps: deps("nonadminrestore-controller", "NonAdminRestore"), NoServerStatusRequests: !s.caps.RestorePrecheck}
+		nar := &controllers.NonAdminRestoreReconciler{Deps: deps("nonadminrestore-controller", "NonAdminRestore"), NoServerStatusRequests: !s.caps.RestorePrecheck, Turns: turns}
 		c.Assert(nar.SetupWithManager(mgr), IsNil)
 	}
 	if s.caps.Runs("NonAdminDownloadRequest") {

@@ -31,23 +31,28 @@ type TurnRequest struct {
 	// Created is the object's creation time: waiting operations of a
 	// namespace take their turns in (Created, Name) order.
 	Created time.Time
-	// Backup is the name of the Velero Backup the operation creates once
-	// admitted (deterministic: v1alpha1.NACObjectName), so that an
-	// admission is recognised again after a failed status write or a
-	// restart.
-	Backup string
-	// Max is how many unfinished Velero Backups the namespace may have at
-	// once (at least 1; 0, unlimited, never asks).
+	// Kind is the NAC kind of the operation, which names Velero's queue it
+	// waits for: NonAdminBackup (Velero's backups; "" means it too) or
+	// NonAdminRestore (Velero's restores).
+	Kind string
+	// Velero is the name of the Velero Backup or Restore the operation
+	// creates once admitted (deterministic: v1alpha1.NACObjectName), so
+	// that an admission is recognised again after a failed status write or
+	// a restart.
+	Velero string
+	// Max is how many unfinished Velero objects of that queue (Backups or
+	// Restores) the namespace may have at once (at least 1; 0, unlimited,
+	// never asks).
 	Max int
 }
 
 // TurnDecision is a TurnKeeper's answer.
 type TurnDecision struct {
-	// Admitted is true when the operation may create its Velero Backup now.
+	// Admitted is true when the operation may create its Velero object now.
 	Admitted bool
-	// InVelero is how many unfinished Velero Backups the namespace has
-	// (admissions whose Backup the cache does not show yet included; this
-	// one excluded).
+	// InVelero is how many unfinished Velero objects of the queue the
+	// namespace has (admissions whose object the cache does not show yet
+	// included; this one excluded).
 	InVelero int
 	// Position is the operation's place (1-based) among the namespace's
 	// waiting operations, Waiting how many wait (this one included); both
@@ -58,11 +63,12 @@ type TurnDecision struct {
 	OtherFirst bool
 }
 
-// TurnKeeper shares Velero's queue fairly between namespaces: it admits an
-// operation only while its namespace has fewer than Max unfinished Velero
-// Backups, its earlier waiting operations first, and namespaces with room
-// in round-robin order. Its decision follows from the cache (Velero
-// Backups, the waiting operations' status), so a restart rebuilds it.
+// TurnKeeper shares Velero's queues (backups, restores) fairly between
+// namespaces: it admits an operation only while its namespace has fewer than
+// Max unfinished Velero objects of that queue, its earlier waiting
+// operations first, and namespaces with room in round-robin order. Its
+// decision follows from the cache (Velero Backups and Restores, the waiting
+// operations' status), so a restart rebuilds it.
 type TurnKeeper interface {
 	// Turn decides whether the operation req describes may go now. Errors
 	// are the cache's (retryable).

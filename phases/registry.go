@@ -102,6 +102,10 @@ type Options struct {
 	// blueprint's WaitForTurn sets no max. 0: unlimited (cmd/nac's default
 	// is DefaultMaxBackupsInVelero).
 	MaxBackupsInVelero int
+	// MaxRestoresInVelero is --max-restores-in-velero-per-namespace: the
+	// same for unfinished Velero Restores and a NonAdminRestore's
+	// WaitForTurn (cmd/nac's default is DefaultMaxRestoresInVelero).
+	MaxRestoresInVelero int
 	// TenantRole is --tenant-role: the ClusterRole bounding what a tenant's
 	// restore may create (empty: restorepolicy.DefaultTenantRole).
 	TenantRole string
@@ -169,7 +173,7 @@ func NewRegistry(c Clients, o Options) (*engine.Registry, error) {
 		bind(&AdoptVeleroBackup{}),
 		bind(&Notify{tools: t}),
 		bind(&LimitActiveOperations{ledger: newAdmissions()}),
-		bind(&WaitForTurn{tools: t, defaultMax: o.MaxBackupsInVelero}),
+		bind(&WaitForTurn{tools: t, defaultMax: o.MaxBackupsInVelero, defaultRestoreMax: o.MaxRestoresInVelero}),
 		bind(&ValidateDownloadRequest{}),
 		bind(&CreateDownloadRequest{tools: t}),
 		bind(&VerifyBackupContents{tools: t}),

@@ -6,23 +6,29 @@ import (
 	"strconv"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/engine"
 )
 
-// DefaultMaxBackupsInVelero is the default of WaitForTurn's max (the
-// controller's --max-backups-in-velero-per-namespace): how many unfinished
-// Velero Backups one namespace may have at once. Velero runs one backup at
-// a time (--concurrent-backups 1), and from 1.18 never two of one namespace
-// at once (its backup queue's namespace-conflict rule), so a tenant gains
-// nothing from more than one running and one queued behind it: 2 keeps
-// Velero busy for a tenant alone (the next backup is already queued when
-// the running one ends) while another tenant's new backup waits behind at
-// most one of a burst's queued backups, beyond the one Velero is running.
+// DefaultMaxBackupsInVelero is the default of WaitForTurn's max for a
+// NonAdminBackup (the controller's --max-backups-in-velero-per-namespace):
+// how many unfinished Velero Backups one namespace may have at once. Velero
+// runs one backup at a time (--concurrent-backups 1), and from 1.18 never
+// two of one namespace at once (its backup queue's namespace-conflict rule),
+// so a tenant gains nothing from more than one running and one queued
+// behind it: 2 keeps Velero busy for a tenant alone (the next backup is
+// already queued when the running one ends) while another tenant's new
+// backup waits behind at most one of a burst's queued backups, beyond the
+// one Velero is running.
 const DefaultMaxBackupsInVelero = 2
+
+// DefaultMaxRestoresInVelero is the default of WaitForTurn's max for a
+// NonAdminRestore (--max-restores-in-velero-per-namespace): Velero runs its
+// restores one at a time in creation order, a single queue for every
+// tenant, so the same reasoning as for backups gives 2.
+const DefaultMaxRestoresInVelero = 2
 
 // recheckTurn is the safety-net recheck of a waiting turn: a waiting
 // NonAdminBackup is woken by the events that can give it its turn (its
@@ -45,9 +51,10 @@ const (
 
 // WaitForTurnArgs are the args of WaitForTurn.
 type WaitForTurnArgs struct {
-	// Max is how many unfinished Velero Backups the namespace may have at
-	// once (0: unlimited); nil: the controller's default.
-	Max *int `json:"max,omitempty" doc:"how many unfinished Velero Backups the namespace may have at once (0: unlimited; unset: the controller's --max-backups-in-velero-per-namespace, default 2)"`
+	// Max is how many unfinished Velero Backups (for a NonAdminBackup) or
+	// Restores (for a NonAdminRestore) the namespace may have at once (0:
+	// unlimited); nil: the controller's default.
+	Max *int `json:"max,omitempty" doc:"how many unfinished Velero Backups (NonAdminBackup) or Restores (NonAdminRestore) the namespace may have at once (0: unlimited; unset: the controller's --max-backups-in-velero-per-namespace or --max-restores-in-velero-per-namespace, default 2 each)"`
 }
 
 // Validate implements engine.ArgsValidator.
@@ -58,58 +65,74 @@ func (a WaitForTurnArgs) Validate() error {
 	return nil
 }
 
-// WaitForTurn is the fair share of Velero's queue: a NonAdminBackup waits
-// (a wait, woken by events; never a refusal) until its namespace has fewer
-// than args.max unfinished Velero Backups — its own backups and its
-// schedules' runs, counted from the cache — and its turn has come: the
-// namespace's waiting backups go in (creation time, name) order, and
-// namespaces with room go round-robin, the one with the fewest backups in
-// Velero first (then the one whose head waited longest, then by name). The
-// decision is the injected TurnKeeper's, made under one lock for all
-// namespaces, so parallel workers never admit past the limit or out of
-// turn; it follows from the cache, so a restart rebuilds it.
+// WaitForTurn is the fair share of Velero's queues: a NonAdminBackup (or a
+// NonAdminRestore) waits (a wait, woken by events; never a refusal) until
+// its namespace has fewer than args.max unfinished Velero Backups — its own
+// backups and its schedules' runs, counted from the cache — (or Velero
+// Restores) and its turn has come: the namespace's waiting operations go in
+// (creation time, name) order, and namespaces with room go round-robin, the
+// one with the fewest in Velero first (then the one whose head waited
+// longest, then by name). Velero runs backups one at a time and restores
+// one at a time, each queue in creation order, so a tenant's burst would
+// otherwise hold every other tenant behind it. The decision is the injected
+// TurnKeeper's, made under one lock for all namespaces, so parallel workers
+// never admit past the limit or out of turn; it follows from the cache, so
+// a restart rebuilds it.
 //
 // While it waits, the phase message and the Queued=False/WaitingForTurn
-// condition say why and the backup's place among its namespace's own
+// condition say why and the operation's place among its namespace's own
 // ("namespace a has 2 of its 2 backups in Velero; this is 4th of 22
 // waiting in a"); no other namespace is named. The place is rewritten only
-// when it changed materially (PositionStale), so a waiting backup
-// costs one status write, not one per backup ahead of it. Outputs while
+// when it changed materially (PositionStale), so a waiting operation costs
+// one status write, not one per operation ahead of it. Outputs while
 // waiting: limit, position, waiting; once admitted: limit.
 //
-// Errors: a kind other than NonAdminBackup, or no TurnKeeper, is terminal;
-// cache errors are retryable. With max 0 it completes at once.
+// Errors: a kind other than NonAdminBackup or NonAdminRestore, or no
+// TurnKeeper, is terminal; cache errors are retryable. With max 0 it
+// completes at once.
 type WaitForTurn struct {
 	tools      tools
 	defaultMax int
+	// defaultRestoreMax is the default for a NonAdminRestore.
+	defaultRestoreMax int
 }
 
 // Run implements phaseFunc.
-func (f *WaitForTurn) Run(ctx context.Context, op *engine.Operation, nab *v1alpha1.NonAdminBackup, a *WaitForTurnArgs) (engine.Result, error) {
+func (f *WaitForTurn) Run(ctx context.Context, op *engine.Operation, obj engine.Object, a *WaitForTurnArgs) (engine.Result, error) {
+	var kind, noun string
 	limit := f.defaultMax
+	switch obj.(type) {
+	case *v1alpha1.NonAdminBackup:
+		kind, noun = "NonAdminBackup", "backups"
+	case *v1alpha1.NonAdminRestore:
+		kind, noun, limit = "NonAdminRestore", "restores", f.defaultRestoreMax
+	default:
+		return engine.Result{}, engine.Terminalf("WaitForTurn serves NonAdminBackup and NonAdminRestore, not %T", obj)
+	}
 	if a.Max != nil {
 		limit = *a.Max
 	}
+	ns := obj.GetNamespace()
 	if limit <= 0 {
-		return engine.Done(fmt.Sprintf("no limit on namespace %s's backups in Velero", nab.Namespace), map[string]string{TurnOutputLimit: "0"}), nil
+		return engine.Done(fmt.Sprintf("no limit on namespace %s's %s in Velero", ns, noun), map[string]string{TurnOutputLimit: "0"}), nil
 	}
 	if f.tools.turns == nil {
 		return engine.Result{}, engine.Terminalf("WaitForTurn has no turn keeper: build the registry with phases.Clients.Turns")
 	}
-	d, err := f.tools.turns.Turn(ctx, TurnRequest{Namespace: nab.Namespace, Name: nab.Name, Created: nab.CreationTimestamp.Time,
-		Backup: v1alpha1.NACObjectName(nab.Namespace, nab.Name, op.UUID), Max: limit})
+	d, err := f.tools.turns.Turn(ctx, TurnRequest{Kind: kind, Namespace: ns, Name: obj.GetName(), Created: obj.GetCreationTimestamp().Time,
+		Velero: v1alpha1.NACObjectName(ns, obj.GetName(), op.UUID), Max: limit})
 	if err != nil {
-		return engine.Result{}, fmt.Errorf("deciding the turn of %s/%s in Velero's queue: %w", nab.Namespace, nab.Name, err)
+		return engine.Result{}, fmt.Errorf("deciding the turn of %s/%s in Velero's queue: %w", ns, obj.GetName(), err)
 	}
 	if d.Admitted {
-		return engine.Done(fmt.Sprintf("its turn in Velero's queue: namespace %s had %d of its %d backups in Velero", nab.Namespace, d.InVelero, limit),
+		return engine.Done(fmt.Sprintf("its turn in Velero's queue: namespace %s had %d of its %d %s in Velero", ns, d.InVelero, limit, noun),
 			map[string]string{TurnOutputLimit: strconv.Itoa(limit)}), nil
 	}
 	why := "full"
 	if d.OtherFirst {
 		why = "turn"
 	}
-	msg, out := turnMessage(nab.Namespace, why, d, limit), map[string]string{
+	msg, out := turnMessage(ns, noun, why, d, limit), map[string]string{
 		TurnOutputLimit: strconv.Itoa(limit), TurnOutputPosition: strconv.Itoa(d.Position), TurnOutputWaiting: strconv.Itoa(d.Waiting), "why": why}
 	if prev := op.Object.GetPlan().Phase(op.Phase); prev != nil && prev.State == v1alpha1.PhaseWaiting && prev.Message != "" &&
 		prev.Output[TurnOutputLimit] == out[TurnOutputLimit] && prev.Output["why"] == why {
@@ -119,22 +142,20 @@ func (f *WaitForTurn) Run(ctx context.Context, op *engine.Operation, nab *v1alph
 			msg, out = prev.Message, prev.Output
 		}
 	}
-	meta.SetStatusCondition(&nab.Status.Conditions, metav1.Condition{
-		Type: v1alpha1.ConditionQueued, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonWaitingForTurn,
-		Message: msg, ObservedGeneration: nab.Generation,
-	})
+	setCondition(obj, v1alpha1.ConditionQueued, metav1.ConditionFalse, v1alpha1.ReasonWaitingForTurn, msg)
 	return engine.Result{Wait: true, RecheckAfter: recheckTurn, Message: msg, Output: out}, nil
 }
 
-// turnMessage says why a backup of namespace ns waits and where it stands
-// among the namespace's own. It never names another namespace.
-func turnMessage(ns, why string, d TurnDecision, limit int) string {
+// turnMessage says why an operation of namespace ns waits and where it
+// stands among the namespace's own (noun: backups or restores). It never
+// names another namespace.
+func turnMessage(ns, noun, why string, d TurnDecision, limit int) string {
 	if why == "turn" {
-		return fmt.Sprintf("waiting for a turn in Velero's queue: namespace %s has %d of its %d backups in Velero and another namespace's turn comes first (round-robin across namespaces); this is %s of %d waiting in %s",
-			ns, d.InVelero, limit, ordinal(d.Position), d.Waiting, ns)
+		return fmt.Sprintf("waiting for a turn in Velero's queue: namespace %s has %d of its %d %s in Velero and another namespace's turn comes first (round-robin across namespaces); this is %s of %d waiting in %s",
+			ns, d.InVelero, limit, noun, ordinal(d.Position), d.Waiting, ns)
 	}
-	return fmt.Sprintf("waiting for a turn in Velero's queue: namespace %s has %d of its %d backups in Velero; this is %s of %d waiting in %s",
-		ns, d.InVelero, limit, ordinal(d.Position), d.Waiting, ns)
+	return fmt.Sprintf("waiting for a turn in Velero's queue: namespace %s has %d of its %d %s in Velero; this is %s of %d waiting in %s",
+		ns, d.InVelero, limit, noun, ordinal(d.Position), d.Waiting, ns)
 }
 
 // ordinal returns 1st, 2nd, 3rd, 4th, 11th, 21st, 112th, ...

@@ -52,8 +52,8 @@ func (s *WaitForTurnSuite) TestWaitsSayingWhyAndWhere(c *C) {
 	want := "waiting for a turn in Velero's queue: namespace a has 2 of its 2 backups in Velero; this is 4th of 22 waiting in a"
 	c.Check(res, DeepEquals, engine.Result{Wait: true, RecheckAfter: time.Minute, Message: want,
 		Output: map[string]string{"limit": "2", "position": "4", "waiting": "22", "why": "full"}})
-	c.Check(turns.reqs, DeepEquals, []TurnRequest{{Namespace: "a", Name: "b7", Created: time.Unix(100, 0),
-		Backup: v1alpha1.NACObjectName("a", "b7", "u-1"), Max: 2}})
+	c.Check(turns.reqs, DeepEquals, []TurnRequest{{Kind: "NonAdminBackup", Namespace: "a", Name: "b7", Created: time.Unix(100, 0),
+		Velero: v1alpha1.NACObjectName("a", "b7", "u-1"), Max: 2}})
 	cond := meta.FindStatusCondition(op.Object.(*v1alpha1.NonAdminBackup).Status.Conditions, v1alpha1.ConditionQueued)
 	c.Assert(cond, NotNil)
 	c.Check(cond.Status, Equals, metav1.ConditionFalse)
@@ -108,10 +108,37 @@ func (s *WaitForTurnSuite) TestAdmittedUnlimitedAndMisuse(c *C) {
 
 	c.Check(WaitForTurnArgs{Max: intp(-1)}.Validate(), ErrorMatches, `max: must be 0 \(unlimited\) or more, got -1`)
 	c.Check(WaitForTurnArgs{Max: intp(0)}.Validate(), IsNil)
-	_, err = f.Run(context.Background(), &engine.Operation{Object: &v1alpha1.NonAdminRestore{}}, &WaitForTurnArgs{})
+	_, err = f.Run(context.Background(), &engine.Operation{Object: &v1alpha1.NonAdminSchedule{}}, &WaitForTurnArgs{})
 	c.Check(engine.IsTerminal(err), Equals, true)
+	c.Check(err, ErrorMatches, `WaitForTurn serves NonAdminBackup and NonAdminRestore, not \*v1alpha1.NonAdminSchedule`)
 
 	for n, want := range map[int]string{1: "1st", 2: "2nd", 3: "3rd", 4: "4th", 11: "11th", 12: "12th", 13: "13th", 21: "21st", 22: "22nd", 112: "112th", 101: "101st"} {
 		c.Check(ordinal(n), Equals, want)
 	}
+}
+
+// A NonAdminRestore waits for Velero's restore queue: its own default limit,
+// its kind in the request (the keeper's lane), restores in the message,
+// and its Queued condition.
+func (s *WaitForTurnSuite) TestRestoreWaitsForTheRestoreQueue(c *C) {
+	nar := &v1alpha1.NonAdminRestore{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "r3", UID: "uid",
+		CreationTimestamp: metav1.NewTime(time.Unix(200, 0))}}
+	nar.Status.Plan = &v1alpha1.PlanStatus{Phases: []v1alpha1.PhaseStatus{{Name: "waitForTurn", Func: "WaitForTurn", State: v1alpha1.PhaseRunning}}}
+	op := &engine.Operation{Object: nar, UUID: "u-3", Phase: "waitForTurn", OADPNamespace: "oadp"}
+	turns := &fixedTurns{d: TurnDecision{InVelero: 1, Position: 2, Waiting: 3}}
+	f := bind(&WaitForTurn{tools: tools{turns: turns}, defaultMax: 5, defaultRestoreMax: 1})
+	res, err := f.Run(context.Background(), op, &WaitForTurnArgs{})
+	c.Assert(err, IsNil)
+	want := "waiting for a turn in Velero's queue: namespace a has 1 of its 1 restores in Velero; this is 2nd of 3 waiting in a"
+	c.Check(res.Message, Equals, want)
+	c.Check(turns.reqs, DeepEquals, []TurnRequest{{Kind: "NonAdminRestore", Namespace: "a", Name: "r3", Created: time.Unix(200, 0),
+		Velero: v1alpha1.NACObjectName("a", "r3", "u-3"), Max: 1}})
+	cond := meta.FindStatusCondition(nar.Status.Conditions, v1alpha1.ConditionQueued)
+	c.Assert(cond, NotNil)
+	c.Check(cond.Reason+": "+cond.Message, Equals, v1alpha1.ReasonWaitingForTurn+": "+want)
+
+	turns.d = TurnDecision{Admitted: true}
+	res, err = f.Run(context.Background(), op, &WaitForTurnArgs{})
+	c.Assert(err, IsNil)
+	c.Check(res.Message, Equals, "its turn in Velero's queue: namespace a had 0 of its 1 restores in Velero")
 }

@@ -111,6 +111,7 @@ type options struct {
 	eventBurst    int
 	eventQueue    int
 	maxInVelero   int
+	maxRestores   int
 	tenantRole    string
 	adminOwned    string
 	precheck      bool
@@ -257,6 +258,8 @@ func registerFlags(fs *flag.FlagSet, o *options) *zap.Options {
 		"How often each NonAdminBackupStorageLocation rechecks its credential Secret, so that a rotation reaches the copy (Secrets are not watched).")
 	fs.IntVar(&o.maxInVelero, "max-backups-in-velero-per-namespace", phases.DefaultMaxBackupsInVelero,
 		"Unfinished Velero Backups one tenant namespace may have at once (its NonAdminBackups' and its schedules' runs) before its further NonAdminBackups wait for a turn (WaitForTurn, released round-robin across namespaces), where the blueprint's WaitForTurn sets no max of its own; 0: unlimited.")
+	fs.IntVar(&o.maxRestores, "max-restores-in-velero-per-namespace", phases.DefaultMaxRestoresInVelero,
+		"Unfinished Velero Restores one tenant namespace may have at once before its further NonAdminRestores wait for a turn (WaitForTurn: Velero runs every tenant's restores one at a time, in one queue; released round-robin across namespaces), where the blueprint's WaitForTurn sets no max of its own; 0: unlimited.")
 	fs.StringVar(&o.tenantRole, "tenant-role", restorepolicy.DefaultTenantRole,
 		"ClusterRole bounding what a NonAdminRestore may restore: Velero creates (or, with existingResourcePolicy: update, updates) only items a holder of this role in the tenant's namespace could, and Roles and RoleBindings only within it (Kubernetes' escalation rule). Enforced by Velero's plugin velero-plugin-nacflow; Kubernetes' aggregated namespace admin by default.")
 	fs.StringVar(&o.adminOwned, "admin-owned-resources", restorepolicy.FormatAdminOwned(restorepolicy.DefaultAdminOwned),
@@ -324,6 +327,9 @@ func run(o options) error {
 	}
 	if o.maxInVelero < 0 {
 		return fmt.Errorf("--max-backups-in-velero-per-namespace must be 0 (unlimited) or more, got %d", o.maxInVelero)
+	}
+	if o.maxRestores < 0 {
+		return fmt.Errorf("--max-restores-in-velero-per-namespace must be 0 (unlimited) or more, got %d", o.maxRestores)
 	}
 
 	scheme, err := controllers.NewScheme()
@@ -423,7 +429,7 @@ func run(o options) error {
 		}
 	}
 	registry, err := phases.NewRegistry(phases.Clients{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorderFor("nacflow-blueprint"), Queue: queue, Turns: turns, Locations: locations},
-		phases.Options{RequireApprovalForBSL: o.bslApproval, Settings: settings, MaxBackupsInVelero: o.maxInVelero,
+		phases.Options{RequireApprovalForBSL: o.bslApproval, Settings: settings, MaxBackupsInVelero: o.maxInVelero, MaxRestoresInVelero: o.maxRestores,
 			TenantRole: o.tenantRole, AdminOwned: adminOwned, RestorePrecheck: o.precheck,
 			Endpoints: endpoints, UncheckedCredentialProviders: o.unchecked,
 			Quotas: phases.BlueprintQuotas{Resolver: &blueprints.Resolver{Reader: caps.BlueprintReader(mgr.GetClient()), Namespace: o.oadpNamespace}}})
@@ -455,7 +461,7 @@ func run(o options) error {
 	nab := &controllers.NonAdminBackupReconciler{Deps: deps("nonadminbackup-controller", "NonAdminBackup"), QueueRefreshWindow: o.queueWindow, Queue: queue, Turns: turns,
 		Usage: controllers.NewUsageMeter(registry, o.oadpNamespace, o.usageRate, o.usageBurst)}
 	setups = append(setups, setup{"NonAdminBackup", nab.SetupWithManager})
-	nar := &controllers.NonAdminRestoreReconciler{Deps: deps("nonadminrestore-controller", "NonAdminRestore"), NoServerStatusRequests: !caps.RestorePrecheck}
+	nar := &controllers.NonAdminRestoreReconciler{Deps: deps("nonadminrestore-controller", "NonAdminRestore"), NoServerStatusRequests: !caps.RestorePrecheck, Turns: turns}
 	setups = append(setups, setup{"NonAdminRestore", nar.SetupWithManager})
 	nadr := &controllers.NonAdminDownloadRequestReconciler{Deps: deps("nonadmindownloadrequest-controller", "NonAdminDownloadRequest")}
 	setups = append(setups, setup{"NonAdminDownloadRequest", nadr.SetupWithManager})

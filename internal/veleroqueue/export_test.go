@@ -11,9 +11,19 @@ import (
 // NewTurnsFakeClient returns a fake client holding objs with the cache
 // indexes Turns reads, for unit tests of the turns.
 func NewTurnsFakeClient(scheme *runtime.Scheme, objs ...client.Object) client.WithWatch {
-	b := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithStatusSubresource(&v1alpha1.NonAdminBackup{})
-	for _, i := range turnsIndexes {
-		b = b.WithIndex(i.obj, i.field, i.value)
+	b := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithStatusSubresource(&v1alpha1.NonAdminBackup{}, &v1alpha1.NonAdminRestore{})
+	for _, l := range lanes {
+		b = b.WithIndex(l.newVelero(), l.veleroIndex, func(obj client.Object) []string {
+			if ns := l.origin(obj); ns != "" {
+				return []string{ns}
+			}
+			return nil
+		}).WithIndex(l.newWaiting(), l.waitingIndex, func(obj client.Object) []string {
+			if o, ok := obj.(v1alpha1.Object); ok && waitingTurn(o) != nil {
+				return []string{turnsAll, obj.GetNamespace()}
+			}
+			return nil
+		})
 	}
 	return b.Build()
 }

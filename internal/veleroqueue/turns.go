@@ -11,6 +11,9 @@ import (
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -18,60 +21,91 @@ import (
 	"github.com/nacflow/nacflow/phases"
 )
 
-// Field indexes Turns reads the cache by (IndexTurns registers them).
-const (
-	// turnsBackupIndex indexes the unfinished Velero Backups nacflow made
-	// for a tenant — a NonAdminBackup's or a NonAdminSchedule's run — by
-	// their origin namespace.
-	turnsBackupIndex = "nacflow.turns.unfinishedOriginNamespace"
-	// turnsWaitingIndex indexes the NonAdminBackups whose plan waits in
-	// WaitForTurn, by namespace and under turnsAll.
-	turnsWaitingIndex = "nacflow.turns.waiting"
-	// turnsAll is the turnsWaitingIndex value every waiter has (no
-	// namespace is called "*").
-	turnsAll = "*"
-	// waitForTurnFunc is the phase function whose waiters take turns.
-	waitForTurnFunc = "WaitForTurn"
-)
+// waitForTurnFunc is the phase function whose waiters take turns.
+const waitForTurnFunc = "WaitForTurn"
+
+// turnsAll is the waiting index value every waiter has (no namespace is
+// called "*").
+const turnsAll = "*"
 
 // admittedTTL is how long an admission counts while the cache does not show
-// its Velero Backup: long enough for the Backup, created in the same
+// its Velero object: long enough for the object, created in the same
 // reconcile, to reach the cache (milliseconds normally); once it has
-// passed, an admission whose Backup was never created (the create failed
+// passed, an admission whose object was never created (the create failed
 // for good) stops holding its namespace's place.
 const admittedTTL = time.Minute
 
-// turnsIndex is one cache index Turns reads.
-type turnsIndex struct {
-	obj   client.Object
-	field string
-	value client.IndexerFunc
+// lane is one of Velero's queues that Turns shares between namespaces:
+// Velero runs its backups one at a time, and its restores one at a time,
+// each in creation order.
+type lane struct {
+	// kind is the NAC kind whose operations wait for this queue.
+	kind string
+	// velero names the queue's Velero objects in messages and errors.
+	velero string
+	// veleroIndex indexes the unfinished Velero objects nacflow made for a
+	// tenant by their origin namespace; waitingIndex the NAC objects whose
+	// plan waits in WaitForTurn, by namespace and under turnsAll.
+	veleroIndex, waitingIndex string
+	newVelero                 func() client.Object
+	newVeleroList             func() client.ObjectList
+	newWaitingList            func() client.ObjectList
+	newWaiting                func() client.Object
+	// origin is UnfinishedOrigin or UnfinishedRestoreOrigin.
+	origin func(client.Object) string
 }
 
-// turnsIndexes are the cache indexes Turns reads: Velero Backups by
-// the namespace they were made for while unfinished, and NonAdminBackups
-// waiting in WaitForTurn.
-var turnsIndexes = []turnsIndex{
-	{&velerov1.Backup{}, turnsBackupIndex, func(obj client.Object) []string {
-		if ns := UnfinishedOrigin(obj.(*velerov1.Backup)); ns != "" {
-			return []string{ns}
+// Lanes: Velero's backup queue, which NonAdminBackups (and schedules' runs)
+// wait for, and its restore queue, which NonAdminRestores wait for.
+var (
+	backupLane = &lane{kind: "NonAdminBackup", velero: "Velero Backup",
+		veleroIndex: "nacflow.turns.unfinishedOriginNamespace", waitingIndex: "nacflow.turns.waiting",
+		newVelero: func() client.Object { return &velerov1.Backup{} }, newVeleroList: func() client.ObjectList { return &velerov1.BackupList{} },
+		newWaiting: func() client.Object { return &v1alpha1.NonAdminBackup{} }, newWaitingList: func() client.ObjectList { return &v1alpha1.NonAdminBackupList{} },
+		origin: func(o client.Object) string { return UnfinishedOrigin(o.(*velerov1.Backup)) }}
+	restoreLane = &lane{kind: "NonAdminRestore", velero: "Velero Restore",
+		veleroIndex: "nacflow.turns.unfinishedRestoreOriginNamespace", waitingIndex: "nacflow.turns.waitingRestores",
+		newVelero: func() client.Object { return &velerov1.Restore{} }, newVeleroList: func() client.ObjectList { return &velerov1.RestoreList{} },
+		newWaiting: func() client.Object { return &v1alpha1.NonAdminRestore{} }, newWaitingList: func() client.ObjectList { return &v1alpha1.NonAdminRestoreList{} },
+		origin: func(o client.Object) string { return UnfinishedRestoreOrigin(o.(*velerov1.Restore)) }}
+	lanes = []*lane{backupLane, restoreLane}
+)
+
+// laneOf returns the lane of NAC kind ("" is NonAdminBackup's), nil for a
+// kind that waits for no turn.
+func laneOf(kind string) *lane {
+	if kind == "" {
+		return backupLane
+	}
+	for _, l := range lanes {
+		if l.kind == kind {
+			return l
 		}
-		return nil
-	}},
-	{&v1alpha1.NonAdminBackup{}, turnsWaitingIndex, func(obj client.Object) []string {
-		if waitingTurn(obj.(*v1alpha1.NonAdminBackup)) != nil {
-			return []string{turnsAll, obj.GetNamespace()}
-		}
-		return nil
-	}},
+	}
+	return nil
 }
 
-// IndexTurns registers the cache indexes Turns reads (turnsIndexes)
-// with indexer. Call it before the cache starts.
+// IndexTurns registers the cache indexes Turns reads with indexer, for
+// every lane: the unfinished Velero Backups and Restores nacflow made for a
+// tenant by origin namespace, and the NonAdminBackups and NonAdminRestores
+// waiting in WaitForTurn. Call it once, before the cache starts.
 func IndexTurns(ctx context.Context, indexer client.FieldIndexer) error {
-	for _, i := range turnsIndexes {
-		if err := indexer.IndexField(ctx, i.obj, i.field, i.value); err != nil {
-			return fmt.Errorf("indexing %T by %s: %w", i.obj, i.field, err)
+	for _, l := range lanes {
+		if err := indexer.IndexField(ctx, l.newVelero(), l.veleroIndex, func(obj client.Object) []string {
+			if ns := l.origin(obj); ns != "" {
+				return []string{ns}
+			}
+			return nil
+		}); err != nil {
+			return fmt.Errorf("indexing %s by %s: %w", l.velero, l.veleroIndex, err)
+		}
+		if err := indexer.IndexField(ctx, l.newWaiting(), l.waitingIndex, func(obj client.Object) []string {
+			if o, ok := obj.(v1alpha1.Object); ok && waitingTurn(o) != nil {
+				return []string{turnsAll, obj.GetNamespace()}
+			}
+			return nil
+		}); err != nil {
+			return fmt.Errorf("indexing %s by %s: %w", l.kind, l.waitingIndex, err)
 		}
 	}
 	return nil
@@ -93,10 +127,20 @@ func UnfinishedOrigin(b *velerov1.Backup) string {
 	return b.Annotations[v1alpha1.NasOriginNamespaceAnnotation]
 }
 
-// waitingTurn returns the WaitForTurn phase nab's running backup plan waits
-// in, nil when it does not wait for a turn.
-func waitingTurn(nab *v1alpha1.NonAdminBackup) *v1alpha1.PhaseStatus {
-	p := nab.Status.Plan
+// UnfinishedRestoreOrigin returns the tenant namespace an unfinished Velero
+// Restore was made for (the origin namespace nacflow wrote on a
+// NonAdminRestore's Restore), "" for a finished Restore or the admin's own.
+func UnfinishedRestoreOrigin(r *velerov1.Restore) string {
+	if v1alpha1.RestoreFinished(r.Status.Phase) || r.Labels[v1alpha1.OADPLabel] != v1alpha1.OADPLabelValue {
+		return ""
+	}
+	return r.Annotations[v1alpha1.NarOriginNamespaceAnnotation]
+}
+
+// waitingTurn returns the WaitForTurn phase obj's running plan waits in, nil
+// when it does not wait for a turn.
+func waitingTurn(obj v1alpha1.Object) *v1alpha1.PhaseStatus {
+	p := obj.GetPlan()
 	if p == nil || (p.State != v1alpha1.PlanRunning && p.State != v1alpha1.PlanPending) {
 		return nil
 	}
@@ -108,15 +152,15 @@ func waitingTurn(nab *v1alpha1.NonAdminBackup) *v1alpha1.PhaseStatus {
 	return nil
 }
 
-// TurnState is what a NonAdminBackup shows of its turn: 0 none, 1 waiting,
-// 2 admitted (its WaitForTurn phase complete in a running plan, with a
-// limit: an unlimited one took no turn, and waking anyone for it would only
-// cost a wave of unlimited NABs a cache read each).
-func TurnState(nab *v1alpha1.NonAdminBackup) int {
-	if waitingTurn(nab) != nil {
+// TurnState is what a NonAdminBackup or NonAdminRestore shows of its turn:
+// 0 none, 1 waiting, 2 admitted (its WaitForTurn phase complete in a running
+// plan, with a limit: an unlimited one took no turn, and waking anyone for
+// it would only cost a wave of unlimited operations a cache read each).
+func TurnState(obj v1alpha1.Object) int {
+	if waitingTurn(obj) != nil {
 		return 1
 	}
-	p := nab.Status.Plan
+	p := obj.GetPlan()
 	if p == nil || (p.State != v1alpha1.PlanRunning && p.State != v1alpha1.PlanPending) {
 		return 0
 	}
@@ -129,15 +173,18 @@ func TurnState(nab *v1alpha1.NonAdminBackup) int {
 	return 0
 }
 
-// Turns shares Velero's queue fairly between tenant namespaces: it
-// implements phases.TurnKeeper for WaitForTurn, and tells the NonAdminBackup
-// controller whom to wake (Wake).
+// Turns shares Velero's queues fairly between tenant namespaces — its
+// backup queue (NonAdminBackups, schedules' runs counted) and its restore
+// queue (NonAdminRestores), each a lane of its own: it implements
+// phases.TurnKeeper for WaitForTurn, and tells the controllers whom to wake
+// (Wake).
 //
 // Everything it decides follows from the cache (IndexTurns), so a restart
-// rebuilds it:
-//   - in Velero: a namespace's unfinished Velero Backups nacflow made for it
-//     (its NonAdminBackups' and its schedules' runs);
-//   - waiting: the NonAdminBackups whose plan waits in WaitForTurn, in
+// rebuilds it. In each lane:
+//   - in Velero: a namespace's unfinished Velero objects of the lane that
+//     nacflow made for it (for backups, its NonAdminBackups' and its
+//     schedules' runs);
+//   - waiting: the NAC objects whose plan waits in WaitForTurn, in
 //     (creation time, name) order within a namespace;
 //   - a namespace has room while it has fewer in Velero than its limit
 //     (the one its first waiter follows);
@@ -147,30 +194,32 @@ func TurnState(nab *v1alpha1.NonAdminBackup) int {
 //     admitted; the next decision counts it.
 //
 // The one thing the cache cannot show yet is an admission made a moment
-// ago: its Velero Backup is created in the same reconcile, but reaches the
+// ago: its Velero object is created in the same reconcile, but reaches the
 // cache later. Turns keeps those admissions in memory until the cache
-// shows the Backup (or admittedTTL passes), and decides under one lock for
-// every namespace, so two workers deciding at once — in one namespace or in
-// two — never both take the last place or both go first. A restart loses
-// only this ledger, and by then the Backups it held are in the cache.
+// shows the object (or admittedTTL passes), and decides under one lock for
+// every namespace and lane, so two workers deciding at once — in one
+// namespace or in two — never both take the last place or both go first. A
+// restart loses only this ledger, and by then the objects it held are in
+// the cache.
 //
 // It is safe for concurrent use.
 type Turns struct {
 	// Reader reads the manager's cache, indexed by IndexTurns.
 	Reader client.Reader
-	// OADPNamespace is where the Velero Backups are.
+	// OADPNamespace is where the Velero objects are.
 	OADPNamespace string
 	// Now returns the current time (nil: time.Now).
 	Now func() time.Time
 
 	mu sync.Mutex
-	// admitted maps namespace to the names of the Velero Backups admitted
-	// and not yet seen in the cache, with the admission time.
-	admitted map[string]map[string]time.Time
+	// admitted maps lane kind and namespace to the names of the Velero
+	// objects admitted and not yet seen in the cache, with the admission
+	// time.
+	admitted map[string]map[string]map[string]time.Time
 }
 
 // NewTurns returns a Turns reading the cache r (indexed by
-// IndexTurns) for the Velero Backups of oadpNamespace.
+// IndexTurns) for the Velero objects of oadpNamespace.
 func NewTurns(r client.Reader, oadpNamespace string) *Turns {
 	return &Turns{Reader: r, OADPNamespace: oadpNamespace}
 }
@@ -182,12 +231,12 @@ func (t *Turns) now() time.Time {
 	return time.Now()
 }
 
-// waiter is one NonAdminBackup waiting for its turn.
+// waiter is one operation waiting for its turn.
 type waiter struct {
 	key     types.NamespacedName
 	created time.Time
-	// backup is the Velero Backup it creates once admitted.
-	backup string
+	// velero is the Velero object it creates once admitted.
+	velero string
 	// limit, shown: what its WaitForTurn phase recorded (limit; position
 	// as last written, 0 when none).
 	limit, shown int
@@ -201,10 +250,10 @@ func (w waiter) compare(o waiter) int {
 	return strings.Compare(w.key.Name, o.key.Name)
 }
 
-// nsTurns is what Turns knows of one namespace.
+// nsTurns is what Turns knows of one namespace in one lane.
 type nsTurns struct {
 	name string
-	// inVelero is how many unfinished Velero Backups it has, admissions
+	// inVelero is how many unfinished Velero objects it has, admissions
 	// not yet in the cache included.
 	inVelero int
 	// waiting are its waiters in turn order, those already admitted left
@@ -229,31 +278,36 @@ func (n *nsTurns) goesBefore(o *nsTurns) bool {
 	return n.name < o.name
 }
 
-// Turn implements phases.TurnKeeper.
+// Turn implements phases.TurnKeeper. Errors: a kind that waits for no turn,
+// and the cache's.
 func (t *Turns) Turn(ctx context.Context, req phases.TurnRequest) (phases.TurnDecision, error) {
+	l := laneOf(req.Kind)
+	if l == nil {
+		return phases.TurnDecision{}, fmt.Errorf("%s operations wait for no turn in Velero's queues", req.Kind)
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := t.now()
-	// Admitted before — its Backup is made or on its way — when a status
+	// Admitted before — its object is made or on its way — when a status
 	// write failed after the admission, or the controller restarted.
-	if _, ok := t.admitted[req.Namespace][req.Backup]; ok {
+	if _, ok := t.admitted[l.kind][req.Namespace][req.Velero]; ok {
 		return phases.TurnDecision{Admitted: true}, nil
 	}
-	err := t.Reader.Get(ctx, client.ObjectKey{Namespace: t.OADPNamespace, Name: req.Backup}, &velerov1.Backup{})
+	err := t.Reader.Get(ctx, client.ObjectKey{Namespace: t.OADPNamespace, Name: req.Velero}, l.newVelero())
 	switch {
 	case err == nil:
 		return phases.TurnDecision{Admitted: true}, nil
 	case !apierrors.IsNotFound(err):
-		return phases.TurnDecision{}, fmt.Errorf("reading Velero Backup %s/%s: %w", t.OADPNamespace, req.Backup, err)
+		return phases.TurnDecision{}, fmt.Errorf("reading %s %s/%s: %w", l.velero, t.OADPNamespace, req.Velero, err)
 	}
 	// The namespace alone first: while it is full, or an earlier waiter of
 	// its own goes first, no other namespace matters.
-	all, err := t.snapshot(ctx, now, req.Namespace, false)
+	all, err := t.snapshot(ctx, l, now, req.Namespace, false)
 	if err != nil {
 		return phases.TurnDecision{}, err
 	}
 	own := all[req.Namespace]
-	me := waiter{key: types.NamespacedName{Namespace: req.Namespace, Name: req.Name}, created: req.Created, backup: req.Backup, limit: req.Max}
+	me := waiter{key: types.NamespacedName{Namespace: req.Namespace, Name: req.Name}, created: req.Created, velero: req.Velero, limit: req.Max}
 	i := slices.IndexFunc(own.waiting, func(w waiter) bool { return w.key == me.key })
 	if i < 0 {
 		// Not waiting in the cache yet (its first run): in its place.
@@ -266,7 +320,7 @@ func (t *Turns) Turn(ctx context.Context, req phases.TurnRequest) (phases.TurnDe
 	if i > 0 || own.inVelero >= req.Max {
 		return d, nil
 	}
-	if all, err = t.snapshot(ctx, now, req.Namespace, true); err != nil {
+	if all, err = t.snapshot(ctx, l, now, req.Namespace, true); err != nil {
 		return phases.TurnDecision{}, err
 	}
 	all[req.Namespace] = own // with this waiter in its place
@@ -277,25 +331,34 @@ func (t *Turns) Turn(ctx context.Context, req phases.TurnRequest) (phases.TurnDe
 		}
 	}
 	if t.admitted == nil {
-		t.admitted = map[string]map[string]time.Time{}
+		t.admitted = map[string]map[string]map[string]time.Time{}
 	}
-	if t.admitted[req.Namespace] == nil {
-		t.admitted[req.Namespace] = map[string]time.Time{}
+	if t.admitted[l.kind] == nil {
+		t.admitted[l.kind] = map[string]map[string]time.Time{}
 	}
-	t.admitted[req.Namespace][req.Backup] = now
+	if t.admitted[l.kind][req.Namespace] == nil {
+		t.admitted[l.kind][req.Namespace] = map[string]time.Time{}
+	}
+	t.admitted[l.kind][req.Namespace][req.Velero] = now
 	return phases.TurnDecision{Admitted: true, InVelero: own.inVelero}, nil
 }
 
-// Wake returns the NonAdminBackups to reconcile after a change to the turns
-// (a Velero Backup of a tenant finished or went, a waiter came, went or was
+// Wake returns the operations of NAC kind (NonAdminBackup or
+// NonAdminRestore) to reconcile after a change to their lane's turns (a
+// tenant's Velero object finished or went, a waiter came, went or was
 // admitted): the first waiter of the namespace whose turn comes next, if
 // any has room, and the waiters of namespace ns (the one that changed; ""
 // for none) whose shown position went stale (phases.PositionStale), so that
-// their message is rewritten. Errors are the cache's.
-func (t *Turns) Wake(ctx context.Context, ns string) ([]types.NamespacedName, error) {
+// their message is rewritten. Errors: a kind that waits for no turn, and
+// the cache's.
+func (t *Turns) Wake(ctx context.Context, kind, ns string) ([]types.NamespacedName, error) {
+	l := laneOf(kind)
+	if l == nil {
+		return nil, fmt.Errorf("%s operations wait for no turn in Velero's queues", kind)
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	all, err := t.snapshot(ctx, t.now(), ns, true)
+	all, err := t.snapshot(ctx, l, t.now(), ns, true)
 	if err != nil {
 		return nil, err
 	}
@@ -319,33 +382,38 @@ func (t *Turns) Wake(ctx context.Context, ns string) ([]types.NamespacedName, er
 	return out, nil
 }
 
-// snapshot reads, under t.mu, namespace also and — with every — every
-// namespace with waiters from the cache: its unfinished Velero Backups,
-// admissions not yet in the cache included, and its waiters in turn order,
-// the admitted ones left out. Admissions the cache now shows, or older than
-// admittedTTL, are forgotten.
-func (t *Turns) snapshot(ctx context.Context, now time.Time, also string, every bool) (map[string]*nsTurns, error) {
-	for ns, names := range t.admitted {
+// snapshot reads, under t.mu, lane l of namespace also and — with every —
+// of every namespace with waiters from the cache: its unfinished Velero
+// objects, admissions not yet in the cache included, and its waiters in
+// turn order, the admitted ones left out. Admissions the cache now shows, or
+// older than admittedTTL, are forgotten.
+func (t *Turns) snapshot(ctx context.Context, l *lane, now time.Time, also string, every bool) (map[string]*nsTurns, error) {
+	admitted := t.admitted[l.kind]
+	for ns, names := range admitted {
 		for name, at := range names {
-			err := t.Reader.Get(ctx, client.ObjectKey{Namespace: t.OADPNamespace, Name: name}, &velerov1.Backup{})
+			err := t.Reader.Get(ctx, client.ObjectKey{Namespace: t.OADPNamespace, Name: name}, l.newVelero())
 			switch {
 			case err == nil || now.Sub(at) > admittedTTL:
 				delete(names, name)
 			case !apierrors.IsNotFound(err):
-				return nil, fmt.Errorf("reading Velero Backup %s/%s: %w", t.OADPNamespace, name, err)
+				return nil, fmt.Errorf("reading %s %s/%s: %w", l.velero, t.OADPNamespace, name, err)
 			}
 		}
 		if len(names) == 0 {
-			delete(t.admitted, ns)
+			delete(admitted, ns)
 		}
 	}
-	list := &v1alpha1.NonAdminBackupList{}
+	list := l.newWaitingList()
 	which := turnsAll
 	if !every {
 		which = also
 	}
-	if err := t.Reader.List(ctx, list, client.MatchingFields{turnsWaitingIndex: which}, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, fmt.Errorf("listing the NonAdminBackups waiting for a turn: %w", err)
+	if err := t.Reader.List(ctx, list, client.MatchingFields{l.waitingIndex: which}, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("listing the %ss waiting for a turn: %w", l.kind, err)
+	}
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		return nil, fmt.Errorf("reading the %ss waiting for a turn: %w", l.kind, err)
 	}
 	all := map[string]*nsTurns{}
 	get := func(ns string) *nsTurns {
@@ -357,43 +425,47 @@ func (t *Turns) snapshot(ctx context.Context, now time.Time, also string, every 
 	if also != "" {
 		get(also)
 	}
-	for i := range list.Items {
-		nab := &list.Items[i]
-		ps := waitingTurn(nab)
+	for _, item := range items {
+		obj, ok := item.(v1alpha1.Object)
+		if !ok {
+			continue
+		}
+		ps := waitingTurn(obj)
 		if ps == nil {
 			continue
 		}
-		w := waiter{key: types.NamespacedName{Namespace: nab.Namespace, Name: nab.Name}, created: nab.CreationTimestamp.Time,
-			backup: v1alpha1.NACObjectName(nab.Namespace, nab.Name, nacuuidOf(nab))}
+		// The NACUUID of a waiting operation is derived from its UID, never
+		// read from status (operationIdentity); only adopt actions keep a
+		// recorded one, and they never wait for a turn.
+		w := waiter{key: types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}, created: obj.GetCreationTimestamp().Time,
+			velero: v1alpha1.NACObjectName(obj.GetNamespace(), obj.GetName(), v1alpha1.NACUUIDOf(obj.GetUID()))}
 		// WaitForTurn's outputs (phases.TurnOutputLimit, TurnOutputPosition).
 		w.limit, _ = strconv.Atoi(ps.Output["limit"])
 		w.shown, _ = strconv.Atoi(ps.Output["position"])
-		n := get(nab.Namespace)
+		n := get(obj.GetNamespace())
 		n.waiting = append(n.waiting, w)
 	}
 	for ns, n := range all {
-		backups := &velerov1.BackupList{}
-		if err := t.Reader.List(ctx, backups, client.InNamespace(t.OADPNamespace), client.MatchingFields{turnsBackupIndex: ns},
+		objs := l.newVeleroList()
+		if err := t.Reader.List(ctx, objs, client.InNamespace(t.OADPNamespace), client.MatchingFields{l.veleroIndex: ns},
 			client.UnsafeDisableDeepCopy); err != nil {
-			return nil, fmt.Errorf("listing the Velero Backups of namespace %s: %w", ns, err)
+			return nil, fmt.Errorf("listing the %ss of namespace %s: %w", l.velero, ns, err)
 		}
-		seen := make(map[string]bool, len(backups.Items)+len(t.admitted[ns]))
-		for i := range backups.Items {
-			seen[backups.Items[i].Name] = true
+		seen := map[string]bool{}
+		if err := meta.EachListItem(objs, func(o runtime.Object) error {
+			if mo, ok := o.(metav1.Object); ok {
+				seen[mo.GetName()] = true
+			}
+			return nil
+		}); err != nil {
+			return nil, fmt.Errorf("reading the %ss of namespace %s: %w", l.velero, ns, err)
 		}
-		for name := range t.admitted[ns] {
+		for name := range admitted[ns] {
 			seen[name] = true
 		}
 		n.inVelero = len(seen)
-		n.waiting = slices.DeleteFunc(n.waiting, func(w waiter) bool { return seen[w.backup] })
+		n.waiting = slices.DeleteFunc(n.waiting, func(w waiter) bool { return seen[w.velero] })
 		slices.SortFunc(n.waiting, waiter.compare)
 	}
 	return all, nil
-}
-
-// nacuuidOf returns the NACUUID of a waiting nab's operation: derived from
-// its UID, never read from status (operationIdentity). Only the adopt
-// action keeps a recorded NACUUID, and it never waits for a turn.
-func nacuuidOf(nab *v1alpha1.NonAdminBackup) string {
-	return v1alpha1.NACUUIDOf(nab.UID)
 }

@@ -61,7 +61,7 @@ func tenantBackup(ns, name string, phase velerov1.BackupPhase) *velerov1.Backup 
 
 // request returns the TurnRequest of nab with limit max.
 func request(nab *v1alpha1.NonAdminBackup, max int) phases.TurnRequest {
-	return phases.TurnRequest{Namespace: nab.Namespace, Name: nab.Name, Created: nab.CreationTimestamp.Time, Backup: backupName(nab), Max: max}
+	return phases.TurnRequest{Namespace: nab.Namespace, Name: nab.Name, Created: nab.CreationTimestamp.Time, Velero: backupName(nab), Max: max}
 }
 
 func turn(c *C, t *veleroqueue.Turns, nab *v1alpha1.NonAdminBackup, max int) phases.TurnDecision {
@@ -71,7 +71,7 @@ func turn(c *C, t *veleroqueue.Turns, nab *v1alpha1.NonAdminBackup, max int) pha
 }
 
 func wake(c *C, t *veleroqueue.Turns, ns string) []string {
-	keys, err := t.Wake(context.Background(), ns)
+	keys, err := t.Wake(context.Background(), "NonAdminBackup", ns)
 	c.Assert(err, IsNil)
 	var out []string
 	for _, k := range keys {
@@ -196,4 +196,82 @@ func (s *TurnsSuite) TestWakeRefreshesStalePositionsOnly(c *C) {
 	// a third.
 	c.Check(wake(c, t, "a"), DeepEquals, []string{"a/w10", "a/w11", "a/w12", "a/w13", "a/w14"})
 	c.Check(wake(c, t, "b"), HasLen, 0)
+}
+
+// restoreWaiter returns a NonAdminRestore of ns created at turnsBase+at
+// seconds whose plan waits in WaitForTurn with limit, showing position
+// shown.
+func restoreWaiter(ns, name string, at, limit, shown int) *v1alpha1.NonAdminRestore {
+	nar := &v1alpha1.NonAdminRestore{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID("r/" + ns + "/" + name),
+		CreationTimestamp: metav1.NewTime(turnsBase.Add(time.Duration(at) * time.Second))}}
+	nar.Status.Plan = &v1alpha1.PlanStatus{Action: "restore", State: v1alpha1.PlanRunning, Phases: []v1alpha1.PhaseStatus{
+		{Name: "validate", Func: "ValidateRestoreSpec", State: v1alpha1.PhaseComplete},
+		{Name: "waitForTurn", Func: "WaitForTurn", State: v1alpha1.PhaseWaiting, Output: map[string]string{"limit": strconv.Itoa(limit), "position": strconv.Itoa(shown)}},
+		{Name: "createRestore", Func: "CreateVeleroRestore", State: v1alpha1.PhasePending},
+	}}
+	return nar
+}
+
+// tenantRestore returns a Velero Restore nacflow made for namespace ns.
+func tenantRestore(ns, name string, phase velerov1.RestorePhase) *velerov1.Restore {
+	r := &velerov1.Restore{ObjectMeta: metav1.ObjectMeta{Namespace: turnsOADP, Name: name,
+		Labels:      map[string]string{v1alpha1.OADPLabel: v1alpha1.OADPLabelValue},
+		Annotations: map[string]string{v1alpha1.NarOriginNamespaceAnnotation: ns}}}
+	r.Status.Phase = phase
+	return r
+}
+
+func restoreRequest(nar *v1alpha1.NonAdminRestore, max int) phases.TurnRequest {
+	return phases.TurnRequest{Kind: "NonAdminRestore", Namespace: nar.Namespace, Name: nar.Name, Created: nar.CreationTimestamp.Time,
+		Velero: v1alpha1.NACObjectName(nar.Namespace, nar.Name, v1alpha1.NACUUIDOf(nar.UID)), Max: max}
+}
+
+// Velero's restore queue is a lane of its own: a namespace's unfinished
+// Velero Restores count against its restores' share, never its backups',
+// and the other way round; the restore waiters go round-robin as backups
+// do; Wake names restore waiters for NonAdminRestore only; a kind that
+// waits for no turn is an error.
+func (s *TurnsSuite) TestRestoreLane(c *C) {
+	r1, r2, r3 := restoreWaiter("a", "r1", 1, 2, 1), restoreWaiter("a", "r2", 2, 2, 2), restoreWaiter("a", "r3", 3, 2, 3)
+	b1 := restoreWaiter("b", "b1", 9, 2, 1)
+	nab := turnWaiter("a", "w1", 1, 2, 0)
+	cl := veleroqueue.NewTurnsFakeClient(testScheme, r1, r2, r3, b1, nab,
+		tenantRestore("a", "a-r0", velerov1.RestorePhaseInProgress), tenantRestore("a", "a-r1", velerov1.RestorePhaseNew),
+		tenantRestore("a", "a-old", velerov1.RestorePhaseCompleted),
+		tenantBackup("b", "b-0", velerov1.BackupPhaseInProgress), tenantBackup("b", "b-1", velerov1.BackupPhaseInProgress))
+	t := veleroqueue.NewTurns(cl, turnsOADP)
+	ctx := context.Background()
+
+	d, err := t.Turn(ctx, restoreRequest(r1, 2))
+	c.Assert(err, IsNil)
+	c.Check(d, DeepEquals, phases.TurnDecision{InVelero: 2, Position: 1, Waiting: 3}, Commentf("a's two restores fill its share"))
+	// b's two Velero Backups do not count against its restores.
+	d, err = t.Turn(ctx, restoreRequest(b1, 2))
+	c.Assert(err, IsNil)
+	c.Check(d, DeepEquals, phases.TurnDecision{Admitted: true})
+	// a's two Velero Restores do not count against its backups.
+	c.Check(turn(c, t, nab, 2), DeepEquals, phases.TurnDecision{Admitted: true})
+
+	keys, err := t.Wake(ctx, "NonAdminRestore", "a")
+	c.Assert(err, IsNil)
+	c.Check(keys, HasLen, 0, Commentf("a is full"))
+	running := tenantRestore("a", "a-r0", velerov1.RestorePhaseCompleted)
+	got := &velerov1.Restore{}
+	c.Assert(cl.Get(ctx, client.ObjectKey{Namespace: turnsOADP, Name: "a-r0"}, got), IsNil)
+	running.ResourceVersion = got.ResourceVersion
+	c.Assert(cl.Update(ctx, running), IsNil)
+	keys, err = t.Wake(ctx, "NonAdminRestore", "a")
+	c.Assert(err, IsNil)
+	c.Check(keys, DeepEquals, []types.NamespacedName{{Namespace: "a", Name: "r1"}})
+	d, err = t.Turn(ctx, restoreRequest(r2, 2))
+	c.Assert(err, IsNil)
+	c.Check(d.Admitted, Equals, false, Commentf("r1 goes first"))
+	d, err = t.Turn(ctx, restoreRequest(r1, 2))
+	c.Assert(err, IsNil)
+	c.Check(d, DeepEquals, phases.TurnDecision{Admitted: true, InVelero: 1})
+
+	_, err = t.Turn(ctx, phases.TurnRequest{Kind: "NonAdminSchedule", Namespace: "a", Name: "s", Velero: "x", Max: 1})
+	c.Check(err, ErrorMatches, `NonAdminSchedule operations wait for no turn in Velero's queues`)
+	_, err = t.Wake(ctx, "NonAdminDownloadRequest", "a")
+	c.Check(err, NotNil)
 }

@@ -173,7 +173,7 @@ func (s *E2ESuite) TestTenantBackupWithRealVelero(c *C) {
 	s.kubectl(c, "get", "deployment", "-n", "tenant-a", "app")
 	s.kubectl(c, "get", "service", "-n", "tenant-a", "app")
 	d := s.kubectl(c, "describe", "nar", "-n", "tenant-a", "back")
-	c.Check(e2estack.InOrder(d, "Started action restore", "validate", "waitForBackup", "createRestore", "waitForRestore", "syncStatus", "Ended action restore"), Equals, true, Commentf(d))
+	c.Check(e2estack.InOrder(d, "Started action restore", "validate", "waitForBackup", "waitForTurn", "createRestore", "waitForRestore", "syncStatus", "Ended action restore"), Equals, true, Commentf(d))
 	// Tenant B was never touched.
 	c.Check(s.kubectl(c, "get", "configmap", "-n", "tenant-b", "app-config", "-o", "jsonpath={.data.greeting}"), Equals, "hello-from-tenant-b")
 

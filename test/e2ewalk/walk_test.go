@@ -196,7 +196,7 @@ func steps() []step {
 		{cmd: "kubectl apply -f examples/nonadminrestore.yaml", until: created},
 		{cmd: "kubectl get nar -n demo", until: contains("sample-restore", "Completed"), timeout: 2 * time.Minute},
 		{cmd: `kubectl get configmap app-config -n demo -o jsonpath='{.data.greeting}{"\n"}'`, until: func(out string) bool { return out == "hello\n" }},
-		{cmd: "kubectl describe nar -n demo sample-restore", until: contains("validate", "waitForBackup", "checkItems", "createRestore", "waitForRestore", "syncStatus")},
+		{cmd: "kubectl describe nar -n demo sample-restore", until: contains("validate", "waitForBackup", "checkItems", "waitForTurn", "createRestore", "waitForRestore", "syncStatus")},
 		{cmd: "kubectl apply -f examples/nonadmindownloadrequest.yaml", until: created},
 		{cmd: "kubectl get nadr -n demo", until: contains("sample-log", "Created", "Processed")},
 		{cmd: `curl -s "$(kubectl get nadr -n demo sample-log -o jsonpath='{.status.velero.status.downloadURL}')" | gunzip | head -3`, until: contains("time=", "backup=openshift-adp/demo-sample-")},
