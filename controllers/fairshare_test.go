@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -28,12 +29,12 @@ type FairShareSuite struct{}
 
 var _ = Suite(&FairShareSuite{})
 
-// backupWatch records the Velero Backups of one OADP namespace as the API
-// server reports them: creation order, and for each tenant namespace the
-// most unfinished Backups it ever had at once.
-type backupWatch struct {
+// veleroWatch records the Velero objects of one kind (Backups or Restores)
+// of one OADP namespace as the API server reports them: creation order, and
+// for each tenant namespace the most unfinished objects it ever had at once.
+type veleroWatch struct {
 	mu sync.Mutex
-	// order names the Backups in creation order; origin maps each to its
+	// order names the objects in creation order; origin maps each to its
 	// tenant namespace; finished those that finished.
 	order    []string
 	origin   map[string]string
@@ -43,11 +44,13 @@ type backupWatch struct {
 	stop             context.CancelFunc
 }
 
-// watchBackups starts recording the Backups of oadp.
-func watchBackups(c *C, oadp string) *backupWatch {
+// watchVelero starts recording the objects of list's kind in oadp: origin
+// is the annotation naming an object's tenant namespace, done whether it
+// finished.
+func watchVelero(c *C, oadp string, list client.ObjectList, origin string, done func(runtime.Object) bool) *veleroWatch {
 	ctx, cancel := context.WithCancel(context.Background())
-	w := &backupWatch{origin: map[string]string{}, finished: map[string]bool{}, unfinished: map[string]int{}, peak: map[string]int{}, stop: cancel}
-	wi, err := testClient.Watch(ctx, &velerov1.BackupList{}, client.InNamespace(oadp))
+	w := &veleroWatch{origin: map[string]string{}, finished: map[string]bool{}, unfinished: map[string]int{}, peak: map[string]int{}, stop: cancel}
+	wi, err := testClient.Watch(ctx, list, client.InNamespace(oadp))
 	c.Assert(err, IsNil)
 	go func() {
 		defer wi.Stop()
@@ -57,10 +60,10 @@ func watchBackups(c *C, oadp string) *backupWatch {
 				return
 			case e, ok := <-wi.ResultChan():
 				if !ok {
-					panic("the Backup watch ended before the test") // a gap would hide a peak
+					panic("the watch ended before the test") // a gap would hide a peak
 				}
-				if b, isBackup := e.Object.(*velerov1.Backup); isBackup {
-					w.observe(e.Type, b)
+				if obj, isObject := e.Object.(client.Object); isObject {
+					w.observe(e.Type, obj, obj.GetAnnotations()[origin], done(e.Object))
 				}
 			}
 		}
@@ -68,24 +71,40 @@ func watchBackups(c *C, oadp string) *backupWatch {
 	return w
 }
 
-func (w *backupWatch) observe(t watch.EventType, b *velerov1.Backup) {
+// watchBackups starts recording the Velero Backups of oadp.
+func watchBackups(c *C, oadp string) *veleroWatch {
+	return watchVelero(c, oadp, &velerov1.BackupList{}, v1alpha1.NabOriginNamespaceAnnotation, func(o runtime.Object) bool {
+		b, ok := o.(*velerov1.Backup)
+		return ok && v1alpha1.BackupFinished(b.Status.Phase)
+	})
+}
+
+// watchRestores starts recording the Velero Restores of oadp.
+func watchRestores(c *C, oadp string) *veleroWatch {
+	return watchVelero(c, oadp, &velerov1.RestoreList{}, v1alpha1.NarOriginNamespaceAnnotation, func(o runtime.Object) bool {
+		r, ok := o.(*velerov1.Restore)
+		return ok && v1alpha1.RestoreFinished(r.Status.Phase)
+	})
+}
+
+func (w *veleroWatch) observe(t watch.EventType, obj client.Object, ns string, done bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	ns := b.Annotations[v1alpha1.NabOriginNamespaceAnnotation]
-	if _, seen := w.origin[b.Name]; !seen {
-		w.order, w.origin[b.Name] = append(w.order, b.Name), ns
+	name := obj.GetName()
+	if _, seen := w.origin[name]; !seen {
+		w.order, w.origin[name] = append(w.order, name), ns
 		w.unfinished[ns]++
 		w.peak[ns] = max(w.peak[ns], w.unfinished[ns])
 	}
-	if !w.finished[b.Name] && (t == watch.Deleted || v1alpha1.BackupFinished(b.Status.Phase)) {
-		w.finished[b.Name] = true
+	if !w.finished[name] && (t == watch.Deleted || done) {
+		w.finished[name] = true
 		w.unfinished[ns]--
 	}
 }
 
-// of returns the Backups made for ns in creation order, and the oldest
+// of returns the objects made for ns in creation order, and the oldest
 // unfinished one ("" when none).
-func (w *backupWatch) of(ns string) (all []string, oldest string) {
+func (w *veleroWatch) of(ns string) (all []string, oldest string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, name := range w.order {
@@ -100,13 +119,13 @@ func (w *backupWatch) of(ns string) (all []string, oldest string) {
 }
 
 // index returns where name stands in creation order (-1: never seen).
-func (w *backupWatch) index(name string) int {
+func (w *veleroWatch) index(name string) int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return slices.Index(w.order, name)
 }
 
-func (w *backupWatch) peakOf(ns string) int {
+func (w *veleroWatch) peakOf(ns string) int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.peak[ns]
@@ -264,80 +283,6 @@ func (s *FairShareSuite) TestBurstLeavesAnotherTenantNext(c *C) {
 	c.Check(backups.peakOf(b), Equals, 1)
 }
 
-// restoreWatch records the order in which the API server reports the
-// Velero Restores of one OADP namespace being created, and for each tenant
-// namespace the most unfinished Restores it ever had at once.
-type restoreWatch struct {
-	mu               sync.Mutex
-	order            []string
-	origin           map[string]string
-	finished         map[string]bool
-	unfinished, peak map[string]int
-	stop             context.CancelFunc
-}
-
-func watchRestores(c *C, oadp string) *restoreWatch {
-	ctx, cancel := context.WithCancel(context.Background())
-	w := &restoreWatch{origin: map[string]string{}, finished: map[string]bool{}, unfinished: map[string]int{}, peak: map[string]int{}, stop: cancel}
-	wi, err := testClient.Watch(ctx, &velerov1.RestoreList{}, client.InNamespace(oadp))
-	c.Assert(err, IsNil)
-	go func() {
-		defer wi.Stop()
-		for ctx.Err() == nil {
-			select {
-			case <-ctx.Done():
-				return
-			case e, ok := <-wi.ResultChan():
-				if !ok {
-					panic("the Restore watch ended before the test") // a gap would hide a peak
-				}
-				r, isRestore := e.Object.(*velerov1.Restore)
-				if !isRestore {
-					continue
-				}
-				w.mu.Lock()
-				ns := r.Annotations[v1alpha1.NarOriginNamespaceAnnotation]
-				if _, seen := w.origin[r.Name]; !seen {
-					w.order, w.origin[r.Name] = append(w.order, r.Name), ns
-					w.unfinished[ns]++
-					w.peak[ns] = max(w.peak[ns], w.unfinished[ns])
-				}
-				if !w.finished[r.Name] && (e.Type == watch.Deleted || v1alpha1.RestoreFinished(r.Status.Phase)) {
-					w.finished[r.Name] = true
-					w.unfinished[ns]--
-				}
-				w.mu.Unlock()
-			}
-		}
-	}()
-	return w
-}
-
-// of returns the Restores made for ns in creation order.
-func (w *restoreWatch) of(ns string) []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	var out []string
-	for _, name := range w.order {
-		if w.origin[name] == ns {
-			out = append(out, name)
-		}
-	}
-	return out
-}
-
-func (w *restoreWatch) index(name string) int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return slices.Index(w.order, name)
-}
-
-func (w *restoreWatch) peakOf(ns string) int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.peak[ns]
-}
-
 // Velero runs every tenant's restores one at a time, in one queue. A
 // tenant creates 12 NonAdminRestores at once, reconciled by 8 workers; at
 // most 2 (the limit) of its Velero Restores are ever unfinished, the rest
@@ -395,7 +340,8 @@ func (s *FairShareSuite) TestRestoreBurstLeavesAnotherTenantNext(c *C) {
 		return out
 	}
 	eventually(c, 30*time.Second, func() (bool, string) {
-		n, waiting := len(restores.of(a)), len(waitingRestores(a))
+		all, _ := restores.of(a)
+		n, waiting := len(all), len(waitingRestores(a))
 		return n == 2 && waiting == 10, fmt.Sprintf("%d Velero Restores, %d waiting", n, waiting)
 	})
 	msg := `^waiting for a turn in Velero's queue: namespace ` + a + ` has 2 of its 2 restores in Velero; this is [0-9]+(st|nd|rd|th) of [0-9]+ waiting in ` + a + `$`
@@ -424,7 +370,8 @@ func (s *FairShareSuite) TestRestoreBurstLeavesAnotherTenantNext(c *C) {
 		var oldest string
 		eventually(c, 20*time.Second, func() (bool, string) {
 			oldest = ""
-			for _, name := range restores.of(a) {
+			all, _ := restores.of(a)
+			for _, name := range all {
 				if !completed[name] {
 					oldest = name
 					break
@@ -435,11 +382,13 @@ func (s *FairShareSuite) TestRestoreBurstLeavesAnotherTenantNext(c *C) {
 		setRestorePhase(c, oadp, oldest, velerov1.RestorePhaseCompleted)
 		completed[oldest] = true
 		if done == 0 {
+			var all []string
 			eventually(c, 10*time.Second, func() (bool, string) {
-				return len(restores.of(a)) == 3, fmt.Sprintf("%d Velero Restores of %s", len(restores.of(a)), a)
+				all, _ = restores.of(a)
+				return len(all) == 3, fmt.Sprintf("%d Velero Restores of %s", len(all), a)
 			})
-			c.Check(restores.index(otherRestore) < restores.index(restores.of(a)[2]), Equals, true,
-				Commentf("%s's Restore at %d, %s's third at %d", b, restores.index(otherRestore), a, restores.index(restores.of(a)[2])))
+			c.Check(restores.index(otherRestore) < restores.index(all[2]), Equals, true,
+				Commentf("%s's Restore at %d, %s's third at %d", b, restores.index(otherRestore), a, restores.index(all[2])))
 		}
 		if done == 5 {
 			stop() // a restart: the admissions ledger is lost
@@ -456,7 +405,8 @@ func (s *FairShareSuite) TestRestoreBurstLeavesAnotherTenantNext(c *C) {
 		}
 		return len(left) == 0, "not complete: " + strings.Join(left, ", ")
 	})
-	c.Check(restores.of(a), HasLen, 12, Commentf("one Velero Restore per NonAdminRestore"))
+	all, _ := restores.of(a)
+	c.Check(all, HasLen, 12, Commentf("one Velero Restore per NonAdminRestore"))
 	for _, nar := range burst {
 		got := getNAR(c, nar)
 		c.Check(veleroRestoresOf(c, oadp, controllers.NACUUID(got.UID)), HasLen, 1, Commentf(nar.Name))
