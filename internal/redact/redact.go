@@ -6,7 +6,9 @@
 // message is cleaned on its way out, whichever phase or library wrote it
 // (deny by default): a URL keeps its scheme, host and path, and loses user
 // info, query and fragment; a credential-like parameter outside a URL
-// (X-Amz-Signature=…, sig=…, token=…) loses its value.
+// (X-Amz-Signature=…, sig=…, token=…) loses its value; and a token a
+// message carries bare — a JSON Web Token (a Kubernetes service account's,
+// an OIDC provider's) or whatever follows "Bearer" — is removed whole.
 package redact
 
 import (
@@ -28,13 +30,26 @@ var (
 	// files. Not generic words ("secret=", "token="): nacflow's own records
 	// use them for versions (a location's revision holds
 	// "secret=<resourceVersion>").
-	paramPattern = regexp.MustCompile(`(?i)\b(x-amz-signature|x-amz-credential|x-amz-security-token|x-goog-signature|x-goog-credential|signature|awsaccesskeyid|sig|access_token|refresh_token|id_token|aws_secret_access_key|aws_session_token|client_secret|azure_client_secret|azure_storage_account_access_key|azure_storage_key)=([^&\s"'<>;,]+)`)
+	// jwtPattern is a JSON Web Token: three base64url parts, the first
+	// two JSON objects ("eyJ" is the encoding of `{"`), the last possibly
+	// empty (an unsigned token).
+	jwtPattern = regexp.MustCompile(`eyJ[A-Za-z0-9_-]+\.eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*`)
+	// bearerPattern is an HTTP bearer credential (RFC 6750's b64token).
+	bearerPattern = regexp.MustCompile(`(?i)\b(bearer)\s+[A-Za-z0-9._~+/-]+=*`)
+	paramPattern  = regexp.MustCompile(`(?i)\b(x-amz-signature|x-amz-credential|x-amz-security-token|x-goog-signature|x-goog-credential|signature|awsaccesskeyid|sig|access_token|refresh_token|id_token|aws_secret_access_key|aws_session_token|client_secret|azure_client_secret|azure_storage_account_access_key|azure_storage_key)=([^&\s"'<>;,]+)`)
 )
 
-// String returns s with every URL's user info, query and fragment, and
-// every secret parameter's value, replaced by Mark. Text without "://" or
-// "=" is returned as it is, without allocating.
+// String returns s with every URL's user info, query and fragment, every
+// secret parameter's value, every JSON Web Token and every bearer
+// credential replaced by Mark. Text with none of "://", "=", "eyJ" and
+// "earer" is returned as it is, without allocating.
 func String(s string) string {
+	if strings.Contains(s, "eyJ") {
+		s = jwtPattern.ReplaceAllString(s, Mark)
+	}
+	if strings.Contains(s, "earer") || strings.Contains(s, "EARER") {
+		s = bearerPattern.ReplaceAllStringFunc(s, bearer)
+	}
 	if !strings.Contains(s, "://") && !strings.Contains(s, "=") {
 		return s
 	}
@@ -45,6 +60,17 @@ func String(s string) string {
 		s = paramPattern.ReplaceAllString(s, "${1}="+Mark)
 	}
 	return s
+}
+
+// bearer cleans one match of bearerPattern: a credential is long or holds
+// more than letters; "the bearer of" is prose, kept.
+func bearer(m string) string {
+	i := strings.IndexAny(m, " \t\r\n\v\f")
+	word, tok := m[:i], strings.TrimLeft(m[i:], " \t\r\n\v\f")
+	if len(tok) < 8 && strings.Trim(tok, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") == "" {
+		return m
+	}
+	return word + " " + Mark
 }
 
 // url cleans one URL found by urlPattern, without parsing it (a URL that

@@ -1,6 +1,7 @@
 package redact_test
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 	"unicode"
@@ -30,6 +31,15 @@ func (s *RedactSuite) TestString(c *C) {
 		// nacflow's own records: a location's revision names versions.
 		{"generation=1,secret=309,decision=approve,admin=e3b0c44298fc,dpa=none", "generation=1,secret=309,decision=approve,admin=e3b0c44298fc,dpa=none"},
 		{"no query https://host/path/only", "no query https://host/path/only"},
+		// Tokens carried bare: a service account's JWT, a bearer credential.
+		{"token eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzeXN0ZW0ifQ.c2ln-_x rejected", "token REDACTED rejected"},
+		{"unsigned eyJhbGciOiJub25lIn0.eyJzdWIiOiJ4In0. too", "unsigned REDACTED too"},
+		{"Authorization: Bearer abc.DEF-123_~+/= sent", "Authorization: Bearer REDACTED sent"},
+		{"header authorization: bearer s3cr3t", "header authorization: bearer REDACTED"},
+		{"Bearer\tlongbutletters and", "Bearer REDACTED and"},
+		// Words alone are not tokens.
+		{"the bearer of this backup", "the bearer of this backup"},
+		{"eyJ alone", "eyJ alone"},
 	} {
 		c.Check(redact.String(t.in), Equals, t.want, Commentf("%q", t.in))
 	}
@@ -73,10 +83,16 @@ func FuzzString(f *testing.F) {
 	f.Add(`Get "https://h/p?X-Amz-Signature=s": x`)
 	f.Add("http://u:p@h/")
 	f.Add("sig=abc")
+	f.Add("Authorization: Bearer abc.def-123")
+	f.Add("token eyJhbGciOiJub25lIn0.eyJzdWIiOiJ4In0.sig")
+	jwt := regexp.MustCompile(`eyJ[A-Za-z0-9_-]+\.eyJ[A-Za-z0-9_-]*\.`)
 	f.Fuzz(func(t *testing.T, s string) {
 		out := redact.String(s)
 		if redact.String(out) != out {
 			t.Fatalf("not idempotent: %q -> %q -> %q", s, out, redact.String(out))
+		}
+		if jwt.MatchString(out) {
+			t.Fatalf("a token survived in %q (from %q)", out, s)
 		}
 		if strings.Contains(out, "://") {
 			for _, f := range strings.FieldsFunc(out, func(r rune) bool {
