@@ -101,22 +101,26 @@ func createNamespace(c *C, prefix string) string {
 	return ns.Name
 }
 
-// eventually polls check every 100ms until it returns true or timeout,
-// scaled by testwait.Bound (3× unless NACFLOW_TEST_TIMEOUT_SCALE says
-// otherwise), passes; then it fails the test with check's last message.
+// eventually polls check until it returns true or timeout, scaled by
+// testwait.Bound (3× unless NACFLOW_TEST_TIMEOUT_SCALE says otherwise),
+// passes; then it fails the test with check's last message. The pause
+// between checks starts at 100ms and grows with the wait to at most 1 s
+// (testwait.Pause): the package's API server is shared with every check.
 func eventually(c *C, timeout time.Duration, check func() (bool, string)) {
 	timeout = testwait.Bound(timeout)
-	deadline := time.Now().Add(timeout)
+	start := time.Now()
+	deadline := start.Add(timeout)
 	var msg string
 	for {
 		var ok bool
+		checked := time.Now()
 		if ok, msg = check(); ok {
 			return
 		}
 		if time.Now().After(deadline) {
 			c.Fatalf("not true after %s: %s", timeout, msg)
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(testwait.Pause(100*time.Millisecond, time.Second, time.Since(start), time.Since(checked)))
 	}
 }
 

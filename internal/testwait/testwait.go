@@ -33,3 +33,15 @@ func Scale() float64 {
 func Bound(d time.Duration) time.Duration {
 	return time.Duration(float64(d) * Scale())
 }
+
+// Pause returns how long a poll loop sleeps before its next check: base
+// (its shortest pause) plus a tenth of how long it has waited so far, at
+// most limit, and never less than its last check took. Something that
+// happens soon is seen soon; a long wait polls less often (a check late
+// by at most a tenth of the wait); and a loop whose check is itself
+// expensive (many API calls, a kubectl process) spends at most half of its
+// time checking. On a machine where every package's tests share two cores,
+// a tight poll is load the other packages wait behind.
+func Pause(base, limit, waited, took time.Duration) time.Duration {
+	return max(min(base+waited/10, limit), took)
+}

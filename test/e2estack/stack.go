@@ -21,6 +21,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -38,8 +39,8 @@ type Stack struct {
 	Kubeconfig string // Dir/kubeconfig, the cluster admin's
 
 	cmd    *exec.Cmd
-	lines  chan string     // output lines not yet moved to out
-	out    strings.Builder // output drained so far
+	mu     sync.Mutex      // guards out
+	out    strings.Builder // localcp's output so far, read as it comes
 	exited chan error      // localcp's Wait error, once it exited
 }
 
@@ -117,7 +118,7 @@ func Launch(c *check.C, root, bin, dir, ready string, args ...string) *Stack {
 	args = append([]string{"--assets", Assets(root), "--dir", dir, "--oadp-namespace", "openshift-adp",
 		"--plugins", filepath.Join(bin, "plugins")}, args...)
 	st := &Stack{Root: root, Dir: dir, Kubeconfig: filepath.Join(dir, "kubeconfig"),
-		cmd: exec.Command(filepath.Join(bin, "localcp"), args...), lines: make(chan string, 10000), exited: make(chan error, 1)}
+		cmd: exec.Command(filepath.Join(bin, "localcp"), args...), exited: make(chan error, 1)}
 	st.cmd.Dir = root
 	pr, pw, err := os.Pipe()
 	c.Assert(err, check.IsNil)
@@ -126,17 +127,27 @@ func Launch(c *check.C, root, bin, dir, ready string, args ...string) *Stack {
 	pw.Close()
 	go func() { st.exited <- st.cmd.Wait() }()
 	started := make(chan struct{})
+	// The output is read as it comes, whether or not a test looks at it:
+	// localcp writes the controller's log through to it, so output left
+	// unread (a full pipe) would block the controller's next log line and
+	// with it the reconcile that logs — a suite that rarely reads its
+	// stack's output ran minutes slow that way.
 	go func() {
 		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 64*1024), 16<<20)
 		announced := false
 		for sc.Scan() {
 			line := sc.Text()
-			st.lines <- line
+			st.mu.Lock()
+			st.out.WriteString(line + "\n")
+			st.mu.Unlock()
 			if !announced && strings.Contains(line, ready) {
 				announced = true
 				close(started)
 			}
 		}
+		// A line past the scanner's bound ends the scan, not the reading.
+		_, _ = io.Copy(io.Discard, pr)
 	}()
 	select {
 	case <-started:
@@ -149,16 +160,11 @@ func Launch(c *check.C, root, bin, dir, ready string, args ...string) *Stack {
 	return st
 }
 
-// Drain returns localcp's output collected so far, one line a "\n".
+// Drain returns localcp's output so far, one line a "\n".
 func (st *Stack) Drain() string {
-	for {
-		select {
-		case l := <-st.lines:
-			st.out.WriteString(l + "\n")
-		default:
-			return st.out.String()
-		}
-	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.out.String()
 }
 
 // Interrupt sends localcp SIGINT (Ctrl-C) and checks that everything stops
@@ -213,16 +219,19 @@ func (st *Stack) KubectlIn(c *check.C, stdin string, args ...string) string {
 	return out
 }
 
-// Eventually calls cond every second until it returns true, and fails the
-// test with cond's last message when it has not after timeout scaled by
+// Eventually calls cond until it returns true, and fails the test with
+// cond's last message when it has not after timeout scaled by
 // testwait.Bound (3× unless NACFLOW_TEST_TIMEOUT_SCALE says otherwise).
-// Once a second, not faster: a cond usually runs kubectl, a process that
-// costs a tenth of a CPU-second, and the end-to-end packages run side by
-// side on two cores.
+// Once a second at first, then less often as the wait grows, at most every
+// 3 s (testwait.Pause): a cond usually runs kubectl, a process that costs
+// a tenth of a CPU-second, and the end-to-end packages run side by side on
+// two cores.
 func Eventually(c *check.C, timeout time.Duration, cond func() (bool, string)) {
 	timeout = testwait.Bound(timeout)
-	deadline := time.Now().Add(timeout)
+	start := time.Now()
+	deadline := start.Add(timeout)
 	for {
+		checked := time.Now()
 		ok, msg := cond()
 		if ok {
 			return
@@ -230,7 +239,7 @@ func Eventually(c *check.C, timeout time.Duration, cond func() (bool, string)) {
 		if time.Now().After(deadline) {
 			c.Fatalf("not true after %s: %s", timeout, msg)
 		}
-		time.Sleep(time.Second)
+		time.Sleep(testwait.Pause(time.Second, 3*time.Second, time.Since(start), time.Since(checked)))
 	}
 }
 
