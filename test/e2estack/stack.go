@@ -130,8 +130,7 @@ func Launch(c *check.C, root, bin, dir, ready string, args ...string) *Stack {
 	// The output is read as it comes, whether or not a test looks at it:
 	// localcp writes the controller's log through to it, so output left
 	// unread (a full pipe) would block the controller's next log line and
-	// with it the reconcile that logs — a suite that rarely reads its
-	// stack's output ran minutes slow that way.
+	// with it the reconcile that logs.
 	go func() {
 		sc := bufio.NewScanner(pr)
 		sc.Buffer(make([]byte, 64*1024), 16<<20)
