@@ -118,6 +118,25 @@ func (w *veleroWatch) of(ns string) (all []string, oldest string) {
 	return all, oldest
 }
 
+// nextToFinish waits until an object made for ns that the test has not
+// finished yet (completed) exists, and returns the oldest: the one Velero
+// would finish next.
+func (w *veleroWatch) nextToFinish(c *C, ns string, completed map[string]bool) string {
+	var oldest string
+	eventually(c, 20*time.Second, func() (bool, string) {
+		oldest = ""
+		all, _ := w.of(ns)
+		for _, name := range all {
+			if !completed[name] {
+				oldest = name
+				break
+			}
+		}
+		return oldest != "", fmt.Sprintf("no unfinished object of %s after %d finished", ns, len(completed))
+	})
+	return oldest
+}
+
 // index returns where name stands in creation order (-1: never seen).
 func (w *veleroWatch) index(name string) int {
 	w.mu.Lock()
@@ -231,18 +250,7 @@ func (s *FairShareSuite) TestBurstLeavesAnotherTenantNext(c *C) {
 	// time.
 	completed := map[string]bool{}
 	for done := 0; done < 25; done++ {
-		var oldest string
-		eventually(c, 20*time.Second, func() (bool, string) {
-			oldest = ""
-			all, _ := backups.of(a)
-			for _, name := range all {
-				if !completed[name] {
-					oldest = name
-					break
-				}
-			}
-			return oldest != "", fmt.Sprintf("no unfinished Velero Backup of %s after %d finished", a, done)
-		})
+		oldest := backups.nextToFinish(c, a, completed)
 		completeBackup(c, oadp, oldest, velerov1.BackupPhaseCompleted)
 		completed[oldest] = true
 		if done == 0 {
@@ -367,18 +375,7 @@ func (s *FairShareSuite) TestRestoreBurstLeavesAnotherTenantNext(c *C) {
 
 	completed := map[string]bool{}
 	for done := 0; done < 12; done++ {
-		var oldest string
-		eventually(c, 20*time.Second, func() (bool, string) {
-			oldest = ""
-			all, _ := restores.of(a)
-			for _, name := range all {
-				if !completed[name] {
-					oldest = name
-					break
-				}
-			}
-			return oldest != "", fmt.Sprintf("no unfinished Velero Restore of %s after %d finished", a, done)
-		})
+		oldest := restores.nextToFinish(c, a, completed)
 		setRestorePhase(c, oadp, oldest, velerov1.RestorePhaseCompleted)
 		completed[oldest] = true
 		if done == 0 {
