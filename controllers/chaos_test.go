@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -251,14 +252,30 @@ func (s *ChaosSuite) TestCrashInjection(c *C) {
 			}
 		}
 	}
-	eventually(c, 90*time.Second, func() (bool, string) {
+	requestDeletions := func() (bool, string) {
+		var waiting []string
 		for key, try := range pending {
-			if done, err := try(); err == nil && done {
+			done, err := try()
+			if err == nil && done {
 				delete(pending, key)
+				continue
 			}
+			waiting = append(waiting, chaosWhy(ctx, key, err))
 		}
-		return len(pending) == 0, fmt.Sprintf("%d deletions not yet requested", len(pending))
+		sort.Strings(waiting)
+		return len(pending) == 0, fmt.Sprintf("%d deletions not yet requested: %s", len(pending), strings.Join(waiting, "; "))
+	}
+	// How far the operations get while the controller is still being
+	// killed depends on the machine: on a loaded one an incarnation lives
+	// longer but does less. So the deletions wait for the chaos (which ends
+	// by itself after its budget of kills), and then must all be requested
+	// within 90 s of a controller that stays up.
+	eventually(c, 5*time.Minute, func() (bool, string) {
+		done, msg := requestDeletions()
+		return done || ch.calm(), msg
 	})
+	c.Logf("chaos spent its budget after %s", ch.spentAfter())
+	eventually(c, 90*time.Second, requestDeletions)
 
 	// Let the chaos go on a little, then a controller that stays up.
 	time.Sleep(2 * time.Second)
@@ -336,6 +353,37 @@ func (s *ChaosSuite) TestCrashInjection(c *C) {
 	}
 }
 
+// chaosWhy says why the deletion of key is not requested yet: the error
+// reading or deleting it, or the state of its NonAdminBackup or
+// NonAdminBackupStorageLocation plan (names are unique per kind here: b* for
+// backups, l* for storage locations).
+func chaosWhy(ctx context.Context, key client.ObjectKey, err error) string {
+	if err != nil {
+		return fmt.Sprintf("%s: %v", key, err)
+	}
+	var o client.Object = &v1alpha1.NonAdminBackup{}
+	if strings.HasPrefix(key.Name, "l") {
+		o = &v1alpha1.NonAdminBackupStorageLocation{}
+	}
+	if err := testClient.Get(ctx, key, o); err != nil {
+		return fmt.Sprintf("%s: %v", key, err)
+	}
+	return fmt.Sprintf("%T %s: %s", o, key, planStory(o.(engine.Object).GetPlan()))
+}
+
+// planStory is a plan's state, current phase and each phase's state and
+// message, for failure messages.
+func planStory(p *v1alpha1.PlanStatus) string {
+	if p == nil {
+		return "no plan"
+	}
+	var msgs []string
+	for _, ps := range p.Phases {
+		msgs = append(msgs, fmt.Sprintf("%s=%s %q", ps.Name, ps.State, ps.Message))
+	}
+	return fmt.Sprintf("plan %s (%s): %s", p.State, p.Current, strings.Join(msgs, "; "))
+}
+
 // chaosOpUnsettled returns why op has not reached its end yet ("" when it has).
 func chaosOpUnsettled(ctx context.Context, oadp string, op *chaosOp) string {
 	key := client.ObjectKeyFromObject(op.obj)
@@ -365,11 +413,7 @@ func chaosOpUnsettled(ctx context.Context, oadp string, op *chaosOp) string {
 		}
 	}
 	if p.State != want {
-		var msgs []string
-		for _, ps := range p.Phases {
-			msgs = append(msgs, fmt.Sprintf("%s=%s %q", ps.Name, ps.State, ps.Message))
-		}
-		return fmt.Sprintf("%T %s: plan %s (%s): %s", o, key, p.State, p.Current, strings.Join(msgs, "; "))
+		return fmt.Sprintf("%T %s: %s", o, key, planStory(p))
 	}
 	return ""
 }
@@ -382,8 +426,12 @@ type chaos struct {
 	// as a fast one, not more for being slow: with kills on a clock, an
 	// incarnation there did too little between kills for 220 operations to
 	// end in any window.
-	budget           int64
-	kills, crashes   atomic.Int64
+	budget         int64
+	kills, crashes atomic.Int64
+	// began is when the chaos started; spentAt, once the budget is spent,
+	// how long after began (a time.Duration, 0 before).
+	began            time.Time
+	spentAt          atomic.Int64
 	done, stopSignal chan struct{}
 	stopping         sync.Once
 }
@@ -394,7 +442,7 @@ type chaos struct {
 // namespace that reaches the API server (with probability p, before the
 // create's reconcile can write its status: crashAfterCreate).
 func startChaos(c *C, o controllerOptions, p float64, spread time.Duration, budget int64, random func() float64) *chaos {
-	ch := &chaos{c: c, budget: budget, done: make(chan struct{}), stopSignal: make(chan struct{})}
+	ch := &chaos{c: c, budget: budget, began: time.Now(), done: make(chan struct{}), stopSignal: make(chan struct{})}
 	spent := func() bool { return ch.kills.Load() >= ch.budget }
 	killNow := make(chan struct{}, 1)
 	kill := func() {
@@ -452,6 +500,7 @@ func startChaos(c *C, o controllerOptions, p float64, spread time.Duration, budg
 		stop := start()
 		for {
 			if spent() {
+				ch.spentAt.Store(int64(time.Since(ch.began)))
 				<-ch.stopSignal
 				stop()
 				return
@@ -472,6 +521,16 @@ func startChaos(c *C, o controllerOptions, p float64, spread time.Duration, budg
 		}
 	}()
 	return ch
+}
+
+// calm reports whether the chaos has spent its budget of kills: the
+// controller running now stays up until stop.
+func (ch *chaos) calm() bool { return ch.spentAt.Load() > 0 }
+
+// spentAfter returns how long after its start the chaos spent its budget
+// (0 while it has not).
+func (ch *chaos) spentAfter() time.Duration {
+	return time.Duration(ch.spentAt.Load()).Round(time.Millisecond)
 }
 
 // stop ends the chaos once the controller has stopped, logs how often it
