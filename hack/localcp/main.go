@@ -105,6 +105,7 @@ type options struct {
 	tenantBucket        string
 	veleroSync          time.Duration // Velero's --backup-sync-period
 	veleroValidation    time.Duration // Velero's --store-validation-frequency
+	veleroConcurrent    int           // Velero's --concurrent-backups
 	allowStore          bool          // add the store's address to the controller's --endpoint-allow-hosts
 	node                string        // --node: auto, true or false
 	nodeIP              string        // --node-ip
@@ -127,6 +128,7 @@ func main() {
 	flag.StringVar(&o.tenantBucket, "tenant-bucket", "tenants", "Second bucket of the object store, for tenants' own storage locations.")
 	flag.DurationVar(&o.veleroSync, "velero-backup-sync-period", time.Minute, "The Velero server's --backup-sync-period.")
 	flag.DurationVar(&o.veleroValidation, "velero-store-validation-frequency", time.Minute, "The Velero server's --store-validation-frequency: how often it revalidates storage locations.")
+	flag.IntVar(&o.veleroConcurrent, "velero-concurrent-backups", 1, "The Velero server's --concurrent-backups: how many backups it runs at once (Velero's default, 1, queues the rest; on Velero 1.18 a queued backup may then wait up to a minute after the one before it ends).")
 	flag.BoolVar(&o.allowStore, "allow-store-endpoint", true, "Append --endpoint-allow-hosts=<the object store's host:port> to the controller's arguments, so that tenants' locations may use the store on loopback (nac refuses loopback endpoints by default).")
 	flag.StringVar(&o.node, "node", "false", "Run a node (containerd, kubelet, kube-scheduler; docs/local-node.md) so that Pods run: true, false, or auto (where the machine can: Linux, root, containerd, runc and the CNI plugins installed, no other kubelet running; else one line says why not). make run passes auto.")
 	flag.StringVar(&o.nodeIP, "node-ip", defaultNodeIP, "The node's address, added to lo while the node runs (not in 127.0.0.0/8: EndpointSlices refuse loopback addresses).")
@@ -375,7 +377,7 @@ func run(o options) (err error) {
 		fmt.Println(">> starting the object store and the Velero server")
 		stack, err := startVelero(ctx, cfg, veleroConfig{
 			kubeconfig: kcPath, assets: assets, binDir: binDir, pluginDir: pluginDir, dir: o.dir, oadpNS: o.oadpNS,
-			tenantBucket: o.tenantBucket, syncPeriod: o.veleroSync, validation: o.veleroValidation,
+			tenantBucket: o.tenantBucket, syncPeriod: o.veleroSync, validation: o.veleroValidation, concurrent: o.veleroConcurrent,
 		})
 		if err != nil {
 			return err

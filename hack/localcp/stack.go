@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -94,6 +95,7 @@ type veleroConfig struct {
 	tenantBucket string        // second bucket, for tenants' own locations
 	syncPeriod   time.Duration // Velero's --backup-sync-period
 	validation   time.Duration // Velero's --store-validation-frequency
+	concurrent   int           // Velero's --concurrent-backups
 }
 
 // veleroStack is the S3-compatible store and the Velero server.
@@ -189,7 +191,7 @@ func startVelero(ctx context.Context, restCfg *rest.Config, cfg veleroConfig) (_
 		"--plugin-dir", cfg.pluginDir, "--uploader-type", "kopia",
 		"--profiler-address", "", "--metrics-address", fmt.Sprintf("127.0.0.1:%d", metricsPort),
 		"--log-level", "info", "--backup-sync-period", cfg.syncPeriod.String(),
-		"--store-validation-frequency", cfg.validation.String())
+		"--store-validation-frequency", cfg.validation.String(), "--concurrent-backups", strconv.Itoa(max(cfg.concurrent, 1)))
 	if err != nil {
 		return nil, err
 	}

@@ -110,13 +110,18 @@ func Start(c *check.C, root, bin, dir string, localcpArgs, nacArgs []string) *St
 }
 
 // Launch runs bin/localcp from root with --assets Assets(root), --dir dir,
-// --oadp-namespace openshift-adp, --plugins bin/plugins and then args, and
+// --oadp-namespace openshift-adp, --plugins bin/plugins,
+// --velero-concurrent-backups 4 and then args, and
 // returns once a line of its output (stdout and stderr) contains ready. It
 // fails the test, with the output so far, when localcp exits first or
 // ready is not printed within 4 minutes (then it kills localcp).
 func Launch(c *check.C, root, bin, dir, ready string, args ...string) *Stack {
+	// Velero runs up to four backups at once here: with its default of one,
+	// Velero 1.18 leaves a backup queued behind one that has just ended for
+	// up to a minute (its queue's recheck period), and the tests' backups
+	// follow each other.
 	args = append([]string{"--assets", Assets(root), "--dir", dir, "--oadp-namespace", "openshift-adp",
-		"--plugins", filepath.Join(bin, "plugins")}, args...)
+		"--plugins", filepath.Join(bin, "plugins"), "--velero-concurrent-backups", "4"}, args...)
 	st := &Stack{Root: root, Dir: dir, Kubeconfig: filepath.Join(dir, "kubeconfig"),
 		cmd: exec.Command(filepath.Join(bin, "localcp"), args...), exited: make(chan error, 1)}
 	st.cmd.Dir = root
