@@ -80,7 +80,8 @@ func startManager(c *C, o controllerOptions) (ctrl.Manager, func()) {
 	}
 	cacheOpts := controllers.CacheOptions(o.oadp)
 	if o.selector != nil {
-		for _, obj := range []client.Object{&v1alpha1.NonAdminBackup{}, &v1alpha1.NonAdminRestore{}, &v1alpha1.NonAdminBackupStorageLocation{}} {
+		for _, obj := range []client.Object{&v1alpha1.NonAdminBackup{}, &v1alpha1.NonAdminRestore{}, &v1alpha1.NonAdminBackupStorageLocation{},
+			&v1alpha1.NonAdminSchedule{}} {
 			cacheOpts.ByObject[obj] = cache.ByObject{Label: o.selector}
 		}
 	}

@@ -7,14 +7,21 @@ import (
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/engine"
 	"github.com/nacflow/nacflow/internal/staleness"
+	"github.com/nacflow/nacflow/internal/veleroqueue"
 )
 
 // DefaultRunCheckPeriod bounds how long a NonAdminSchedule goes without a
@@ -141,6 +148,9 @@ func (r *NonAdminScheduleReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return b.
 		Watches(&velerov1.Schedule{}, toOrigin[*v1alpha1.NonAdminSchedule](), made).
 		Watches(&velerov1.Backup{}, toOrigin[*v1alpha1.NonAdminSchedule](), made).
+		// A tenant's Backup that finishes or goes frees a place of its
+		// namespace's share: its schedules whose due run waits look again.
+		Watches(&velerov1.Backup{}, r.shareEvents()).
 		// A location approved, created or turned Available wakes the
 		// schedules waiting to use it.
 		Watches(&v1alpha1.NonAdminBackupStorageLocation{}, toUsers[*v1alpha1.NonAdminSchedule](r.Client, scheduleUsesLocation)).
@@ -152,4 +162,40 @@ func (r *NonAdminScheduleReconciler) SetupWithManager(mgr ctrl.Manager) error {
 func scheduleUsesLocation(nas *v1alpha1.NonAdminSchedule, location string) bool {
 	t, p := nas.Spec.Template.BackupSpec, nas.Status.Plan
 	return t != nil && t.StorageLocation == location && (p == nil || p.State == v1alpha1.PlanRunning)
+}
+
+// shareEvents maps Velero Backup events to the NonAdminSchedules whose due
+// run waits for its turn in Velero's queue (condition WithinShare False) in
+// the namespace a finished or deleted unfinished Backup was made for.
+func (r *NonAdminScheduleReconciler) shareEvents() handler.TypedEventHandler[client.Object, reconcile.Request] {
+	wake := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], ns string) {
+		if ns == "" {
+			return
+		}
+		list := &v1alpha1.NonAdminScheduleList{}
+		if err := r.Client.List(ctx, list, client.InNamespace(ns)); err != nil {
+			// The waiting schedules' timed recheck is the safety net.
+			log.FromContext(ctx).Error(err, "finding the schedules whose run waits for a turn", "namespace", ns)
+			return
+		}
+		for i := range list.Items {
+			if meta.IsStatusConditionFalse(list.Items[i].Status.Conditions, v1alpha1.ConditionWithinShare) {
+				q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+			}
+		}
+	}
+	return handler.TypedFuncs[client.Object, reconcile.Request]{
+		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			oldB, okOld := e.ObjectOld.(*velerov1.Backup)
+			newB, okNew := e.ObjectNew.(*velerov1.Backup)
+			if okOld && okNew && !v1alpha1.BackupFinished(oldB.Status.Phase) && v1alpha1.BackupFinished(newB.Status.Phase) {
+				wake(ctx, q, veleroqueue.UnfinishedOrigin(oldB))
+			}
+		},
+		DeleteFunc: func(ctx context.Context, e event.TypedDeleteEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if b, ok := e.Object.(*velerov1.Backup); ok {
+				wake(ctx, q, veleroqueue.UnfinishedOrigin(b))
+			}
+		},
+	}
 }

@@ -36,6 +36,10 @@ import (
 // retryable.
 type CreateVeleroSchedule struct {
 	tools tools
+	// maxInVelero is --max-backups-in-velero-per-namespace: with a share
+	// (and a TurnKeeper) the schedule is created paused, its runs taking
+	// turns (SyncScheduleRuns.holdForShare).
+	maxInVelero int
 }
 
 // Run implements phaseFunc.
@@ -78,6 +82,12 @@ func (f *CreateVeleroSchedule) Run(ctx context.Context, op *engine.Operation, na
 		want.Spec.Paused = true
 		want.Annotations[v1alpha1.QuotaPausedAnnotation] = "true"
 	}
+	// Each run takes its turn in Velero's queue: paused until the first is
+	// due and admitted (SyncScheduleRuns resumes it for that run).
+	if f.maxInVelero > 0 && f.tools.turns != nil && !nas.Spec.Paused && want.Annotations[v1alpha1.QuotaPausedAnnotation] == "" {
+		want.Spec.Paused = true
+		want.Annotations[v1alpha1.SharePausedAnnotation] = "true"
+	}
 	obj, verb, err := createOrAdoptOwn(ctx, op, f.tools.recent, "Velero Schedule", want, &velerov1.ScheduleList{})
 	if err != nil {
 		return engine.Result{}, err
@@ -91,6 +101,14 @@ func (f *CreateVeleroSchedule) Run(ctx context.Context, op *engine.Operation, na
 		// stays paused until there is room, whatever the spec says.
 		if got.Annotations[v1alpha1.QuotaPausedAnnotation] != "" {
 			want.Spec.Paused = true
+		}
+		// Between runs under the share, or resumed for an admitted run:
+		// as SyncScheduleRuns.holdForShare left it.
+		if want.Annotations[v1alpha1.SharePausedAnnotation] != "" {
+			want.Spec.Paused = got.Spec.Paused
+			if got.Annotations[v1alpha1.SharePausedAnnotation] == "" {
+				delete(want.Annotations, v1alpha1.SharePausedAnnotation)
+			}
 		}
 		changed := !reflect.DeepEqual(got.Spec, want.Spec)
 		merged := maps.Clone(got.Annotations)

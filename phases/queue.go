@@ -73,6 +73,13 @@ type TurnKeeper interface {
 	// Turn decides whether the operation req describes may go now. Errors
 	// are the cache's (retryable).
 	Turn(ctx context.Context, req TurnRequest) (TurnDecision, error)
+	// RunTurn decides whether the Velero Schedule req.Velero of schedule
+	// req.Name may take its due run now, in the backup queue: req.Created
+	// is when the run fell due, and req.Kind is ignored. An admitted run
+	// counts as one of the namespace's Backups in Velero until Velero's
+	// Backup for it (of that Velero Schedule, made after the admission) is
+	// in the cache. Errors are the cache's (retryable).
+	RunTurn(ctx context.Context, req TurnRequest) (TurnDecision, error)
 }
 
 // ExactPositions is how many places at the head of a queue are always

@@ -43,6 +43,9 @@ const (
 	// EventScheduleResumed (Normal): there is room again; the Velero
 	// Schedule runs again.
 	EventScheduleResumed = "ScheduleResumed"
+	// EventRunWaitsForTurn (Normal): the schedule's due run waits for its
+	// turn in Velero's queue (the namespace's fair share).
+	EventRunWaitsForTurn = "RunWaitsForTurn"
 )
 
 // maxPrunesPerLook bounds the runs one look at a schedule prunes: a policy
@@ -79,7 +82,12 @@ type SyncScheduleRunsArgs struct {
 // runs (how many runs the schedule has). Errors: a Velero Schedule that does
 // not carry the schedule's NACUUID, and API errors, are retryable; a run the
 // safety rule refuses to claim is left alone (logged).
-type SyncScheduleRuns struct{ tools tools }
+type SyncScheduleRuns struct {
+	tools tools
+	// maxInVelero is --max-backups-in-velero-per-namespace, the share
+	// holdForShare keeps (0: none).
+	maxInVelero int
+}
 
 // SafetyExceptions implements engine.Excepted: a run becomes a
 // NonAdminBackup of the schedule's own namespace, linked in its status.
@@ -125,6 +133,10 @@ func (f *SyncScheduleRuns) Run(ctx context.Context, op *engine.Operation, nas *v
 		return engine.Result{}, err
 	}
 	now := time.Now()
+	shareRecheck, err := f.holdForShare(ctx, op, nas, s, now)
+	if err != nil {
+		return engine.Result{}, err
+	}
 	nas.Status.NextRun = nil
 	if s != nil && !nas.Spec.Paused && s.Annotations[v1alpha1.QuotaPausedAnnotation] == "" {
 		if next := nextRun(s); !next.IsZero() {
@@ -132,10 +144,16 @@ func (f *SyncScheduleRuns) Run(ctx context.Context, op *engine.Operation, nas *v
 		}
 	}
 	wake := time.Time{}
-	if nas.Status.NextRun != nil {
+	// A run already due is Velero's to take (its Backup wakes the
+	// schedule) or waits for its turn (holdForShare's recheck): looking
+	// again every second until then would only spin.
+	if nas.Status.NextRun != nil && nas.Status.NextRun.After(now) {
 		wake = nas.Status.NextRun.Time
 	}
 	if d := f.judgeRPO(nas, runs, now); !d.IsZero() && d.After(now) && (wake.IsZero() || d.Before(wake)) {
+		wake = d
+	}
+	if d := now.Add(shareRecheck); shareRecheck > 0 && (wake.IsZero() || d.Before(wake)) {
 		wake = d
 	}
 	res := engine.Done(fmt.Sprintf("%d run(s) of Velero Schedule %s", len(runs), vs.Name), map[string]string{"runs": fmt.Sprint(len(runs))})
@@ -549,6 +567,94 @@ func (f *SyncScheduleRuns) holdAtQuota(ctx context.Context, op *engine.Operation
 	}
 	meta.SetStatusCondition(&nas.Status.Conditions, cond)
 	return nil
+}
+
+// holdForShare keeps nas's Velero Schedule s to the namespace's fair share
+// of Velero's backup queue (maxInVelero, WaitForTurn's rule for
+// NonAdminBackups): between runs s stays paused, marked with
+// v1alpha1.SharePausedAnnotation; once its next run is due (Velero's rule,
+// nextRun), the run asks for its turn (TurnKeeper.RunTurn) and, admitted,
+// s is resumed with skipImmediately false, so that Velero takes that run
+// at once; when the run's Backup appears its next run is no longer due and
+// s is paused again. Without it five schedules of one namespace due in
+// the same minute would put five Backups in Velero where the share is two.
+// A schedule paused by its spec or held at the quota is left to those;
+// without a share (maxInVelero 0 or no TurnKeeper) a share's hold is
+// released and condition WithinShare removed. It returns how long until it
+// should look again while a due run waits or was just admitted (0: at the
+// next run). Errors: the API server's and the cache's, retryable.
+func (f *SyncScheduleRuns) holdForShare(ctx context.Context, op *engine.Operation, nas *v1alpha1.NonAdminSchedule, s *velerov1.Schedule, now time.Time) (time.Duration, error) {
+	if s == nil {
+		return 0, nil
+	}
+	held := s.Annotations[v1alpha1.SharePausedAnnotation] != ""
+	before := s.DeepCopy()
+	patch := func(what string) error {
+		if equality.Semantic.DeepEqual(before, s) {
+			return nil
+		}
+		if err := op.Client.Patch(ctx, s, client.MergeFrom(before)); err != nil {
+			return fmt.Errorf("%s Velero Schedule %s/%s for the namespace's share of Velero's queue: %w", what, s.Namespace, s.Name, err)
+		}
+		return nil
+	}
+	quotaHeld := s.Annotations[v1alpha1.QuotaPausedAnnotation] != ""
+	if f.maxInVelero <= 0 || f.tools.turns == nil || nas.Spec.Paused || quotaHeld {
+		if held {
+			delete(s.Annotations, v1alpha1.SharePausedAnnotation)
+			s.Spec.Paused = nas.Spec.Paused || quotaHeld
+		}
+		if f.maxInVelero <= 0 || f.tools.turns == nil {
+			meta.RemoveStatusCondition(&nas.Status.Conditions, v1alpha1.ConditionWithinShare)
+		}
+		return 0, patch("releasing")
+	}
+	pause := func() {
+		if s.Annotations == nil {
+			s.Annotations = map[string]string{}
+		}
+		s.Annotations[v1alpha1.SharePausedAnnotation] = "true"
+		s.Spec.Paused = true
+	}
+	due := nextRun(s)
+	if due.IsZero() || now.Before(due) {
+		// Not due (or never: Velero would not run it either): paused until
+		// it is, when the NonAdminSchedule controller looks again.
+		pause()
+		setCondition(nas, v1alpha1.ConditionWithinShare, metav1.ConditionTrue, v1alpha1.ReasonRunsTakeTurns,
+			fmt.Sprintf("each run takes its turn in Velero's queue: namespace %s has at most %d backups in Velero", nas.Namespace, f.maxInVelero))
+		return 0, patch("pausing")
+	}
+	d, err := f.tools.turns.RunTurn(ctx, TurnRequest{Namespace: nas.Namespace, Name: nas.Name, Created: due, Velero: s.Name, Max: f.maxInVelero})
+	if err != nil {
+		return 0, fmt.Errorf("deciding the turn of schedule %s/%s's run in Velero's queue: %w", nas.Namespace, nas.Name, err)
+	}
+	if d.Admitted {
+		if held || s.Spec.Paused {
+			delete(s.Annotations, v1alpha1.SharePausedAnnotation)
+			s.Spec.Paused = false
+			// A pending skip would drop the very run admitted.
+			s.Spec.SkipImmediately = new(bool)
+		}
+		setCondition(nas, v1alpha1.ConditionWithinShare, metav1.ConditionTrue, v1alpha1.ReasonRunsTakeTurns,
+			fmt.Sprintf("the run due at %s has its turn in Velero's queue (namespace %s has at most %d backups in Velero)",
+				due.UTC().Format(time.RFC3339), nas.Namespace, f.maxInVelero))
+		// Velero's Backup for the run wakes the schedule; should Velero not
+		// take the run (one of its own still running), the admission
+		// expires and the next look decides again.
+		return recheckTurn, patch("resuming")
+	}
+	pause()
+	why := "full"
+	if d.OtherFirst {
+		why = "turn"
+	}
+	msg := fmt.Sprintf("the run due at %s is %s", due.UTC().Format(time.RFC3339), turnMessage(nas.Namespace, "backups", why, d, f.maxInVelero))
+	if !meta.IsStatusConditionFalse(nas.Status.Conditions, v1alpha1.ConditionWithinShare) {
+		f.event(nas, corev1.EventTypeNormal, EventRunWaitsForTurn, msg)
+	}
+	setCondition(nas, v1alpha1.ConditionWithinShare, metav1.ConditionFalse, v1alpha1.ReasonWaitingForTurn, msg)
+	return recheckTurn, patch("pausing")
 }
 
 // scheduleQuota returns the quota of nas's namespace (quotas; nil: none)

@@ -39,8 +39,8 @@ func scheduleRun(name, uid, ns string, namespaces ...string) *velerov1.Backup {
 }
 
 // scheduleFixture returns a scheme of the client-go, Velero and nacflow
-// kinds, and the Enabled Velero Schedule vs (two days old, NACUUID u-nas)
-// running on cron.
+// kinds, and the Enabled Velero Schedule vs (two days old, NACUUID u-nas,
+// its last run a minute ago) running on cron.
 func scheduleFixture(c *C, cron string) (*runtime.Scheme, *velerov1.Schedule) {
 	sc := runtime.NewScheme()
 	c.Assert(clientgoscheme.AddToScheme(sc), IsNil)
@@ -48,7 +48,8 @@ func scheduleFixture(c *C, cron string) (*runtime.Scheme, *velerov1.Schedule) {
 	c.Assert(v1alpha1.AddToScheme(sc), IsNil)
 	return sc, &velerov1.Schedule{ObjectMeta: metav1.ObjectMeta{Namespace: "oadp", Name: "vs", Labels: map[string]string{v1alpha1.NasOriginNACUUIDLabel: "u-nas"},
 		CreationTimestamp: metav1.NewTime(time.Now().Add(-48 * time.Hour))},
-		Spec: velerov1.ScheduleSpec{Schedule: cron}, Status: velerov1.ScheduleStatus{Phase: velerov1.SchedulePhaseEnabled}}
+		Spec: velerov1.ScheduleSpec{Schedule: cron}, Status: velerov1.ScheduleStatus{Phase: velerov1.SchedulePhaseEnabled,
+			LastBackup: &metav1.Time{Time: time.Now().Add(-time.Minute)}}}
 }
 
 // TestTakesOwnRunsThroughTheGuard: with the guarded clients, the schedule's
@@ -298,4 +299,147 @@ func (s *ScheduleRunsSuite) TestPausedAtQuota(c *C) {
 	c.Assert(cl.Get(ctx, client.ObjectKey{Namespace: "oadp", Name: res.Output["name"]}, made), IsNil)
 	c.Check(made.Spec.Paused, Equals, true)
 	c.Check(made.Annotations[v1alpha1.QuotaPausedAnnotation], Equals, "true")
+}
+
+// runTurns is a TurnKeeper whose scheduled runs get decision d; it records
+// the requests.
+type runTurns struct {
+	d    phases.TurnDecision
+	reqs []phases.TurnRequest
+}
+
+func (t *runTurns) Turn(context.Context, phases.TurnRequest) (phases.TurnDecision, error) {
+	return phases.TurnDecision{}, fmt.Errorf("a schedule asks for its runs' turns only")
+}
+
+func (t *runTurns) RunTurn(_ context.Context, req phases.TurnRequest) (phases.TurnDecision, error) {
+	t.reqs = append(t.reqs, req)
+	return t.d, nil
+}
+
+// TestRunsTakeTurnsInShare: with a fair share of Velero's queue, a
+// schedule's Velero Schedule stays paused between runs (marked); its due run
+// asks for its turn, waits with WithinShare=False (one event, a recheck
+// within a minute, the next run still shown) and, admitted, the schedule is
+// resumed for it with no pending skip; once Velero took the run it is paused
+// again. The tenant's own pause wins; with no share the hold is released.
+// A new schedule is created paused.
+func (s *ScheduleRunsSuite) TestRunsTakeTurnsInShare(c *C) {
+	ctx := context.Background()
+	sc, vs := scheduleFixture(c, "*/5 * * * *")
+	vs.Name = v1alpha1.NACObjectName("tenant", "nightly", "u-nas")
+	lastRun := time.Now().Add(-10 * time.Minute).Truncate(time.Second)
+	vs.Status.LastBackup = &metav1.Time{Time: lastRun}
+	cl := fake.NewClientBuilder().WithScheme(sc).WithObjects(vs).WithStatusSubresource(&v1alpha1.NonAdminBackup{}).Build()
+	rec := record.NewFakeRecorder(100)
+	turns := &runTurns{d: phases.TurnDecision{InVelero: 2, Position: 1, Waiting: 1}}
+	registry := func(max int) *engine.Registry {
+		reg, err := phases.NewRegistry(phases.Clients{Client: cl, APIReader: cl, Recorder: rec, Turns: turns}, phases.Options{MaxBackupsInVelero: max})
+		c.Assert(err, IsNil)
+		return reg
+	}
+	fn, _ := registry(2).Get("SyncScheduleRuns")
+	nas := &v1alpha1.NonAdminSchedule{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "nightly", Generation: 1},
+		Spec:   v1alpha1.NonAdminScheduleSpec{Schedule: "*/5 * * * *"},
+		Status: v1alpha1.NonAdminScheduleStatus{VeleroSchedule: &v1alpha1.VeleroSchedule{Name: vs.Name, Namespace: "oadp", NACUUID: "u-nas"}}}
+	look := func() engine.Result {
+		res, err := fn.Run(ctx, &engine.Operation{Object: nas, OADPNamespace: "oadp", UUID: "u-nas", Phase: "syncRuns"}, fn.NewArgs())
+		c.Assert(err, IsNil)
+		return res
+	}
+	veleroSchedule := func() *velerov1.Schedule {
+		got := &velerov1.Schedule{}
+		c.Assert(cl.Get(ctx, client.ObjectKey{Namespace: "oadp", Name: vs.Name}, got), IsNil)
+		return got
+	}
+	events := func() []string {
+		var out []string
+		for {
+			select {
+			case e := <-rec.Events:
+				out = append(out, e)
+			default:
+				return out
+			}
+		}
+	}
+	condition := func() metav1.Condition {
+		for _, cond := range nas.Status.Conditions {
+			if cond.Type == v1alpha1.ConditionWithinShare {
+				return cond
+			}
+		}
+		return metav1.Condition{}
+	}
+	due := lastRun.Truncate(5 * time.Minute).Add(5 * time.Minute).UTC()
+
+	// Due, and the namespace has its two backups in Velero: the run waits.
+	res := look()
+	got := veleroSchedule()
+	c.Check(got.Spec.Paused, Equals, true)
+	c.Check(got.Annotations[v1alpha1.SharePausedAnnotation], Equals, "true")
+	c.Check(condition().Status, Equals, metav1.ConditionFalse)
+	c.Check(condition().Reason, Equals, v1alpha1.ReasonWaitingForTurn)
+	c.Check(condition().Message, Equals, "the run due at "+due.Format(time.RFC3339)+
+		" is waiting for a turn in Velero's queue: namespace tenant has 2 of its 2 backups in Velero; this is 1st of 1 waiting in tenant")
+	c.Check(events(), DeepEquals, []string{"Normal RunWaitsForTurn " + condition().Message})
+	c.Check(res.RecheckAfter > 0 && res.RecheckAfter <= time.Minute+time.Second, Equals, true, Commentf("%s", res.RecheckAfter))
+	c.Check(nas.Status.NextRun, NotNil, Commentf("the waiting run is still shown"))
+	c.Assert(turns.reqs, HasLen, 1)
+	c.Check(turns.reqs[0].Created.Equal(due), Equals, true, Commentf("due %s, asked %s", due, turns.reqs[0].Created))
+	turns.reqs[0].Created = time.Time{}
+	c.Check(turns.reqs[0], DeepEquals, phases.TurnRequest{Namespace: "tenant", Name: "nightly", Velero: vs.Name, Max: 2})
+	look()
+	c.Check(events(), HasLen, 0, Commentf("told once"))
+
+	// Its turn: resumed for the run, with no skip pending.
+	turns.d = phases.TurnDecision{Admitted: true, InVelero: 1}
+	look()
+	got = veleroSchedule()
+	c.Check(got.Spec.Paused, Equals, false)
+	c.Check(got.Annotations[v1alpha1.SharePausedAnnotation], Equals, "")
+	c.Assert(got.Spec.SkipImmediately, NotNil)
+	c.Check(*got.Spec.SkipImmediately, Equals, false)
+	c.Check(condition().Status, Equals, metav1.ConditionTrue)
+	c.Check(condition().Reason, Equals, v1alpha1.ReasonRunsTakeTurns)
+
+	// Velero took the run: paused until the next is due, which asks again.
+	got.Status.LastBackup = &metav1.Time{Time: time.Now()}
+	c.Assert(cl.Update(ctx, got), IsNil)
+	asked := len(turns.reqs)
+	look()
+	got = veleroSchedule()
+	c.Check(got.Spec.Paused, Equals, true)
+	c.Check(got.Annotations[v1alpha1.SharePausedAnnotation], Equals, "true")
+	c.Check(condition().Status, Equals, metav1.ConditionTrue)
+	c.Check(turns.reqs, HasLen, asked, Commentf("no turn asked before the run is due"))
+
+	// The tenant pauses it: the share lets go, the tenant's pause stays.
+	nas.Spec.Paused = true
+	look()
+	got = veleroSchedule()
+	c.Check(got.Spec.Paused, Equals, true)
+	c.Check(got.Annotations[v1alpha1.SharePausedAnnotation], Equals, "")
+
+	// No share (max 0): a held schedule is released, the condition gone.
+	nas.Spec.Paused = false
+	look()
+	c.Check(veleroSchedule().Annotations[v1alpha1.SharePausedAnnotation], Equals, "true")
+	fn, _ = registry(0).Get("SyncScheduleRuns")
+	look()
+	got = veleroSchedule()
+	c.Check(got.Spec.Paused, Equals, false)
+	c.Check(got.Annotations[v1alpha1.SharePausedAnnotation], Equals, "")
+	c.Check(condition().Type, Equals, "", Commentf("WithinShare removed"))
+
+	// A new schedule under a share is created paused, marked.
+	create, _ := registry(2).Get("CreateVeleroSchedule")
+	second := &v1alpha1.NonAdminSchedule{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "hourly"},
+		Status: v1alpha1.NonAdminScheduleStatus{VeleroSchedule: &v1alpha1.VeleroSchedule{Spec: &velerov1.ScheduleSpec{Schedule: "0 * * * *"}}}}
+	res, err := create.Run(ctx, &engine.Operation{Object: second, OADPNamespace: "oadp", UUID: "u-hourly", Phase: "createSchedule"}, create.NewArgs())
+	c.Assert(err, IsNil)
+	made := &velerov1.Schedule{}
+	c.Assert(cl.Get(ctx, client.ObjectKey{Namespace: "oadp", Name: res.Output["name"]}, made), IsNil)
+	c.Check(made.Spec.Paused, Equals, true)
+	c.Check(made.Annotations[v1alpha1.SharePausedAnnotation], Equals, "true")
 }

@@ -27,6 +27,11 @@ func (f *fixedTurns) Turn(_ context.Context, req TurnRequest) (TurnDecision, err
 	return f.d, nil
 }
 
+func (f *fixedTurns) RunTurn(_ context.Context, req TurnRequest) (TurnDecision, error) {
+	f.reqs = append(f.reqs, req)
+	return f.d, nil
+}
+
 // turnOp returns an operation of a NonAdminBackup of namespace a whose plan
 // is in phase waitForTurn (running; waiting with message and output when
 // msg is set).

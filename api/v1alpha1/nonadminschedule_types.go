@@ -273,12 +273,27 @@ const (
 	ConditionWithinQuota = "WithinQuota"
 	// ReasonRoomForNextRun: WithinQuota=True.
 	ReasonRoomForNextRun = "RoomForNextRun"
+	// ConditionWithinShare: whether the schedule's due run has its turn in
+	// Velero's backup queue under the namespace's fair share
+	// (--max-backups-in-velero-per-namespace): False, reason
+	// ReasonWaitingForTurn, while the due run waits (its Velero Schedule
+	// is paused); True, reason ReasonRunsTakeTurns, otherwise. Absent where
+	// no share applies.
+	ConditionWithinShare = "WithinShare"
+	// ReasonRunsTakeTurns: WithinShare=True.
+	ReasonRunsTakeTurns = "RunsTakeTurns"
 )
 
 // QuotaPausedAnnotation marks a Velero Schedule nacflow paused because its
 // namespace reached a quota (value "true"): it is resumed when there is room,
 // unless the NonAdminSchedule itself is paused.
 const QuotaPausedAnnotation = "openshift.io/oadp-nacflow-paused-by-quota"
+
+// SharePausedAnnotation marks a Velero Schedule nacflow keeps paused
+// between runs because the namespace's backups share Velero's queue
+// (value "true"): each run, once due, waits for its turn like a
+// NonAdminBackup, and nacflow resumes the schedule for that one run.
+const SharePausedAnnotation = "openshift.io/oadp-nacflow-paused-by-share"
 
 // RecentBackupsLimit is how many runs status.recentBackups keeps (OADP
 // NAC's nonAdminScheduleHistoryLimit).

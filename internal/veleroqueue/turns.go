@@ -35,6 +35,14 @@ const turnsAll = "*"
 // for good) stops holding its namespace's place.
 const admittedTTL = time.Minute
 
+// runAdmittedTTL is how long an admitted scheduled run counts while the
+// cache shows no Backup of its Velero Schedule made since: Velero takes a
+// resumed, due schedule's run at once (a spec change wakes its schedule
+// controller) and looks at every schedule once a minute, so three minutes
+// cover a busy Velero; past them the run stops holding its namespace's place
+// and its schedule asks again.
+const runAdmittedTTL = 3 * time.Minute
+
 // lane is one of Velero's queues that Turns shares between namespaces:
 // Velero runs its backups one at a time, and its restores one at a time,
 // each in creation order.
@@ -216,6 +224,10 @@ type Turns struct {
 	// objects admitted and not yet seen in the cache, with the admission
 	// time.
 	admitted map[string]map[string]map[string]time.Time
+	// runs maps namespace to the Velero Schedules whose due run was
+	// admitted (RunTurn) and not yet taken by Velero, with the admission
+	// time: each counts as one of the namespace's Backups in Velero.
+	runs map[string]map[string]time.Time
 }
 
 // NewTurns returns a Turns reading the cache r (indexed by
@@ -343,6 +355,92 @@ func (t *Turns) Turn(ctx context.Context, req phases.TurnRequest) (phases.TurnDe
 	return phases.TurnDecision{Admitted: true, InVelero: own.inVelero}, nil
 }
 
+// RunTurn implements phases.TurnKeeper for a schedule's due run: the run
+// takes its turn in the backup lane as a NonAdminBackup created when the
+// run fell due (req.Created) would — after the namespace's operations that
+// waited since before then, only while the namespace has fewer than req.Max
+// Backups in Velero, and after another namespace's waiting operation that
+// goes first in the round-robin. Once admitted, the run counts as one of the
+// namespace's Backups in Velero (for every decision, NonAdminBackups' too)
+// until the cache shows a Backup of Velero Schedule req.Velero made since
+// the admission, or runAdmittedTTL passes. Schedules waiting for their turn
+// are not themselves seen by other namespaces' decisions: a namespace's due
+// runs never pass its share, but may go after other namespaces' backups
+// that came later. Errors: the cache's.
+func (t *Turns) RunTurn(ctx context.Context, req phases.TurnRequest) (phases.TurnDecision, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	now := t.now()
+	if err := t.forgetTakenRuns(ctx, now); err != nil {
+		return phases.TurnDecision{}, err
+	}
+	if _, ok := t.runs[req.Namespace][req.Velero]; ok {
+		return phases.TurnDecision{Admitted: true}, nil
+	}
+	all, err := t.snapshot(ctx, backupLane, now, req.Namespace, true)
+	if err != nil {
+		return phases.TurnDecision{}, err
+	}
+	own := all[req.Namespace]
+	run := waiter{key: types.NamespacedName{Namespace: req.Namespace, Name: req.Name}, created: req.Created, limit: req.Max}
+	ahead := 0
+	for _, w := range own.waiting {
+		if w.compare(run) < 0 {
+			ahead++
+		}
+	}
+	d := phases.TurnDecision{InVelero: own.inVelero, Position: ahead + 1, Waiting: len(own.waiting) + 1}
+	if ahead > 0 || own.inVelero >= req.Max {
+		return d, nil
+	}
+	me := &nsTurns{name: req.Namespace, inVelero: own.inVelero, waiting: []waiter{run}}
+	for _, o := range all {
+		if o.name != req.Namespace && o.ready() && o.goesBefore(me) {
+			d.OtherFirst = true
+			return d, nil
+		}
+	}
+	if t.runs == nil {
+		t.runs = map[string]map[string]time.Time{}
+	}
+	if t.runs[req.Namespace] == nil {
+		t.runs[req.Namespace] = map[string]time.Time{}
+	}
+	t.runs[req.Namespace][req.Velero] = now
+	return phases.TurnDecision{Admitted: true, InVelero: own.inVelero}, nil
+}
+
+// forgetTakenRuns drops, under t.mu, the admitted runs Velero has taken
+// (the cache shows a Backup labelled with their Velero Schedule's name,
+// made no earlier than the second of the admission: creation timestamps
+// have whole seconds) and those older than runAdmittedTTL. Errors: the
+// cache's.
+func (t *Turns) forgetTakenRuns(ctx context.Context, now time.Time) error {
+	for ns, scheds := range t.runs {
+		for sched, at := range scheds {
+			if now.Sub(at) > runAdmittedTTL {
+				delete(scheds, sched)
+				continue
+			}
+			list := &velerov1.BackupList{}
+			if err := t.Reader.List(ctx, list, client.InNamespace(t.OADPNamespace), client.MatchingLabels{velerov1.ScheduleNameLabel: sched},
+				client.UnsafeDisableDeepCopy); err != nil {
+				return fmt.Errorf("listing the Velero Backups of Velero Schedule %s: %w", sched, err)
+			}
+			for i := range list.Items {
+				if !list.Items[i].CreationTimestamp.Time.Before(at.Truncate(time.Second)) {
+					delete(scheds, sched)
+					break
+				}
+			}
+		}
+		if len(scheds) == 0 {
+			delete(t.runs, ns)
+		}
+	}
+	return nil
+}
+
 // Wake returns the operations of NAC kind (NonAdminBackup or
 // NonAdminRestore) to reconcile after a change to their lane's turns (a
 // tenant's Velero object finished or went, a waiter came, went or was
@@ -384,10 +482,16 @@ func (t *Turns) Wake(ctx context.Context, kind, ns string) ([]types.NamespacedNa
 
 // snapshot reads, under t.mu, lane l of namespace also and — with every —
 // of every namespace with waiters from the cache: its unfinished Velero
-// objects, admissions not yet in the cache included, and its waiters in
+// objects, admissions not yet in the cache included (for backups, admitted
+// scheduled runs Velero has not taken too), and its waiters in
 // turn order, the admitted ones left out. Admissions the cache now shows, or
 // older than admittedTTL, are forgotten.
 func (t *Turns) snapshot(ctx context.Context, l *lane, now time.Time, also string, every bool) (map[string]*nsTurns, error) {
+	if l == backupLane {
+		if err := t.forgetTakenRuns(ctx, now); err != nil {
+			return nil, err
+		}
+	}
 	admitted := t.admitted[l.kind]
 	for ns, names := range admitted {
 		for name, at := range names {
@@ -464,6 +568,10 @@ func (t *Turns) snapshot(ctx context.Context, l *lane, now time.Time, also strin
 			seen[name] = true
 		}
 		n.inVelero = len(seen)
+		if l == backupLane {
+			// Admitted scheduled runs Velero has not taken yet.
+			n.inVelero += len(t.runs[ns])
+		}
 		n.waiting = slices.DeleteFunc(n.waiting, func(w waiter) bool { return seen[w.velero] })
 		slices.SortFunc(n.waiting, waiter.compare)
 	}

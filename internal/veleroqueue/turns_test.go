@@ -275,3 +275,83 @@ func (s *TurnsSuite) TestRestoreLane(c *C) {
 	_, err = t.Wake(ctx, "NonAdminDownloadRequest", "a")
 	c.Check(err, NotNil)
 }
+
+// scheduleRun returns the TurnRequest of the run of Velero Schedule sched
+// (of NonAdminSchedule name in ns) that fell due at turnsBase+at seconds.
+func scheduleRun(ns, name, sched string, at, max int) phases.TurnRequest {
+	return phases.TurnRequest{Namespace: ns, Name: name, Created: turnsBase.Add(time.Duration(at) * time.Second), Velero: sched, Max: max}
+}
+
+func runTurn(c *C, t *veleroqueue.Turns, req phases.TurnRequest) phases.TurnDecision {
+	d, err := t.RunTurn(context.Background(), req)
+	c.Assert(err, IsNil)
+	return d
+}
+
+// A schedule's due run takes a turn as a NonAdminBackup created when it fell
+// due would: it waits while the namespace is full or an older waiter of its
+// own is first; admitted, it holds a place (for the runs of the namespace's
+// other schedules and for its NonAdminBackups) until Velero's Backup of that
+// schedule, made since the admission, is in the cache — or the admission
+// expires unused.
+func (s *TurnsSuite) TestScheduledRunsTakeTurns(c *C) {
+	now := turnsBase.Add(100 * time.Second)
+	w := turnWaiter("a", "w", 50, 2, 0) // waits since before the runs fell due
+	inFlight := tenantBackup("a", "a-0", velerov1.BackupPhaseInProgress)
+	cl := veleroqueue.NewTurnsFakeClient(testScheme, w, inFlight)
+	t := veleroqueue.NewTurns(cl, turnsOADP)
+	t.Now = func() time.Time { return now }
+
+	// The older NonAdminBackup goes first.
+	c.Check(runTurn(c, t, scheduleRun("a", "s1", "vs1", 60, 2)), DeepEquals, phases.TurnDecision{InVelero: 1, Position: 2, Waiting: 2})
+	c.Check(turn(c, t, w, 2), DeepEquals, phases.TurnDecision{Admitted: true, InVelero: 1})
+	// The namespace is full now (a-0 and w's admission): no run goes.
+	c.Check(runTurn(c, t, scheduleRun("a", "s1", "vs1", 60, 2)), DeepEquals, phases.TurnDecision{InVelero: 2, Position: 1, Waiting: 1})
+
+	inFlight.Status.Phase = velerov1.BackupPhaseCompleted
+	c.Assert(cl.Update(context.Background(), inFlight), IsNil)
+	c.Check(runTurn(c, t, scheduleRun("a", "s1", "vs1", 60, 2)), DeepEquals, phases.TurnDecision{Admitted: true, InVelero: 1})
+	c.Check(runTurn(c, t, scheduleRun("a", "s1", "vs1", 60, 2)).Admitted, Equals, true, Commentf("asked again before Velero took it"))
+	// Two places taken (w's admission, s1's run): the next schedule's run
+	// and a new NonAdminBackup wait.
+	c.Check(runTurn(c, t, scheduleRun("a", "s2", "vs2", 60, 2)), DeepEquals, phases.TurnDecision{InVelero: 2, Position: 1, Waiting: 1})
+	w2 := turnWaiter("a", "w2", 90, 2, 0)
+	c.Assert(cl.Create(context.Background(), w2), IsNil)
+	c.Check(turn(c, t, w2, 2), DeepEquals, phases.TurnDecision{InVelero: 2, Position: 1, Waiting: 1})
+
+	// A Backup of vs1 made before the admission is not its run; the one
+	// Velero makes for it is, and it then counts as itself, unfinished.
+	old := tenantBackup("a", "vs1-old", velerov1.BackupPhaseCompleted)
+	old.Labels[velerov1.ScheduleNameLabel] = "vs1"
+	old.CreationTimestamp = metav1.NewTime(turnsBase)
+	c.Assert(cl.Create(context.Background(), old), IsNil)
+	c.Check(runTurn(c, t, scheduleRun("a", "s2", "vs2", 60, 2)).Admitted, Equals, false)
+	taken := tenantBackup("a", "vs1-run", velerov1.BackupPhaseNew)
+	taken.Labels[velerov1.ScheduleNameLabel] = "vs1"
+	taken.Annotations = map[string]string{v1alpha1.NasOriginNamespaceAnnotation: "a"}
+	taken.CreationTimestamp = metav1.NewTime(now)
+	c.Assert(cl.Create(context.Background(), taken), IsNil)
+	c.Check(runTurn(c, t, scheduleRun("a", "s2", "vs2", 60, 2)), DeepEquals, phases.TurnDecision{InVelero: 2, Position: 1, Waiting: 2})
+	c.Check(runTurn(c, t, scheduleRun("a", "s1", "vs1", 120, 2)).Admitted, Equals, false, Commentf("vs1's next run is a new turn"))
+
+	// w is deleted before its Backup came: its admission holds the place
+	// until it expires, then s2 goes; an admitted run Velero never takes
+	// expires too.
+	c.Assert(cl.Delete(context.Background(), w), IsNil)
+	c.Check(runTurn(c, t, scheduleRun("a", "s2", "vs2", 60, 2)).Admitted, Equals, false)
+	now = now.Add(2 * time.Minute)
+	c.Check(runTurn(c, t, scheduleRun("a", "s2", "vs2", 60, 2)), DeepEquals, phases.TurnDecision{Admitted: true, InVelero: 1})
+	now = now.Add(4 * time.Minute)
+	c.Check(turn(c, t, w2, 2), DeepEquals, phases.TurnDecision{Admitted: true, InVelero: 1})
+}
+
+// Round-robin: a namespace's due run goes after another namespace's waiting
+// NonAdminBackup that goes first (fewer in Velero).
+func (s *TurnsSuite) TestScheduledRunYieldsToRoundRobin(c *C) {
+	b1 := turnWaiter("b", "b1", 80, 2, 0)
+	cl := veleroqueue.NewTurnsFakeClient(testScheme, b1, tenantBackup("a", "a-0", velerov1.BackupPhaseInProgress))
+	t := veleroqueue.NewTurns(cl, turnsOADP)
+	c.Check(runTurn(c, t, scheduleRun("a", "s1", "vs1", 60, 2)), DeepEquals, phases.TurnDecision{InVelero: 1, Position: 1, Waiting: 1, OtherFirst: true})
+	c.Check(turn(c, t, b1, 2).Admitted, Equals, true)
+	c.Check(runTurn(c, t, scheduleRun("a", "s1", "vs1", 60, 2)).Admitted, Equals, true)
+}

@@ -72,11 +72,13 @@ spec:
 		return out == "hello", out
 	})
 
-	// paused reaches Velero.
+	// paused reaches Velero: the tenant's pause, no longer the fair
+	// share's hold between runs.
 	s.kubectl(c, "patch", "nas", "-n", "sched-e2e", "every-minute", "--type", "merge", "-p", `{"spec":{"paused":true}}`)
 	e2estack.Eventually(c, 30*time.Second, func() (bool, string) {
-		out := s.kubectl(c, "get", "schedules.velero.io", "-n", "openshift-adp", veleroSchedule, "-o", "jsonpath={.spec.paused}")
-		return out == "true", out
+		out := s.kubectl(c, "get", "schedules.velero.io", "-n", "openshift-adp", veleroSchedule, "-o",
+			`jsonpath={.spec.paused}/{.metadata.annotations.openshift\.io/oadp-nacflow-paused-by-share}`)
+		return out == "true/", out
 	})
 
 	// Deleting the schedule: the Velero Schedule goes, the backups stay.

@@ -73,8 +73,9 @@ func (s *StorageSuite) TestYPluginSchedulesLocationsDownloads(c *C) {
 	c.Assert(code, Equals, 0, Commentf(out))
 	vs := s.st.Kubectl(c, "get", "nas", "-n", ns, "every-minute", "-o", "jsonpath={.status.veleroSchedule.name}")
 	e2estack.Eventually(c, 30*time.Second, func() (bool, string) {
-		out := s.st.Kubectl(c, "get", "schedules.velero.io", "-n", "openshift-adp", vs, "-o", "jsonpath={.spec.paused}")
-		return out == "true", out
+		out := s.st.Kubectl(c, "get", "schedules.velero.io", "-n", "openshift-adp", vs, "-o",
+			`jsonpath={.spec.paused}/{.metadata.annotations.openshift\.io/oadp-nacflow-paused-by-share}`)
+		return out == "true/", out
 	})
 	runsOf := func() string {
 		return s.st.Kubectl(c, "get", "backups.velero.io", "-n", "openshift-adp", "-l", "velero.io/schedule-name="+vs, "-o", "name")
