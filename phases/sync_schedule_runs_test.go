@@ -291,12 +291,7 @@ func (s *ScheduleRunsSuite) TestPausedAtQuota(c *C) {
 	// A new schedule of the namespace at its quota is created paused: no
 	// run slips in before the first look.
 	c.Assert(cl.Create(ctx, &v1alpha1.NonAdminBackup{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "manual"}}), IsNil)
-	second := &v1alpha1.NonAdminSchedule{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "hourly"},
-		Status: v1alpha1.NonAdminScheduleStatus{VeleroSchedule: &v1alpha1.VeleroSchedule{Spec: &velerov1.ScheduleSpec{Schedule: "0 * * * *"}}}}
-	res, err := create.Run(ctx, &engine.Operation{Object: second, OADPNamespace: "oadp", UUID: "u-hourly", Phase: "createSchedule"}, create.NewArgs())
-	c.Assert(err, IsNil)
-	made := &velerov1.Schedule{}
-	c.Assert(cl.Get(ctx, client.ObjectKey{Namespace: "oadp", Name: res.Output["name"]}, made), IsNil)
+	made := createHourly(c, cl, create)
 	c.Check(made.Spec.Paused, Equals, true)
 	c.Check(made.Annotations[v1alpha1.QuotaPausedAnnotation], Equals, "true")
 }
@@ -434,12 +429,21 @@ func (s *ScheduleRunsSuite) TestRunsTakeTurnsInShare(c *C) {
 
 	// A new schedule under a share is created paused, marked.
 	create, _ := registry(2).Get("CreateVeleroSchedule")
+	made := createHourly(c, cl, create)
+	c.Check(made.Spec.Paused, Equals, true)
+	c.Check(made.Annotations[v1alpha1.SharePausedAnnotation], Equals, "true")
+}
+
+// createHourly runs create (CreateVeleroSchedule) for a new hourly
+// NonAdminSchedule of namespace tenant and returns the Velero Schedule it
+// made.
+func createHourly(c *C, cl client.Client, create engine.Func) *velerov1.Schedule {
+	ctx := context.Background()
 	second := &v1alpha1.NonAdminSchedule{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "hourly"},
 		Status: v1alpha1.NonAdminScheduleStatus{VeleroSchedule: &v1alpha1.VeleroSchedule{Spec: &velerov1.ScheduleSpec{Schedule: "0 * * * *"}}}}
 	res, err := create.Run(ctx, &engine.Operation{Object: second, OADPNamespace: "oadp", UUID: "u-hourly", Phase: "createSchedule"}, create.NewArgs())
 	c.Assert(err, IsNil)
 	made := &velerov1.Schedule{}
 	c.Assert(cl.Get(ctx, client.ObjectKey{Namespace: "oadp", Name: res.Output["name"]}, made), IsNil)
-	c.Check(made.Spec.Paused, Equals, true)
-	c.Check(made.Annotations[v1alpha1.SharePausedAnnotation], Equals, "true")
+	return made
 }
