@@ -219,17 +219,7 @@ func (s *ScheduleRunsSuite) TestPausedAtQuota(c *C) {
 		return got
 	}
 	// events returns the events emitted since it was last called.
-	events := func() string {
-		var out []string
-		for {
-			select {
-			case e := <-rec.Events:
-				out = append(out, e)
-			default:
-				return strings.Join(out, "\n")
-			}
-		}
-	}
+	events := func() string { return strings.Join(recorded(rec), "\n") }
 	condition := func() *metav1.Condition {
 		for i := range nas.Status.Conditions {
 			if nas.Status.Conditions[i].Type == v1alpha1.ConditionWithinQuota {
@@ -347,17 +337,7 @@ func (s *ScheduleRunsSuite) TestRunsTakeTurnsInShare(c *C) {
 		c.Assert(cl.Get(ctx, client.ObjectKey{Namespace: "oadp", Name: vs.Name}, got), IsNil)
 		return got
 	}
-	events := func() []string {
-		var out []string
-		for {
-			select {
-			case e := <-rec.Events:
-				out = append(out, e)
-			default:
-				return out
-			}
-		}
-	}
+	events := func() []string { return recorded(rec) }
 	condition := func() metav1.Condition {
 		for _, cond := range nas.Status.Conditions {
 			if cond.Type == v1alpha1.ConditionWithinShare {
@@ -446,4 +426,17 @@ func createHourly(c *C, cl client.Client, create engine.Func) *velerov1.Schedule
 	made := &velerov1.Schedule{}
 	c.Assert(cl.Get(ctx, client.ObjectKey{Namespace: "oadp", Name: res.Output["name"]}, made), IsNil)
 	return made
+}
+
+// recorded returns the events rec holds, oldest first, emptying it.
+func recorded(rec *record.FakeRecorder) []string {
+	var out []string
+	for {
+		select {
+		case e := <-rec.Events:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
 }
