@@ -299,6 +299,23 @@ func createdBefore(a, b *v1alpha1.NonAdminBackup) bool {
 	return ta.Before(&tb) || ta.Equal(&tb) && a.Name < b.Name
 }
 
+// SandboxNamespace returns the Namespace a restore test of nab creates: named
+// v1alpha1.RestoreTestSandbox(nab's namespace), labelled with the restore-test
+// label (value uuid, the operation's NACUUID), nacflow's managed-by label and
+// Pod Security `restricted`, annotated with nab's name and namespace. The
+// admission policy config/admission/sandboxes.yaml lets nacflow's
+// ServiceAccount create no other Namespace.
+func SandboxNamespace(nab *v1alpha1.NonAdminBackup, uuid string) *corev1.Namespace {
+	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.RestoreTestSandbox(nab.Namespace),
+		Labels: map[string]string{
+			v1alpha1.RestoreTestLabel:            uuid,
+			v1alpha1.ManagedByLabel:              v1alpha1.ManagedByLabelValue,
+			"pod-security.kubernetes.io/enforce": "restricted",
+		},
+		Annotations: map[string]string{v1alpha1.NabOriginNameAnnotation: nab.Name, v1alpha1.NabOriginNamespaceAnnotation: nab.Namespace},
+	}}
+}
+
 // start takes the sandbox and creates the Velero Restore into it. It
 // returns a Result when the test cannot start now (its turn, or a verdict
 // recorded), nil once the Restore exists.
@@ -350,14 +367,7 @@ func (f *TestRestore) start(ctx context.Context, op *engine.Operation, nab *v1al
 			r := engine.Wait(fmt.Sprintf("restore test waits: %d of at most %d restore tests run in the cluster", running, maxTests), restoreTestRecheck)
 			return &r, nil
 		}
-		ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: sandbox,
-			Labels: map[string]string{
-				v1alpha1.RestoreTestLabel:            op.UUID,
-				v1alpha1.ManagedByLabel:              v1alpha1.ManagedByLabelValue,
-				"pod-security.kubernetes.io/enforce": "restricted",
-			},
-			Annotations: map[string]string{v1alpha1.NabOriginNameAnnotation: nab.Name, v1alpha1.NabOriginNamespaceAnnotation: nab.Namespace},
-		}}
+		ns = SandboxNamespace(nab, op.UUID)
 		if err := op.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
 			return nil, fmt.Errorf("creating sandbox namespace %s: %w", sandbox, err)
 		}
