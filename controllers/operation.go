@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -50,7 +51,7 @@ type Deps struct {
 	MinRetryDelay, MaxRetryDelay time.Duration
 	// Plans, when set, keeps the kind's plans out of its status: its CRD
 	// has no status.plan (OADP NAC's), Capabilities.Plan. nil: the plan is
-	// status.plan.
+	// status.plan (plans).
 	Plans *PlanStore
 	// Observe, when set, is called at the start of every reconcile of a NAC
 	// object with the kind's name (NonAdminBackup, …) and the request.
@@ -136,11 +137,12 @@ type nacKind[T v1alpha1.Object] struct {
 	expiresAt func(T) time.Time
 }
 
-// reconcileNAC is the one reconcile loop of every NAC kind: get the object;
-// wait while the cache is behind our own last write; add the finalizer (the
-// first write); run the action its state calls for as far as it can go; write
-// status once, with a patch; then delete the object or remove the finalizer
-// when a deleting action has ended.
+// reconcileNAC is the one reconcile loop of every NAC kind, in Flux's shape:
+// get the object; wait while the cache is behind our own last write; then
+// the deletion path (finalize, remove the finalizer) or the normal one (add
+// the finalizer, run the action, expire or delete the object when its
+// action calls for it). Both run the action its state calls for as far as it
+// can go and write status once, with a patch (runOnce).
 func reconcileNAC[T v1alpha1.Object](ctx context.Context, d *Deps, reads *staleness.Tracker, k nacKind[T], req ctrl.Request) (ctrl.Result, error) {
 	kind, err := kindOf[T]()
 	if err != nil {
@@ -159,29 +161,91 @@ func reconcileNAC[T v1alpha1.Object](ctx context.Context, d *Deps, reads *stalen
 	if stale, after := reads.IsStale(req.NamespacedName, obj.GetResourceVersion()); stale {
 		return ctrl.Result{RequeueAfter: after}, nil
 	}
-	// Every version this reconcile reads or writes, but the last, is behind
-	// its own final write.
-	passed := []string{obj.GetResourceVersion()}
-	wrote := func() { passed = append(passed, obj.GetResourceVersion()) }
-	defer func() {
-		if last := len(passed) - 1; last > 0 {
-			reads.Wrote(req.NamespacedName, passed[:last]...)
-		}
-	}()
-
-	deleting := !obj.GetDeletionTimestamp().IsZero()
+	v := &versions{reads: reads, key: req.NamespacedName, passed: []string{obj.GetResourceVersion()}}
+	defer v.done()
+	if !obj.GetDeletionTimestamp().IsZero() {
+		return reconcileDelete(ctx, d, kind, k, obj, v)
+	}
 	if !controllerutil.ContainsFinalizer(obj, kind.Finalizer) {
-		if deleting {
-			return ctrl.Result{}, nil
-		}
 		controllerutil.AddFinalizer(obj, kind.Finalizer)
 		if err := patch.Finalizers(ctx, d.Client, obj); err != nil {
 			return ctrl.Result{}, fmt.Errorf("adding finalizer to %s: %w", req.NamespacedName, err)
 		}
-		wrote()
+		v.wrote(obj)
 	}
-
 	action := k.actionFor(obj)
+	result, finished, err := runOnce(ctx, d, kind, k, obj, action, v)
+	if err != nil || !finished {
+		return result, err
+	}
+	return reconcileEnded(ctx, d, kind, k, obj, action, result)
+}
+
+// reconcileDelete is the deletion path: run the action the object's state
+// calls for (its finalize action) and, once it has ended, forget the plan
+// and remove the finalizer. An object without the finalizer is left alone.
+func reconcileDelete[T v1alpha1.Object](ctx context.Context, d *Deps, kind v1alpha1.Kind, k nacKind[T], obj T, v *versions) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(obj, kind.Finalizer) {
+		return ctrl.Result{}, nil
+	}
+	action := k.actionFor(obj)
+	result, finished, err := runOnce(ctx, d, kind, k, obj, action, v)
+	if err != nil || !finished {
+		return result, err
+	}
+	// Before the finalizer goes, so that no plan outlives its object;
+	// should the removal fail, the finalize action starts again, and its
+	// phases are idempotent.
+	if err := d.plans().Forget(ctx, obj); err != nil {
+		return ctrl.Result{}, err
+	}
+	controllerutil.RemoveFinalizer(obj, kind.Finalizer)
+	err = patch.Finalizers(ctx, d.Client, obj)
+	if apierrors.IsNotFound(err) {
+		return result, nil // an earlier reconcile removed it: it logged
+	}
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("removing finalizer of %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
+	}
+	log.FromContext(ctx).Info("finalized", "kind", kind.Kind, "action", action)
+	return result, nil
+}
+
+// reconcileEnded handles an object whose action has ended: a complete one
+// expires at k.expiresAt (requeued until then, deleted after), and the
+// object is deleted after the actions k.deleteWhenComplete (complete) and
+// k.deleteWhenEnded (complete or failed) name. Otherwise result stands.
+func reconcileEnded[T v1alpha1.Object](ctx context.Context, d *Deps, kind v1alpha1.Kind, k nacKind[T], obj T, action string, result ctrl.Result) (ctrl.Result, error) {
+	complete := obj.GetPlan() != nil && obj.GetPlan().State == v1alpha1.PlanComplete
+	if k.expiresAt != nil && complete {
+		if at := k.expiresAt(obj); !at.IsZero() {
+			if wait := time.Until(at); wait > 0 {
+				return ctrl.Result{RequeueAfter: wait}, nil
+			}
+			if err := d.Client.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+				return ctrl.Result{}, fmt.Errorf("deleting %s/%s, expired: %w", obj.GetNamespace(), obj.GetName(), err)
+			}
+			log.FromContext(ctx).Info("deleted: expired", "kind", kind.Kind, "expiredAt", at)
+			return ctrl.Result{}, nil
+		}
+	}
+	if slices.Contains(k.deleteWhenComplete, action) && complete || slices.Contains(k.deleteWhenEnded, action) {
+		if err := d.Client.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+			return ctrl.Result{}, fmt.Errorf("deleting %s/%s after its %s action: %w", obj.GetNamespace(), obj.GetName(), action, err)
+		}
+	}
+	return result, nil
+}
+
+// runOnce runs action on obj as far as it can go and records the run: the
+// object's own log level, its plan loaded from where its kind keeps plans,
+// status.phase New before the first run, the spec-change report, the run
+// (runAction), then one status write (redacted) with the plan, and the
+// run's events once that write has landed. finished is true once the plan,
+// deferPhase included, has ended. A run held at a brief wait on Velero
+// (engine.WaitBriefly) writes nothing: its answer, or the next look, records
+// its transitions with the wait's outcome in one status write and one event.
+func runOnce[T v1alpha1.Object](ctx context.Context, d *Deps, kind v1alpha1.Kind, k nacKind[T], obj T, action string, v *versions) (ctrl.Result, bool, error) {
 	// Every log line of this reconcile carries the action (controller-runtime
 	// already adds the controller, namespace and name; the engine the phase).
 	level := ""
@@ -190,11 +254,10 @@ func reconcileNAC[T v1alpha1.Object](ctx context.Context, d *Deps, reads *stalen
 	}
 	logger, storyLog := loglevel.Loggers(log.FromContext(ctx).WithValues("action", action), level)
 	ctx = log.IntoContext(ctx, logger)
-	var stored []byte
-	if d.Plans != nil {
-		if stored, err = d.Plans.Load(ctx, obj); err != nil {
-			return ctrl.Result{}, err
-		}
+	plans := d.plans()
+	stored, err := plans.Load(ctx, obj)
+	if err != nil {
+		return ctrl.Result{}, false, err
 	}
 	before := obj.DeepCopyObject().(client.Object)
 	if obj.GetPhase() == "" {
@@ -209,90 +272,46 @@ func reconcileNAC[T v1alpha1.Object](ctx context.Context, d *Deps, reads *stalen
 	}
 	result, finished, held, err := runAction(ctx, d, kind, k, obj, action, buffer)
 	if held && err == nil {
-		// A brief wait on Velero (engine.WaitBriefly): its answer, or the
-		// next look, records this run's transitions with the wait's outcome
-		// in one status write and one event.
-		return result, nil
+		return result, false, nil
 	}
 	if err == nil {
 		obj.SetObservedGeneration(obj.GetGeneration())
 	}
-	if perr := writeStatus(ctx, d, obj, before); perr != nil {
+	redactStatus(obj)
+	if perr := plans.Write(ctx, d.Client, obj, before, stored); perr != nil {
 		// What this run did is not recorded: neither are its events (the
 		// retry, from a fresh read, tells the story once).
-		return ctrl.Result{}, errors.Join(err, perr)
-	}
-	if d.Plans != nil {
-		// After the status: a plan a step behind what the status says
-		// only re-enters idempotent phases.
-		if perr := d.Plans.Save(ctx, obj, stored); perr != nil {
-			return ctrl.Result{}, errors.Join(err, perr)
-		}
+		return ctrl.Result{}, false, errors.Join(err, perr)
 	}
 	buffer.Each(func(eventType, reason, message string) {
 		storyLog.Info(message, "event", reason, "type", eventType)
 	})
 	buffer.Flush(d.Recorder)
-	if obj.GetResourceVersion() != passed[len(passed)-1] {
-		wrote()
-	}
-	if err != nil || !finished {
-		return result, err
-	}
-	complete := obj.GetPlan() != nil && obj.GetPlan().State == v1alpha1.PlanComplete
-	if k.expiresAt != nil && !deleting && complete {
-		if at := k.expiresAt(obj); !at.IsZero() {
-			if wait := time.Until(at); wait > 0 {
-				return ctrl.Result{RequeueAfter: wait}, nil
-			}
-			if err := d.Client.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
-				return ctrl.Result{}, fmt.Errorf("deleting %s, expired: %w", req.NamespacedName, err)
-			}
-			log.FromContext(ctx).Info("deleted: expired", "kind", kind.Kind, "expiredAt", at)
-			return ctrl.Result{}, nil
-		}
-	}
-	switch {
-	case !deleting && (slices.Contains(k.deleteWhenComplete, action) && complete || slices.Contains(k.deleteWhenEnded, action)):
-		if err := d.Client.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
-			return ctrl.Result{}, fmt.Errorf("deleting %s after its %s action: %w", req.NamespacedName, action, err)
-		}
-	case deleting:
-		if d.Plans != nil {
-			// Before the finalizer goes, so that no plan outlives its
-			// object; should the removal fail, the finalize action
-			// starts again, and its phases are idempotent.
-			if err := d.Plans.Forget(ctx, obj); err != nil {
-				return ctrl.Result{}, err
-			}
-		}
-		controllerutil.RemoveFinalizer(obj, kind.Finalizer)
-		err := patch.Finalizers(ctx, d.Client, obj)
-		if apierrors.IsNotFound(err) {
-			return result, nil // an earlier reconcile removed it: it logged
-		}
-		if err != nil {
-			return ctrl.Result{}, fmt.Errorf("removing finalizer of %s: %w", req.NamespacedName, err)
-		}
-		log.FromContext(ctx).Info("finalized", "kind", kind.Kind, "action", action)
-	}
-	return result, nil
+	v.wrote(obj)
+	return result, finished && err == nil, err
 }
 
-// writeStatus patches obj's status from before's. With a PlanStore the
-// plan is left out of the patch: the API server would prune it (and warn),
-// and a run that changed only the plan costs no request.
-func writeStatus(ctx context.Context, d *Deps, obj v1alpha1.Object, before client.Object) error {
-	redactStatus(obj)
-	if d.Plans == nil {
-		return patch.Status(ctx, d.Client, obj, before)
+// versions collects the resourceVersions of one object a reconcile reads
+// and writes: every one but the last is behind the reconcile's own final
+// write, and done tells the staleness tracker so.
+type versions struct {
+	reads  *staleness.Tracker
+	key    types.NamespacedName
+	passed []string
+}
+
+// wrote records obj's resourceVersion after a write (none when unchanged).
+func (v *versions) wrote(obj client.Object) {
+	if rv := obj.GetResourceVersion(); rv != v.passed[len(v.passed)-1] {
+		v.passed = append(v.passed, rv)
 	}
-	plan, old := obj.GetPlan(), before.(v1alpha1.Object)
-	oldPlan := old.GetPlan()
-	obj.SetPlan(nil)
-	old.SetPlan(nil)
-	defer func() { obj.SetPlan(plan); old.SetPlan(oldPlan) }()
-	return patch.Status(ctx, d.Client, obj, before)
+}
+
+// done tells the tracker the versions passed before the last.
+func (v *versions) done() {
+	if last := len(v.passed) - 1; last > 0 {
+		v.reads.Wrote(v.key, v.passed[:last]...)
+	}
 }
 
 // redactStatus cleans every string of obj's status (redact.Strings) before
