@@ -55,8 +55,8 @@ NACFLOW_PLUGIN  := $(BIN)/plugins/velero-plugin-nacflow
 # changes), stamped into nac and kubectl-nac, the image's tag and labels.
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
 REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
-NAC_LDFLAGS := -X github.com/nacflow/nacflow/internal/version.version=$(VERSION) \
-	-X github.com/nacflow/nacflow/internal/version.revision=$(REVISION)
+NAC_LDFLAGS := -X github.com/nacflow/nacflow/internal/runtime/version.version=$(VERSION) \
+	-X github.com/nacflow/nacflow/internal/runtime/version.revision=$(REVISION)
 
 VERSION_PKG := k8s.io/component-base/version
 KUBE_LDFLAGS := -s -w \
@@ -232,7 +232,7 @@ build: ## Build bin/nac (the manager), bin/kubectl-nac (the kubectl plugin: put 
 	install -m 0755 hack/kubectl_complete-nac $(BIN)/kubectl_complete-nac
 	$(GO) build -o $(LOCALCP) ./hack/localcp
 
-UNIT_PKGS        := ./api/... ./engine/... ./phases/... ./blueprints/... ./cmd/... ./internal/... ./hack/bench/...
+UNIT_PKGS        := ./api/... ./engine/... ./phases/... ./blueprints/... ./cli/... ./cmd/... ./internal/... ./hack/bench/...
 INTEGRATION_PKGS := ./controllers/...
 E2E_PKGS         := ./test/e2e/...
 

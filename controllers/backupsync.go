@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
-	"github.com/nacflow/nacflow/internal/linkednab"
 	"github.com/nacflow/nacflow/internal/metrics"
+	"github.com/nacflow/nacflow/internal/velero/linkednab"
 )
 
 // DefaultBackupSyncPeriod is --backup-sync-period's default.
@@ -154,7 +154,7 @@ func (x nabIndex) of(ctx context.Context, c client.Reader, ns string) (map[strin
 	known := make(map[string]bool, 3*len(nabs.Items))
 	for _, n := range nabs.Items {
 		known["name/"+n.Name] = true
-		known["uuid/"+NACUUID(n.UID)] = true
+		known["uuid/"+v1alpha1.NACUUIDOf(n.UID)] = true
 		if n.Status.VeleroBackup != nil && n.Status.VeleroBackup.NACUUID != "" {
 			known["uuid/"+n.Status.VeleroBackup.NACUUID] = true
 		}

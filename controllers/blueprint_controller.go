@@ -3,7 +3,6 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -20,7 +19,7 @@ import (
 	"github.com/nacflow/nacflow/blueprints"
 	"github.com/nacflow/nacflow/engine"
 	"github.com/nacflow/nacflow/internal/metrics"
-	"github.com/nacflow/nacflow/internal/patch"
+	"github.com/nacflow/nacflow/internal/runtime/patch"
 )
 
 // Event reasons of the Blueprint controller.
@@ -33,46 +32,6 @@ const (
 
 // maxReportedErrors bounds the errors kept in a Blueprint's status.
 const maxReportedErrors = 64
-
-// ValidateBlueprint returns every error of bp against the phase registry
-// reg: an unknown kind, an unparsable namespaceSelector, actions its kind
-// does not run, and each action's engine.CheckAction errors (unknown funcs,
-// arg names and literal values — enforce included —, templates, phase
-// references, duplicate names), and the safety phases of the built-in
-// action an action drops without naming them in its safetyOptOut
-// (blueprints.SafetyErrors), each prefixed with where it is. It is pure;
-// `nac blueprint validate` runs the same check offline.
-func ValidateBlueprint(bp *v1alpha1.Blueprint, reg *engine.Registry) []string {
-	var errs []string
-	known := blueprints.KnownActions(bp.Spec.Kind)
-	if known == nil {
-		errs = append(errs, fmt.Sprintf("spec.kind: %q is not a NAC kind (%s)", bp.Spec.Kind, v1alpha1.KindNames()))
-	}
-	if sel := bp.Spec.NamespaceSelector; sel != nil {
-		if _, err := metav1.LabelSelectorAsSelector(sel); err != nil {
-			errs = append(errs, fmt.Sprintf("spec.namespaceSelector: %v", err))
-		}
-	}
-	names := make([]string, 0, len(bp.Spec.Actions))
-	for n := range bp.Spec.Actions {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		if known != nil && !blueprints.Contains(known, name) {
-			errs = append(errs, fmt.Sprintf("spec.actions.%s: %s has no action %q (its actions: %s)", name, bp.Spec.Kind, name, strings.Join(known, ", ")))
-			continue
-		}
-		a := bp.Spec.Actions[name]
-		for _, err := range engine.CheckAction(engine.ResolvedAction{Name: name, Blueprint: bp.Name, Spec: &a}, reg) {
-			errs = append(errs, fmt.Sprintf("spec.actions.%s.%v", name, err))
-		}
-		for _, err := range blueprints.SafetyErrors(bp.Spec.Kind, name, &a) {
-			errs = append(errs, fmt.Sprintf("spec.actions.%s.%s", name, err))
-		}
-	}
-	return errs
-}
 
 // BlueprintReconciler validates the Blueprints of the OADP namespace and
 // reports the result as condition Valid (with every error) and an event on
@@ -94,7 +53,7 @@ func (r *BlueprintReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	before := bp.DeepCopy()
-	errs := ValidateBlueprint(bp, r.Registry)
+	errs := blueprints.Validate(bp, r.Registry)
 	wasValid := meta.IsStatusConditionTrue(bp.Status.Conditions, v1alpha1.ConditionValid)
 	cond := metav1.Condition{Type: v1alpha1.ConditionValid, ObservedGeneration: bp.Generation}
 	if len(errs) == 0 {

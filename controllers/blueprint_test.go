@@ -20,7 +20,6 @@ import (
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/blueprints"
-	"github.com/nacflow/nacflow/controllers"
 	"github.com/nacflow/nacflow/phases"
 )
 
@@ -91,7 +90,7 @@ func (s *ControllerSuite) TestExampleBlueprintsValidate(c *C) {
 	c.Assert(len(files) >= 4, Equals, true)
 	for _, f := range files {
 		for _, bp := range loadBlueprints(c, f) {
-			c.Check(controllers.ValidateBlueprint(bp, reg), HasLen, 0, Commentf("%s: %s", f, bp.Name))
+			c.Check(blueprints.Validate(bp, reg), HasLen, 0, Commentf("%s: %s", f, bp.Name))
 		}
 	}
 }
@@ -172,7 +171,7 @@ func (s *ControllerSuite) TestLargeNamespaceLimitAndDeadline(c *C) {
 	})
 	c.Check(getNAB(c, third).Status.Plan.Phase("limit").Message, Equals,
 		fmt.Sprintf("namespace %s already has 2 active NonAdminBackups (the admin's limit is 2): try again when one has finished", ns))
-	c.Check(veleroBackupsOf(c, s.oadp, controllers.NACUUID(getNAB(c, third).UID)), HasLen, 0)
+	c.Check(veleroBackupsOf(c, s.oadp, v1alpha1.NACUUIDOf(getNAB(c, third).UID)), HasLen, 0)
 	// Refused like every refusal: Accepted=False with the reason, BackingOff.
 	g := getNAB(c, third)
 	c.Check(g.Status.Phase, Equals, v1alpha1.NonAdminPhaseBackingOff)
@@ -326,7 +325,7 @@ func (s *ControllerSuite) TestSafetyRuleHolds(c *C) {
 	})
 	c.Check(g.Status.Plan.Blueprint, Equals, "steal-templated")
 	c.Check(g.Status.Plan.Phase("createBackup").Message, Matches, `CreateVeleroBackup args: labels.openshift.io/oadp-nab-origin-nacuuid: key is reserved for nacflow and Velero.*`)
-	c.Check(veleroBackupsOf(c, s.oadp, controllers.NACUUID(g.UID)), HasLen, 0)
+	c.Check(veleroBackupsOf(c, s.oadp, v1alpha1.NACUUIDOf(g.UID)), HasLen, 0)
 	c.Check(veleroBackupsOf(c, s.oadp, "victim"), HasLen, 0)
 }
 

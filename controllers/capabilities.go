@@ -46,7 +46,7 @@ type Capabilities struct {
 	// TenantLocations is true when the TenantLocations CRD is served and
 	// nacflow may create and patch them in the OADP namespace: it then
 	// records each tenant location's namespace for the admission policy
-	// nacflow-pod-volume-backups (internal/tenantlocations). OADP's role for
+	// nacflow-pod-volume-backups (internal/velero/tenantlocations). OADP's role for
 	// its non-admin controller grants none.
 	TenantLocations bool
 	// PlanUnknown, when not empty, says why the NAC kinds' status schemas

@@ -24,7 +24,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
-	"github.com/nacflow/nacflow/controllers"
 	"github.com/nacflow/nacflow/engine"
 )
 
@@ -315,7 +314,7 @@ func (s *ChaosSuite) TestCrashInjection(c *C) {
 			continue
 		}
 		c.Assert(testClient.Get(ctx, client.ObjectKeyFromObject(op.obj), op.obj), IsNil)
-		uuid := controllers.NACUUID(op.obj.GetUID())
+		uuid := v1alpha1.NACUUIDOf(op.obj.GetUID())
 		owners[uuid] = true
 		var n int
 		switch op.obj.(type) {

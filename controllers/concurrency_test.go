@@ -19,7 +19,7 @@ import (
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/engine"
-	"github.com/nacflow/nacflow/internal/events"
+	"github.com/nacflow/nacflow/internal/runtime/events"
 )
 
 // ConcurrencySuite: every write the controller makes to a NAC object carries

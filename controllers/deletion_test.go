@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
-	"github.com/nacflow/nacflow/controllers"
 )
 
 // createdBackup creates a NAB in a new tenant namespace and waits until its
@@ -99,7 +98,7 @@ func (s *ControllerSuite) TestDeleteBackupEndToEnd(c *C) {
 		"velero.io/backup-uid":                 string(backup.UID),
 		"openshift.io/oadp":                    "True",
 		"app.kubernetes.io/managed-by":         "oadp-nac-controller",
-		"openshift.io/oadp-nab-origin-nacuuid": controllers.NACUUID(nab.UID),
+		"openshift.io/oadp-nab-origin-nacuuid": v1alpha1.NACUUIDOf(nab.UID),
 	})
 	c.Check(dbr.Annotations["openshift.io/oadp-nab-origin-name"], Equals, "doomed")
 	list := &velerov1.DeleteBackupRequestList{}
@@ -179,9 +178,9 @@ func (s *ControllerSuite) TestPlainDeleteKeepsNoVeleroObjects(c *C) {
 		err := testClient.Get(ctx, client.ObjectKeyFromObject(nab), &v1alpha1.NonAdminBackup{})
 		return apierrors.IsNotFound(err), fmt.Sprintf("NAB still there: %v", err)
 	})
-	c.Check(veleroBackupsOf(c, s.oadp, controllers.NACUUID(nab.UID)), HasLen, 0)
+	c.Check(veleroBackupsOf(c, s.oadp, v1alpha1.NACUUIDOf(nab.UID)), HasLen, 0)
 	dbrs := &velerov1.DeleteBackupRequestList{}
-	c.Assert(testClient.List(ctx, dbrs, client.InNamespace(s.oadp), client.MatchingLabels{"openshift.io/oadp-nab-origin-nacuuid": controllers.NACUUID(nab.UID)}), IsNil)
+	c.Assert(testClient.List(ctx, dbrs, client.InNamespace(s.oadp), client.MatchingLabels{"openshift.io/oadp-nab-origin-nacuuid": v1alpha1.NACUUIDOf(nab.UID)}), IsNil)
 	c.Check(dbrs.Items, HasLen, 0)
 	c.Check(testClient.Get(ctx, client.ObjectKeyFromObject(other), &velerov1.Backup{}), IsNil)
 }
@@ -215,7 +214,7 @@ func (s *ControllerSuite) TestForceDeleteBackup(c *C) {
 	veleroCannotDelete(c, s.oadp, backup)
 	eventually(c, 10*time.Second, func() (bool, string) {
 		got := getNAB(c, nab)
-		return got.Status.Plan.Action == controllers.ActionDelete && got.Status.Plan.State == v1alpha1.PlanFailed, string(got.Status.Plan.State)
+		return got.Status.Plan.Action == v1alpha1.ActionDelete && got.Status.Plan.State == v1alpha1.PlanFailed, string(got.Status.Plan.State)
 	})
 
 	// The tenant forces it: the Velero Backup, the request, the restores
@@ -228,9 +227,9 @@ func (s *ControllerSuite) TestForceDeleteBackup(c *C) {
 		err := testClient.Get(ctx, client.ObjectKeyFromObject(nab), &v1alpha1.NonAdminBackup{})
 		return apierrors.IsNotFound(err), fmt.Sprintf("NAB still there: %v", err)
 	})
-	c.Check(veleroBackupsOf(c, s.oadp, controllers.NACUUID(nab.UID)), HasLen, 0)
+	c.Check(veleroBackupsOf(c, s.oadp, v1alpha1.NACUUIDOf(nab.UID)), HasLen, 0)
 	dbrs := &velerov1.DeleteBackupRequestList{}
-	c.Assert(testClient.List(ctx, dbrs, client.InNamespace(s.oadp), client.MatchingLabels{v1alpha1.NabOriginNACUUIDLabel: controllers.NACUUID(nab.UID)}), IsNil)
+	c.Assert(testClient.List(ctx, dbrs, client.InNamespace(s.oadp), client.MatchingLabels{v1alpha1.NabOriginNACUUIDLabel: v1alpha1.NACUUIDOf(nab.UID)}), IsNil)
 	c.Check(dbrs.Items, HasLen, 0)
 	eventually(c, 10*time.Second, func() (bool, string) {
 		err := testClient.Get(ctx, client.ObjectKeyFromObject(restore), &v1alpha1.NonAdminRestore{})
@@ -284,7 +283,7 @@ func (s *ControllerSuite) TestForceDeleteWhenItsPlanFails(c *C) {
 		err := testClient.Get(ctx, client.ObjectKeyFromObject(nab), &v1alpha1.NonAdminBackup{})
 		return apierrors.IsNotFound(err), fmt.Sprintf("NAB still there: %v", err)
 	})
-	c.Check(veleroBackupsOf(c, s.oadp, controllers.NACUUID(nab.UID)), HasLen, 0, Commentf("finalize removed the Velero Backup"))
+	c.Check(veleroBackupsOf(c, s.oadp, v1alpha1.NACUUIDOf(nab.UID)), HasLen, 0, Commentf("finalize removed the Velero Backup"))
 	events := strings.Join(eventMessages(c, ns, "forced"), "\n")
 	c.Check(events, Matches, `(?s).*Action forceDelete failed.*Started action finalize.*`)
 }

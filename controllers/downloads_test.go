@@ -18,8 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
-	"github.com/nacflow/nacflow/internal/endpoint"
-	"github.com/nacflow/nacflow/internal/veleroplay"
+	"github.com/nacflow/nacflow/internal/localstack/veleroplay"
+	"github.com/nacflow/nacflow/internal/policy/endpoint"
 )
 
 // veleroDownloads plays Velero's DownloadRequest controller and object

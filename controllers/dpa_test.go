@@ -14,7 +14,6 @@ import (
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/blueprints"
-	"github.com/nacflow/nacflow/controllers"
 	"github.com/nacflow/nacflow/dpa"
 )
 
@@ -83,7 +82,7 @@ func ttlOfBackupFor(c *C, oadp string, nab *v1alpha1.NonAdminBackup) string {
 		if got.Status.Plan == nil || got.Status.Plan.Phase("createBackup").State != v1alpha1.PhaseComplete {
 			return false, fmt.Sprintf("plan %+v", got.Status.Plan)
 		}
-		backups := veleroBackupsOf(c, oadp, controllers.NACUUID(got.UID))
+		backups := veleroBackupsOf(c, oadp, v1alpha1.NACUUIDOf(got.UID))
 		if len(backups) != 1 {
 			return false, fmt.Sprintf("%d Velero Backups; plan %+v", len(backups), got.Status.Plan)
 		}
@@ -127,7 +126,7 @@ func (s *DPASuite) TestDataProtectionApplicationSettings(c *C) {
 	c.Assert(testClient.Create(ctx, short), IsNil)
 	c.Check(refusedWithStatus(c, short, "a NAB asking for ttl 1h"), Equals,
 		"spec.backupSpec.ttl field value is enforced by admin user, can not override it")
-	c.Check(veleroBackupsOf(c, s.oadp, controllers.NACUUID(getNAB(c, short).UID)), HasLen, 0)
+	c.Check(veleroBackupsOf(c, s.oadp, v1alpha1.NACUUIDOf(getNAB(c, short).UID)), HasLen, 0)
 
 	// The admin edits the DPA: the next NAB follows, no restart.
 	c.Assert(testClient.Get(ctx, client.ObjectKeyFromObject(d), d), IsNil)
@@ -150,7 +149,7 @@ func (s *DPASuite) TestDataProtectionApplicationSettings(c *C) {
 		msg := got.Status.Plan.Phase("approval").Message
 		return strings.HasSuffix(msg, "(approval required by "+source+".requireApprovalForBSL)"), msg
 	})
-	nacuuid := controllers.NACUUID(getNABSL(c, loc).UID)
+	nacuuid := v1alpha1.NACUUIDOf(getNABSL(c, loc).UID)
 	req, bsl, _ := bslObjects(c, s.oadp, nacuuid)
 	c.Assert(req, NotNil)
 	c.Check(req.Spec.ApprovalDecision, Equals, v1alpha1.ApprovalPending)
@@ -201,7 +200,7 @@ func (s *DPASuite) TestDataProtectionApplicationPrecedence(c *C) {
 			"DataProtectionApplication "+s.oadp+"/dpa spec.nonAdmin.enforceBackupSpec is invalid (the admin must fix it; nothing is enforced until then, so the operation waits): "+
 				"enforce.includedNamespaces can not be enforced: it would break tenant isolation"), ps.Message
 	})
-	c.Check(veleroBackupsOf(c, s.oadp, controllers.NACUUID(getNAB(c, nab).UID)), HasLen, 0)
+	c.Check(veleroBackupsOf(c, s.oadp, v1alpha1.NACUUIDOf(getNAB(c, nab).UID)), HasLen, 0)
 
 	// The admin fixes the DPA: the waiting NAB goes on with it.
 	c.Assert(testClient.Get(ctx, client.ObjectKeyFromObject(d), d), IsNil)

@@ -19,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
-	"github.com/nacflow/nacflow/controllers"
 )
 
 // FairShareSuite: one tenant's burst of backups cannot fill Velero's queue
@@ -284,7 +283,7 @@ func (s *FairShareSuite) TestBurstLeavesAnotherTenantNext(c *C) {
 	c.Check(all, HasLen, 25, Commentf("one Velero Backup per NonAdminBackup"))
 	for _, nab := range burst {
 		got := getNAB(c, nab)
-		c.Check(veleroBackupsOf(c, oadp, controllers.NACUUID(got.UID)), HasLen, 1, Commentf(nab.Name))
+		c.Check(veleroBackupsOf(c, oadp, v1alpha1.NACUUIDOf(got.UID)), HasLen, 1, Commentf(nab.Name))
 		c.Check(slices.Contains(all, got.Status.VeleroBackup.Name), Equals, true, Commentf(nab.Name))
 	}
 	c.Check(backups.peakOf(a), Equals, 2, Commentf("the limit held at every moment"))
@@ -406,7 +405,7 @@ func (s *FairShareSuite) TestRestoreBurstLeavesAnotherTenantNext(c *C) {
 	c.Check(all, HasLen, 12, Commentf("one Velero Restore per NonAdminRestore"))
 	for _, nar := range burst {
 		got := getNAR(c, nar)
-		c.Check(veleroRestoresOf(c, oadp, controllers.NACUUID(got.UID)), HasLen, 1, Commentf(nar.Name))
+		c.Check(veleroRestoresOf(c, oadp, v1alpha1.NACUUIDOf(got.UID)), HasLen, 1, Commentf(nar.Name))
 	}
 	c.Check(restores.peakOf(a), Equals, 2, Commentf("the limit held at every moment"))
 	c.Check(restores.peakOf(b), Equals, 1)

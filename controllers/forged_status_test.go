@@ -76,7 +76,7 @@ func (s *ControllerSuite) restoreAs(c *C, cl client.Client, ns, name, from strin
 	var restores []velerov1.Restore
 	eventually(c, 10*time.Second, func() (bool, string) {
 		nar = getNAR(c, nar)
-		restores = veleroRestoresOf(c, s.oadp, controllers.NACUUID(nar.UID))
+		restores = veleroRestoresOf(c, s.oadp, v1alpha1.NACUUIDOf(nar.UID))
 		return len(restores) == 1 && nar.Status.VeleroRestore != nil && nar.Status.VeleroRestore.Name != "", fmt.Sprintf("%+v", nar.Status.Plan)
 	})
 	return nar, &restores[0]
@@ -99,13 +99,13 @@ func (s *ControllerSuite) locationAs(c *C, cl client.Client, ns, name string) (*
 	var sec *corev1.Secret
 	eventually(c, 10*time.Second, func() (bool, string) {
 		nabsl = getNABSL(c, nabsl)
-		req, _, _ = bslObjects(c, s.oadp, controllers.NACUUID(nabsl.UID))
+		req, _, _ = bslObjects(c, s.oadp, v1alpha1.NACUUIDOf(nabsl.UID))
 		return req != nil, fmt.Sprintf("%+v", nabsl.Status.Plan)
 	})
 	decide(c, req, v1alpha1.ApprovalApprove)
 	eventually(c, 10*time.Second, func() (bool, string) {
 		nabsl = getNABSL(c, nabsl)
-		req, bsl, sec = bslObjects(c, s.oadp, controllers.NACUUID(nabsl.UID))
+		req, bsl, sec = bslObjects(c, s.oadp, v1alpha1.NACUUIDOf(nabsl.UID))
 		v := nabsl.Status.VeleroBackupStorageLocation
 		return bsl != nil && sec != nil && v != nil && v.Name == bsl.Name, fmt.Sprintf("%+v", nabsl.Status.Plan)
 	})
@@ -192,7 +192,7 @@ func (s *ControllerSuite) TestForgedStatusIsNeverIdentity(c *C) {
 		return err == nil, fmt.Sprintf("%v", err)
 	})
 	c.Check(dbr.Spec.BackupName, Equals, own.Name)
-	derived := controllers.NACUUID(nab.UID)
+	derived := v1alpha1.NACUUIDOf(nab.UID)
 	var got *v1alpha1.NonAdminBackup
 	eventually(c, 10*time.Second, func() (bool, string) {
 		got = getNAB(c, nab)
@@ -304,7 +304,7 @@ func (s *ControllerSuite) TestForgedStatusIsNeverIdentity(c *C) {
 		got = getNAB(c, kept)
 		vb, dr := got.Status.VeleroBackup, got.Status.VeleroDeleteBackupRequest
 		// B's request is no longer named; A has none of its own.
-		return vb.NACUUID == controllers.NACUUID(kept.UID) && vb.Name == keptBackup.Name && dr.NACUUID == controllers.NACUUID(kept.UID) && dr.Name == "",
+		return vb.NACUUID == v1alpha1.NACUUIDOf(kept.UID) && vb.Name == keptBackup.Name && dr.NACUUID == v1alpha1.NACUUIDOf(kept.UID) && dr.Name == "",
 			fmt.Sprintf("%+v %+v", vb, dr)
 	})
 	victims("correction")
@@ -330,14 +330,14 @@ func (s *ControllerSuite) TestForgedScheduleStatus(c *C) {
 		return nas.Status.VeleroSchedule != nil && nas.Status.VeleroSchedule.Name == own.Name, fmt.Sprintf("%+v", nas.Status.VeleroSchedule)
 	})
 	forge(c, mallory, nas, func(n *v1alpha1.NonAdminSchedule) {
-		n.Status.VeleroSchedule.NACUUID, n.Status.VeleroSchedule.Name = controllers.NACUUID(victim.UID), victimSchedule.Name
+		n.Status.VeleroSchedule.NACUUID, n.Status.VeleroSchedule.Name = v1alpha1.NACUUIDOf(victim.UID), victimSchedule.Name
 	})
 
 	// A spec change runs the create action again: on A's own Schedule.
 	before := nas.DeepCopy()
 	nas.Spec.Paused = true
 	c.Assert(mallory.Patch(ctx, nas, client.MergeFrom(before)), IsNil)
-	derived := controllers.NACUUID(nas.UID)
+	derived := v1alpha1.NACUUIDOf(nas.UID)
 	eventually(c, 10*time.Second, func() (bool, string) {
 		got := &velerov1.Schedule{}
 		c.Assert(testClient.Get(ctx, client.ObjectKeyFromObject(own), got), IsNil)
@@ -349,13 +349,13 @@ func (s *ControllerSuite) TestForgedScheduleStatus(c *C) {
 	c.Assert(testClient.Get(ctx, client.ObjectKeyFromObject(victimSchedule), got), IsNil)
 	c.Check(got.Spec.Paused, Equals, false)
 	list := &velerov1.ScheduleList{}
-	c.Assert(testClient.List(ctx, list, client.InNamespace(s.oadp), client.MatchingLabels{v1alpha1.NasOriginNACUUIDLabel: controllers.NACUUID(victim.UID)}), IsNil)
+	c.Assert(testClient.List(ctx, list, client.InNamespace(s.oadp), client.MatchingLabels{v1alpha1.NasOriginNACUUIDLabel: v1alpha1.NACUUIDOf(victim.UID)}), IsNil)
 	c.Check(list.Items, HasLen, 1, Commentf("only B's Schedule carries B's NACUUID"))
 
 	// Forged again, then deleted: finalize removes A's Schedule only.
 	nas = getNAS(c, nas)
 	forge(c, mallory, nas, func(n *v1alpha1.NonAdminSchedule) {
-		n.Status.VeleroSchedule.NACUUID, n.Status.VeleroSchedule.Name = controllers.NACUUID(victim.UID), victimSchedule.Name
+		n.Status.VeleroSchedule.NACUUID, n.Status.VeleroSchedule.Name = v1alpha1.NACUUIDOf(victim.UID), victimSchedule.Name
 	})
 	c.Assert(mallory.Delete(ctx, nas), IsNil)
 	gone(c, "NonAdminSchedule finalize", nas)

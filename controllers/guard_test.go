@@ -16,7 +16,6 @@ import (
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/blueprints"
-	"github.com/nacflow/nacflow/controllers"
 	"github.com/nacflow/nacflow/engine"
 	"github.com/nacflow/nacflow/phases"
 )
@@ -83,7 +82,7 @@ func (s *ControllerSuite) TestSafetyRuleHostileSecretName(c *C) {
 	c.Assert(testClient.Create(ctx, victim), IsNil)
 	defer func() { c.Check(testClient.Delete(ctx, victim), IsNil) }()
 	s.approveAndAvailable(c, victim)
-	_, victimBSL, victimCopy := bslObjects(c, s.oadp, controllers.NACUUID(getNABSL(c, victim).UID))
+	_, victimBSL, victimCopy := bslObjects(c, s.oadp, v1alpha1.NACUUIDOf(getNABSL(c, victim).UID))
 	c.Assert(victimCopy, NotNil)
 
 	bp, err := blueprints.BuiltIn(blueprints.NonAdminBackupStorageLocation)
@@ -103,7 +102,7 @@ func (s *ControllerSuite) TestSafetyRuleHostileSecretName(c *C) {
 		thief := nabslOn(ns, fmt.Sprintf("thief-%d", i), fmt.Sprintf("guard-thief-%d", i), "")
 		thief.Annotations = map[string]string{"steal": target}
 		c.Assert(testClient.Create(ctx, thief), IsNil)
-		nacuuid := controllers.NACUUID(getNABSL(c, thief).UID)
+		nacuuid := v1alpha1.NACUUIDOf(getNABSL(c, thief).UID)
 		s.approveRequest(c, nacuuid)
 		var got *v1alpha1.NonAdminBackupStorageLocation
 		eventually(c, 10*time.Second, func() (bool, string) {
@@ -129,7 +128,7 @@ func (s *ControllerSuite) TestSafetyRuleHostileSecretName(c *C) {
 	c.Assert(testClient.Get(ctx, client.ObjectKeyFromObject(admin), stillAdmin), IsNil)
 	c.Check(stillAdmin.Labels, HasLen, 0)
 	c.Check(stillAdmin.ResourceVersion, Equals, admin.ResourceVersion)
-	_, bsl, copied := bslObjects(c, s.oadp, controllers.NACUUID(getNABSL(c, victim).UID))
+	_, bsl, copied := bslObjects(c, s.oadp, v1alpha1.NACUUIDOf(getNABSL(c, victim).UID))
 	c.Assert(bsl, NotNil)
 	c.Check(bsl.Spec.Credential.Name, Equals, victimCopy.Name)
 	c.Check(bsl.Spec.Credential.Name, Equals, victimBSL.Spec.Credential.Name)
@@ -166,7 +165,7 @@ func (s *ControllerSuite) TestSafetyRuleHostileNames(c *C) {
 		return got.Status.Plan != nil && got.Status.Plan.State == v1alpha1.PlanFailed, fmt.Sprintf("%+v", got.Status.Plan)
 	})
 	c.Check(got.Status.Plan.Blueprint, Equals, "steal-names")
-	nacuuid := controllers.NACUUID(got.UID)
+	nacuuid := v1alpha1.NACUUIDOf(got.UID)
 	rule := `safety rule "references only this operation's objects": phase %s (%s) may not %s Velero Backup %s/%s: ` +
 		`it does not carry this operation's label ` + v1alpha1.NabOriginNACUUIDLabel + `=` + nacuuid
 	c.Check(got.Status.Plan.Phase("waitForBackup").Message, Equals, fmt.Sprintf(rule, "waitForBackup", "WaitFor", "wait for", s.oadp, victimBackup.Name))
@@ -225,7 +224,7 @@ func (s *ControllerSuite) TestSafetyRuleHostileWrite(c *C) {
 	c.Assert(testClient.Create(ctx, victim), IsNil)
 	defer func() { c.Check(testClient.Delete(ctx, victim), IsNil) }()
 	victimBSL := s.approveAndAvailable(c, victim)
-	_, _, victimCopy := bslObjects(c, s.oadp, controllers.NACUUID(getNABSL(c, victim).UID))
+	_, _, victimCopy := bslObjects(c, s.oadp, v1alpha1.NACUUIDOf(getNABSL(c, victim).UID))
 
 	reg, err := engine.NewGuardedRegistry(testClient, testClient, phases.VeleroReferences{}, &deleteNamed{})
 	c.Assert(err, IsNil)

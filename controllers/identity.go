@@ -121,7 +121,7 @@ func scheduleRefs(n *v1alpha1.NonAdminSchedule) []statusRef {
 func operationIdentity(ctx context.Context, c client.Reader, oadpNamespace, kind string, obj engine.Object, refs []statusRef, adopts bool) (string, []string, error) {
 	keys := obj.OriginKeys()
 	label, nameAnn, nsAnn := keys.Label, keys.NameAnnotation, keys.NamespaceAnnotation
-	derived := NACUUID(obj.GetUID())
+	derived := v1alpha1.NACUUIDOf(obj.GetUID())
 	ours := func(o client.Object, uuid string) bool {
 		return o != nil && o.GetLabels()[label] == uuid && o.GetAnnotations()[nsAnn] == obj.GetNamespace() && o.GetAnnotations()[nameAnn] == obj.GetName()
 	}

@@ -48,10 +48,10 @@ func veleroBackup(name, nacuuid, namespace, nab string) *velerov1.Backup {
 
 func (s *IdentitySuite) TestOperationIdentity(c *C) {
 	ctx := context.Background()
-	sc, err := NewScheme()
+	sc, err := v1alpha1.NewScheme()
 	c.Assert(err, IsNil)
 	uid := types.UID("11111111-2222-3333-4444-555555555555")
-	derived := NACUUID(uid)
+	derived := v1alpha1.NACUUIDOf(uid)
 	own := v1alpha1.NACObjectName(idTenant, "nightly", derived)
 	cl := fake.NewClientBuilder().WithScheme(sc).WithObjects(
 		veleroBackup(own, derived, idTenant, "nightly"),
@@ -188,7 +188,7 @@ func (s *IdentitySuite) TestOperationIdentity(c *C) {
 		nadr := &v1alpha1.NonAdminDownloadRequest{ObjectMeta: metav1.ObjectMeta{Namespace: idTenant, Name: "logs", UID: uids[tc.uid], CreationTimestamp: metav1.NewTime(nabCreated)}}
 		uuid, _, err := operationIdentity(ctx, dcl, idOADP, "NonAdminDownloadRequest", nadr, downloadRefs(nadr), true)
 		c.Assert(err, IsNil, Commentf(tc.about))
-		want := NACUUID(uids[tc.uid])
+		want := v1alpha1.NACUUIDOf(uids[tc.uid])
 		if tc.adopted {
 			want = string(uids[tc.uid])
 		}

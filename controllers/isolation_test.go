@@ -17,7 +17,6 @@ import (
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/blueprints"
-	"github.com/nacflow/nacflow/controllers"
 )
 
 // nothingCreatedFor checks that the OADP namespace holds no object labelled
@@ -118,7 +117,7 @@ func (s *ControllerSuite) TestTenantIsolationAttacks(c *C) {
 		msg := refusedByController(c, nab)
 		c.Check(strings.Contains(msg, tc.msg), Equals, true, Commentf("%s: %q", tc.about, msg))
 		c.Check(strings.Contains(refusedWithStatus(c, nab, tc.about), tc.msg), Equals, true, Commentf(tc.about))
-		nothingCreatedFor(c, s.oadp, controllers.NACUUID(nab.UID), tc.about)
+		nothingCreatedFor(c, s.oadp, v1alpha1.NACUUIDOf(nab.UID), tc.about)
 	}
 
 	// Restores: another tenant's NAB or Velero backup, a namespace mapping,
@@ -139,7 +138,7 @@ func (s *ControllerSuite) TestTenantIsolationAttacks(c *C) {
 		msg := refusedByController(c, nar)
 		c.Check(strings.Contains(msg, tc.msg), Equals, true, Commentf("%s: %q", tc.about, msg))
 		c.Check(strings.Contains(refusedWithStatus(c, nar, tc.about), tc.msg), Equals, true, Commentf(tc.about))
-		nothingCreatedFor(c, s.oadp, controllers.NACUUID(nar.UID), tc.about)
+		nothingCreatedFor(c, s.oadp, v1alpha1.NACUUIDOf(nar.UID), tc.about)
 	}
 
 	// A storage location whose credential is another tenant's Secret (a
@@ -150,7 +149,7 @@ func (s *ControllerSuite) TestTenantIsolationAttacks(c *C) {
 	c.Assert(testClient.Create(ctx, steal), IsNil)
 	msg := refusedByController(c, steal)
 	c.Check(msg, Matches, `spec.backupStorageLocationSpec.credential: Secret "victim-creds" not found in namespace .*`)
-	nothingCreatedFor(c, s.oadp, controllers.NACUUID(steal.UID), "another tenant's Secret")
+	nothingCreatedFor(c, s.oadp, v1alpha1.NACUUIDOf(steal.UID), "another tenant's Secret")
 
 	// The victim's backup is untouched through all of it.
 	c.Assert(testClient.Get(ctx, client.ObjectKeyFromObject(victimBackup), &velerov1.Backup{}), IsNil)
@@ -226,7 +225,7 @@ func nabslOn(ns, name, bucket, prefix string) *v1alpha1.NonAdminBackupStorageLoc
 // plays Velero: the BSL turns Available. It returns the BSL.
 func (s *ControllerSuite) approveAndAvailable(c *C, nabsl *v1alpha1.NonAdminBackupStorageLocation) *velerov1.BackupStorageLocation {
 	ctx := context.Background()
-	nacuuid := controllers.NACUUID(getNABSL(c, nabsl).UID)
+	nacuuid := v1alpha1.NACUUIDOf(getNABSL(c, nabsl).UID)
 	var req *v1alpha1.NonAdminBackupStorageLocationRequest
 	eventually(c, 10*time.Second, func() (bool, string) {
 		req, _, _ = bslObjects(c, s.oadp, nacuuid)
@@ -275,7 +274,7 @@ func (s *ControllerSuite) TestStorageAttacks(c *C) {
 		c.Assert(testClient.Create(ctx, l), IsNil, Commentf(tc.about))
 		msg := refusedWithStatus(c, l, tc.about)
 		c.Check(msg, Matches, regexpQuoteMeta(tc.msg), Commentf(tc.about))
-		nothingCreatedFor(c, s.oadp, controllers.NACUUID(l.UID), tc.about)
+		nothingCreatedFor(c, s.oadp, v1alpha1.NACUUIDOf(l.UID), tc.about)
 	}
 
 	// Two locations of one tenant: the later one inside the earlier one's
@@ -288,8 +287,8 @@ func (s *ControllerSuite) TestStorageAttacks(c *C) {
 	c.Assert(testClient.Create(ctx, inside), IsNil)
 	msg := refusedWithStatus(c, inside, "inside another location")
 	c.Check(msg, Matches, fmt.Sprintf(`spec\.backupStorageLocationSpec\.objectStorage\.prefix: aws own-bucket prefix %s/nested overlaps NonAdminBackupStorageLocation %s/first .*`, ns, ns))
-	nothingCreatedFor(c, s.oadp, controllers.NACUUID(inside.UID), "inside another location")
-	_, still, _ := bslObjects(c, s.oadp, controllers.NACUUID(first.UID))
+	nothingCreatedFor(c, s.oadp, v1alpha1.NACUUIDOf(inside.UID), "inside another location")
+	_, still, _ := bslObjects(c, s.oadp, v1alpha1.NACUUIDOf(first.UID))
 	c.Check(still, NotNil, Commentf("the earlier location keeps its Velero BSL"))
 
 	// An admin location added later on that folder's bucket: within a
@@ -300,7 +299,7 @@ func (s *ControllerSuite) TestStorageAttacks(c *C) {
 	msg = refusedWithStatus(c, first, "an admin location added later")
 	c.Check(msg, Matches, `.*bucket "own-bucket" is used by BackupStorageLocation `+s.oadp+`/admin-later \(admin\).*`)
 	eventually(c, 10*time.Second, func() (bool, string) {
-		_, b, sec := bslObjects(c, s.oadp, controllers.NACUUID(first.UID))
+		_, b, sec := bslObjects(c, s.oadp, v1alpha1.NACUUIDOf(first.UID))
 		return b == nil && sec == nil, "the overlapping tenant BSL and Secret copy are not withdrawn yet"
 	})
 	for _, a := range []*velerov1.BackupStorageLocation{admin, later} {
@@ -344,7 +343,7 @@ func (s *ControllerSuite) TestRestoreScopeAttacks(c *C) {
 		c.Assert(testClient.Create(ctx, nar), IsNil, Commentf(tc.name))
 		msg := refusedWithStatus(c, nar, tc.name)
 		c.Check(msg, Equals, "spec.restoreSpec.includedResources: cluster-scoped kinds can not be restored by a NonAdminRestore: found "+tc.found)
-		nothingCreatedFor(c, s.oadp, controllers.NACUUID(nar.UID), tc.name)
+		nothingCreatedFor(c, s.oadp, v1alpha1.NACUUIDOf(nar.UID), tc.name)
 	}
 }
 
@@ -385,7 +384,7 @@ func (s *ControllerSuite) TestApprovalCoversSpec(c *C) {
 	l := nabslOn(ns, "approved", "approved-bucket", "")
 	c.Assert(testClient.Create(ctx, l), IsNil)
 	s.approveAndAvailable(c, l)
-	nacuuid := controllers.NACUUID(getNABSL(c, l).UID)
+	nacuuid := v1alpha1.NACUUIDOf(getNABSL(c, l).UID)
 	eventually(c, 10*time.Second, func() (bool, string) {
 		req, _, _ := bslObjects(c, s.oadp, nacuuid)
 		return req.Status.ApprovedSpec != nil && req.Status.ApprovedSpec.ObjectStorage.Bucket == "approved-bucket", fmt.Sprintf("%+v", req.Status)
@@ -463,7 +462,7 @@ func (s *ControllerSuite) TestApprovalCoversSpec(c *C) {
 	c.Assert(cond, NotNil)
 	c.Check(cond.Reason, Equals, v1alpha1.ReasonSpecUpdateRejected)
 	eventually(c, 10*time.Second, func() (bool, string) {
-		req, b, sec := bslObjects(c, s.oadp, controllers.NACUUID(got.UID))
+		req, b, sec := bslObjects(c, s.oadp, v1alpha1.NACUUIDOf(got.UID))
 		return b == nil && sec == nil && req.Spec.ApprovalDecision == v1alpha1.ApprovalApprove, "the refused location's BSL is not withdrawn yet"
 	})
 }

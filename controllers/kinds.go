@@ -132,7 +132,7 @@ func waitersOf[T v1alpha1.Object](ctx context.Context, c client.Reader, target t
 func finalizeOr[T v1alpha1.Object](action string) func(T) string {
 	return func(obj T) string {
 		if !obj.GetDeletionTimestamp().IsZero() {
-			return ActionFinalize
+			return v1alpha1.ActionFinalize
 		}
 		return action
 	}

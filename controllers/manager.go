@@ -4,13 +4,11 @@ import (
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	velerov2alpha1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v2alpha1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
-	"github.com/nacflow/nacflow/internal/cachetransform"
+	"github.com/nacflow/nacflow/internal/runtime/cachetransform"
 )
 
 // RBAC the manager needs besides its reconcilers': leader election,
@@ -23,7 +21,7 @@ import (
 // of whoever writes a NAC kind's status: write on statuses.nacflow.io; the
 // TenantLocations object of the OADP namespace, the tenant
 // namespace of each location, which the policy nacflow-pod-volume-backups
-// reads (internal/tenantlocations).
+// reads (internal/velero/tenantlocations).
 // +kubebuilder:rbac:groups=nacflow.io,resources=statuses,verbs=write
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
@@ -31,18 +29,6 @@ import (
 // +kubebuilder:rbac:groups=oadp.openshift.io,namespace=openshift-adp,resources=dataprotectionapplications,verbs=get;list
 // +kubebuilder:rbac:groups=oadp.openshift.io,namespace=openshift-adp,resources=tenantlocations,verbs=create;patch
 // +kubebuilder:rbac:groups=velero.io,namespace=openshift-adp,resources=datauploads;datadownloads;podvolumebackups;podvolumerestores,verbs=get;list;watch
-
-// NewScheme returns a scheme with the Kubernetes built-ins, Velero's kinds and
-// nacflow's. It returns an error only if a kind is registered twice.
-func NewScheme() (*runtime.Scheme, error) {
-	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, velerov1.AddToScheme, velerov2alpha1.AddToScheme, v1alpha1.AddToScheme} {
-		if err := add(s); err != nil {
-			return nil, err
-		}
-	}
-	return s, nil
-}
 
 // CacheOptions returns the manager's cache options: Velero objects are
 // watched only in oadpNamespace (DeleteBackupRequests only when they carry

@@ -16,7 +16,7 @@ import (
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	nacmetrics "github.com/nacflow/nacflow/internal/metrics"
-	"github.com/nacflow/nacflow/internal/veleroqueue"
+	"github.com/nacflow/nacflow/internal/velero/veleroqueue"
 )
 
 // metricValue sums the samples of the metric family name (a counter, or a

@@ -14,7 +14,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,31 +22,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
-	"github.com/nacflow/nacflow/internal/staleness"
-	"github.com/nacflow/nacflow/internal/veleroqueue"
+	"github.com/nacflow/nacflow/internal/runtime/staleness"
+	"github.com/nacflow/nacflow/internal/velero/veleroqueue"
 	"github.com/nacflow/nacflow/phases"
 )
-
-// Actions of the nonadminbackup blueprint.
-const (
-	// ActionBackup makes the Velero Backup of a new NonAdminBackup.
-	ActionBackup = "backup"
-	// ActionDelete deletes the backup and its data (spec.deleteBackup: true).
-	ActionDelete = "delete"
-	// ActionForceDelete deletes the backup and its data, and the
-	// NonAdminBackup even when Velero cannot (spec.forceDeleteBackup: true).
-	ActionForceDelete = "forceDelete"
-	// ActionFinalize removes the Velero objects of a deleted NonAdminBackup,
-	// keeping the data (kubectl delete).
-	ActionFinalize = "finalize"
-	// ActionAdopt links a NonAdminBackup made by backup sync to its existing
-	// Velero Backup.
-	ActionAdopt = "adopt"
-)
-
-// NACUUID returns the NACUUID of the operation for the NAC object with uid
-// (v1alpha1.NACUUIDOf).
-func NACUUID(uid types.UID) string { return v1alpha1.NACUUIDOf(uid) }
 
 // NonAdminBackupReconciler runs the nonadminbackup blueprint for each
 // NonAdminBackup and mirrors its Velero Backup.
@@ -103,20 +81,20 @@ func (r *NonAdminBackupReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		adopts:    true,
 		decided:   backupSpecDecided,
 		afterRun: func(ctx context.Context, nab *v1alpha1.NonAdminBackup, action string, finished bool) error {
-			if action != ActionBackup && action != ActionAdopt {
+			if action != v1alpha1.ActionBackup && action != v1alpha1.ActionAdopt {
 				return nil
 			}
 			if err := r.mirror(ctx, nab, finished); err != nil || !finished {
 				return err
 			}
 			var err error
-			measureAfter, err = r.Usage.Measure(ctx, nab, NACUUID(nab.UID))
+			measureAfter, err = r.Usage.Measure(ctx, nab, v1alpha1.NACUUIDOf(nab.UID))
 			return err
 		},
-		deleteWhenComplete: []string{ActionDelete},
+		deleteWhenComplete: []string{v1alpha1.ActionDelete},
 		// A forced deletion deletes the NAB however its plan ended; a plan
 		// that failed leaves the Velero objects to the finalize action.
-		deleteWhenEnded: []string{ActionForceDelete},
+		deleteWhenEnded: []string{v1alpha1.ActionForceDelete},
 		logLevel:        func(nab *v1alpha1.NonAdminBackup) string { return nab.Spec.LogLevel },
 	}, req)
 	if err == nil && measureAfter > 0 && (res.RequeueAfter == 0 || measureAfter < res.RequeueAfter) {
@@ -133,19 +111,19 @@ func (r *NonAdminBackupReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 // action that failed gives way to finalize.
 func actionFor(nab *v1alpha1.NonAdminBackup) string {
 	p := nab.Status.Plan
-	deleteGoesOn := p != nil && (p.Action == ActionDelete || p.Action == ActionForceDelete) &&
+	deleteGoesOn := p != nil && (p.Action == v1alpha1.ActionDelete || p.Action == v1alpha1.ActionForceDelete) &&
 		(p.State == v1alpha1.PlanComplete || p.State == v1alpha1.PlanRunning || p.State == v1alpha1.PlanPending)
 	switch {
 	case !nab.DeletionTimestamp.IsZero() && deleteGoesOn:
 		return p.Action
 	case !nab.DeletionTimestamp.IsZero():
-		return ActionFinalize
+		return v1alpha1.ActionFinalize
 	case nab.Spec.ForceDeleteBackup:
 		// OADP NAC checks forceDeleteBackup first too.
-		return ActionForceDelete
+		return v1alpha1.ActionForceDelete
 	case nab.Spec.DeleteBackup:
-		return ActionDelete
-	case p != nil && (p.Action == ActionBackup || p.Action == ActionAdopt):
+		return v1alpha1.ActionDelete
+	case p != nil && (p.Action == v1alpha1.ActionBackup || p.Action == v1alpha1.ActionAdopt):
 		// How a NAB came to have its backup is decided once, when its first
 		// plan starts, and recorded there: labels a tenant edits later never
 		// turn an adopted backup into a new one, or the reverse.
@@ -153,9 +131,9 @@ func actionFor(nab *v1alpha1.NonAdminBackup) string {
 	case nab.Labels[v1alpha1.NabSyncedFromNACUUIDLabel] != "":
 		// AdoptVeleroBackup links only what backup sync recorded in status
 		// (status.veleroBackup.nacuuid, which tenants cannot write).
-		return ActionAdopt
+		return v1alpha1.ActionAdopt
 	default:
-		return ActionBackup
+		return v1alpha1.ActionBackup
 	}
 }
 

@@ -107,7 +107,7 @@ func (s *ControllerSuite) TestValidBackupLifecycle(c *C) {
 		}
 		return true, ""
 	})
-	nacuuid := controllers.NACUUID(got.UID)
+	nacuuid := v1alpha1.NACUUIDOf(got.UID)
 	wantName := v1alpha1.NACObjectName(ns, "nightly", nacuuid)
 	c.Check(len(wantName) <= 63, Equals, true)
 	c.Check(strings.HasPrefix(wantName, ns+"-nightly-"), Equals, true)
@@ -249,7 +249,7 @@ func (s *ControllerSuite) TestInvalidBackupIsRefused(c *C) {
 		c.Check(got.Status.Plan.Phase("validate").State, Equals, v1alpha1.PhaseFailed)
 		c.Check(got.Status.Plan.Phase("createBackup").State, Equals, v1alpha1.PhaseSkipped)
 		c.Check(got.Status.Plan.DeferPhase.State, Equals, v1alpha1.PhaseComplete)
-		c.Check(veleroBackupsOf(c, s.oadp, controllers.NACUUID(got.UID)), HasLen, 0)
+		c.Check(veleroBackupsOf(c, s.oadp, v1alpha1.NACUUIDOf(got.UID)), HasLen, 0)
 		eventually(c, 5*time.Second, func() (bool, string) {
 			evs := eventReasons(c, ns, tc)
 			return containsInOrder(evs, []string{"Warning PhaseFailed", "Warning ActionFailed"}), joined(evs)
@@ -368,7 +368,7 @@ func (s *ControllerSuite) TestBackupSpecChangeIsNotActedOn(c *C) {
 		events := eventMessages(c, ns, "fixed")
 		return slices.Contains(events, want), joined(events)
 	})
-	backups := veleroBackupsOf(c, s.oadp, controllers.NACUUID(got.UID))
+	backups := veleroBackupsOf(c, s.oadp, v1alpha1.NACUUIDOf(got.UID))
 	c.Assert(backups, HasLen, 1)
 	c.Check(backups[0].Name, Equals, veleroName)
 	c.Check(backups[0].Spec.IncludedNamespaces, DeepEquals, []string{ns})
@@ -446,7 +446,7 @@ func (s *CrashSuite) TestCrashAfterCreateBeforeStatusWrite(c *C) {
 
 	got := getNAB(c, nab)
 	c.Check(got.Status.Plan, IsNil, Commentf("no status was written"))
-	nacuuid := controllers.NACUUID(got.UID)
+	nacuuid := v1alpha1.NACUUIDOf(got.UID)
 	c.Assert(veleroBackupsOf(c, oadp, nacuuid), HasLen, 1, Commentf("the Velero Backup was created before the crash"))
 
 	// Restart: a new reconciler with a working client.
@@ -484,7 +484,7 @@ func (s *CrashSuite) TestForeignObjectIsNeverAdopted(c *C) {
 	nab := newNAB(ns, "squatted", velerov1.BackupSpec{})
 	c.Assert(testClient.Create(ctx, nab), IsNil)
 	got := getNAB(c, nab)
-	name := v1alpha1.NACObjectName(ns, "squatted", controllers.NACUUID(got.UID))
+	name := v1alpha1.NACObjectName(ns, "squatted", v1alpha1.NACUUIDOf(got.UID))
 	foreign := &velerov1.Backup{ObjectMeta: metav1.ObjectMeta{Namespace: oadp, Name: name, Labels: map[string]string{"owner": "someone-else"}}}
 	c.Assert(testClient.Create(ctx, foreign), IsNil)
 

@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
-	"github.com/nacflow/nacflow/internal/veleroqueue"
+	"github.com/nacflow/nacflow/internal/velero/veleroqueue"
 )
 
 // backupEvents maps Velero Backup events to reconcile requests: updates and

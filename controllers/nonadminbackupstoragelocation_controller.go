@@ -20,12 +20,8 @@ import (
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/dpa"
-	"github.com/nacflow/nacflow/internal/staleness"
+	"github.com/nacflow/nacflow/internal/runtime/staleness"
 )
-
-// ActionCreate creates or updates a NonAdminBackupStorageLocation's Velero
-// BSL.
-const ActionCreate = "create"
 
 // NonAdminBackupStorageLocationReconciler runs the
 // nonadminbackupstoragelocation blueprint for each
@@ -152,10 +148,10 @@ func (a *adminStorage) get(ctx context.Context, r client.Reader, oadpNamespace s
 // same phases.
 func (r *NonAdminBackupStorageLocationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	res, err := reconcileNAC(ctx, &r.Deps, &r.reads, nacKind[*v1alpha1.NonAdminBackupStorageLocation]{
-		actionFor: finalizeOr[*v1alpha1.NonAdminBackupStorageLocation](ActionCreate),
+		actionFor: finalizeOr[*v1alpha1.NonAdminBackupStorageLocation](v1alpha1.ActionCreate),
 		refs:      bslRefs,
 		revision:  r.revision,
-		afterRun:  after(ActionCreate, r.mirror),
+		afterRun:  after(v1alpha1.ActionCreate, r.mirror),
 		adopts:    true,
 	}, req)
 	period := r.CredentialCheckPeriod
@@ -211,7 +207,7 @@ func (r *NonAdminBackupStorageLocationReconciler) revision(ctx context.Context, 
 	req := &v1alpha1.NonAdminBackupStorageLocationRequest{}
 	// The request is the operation's own, named from the UID: never from
 	// status.
-	name := v1alpha1.NACObjectName(n.Namespace, n.Name, NACUUID(n.UID))
+	name := v1alpha1.NACObjectName(n.Namespace, n.Name, v1alpha1.NACUUIDOf(n.UID))
 	err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.OADPNamespace, Name: name}, req)
 	switch {
 	case err == nil && req.Spec.ApprovalDecision != "":

@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
-	"github.com/nacflow/nacflow/controllers"
 )
 
 func newNABSL(ns, name, secret string) *v1alpha1.NonAdminBackupStorageLocation {
@@ -82,7 +81,7 @@ func (s *ControllerSuite) TestBSLLifecycle(c *C) {
 		got = getNABSL(c, nabsl)
 		return got.Status.Plan != nil && got.Status.Plan.Current == "approval: waiting", fmt.Sprintf("%+v", got.Status.Plan)
 	})
-	nacuuid := controllers.NACUUID(got.UID)
+	nacuuid := v1alpha1.NACUUIDOf(got.UID)
 	req, bsl, sec := bslObjects(c, s.oadp, nacuuid)
 	c.Assert(req, NotNil)
 	c.Check(bsl, IsNil)
@@ -218,7 +217,7 @@ func (s *ControllerSuite) TestBSLRefusals(c *C) {
 	})
 	g := getNABSL(c, missing)
 	c.Check(g.Status.Phase, Equals, v1alpha1.NonAdminPhaseBackingOff)
-	req, bsl, sec := bslObjects(c, s.oadp, controllers.NACUUID(g.UID))
+	req, bsl, sec := bslObjects(c, s.oadp, v1alpha1.NACUUIDOf(g.UID))
 	c.Check(req == nil && bsl == nil && sec == nil, Equals, true)
 
 	// What can never be valid is refused at apply.

@@ -9,14 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
-	"github.com/nacflow/nacflow/internal/staleness"
-)
-
-// Actions of the nonadmindownloadrequest blueprint.
-const (
-	// ActionDownload gets the pre-signed URL of a new
-	// NonAdminDownloadRequest.
-	ActionDownload = "download"
+	"github.com/nacflow/nacflow/internal/runtime/staleness"
 )
 
 // NonAdminDownloadRequestReconciler runs the nonadmindownloadrequest
@@ -40,7 +33,7 @@ type NonAdminDownloadRequestReconciler struct {
 // whose URL has expired is deleted.
 func (r *NonAdminDownloadRequestReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	return reconcileNAC(ctx, &r.Deps, &r.reads, nacKind[*v1alpha1.NonAdminDownloadRequest]{
-		actionFor: finalizeOr[*v1alpha1.NonAdminDownloadRequest](ActionDownload),
+		actionFor: finalizeOr[*v1alpha1.NonAdminDownloadRequest](v1alpha1.ActionDownload),
 		refs:      downloadRefs,
 		// The DownloadRequest OADP NAC made for the request (downloadRefs).
 		adopts:    true,

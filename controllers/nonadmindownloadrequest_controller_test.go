@@ -18,7 +18,6 @@ import (
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/blueprints"
-	"github.com/nacflow/nacflow/controllers"
 	nacmetrics "github.com/nacflow/nacflow/internal/metrics"
 )
 
@@ -103,7 +102,7 @@ func (s *ControllerSuite) TestDownloadBackupLog(c *C) {
 	c.Check(vs.Expiration.After(time.Now()), Equals, true)
 	c.Check(download(c, vs.DownloadURL), Matches, `(?s).*the log of `+veleroName+`.*`)
 
-	nacuuid := controllers.NACUUID(got.UID)
+	nacuuid := v1alpha1.NACUUIDOf(got.UID)
 	drs := veleroDownloadRequestsOf(c, s.oadp, v1alpha1.NadrOriginNACUUIDLabel, nacuuid)
 	c.Assert(drs, HasLen, 1)
 	c.Check(drs[0].Name, Equals, got.Status.VeleroDownloadRequest.Name)
@@ -136,7 +135,7 @@ func (s *ControllerSuite) TestDownloadWaitsForRunningBackup(c *C) {
 		}
 		return strings.Contains(p.Phase("validate").Message, "is not started"), p.Phase("validate").Message
 	})
-	c.Check(veleroDownloadRequestsOf(c, s.oadp, v1alpha1.NadrOriginNACUUIDLabel, controllers.NACUUID(getNADR(c, nadr).UID)), HasLen, 0)
+	c.Check(veleroDownloadRequestsOf(c, s.oadp, v1alpha1.NadrOriginNACUUIDLabel, v1alpha1.NACUUIDOf(getNADR(c, nadr).UID)), HasLen, 0)
 	completeBackup(c, s.oadp, veleroName, velerov1.BackupPhasePartiallyFailed)
 	got := planComplete(c, nadr)
 	c.Check(download(c, got.Status.VeleroDownloadRequest.Status.DownloadURL), Matches, `.*"`+ns+`/app-config".*`)
@@ -170,7 +169,7 @@ func (s *ControllerSuite) TestDownloadRefusals(c *C) {
 		got := getNADR(c, tc.nadr)
 		c.Check(meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionAccepted).Reason, Equals, v1alpha1.ReasonInvalidDownloadRequest)
 		c.Check(got.Status.Plan.State, Equals, v1alpha1.PlanFailed)
-		nothingCreatedFor(c, s.oadp, controllers.NACUUID(got.UID), tc.nadr.Name)
+		nothingCreatedFor(c, s.oadp, v1alpha1.NACUUIDOf(got.UID), tc.nadr.Name)
 		eventually(c, 5*time.Second, func() (bool, string) {
 			evs := eventReasons(c, tc.nadr.Namespace, tc.nadr.Name)
 			return count(evs, corev1.EventTypeWarning+" PhaseFailed") == 1, joined(evs)
@@ -213,7 +212,7 @@ func (s *ControllerSuite) TestDownloadRestoreLog(c *C) {
 	c.Assert(testClient.Create(ctx, nadr), IsNil)
 	got := planComplete(c, nadr)
 	c.Check(download(c, got.Status.VeleroDownloadRequest.Status.DownloadURL), Matches, `(?s).*the log of `+restoreName+`.*`)
-	drs := veleroDownloadRequestsOf(c, s.oadp, v1alpha1.NadrOriginNACUUIDLabel, controllers.NACUUID(got.UID))
+	drs := veleroDownloadRequestsOf(c, s.oadp, v1alpha1.NadrOriginNACUUIDLabel, v1alpha1.NACUUIDOf(got.UID))
 	c.Assert(drs, HasLen, 1)
 	c.Check(drs[0].Spec.Target, Equals, velerov1.DownloadTarget{Kind: velerov1.DownloadTargetKindRestoreLog, Name: restoreName})
 }
@@ -229,7 +228,7 @@ func (s *ControllerSuite) TestDownloadExpires(c *C) {
 	nadr := newNADR(ns, "expiring-log", velerov1.DownloadTargetKindBackupLog, "short")
 	c.Assert(testClient.Create(ctx, nadr), IsNil)
 	got := planComplete(c, nadr)
-	nacuuid := controllers.NACUUID(got.UID)
+	nacuuid := v1alpha1.NACUUIDOf(got.UID)
 	c.Assert(veleroDownloadRequestsOf(c, s.oadp, v1alpha1.NadrOriginNACUUIDLabel, nacuuid), HasLen, 1)
 	eventually(c, 15*time.Second, func() (bool, string) {
 		err := testClient.Get(ctx, client.ObjectKeyFromObject(nadr), &v1alpha1.NonAdminDownloadRequest{})
@@ -259,7 +258,7 @@ func (s *ControllerSuite) TestDownloadRequireTenantLocation(c *C) {
 	c.Assert(testClient.Create(ctx, nadr), IsNil)
 	c.Check(refusedWithStatus(c, nadr, "on the admin's location"), Matches, `spec.target.name: NonAdminBackup on-admin is kept on the admin's storage location "default": .*`)
 	c.Check(meta.IsStatusConditionTrue(getNADR(c, nadr).Status.Conditions, v1alpha1.ConditionNonAdminBackupStorageLocationNotUsed), Equals, true)
-	nothingCreatedFor(c, s.oadp, controllers.NACUUID(getNADR(c, nadr).UID), "admin-location")
+	nothingCreatedFor(c, s.oadp, v1alpha1.NACUUIDOf(getNADR(c, nadr).UID), "admin-location")
 }
 
 // TestBackupVerified: the backup action checks the finished backup's
@@ -277,7 +276,7 @@ func (s *ControllerSuite) TestBackupVerified(c *C) {
 	c.Check(v.Reason, Equals, v1alpha1.ReasonContentsVerified)
 	c.Check(v.Message, Equals, fmt.Sprintf("2 items of Velero Backup %s checked: all belong to namespace %s", veleroName, ns))
 	c.Check(got.Status.Plan.Phase("verify").Output, DeepEquals, map[string]string{"items": "2", "unexpected": "0"})
-	nacuuid := controllers.NACUUID(got.UID)
+	nacuuid := v1alpha1.NACUUIDOf(got.UID)
 	left := veleroDownloadRequestsOf(c, s.oadp, v1alpha1.NabOriginNACUUIDLabel, nacuuid)
 	c.Assert(left, HasLen, 1)
 	c.Check(left[0].Status.Phase, Equals, velerov1.DownloadRequestPhaseProcessed)

@@ -12,26 +12,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
-	"github.com/nacflow/nacflow/internal/staleness"
-	"github.com/nacflow/nacflow/internal/veleroqueue"
-)
-
-// Actions of the nonadminrestore blueprint.
-const (
-	// ActionRestore makes the Velero Restore of a new NonAdminRestore.
-	ActionRestore = "restore"
-	// ActionPreview tells what a NonAdminRestore with spec.preview would do,
-	// restoring nothing.
-	ActionPreview = "preview"
+	"github.com/nacflow/nacflow/internal/runtime/staleness"
+	"github.com/nacflow/nacflow/internal/velero/veleroqueue"
 )
 
 // restoreAction picks the action of nar: finalize once it is being deleted,
 // preview for spec.preview, restore otherwise.
 func restoreAction(nar *v1alpha1.NonAdminRestore) string {
 	if nar.Spec.Preview && nar.GetDeletionTimestamp().IsZero() {
-		return ActionPreview
+		return v1alpha1.ActionPreview
 	}
-	return finalizeOr[*v1alpha1.NonAdminRestore](ActionRestore)(nar)
+	return finalizeOr[*v1alpha1.NonAdminRestore](v1alpha1.ActionRestore)(nar)
 }
 
 // NonAdminRestoreReconciler runs the nonadminrestore blueprint for each
@@ -86,7 +77,7 @@ func (r *NonAdminRestoreReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	return reconcileNAC(ctx, &r.Deps, &r.reads, nacKind[*v1alpha1.NonAdminRestore]{
 		actionFor: restoreAction,
 		refs:      restoreRefs,
-		afterRun:  after(ActionRestore, r.mirror),
+		afterRun:  after(v1alpha1.ActionRestore, r.mirror),
 		adopts:    true,
 		decided:   restoreSpecDecided,
 	}, req)

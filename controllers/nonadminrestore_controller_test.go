@@ -18,7 +18,6 @@ import (
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/blueprints"
-	"github.com/nacflow/nacflow/controllers"
 	"github.com/nacflow/nacflow/phases"
 )
 
@@ -61,7 +60,7 @@ func (s *ControllerSuite) refusedNAR(c *C, nar *v1alpha1.NonAdminRestore) (*v1al
 		got = getNAR(c, nar)
 		return got.Status.Plan != nil && got.Status.Plan.State == v1alpha1.PlanFailed, fmt.Sprintf("%+v", got.Status.Plan)
 	})
-	c.Check(veleroRestoresOf(c, s.oadp, controllers.NACUUID(got.UID)), HasLen, 0)
+	c.Check(veleroRestoresOf(c, s.oadp, v1alpha1.NACUUIDOf(got.UID)), HasLen, 0)
 	c.Check(got.Status.Phase, Equals, v1alpha1.NonAdminPhaseBackingOff)
 	cond := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionAccepted)
 	if cond == nil {
@@ -83,10 +82,10 @@ func (s *ControllerSuite) TestRestoreHappyPath(c *C) {
 		got = getNAR(c, nar)
 		return got.Status.Plan != nil && got.Status.Plan.Current == "waitForRestore: waiting", fmt.Sprintf("%+v", got.Status.Plan)
 	})
-	restores := veleroRestoresOf(c, s.oadp, controllers.NACUUID(got.UID))
+	restores := veleroRestoresOf(c, s.oadp, v1alpha1.NACUUIDOf(got.UID))
 	c.Assert(restores, HasLen, 1)
 	r := restores[0]
-	c.Check(r.Name, Equals, v1alpha1.NACObjectName(ns, "bring-back", controllers.NACUUID(got.UID)))
+	c.Check(r.Name, Equals, v1alpha1.NACObjectName(ns, "bring-back", v1alpha1.NACUUIDOf(got.UID)))
 	c.Check(r.Spec.BackupName, Equals, backup.Name, Commentf("the Velero backup's name, not the NAB's"))
 	c.Check(r.Spec.IncludedNamespaces, DeepEquals, []string{ns})
 	c.Check(strings.Join(r.Spec.ExcludedResources, ","), Matches, ".*nonadminbackups.oadp.openshift.io.*volumesnapshotclasses.snapshot.storage.k8s.io.*")
@@ -122,7 +121,7 @@ func (s *ControllerSuite) TestRestoreHappyPath(c *C) {
 		err := testClient.Get(ctx, client.ObjectKeyFromObject(nar), &v1alpha1.NonAdminRestore{})
 		return apierrors.IsNotFound(err), fmt.Sprintf("%v", err)
 	})
-	c.Check(veleroRestoresOf(c, s.oadp, controllers.NACUUID(got.UID)), HasLen, 0)
+	c.Check(veleroRestoresOf(c, s.oadp, v1alpha1.NACUUIDOf(got.UID)), HasLen, 0)
 }
 
 func (s *ControllerSuite) TestRestoreRefusals(c *C) {
@@ -174,7 +173,7 @@ func (s *ControllerSuite) TestRestoreWaitsForRunningBackupAndRefusesFailed(c *C)
 		return got.Status.Plan != nil && got.Status.Plan.Current == "waitForBackup: waiting", fmt.Sprintf("%+v", got.Status.Plan)
 	})
 	c.Check(got.Status.Plan.Phase("waitForBackup").Message, Matches, "Velero Backup .* of NonAdminBackup slow is InProgress")
-	c.Check(veleroRestoresOf(c, s.oadp, controllers.NACUUID(got.UID)), HasLen, 0)
+	c.Check(veleroRestoresOf(c, s.oadp, v1alpha1.NACUUIDOf(got.UID)), HasLen, 0)
 
 	// The backup completes: the restore starts.
 	completeBackup(c, s.oadp, gotNAB.Status.VeleroBackup.Name, velerov1.BackupPhaseCompleted)
@@ -182,7 +181,7 @@ func (s *ControllerSuite) TestRestoreWaitsForRunningBackupAndRefusesFailed(c *C)
 		got = getNAR(c, nar)
 		return got.Status.Plan.Current == "waitForRestore: waiting", got.Status.Plan.Current
 	})
-	c.Check(veleroRestoresOf(c, s.oadp, controllers.NACUUID(got.UID)), HasLen, 1)
+	c.Check(veleroRestoresOf(c, s.oadp, v1alpha1.NACUUIDOf(got.UID)), HasLen, 1)
 
 	// A failed backup is refused.
 	failed, failedBackup := s.createdBackup(c, "broken")
@@ -209,7 +208,7 @@ func (s *ControllerSuite) TestRestoreWaitsForRunningBackupAndRefusesFailed(c *C)
 	completeBackup(c, s.oadp, flakyBackup.Name, velerov1.BackupPhaseFailed)
 	msg = refusedWithStatus(c, waiting, "a backup failing under a waiting restore")
 	c.Check(msg, Equals, fmt.Sprintf("spec.restoreSpec.backupName: the Velero Backup %s of NonAdminBackup flaky is Failed: only Completed or PartiallyFailed backups can be restored", flakyBackup.Name))
-	c.Check(veleroRestoresOf(c, s.oadp, controllers.NACUUID(getNAR(c, waiting).UID)), HasLen, 0)
+	c.Check(veleroRestoresOf(c, s.oadp, v1alpha1.NACUUIDOf(getNAR(c, waiting).UID)), HasLen, 0)
 }
 
 func (s *ControllerSuite) TestRestoreEnforcement(c *C) {
@@ -236,7 +235,7 @@ func (s *ControllerSuite) TestRestoreEnforcement(c *C) {
 		})
 		return got.Status.Plan.BlueprintGeneration == "1", got.Status.Plan.BlueprintGeneration
 	})
-	restores := veleroRestoresOf(c, s.oadp, controllers.NACUUID(got.UID))
+	restores := veleroRestoresOf(c, s.oadp, v1alpha1.NACUUIDOf(got.UID))
 	c.Assert(restores, HasLen, 1)
 	c.Check(restores[0].Spec.ExistingResourcePolicy, Equals, velerov1.PolicyTypeUpdate)
 	c.Assert(restores[0].Spec.RestorePVs, NotNil)

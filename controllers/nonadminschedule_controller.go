@@ -20,8 +20,8 @@ import (
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/engine"
-	"github.com/nacflow/nacflow/internal/staleness"
-	"github.com/nacflow/nacflow/internal/veleroqueue"
+	"github.com/nacflow/nacflow/internal/runtime/staleness"
+	"github.com/nacflow/nacflow/internal/velero/veleroqueue"
 )
 
 // DefaultRunCheckPeriod bounds how long a NonAdminSchedule goes without a
@@ -61,7 +61,7 @@ func (r *NonAdminScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	var recheck time.Duration
 	found := false
 	res, err := reconcileNAC(ctx, &r.Deps, &r.reads, nacKind[*v1alpha1.NonAdminSchedule]{
-		actionFor: finalizeOr[*v1alpha1.NonAdminSchedule](ActionCreate),
+		actionFor: finalizeOr[*v1alpha1.NonAdminSchedule](v1alpha1.ActionCreate),
 		refs:      scheduleRefs,
 		revision: func(_ context.Context, n *v1alpha1.NonAdminSchedule) (string, error) {
 			if !n.DeletionTimestamp.IsZero() {
@@ -71,7 +71,7 @@ func (r *NonAdminScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		},
 		begin: func(*v1alpha1.NonAdminSchedule) { found = true },
 		afterRun: func(ctx context.Context, n *v1alpha1.NonAdminSchedule, action string, finished bool) error {
-			if action != ActionCreate {
+			if action != v1alpha1.ActionCreate {
 				return nil
 			}
 			var err error
@@ -124,7 +124,7 @@ func (r *NonAdminScheduleReconciler) afterCreate(ctx context.Context, nas *v1alp
 	if err := r.Client.Get(ctx, client.ObjectKey{Name: nas.Namespace}, ns); client.IgnoreNotFound(err) != nil {
 		return 0, fmt.Errorf("reading namespace %s: %w", nas.Namespace, err)
 	}
-	res, ok, err := r.Runner.Follow(ctx, engine.Request{Object: nas, UUID: NACUUID(nas.UID), OADPNamespace: r.OADPNamespace,
+	res, ok, err := r.Runner.Follow(ctx, engine.Request{Object: nas, UUID: v1alpha1.NACUUIDOf(nas.UID), OADPNamespace: r.OADPNamespace,
 		NamespaceLabels: ns.Labels}, scheduleRunsFunc)
 	if err != nil {
 		return 0, fmt.Errorf("following the runs of Velero Schedule %s: %w", vs.Name, err)

@@ -20,7 +20,6 @@ import (
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/blueprints"
-	"github.com/nacflow/nacflow/controllers"
 	nacmetrics "github.com/nacflow/nacflow/internal/metrics"
 	"github.com/nacflow/nacflow/phases"
 )
@@ -46,7 +45,7 @@ func veleroScheduleOf(c *C, oadp string, nas *v1alpha1.NonAdminSchedule) *velero
 	eventually(c, 10*time.Second, func() (bool, string) {
 		list := &velerov1.ScheduleList{}
 		c.Assert(testClient.List(ctx, list, client.InNamespace(oadp), client.MatchingLabels{
-			v1alpha1.NasOriginNACUUIDLabel: controllers.NACUUID(getNAS(c, nas).UID)}), IsNil)
+			v1alpha1.NasOriginNACUUIDLabel: v1alpha1.NACUUIDOf(getNAS(c, nas).UID)}), IsNil)
 		if len(list.Items) != 1 {
 			return false, fmt.Sprintf("%d Velero Schedules", len(list.Items))
 		}
@@ -103,7 +102,7 @@ func (s *ControllerSuite) TestScheduleLifecycle(c *C) {
 	nas := newNAS(ns, "nightly", "0 2 * * *", velerov1.BackupSpec{IncludedResources: []string{"configmaps"}, TTL: metav1.Duration{Duration: 48 * time.Hour}})
 	c.Assert(testClient.Create(ctx, nas), IsNil)
 	vs := veleroScheduleOf(c, s.oadp, nas)
-	uuid := controllers.NACUUID(getNAS(c, nas).UID)
+	uuid := v1alpha1.NACUUIDOf(getNAS(c, nas).UID)
 	c.Check(vs.Name, Equals, v1alpha1.NACObjectName(ns, "nightly", uuid))
 	c.Check(vs.Labels[v1alpha1.OADPLabel], Equals, v1alpha1.OADPLabelValue)
 	c.Check(vs.Annotations, DeepEquals, map[string]string{v1alpha1.NasOriginNamespaceAnnotation: ns, v1alpha1.NasOriginNameAnnotation: "nightly",
@@ -143,7 +142,7 @@ func (s *ControllerSuite) TestScheduleLifecycle(c *C) {
 				return false, err.Error()
 			}
 			vb := nab.Status.VeleroBackup
-			return vb != nil && vb.Name == b.Name && vb.Status != nil && nab.Status.Plan != nil && nab.Status.Plan.Action == controllers.ActionAdopt &&
+			return vb != nil && vb.Name == b.Name && vb.Status != nil && nab.Status.Plan != nil && nab.Status.Plan.Action == v1alpha1.ActionAdopt &&
 				nab.Status.Plan.State == v1alpha1.PlanComplete, fmt.Sprintf("NAB %s: %+v", names[i], nab.Status)
 		})
 		c.Check(nab.Labels[v1alpha1.NonAdminScheduleLabel], Equals, "nightly")
@@ -151,10 +150,10 @@ func (s *ControllerSuite) TestScheduleLifecycle(c *C) {
 		c.Check(nab.Spec.BackupSpec.IncludedResources, DeepEquals, []string{"configmaps"})
 		claimed := &velerov1.Backup{}
 		c.Assert(testClient.Get(ctx, client.ObjectKeyFromObject(b), claimed), IsNil)
-		c.Check(claimed.Labels[v1alpha1.NabOriginNACUUIDLabel], Equals, controllers.NACUUID(claimed.UID))
+		c.Check(claimed.Labels[v1alpha1.NabOriginNACUUIDLabel], Equals, v1alpha1.NACUUIDOf(claimed.UID))
 		c.Check(claimed.Annotations[v1alpha1.NabOriginNameAnnotation], Equals, names[i])
 		c.Check(claimed.Annotations[v1alpha1.NabOriginNamespaceAnnotation], Equals, ns)
-		c.Check(nab.Status.VeleroBackup.NACUUID, Equals, controllers.NACUUID(claimed.UID))
+		c.Check(nab.Status.VeleroBackup.NACUUID, Equals, v1alpha1.NACUUIDOf(claimed.UID))
 	}
 	eventually(c, 10*time.Second, func() (bool, string) {
 		got = getNAS(c, nas)
@@ -246,7 +245,7 @@ func (s *ControllerSuite) TestScheduleRefusals(c *C) {
 		c.Check(cond.Reason, Equals, v1alpha1.ReasonInvalidScheduleSpec)
 		c.Check(cond.Message, Matches, tc.msg, Commentf(tc.nas.Name))
 		list := &velerov1.ScheduleList{}
-		c.Assert(testClient.List(ctx, list, client.InNamespace(s.oadp), client.MatchingLabels{v1alpha1.NasOriginNACUUIDLabel: controllers.NACUUID(got.UID)}), IsNil)
+		c.Assert(testClient.List(ctx, list, client.InNamespace(s.oadp), client.MatchingLabels{v1alpha1.NasOriginNACUUIDLabel: v1alpha1.NACUUIDOf(got.UID)}), IsNil)
 		c.Check(list.Items, HasLen, 0, Commentf(tc.nas.Name))
 		events := &corev1.EventList{}
 		c.Assert(testClient.List(ctx, events, client.InNamespace(tc.nas.Namespace)), IsNil)

@@ -33,10 +33,10 @@ import (
 	"github.com/nacflow/nacflow/controllers"
 	"github.com/nacflow/nacflow/dpa"
 	"github.com/nacflow/nacflow/engine"
-	"github.com/nacflow/nacflow/internal/events"
 	nacmetrics "github.com/nacflow/nacflow/internal/metrics"
-	"github.com/nacflow/nacflow/internal/restmapper"
-	"github.com/nacflow/nacflow/internal/veleroqueue"
+	"github.com/nacflow/nacflow/internal/runtime/events"
+	"github.com/nacflow/nacflow/internal/runtime/restmapper"
+	"github.com/nacflow/nacflow/internal/velero/veleroqueue"
 	"github.com/nacflow/nacflow/phases"
 )
 

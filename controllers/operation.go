@@ -23,11 +23,11 @@ import (
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/blueprints"
 	"github.com/nacflow/nacflow/engine"
-	"github.com/nacflow/nacflow/internal/events"
-	"github.com/nacflow/nacflow/internal/loglevel"
-	"github.com/nacflow/nacflow/internal/patch"
-	"github.com/nacflow/nacflow/internal/redact"
-	"github.com/nacflow/nacflow/internal/staleness"
+	"github.com/nacflow/nacflow/internal/policy/redact"
+	"github.com/nacflow/nacflow/internal/runtime/events"
+	"github.com/nacflow/nacflow/internal/runtime/loglevel"
+	"github.com/nacflow/nacflow/internal/runtime/patch"
+	"github.com/nacflow/nacflow/internal/runtime/staleness"
 )
 
 // Deps are what every NAC reconciler is given.

@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
-	"github.com/nacflow/nacflow/internal/patch"
+	"github.com/nacflow/nacflow/internal/runtime/patch"
 )
 
 // planKeeper is where a kind's plans live between reconciles: in the

@@ -19,7 +19,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
-	"github.com/nacflow/nacflow/controllers"
 )
 
 type RBACSuite struct{}
@@ -198,6 +197,6 @@ func (s *ChaosSuite) TestControllerRunsOnItsOwnRBAC(c *C) {
 		}
 		return true, ""
 	})
-	req, bsl, sec := bslObjects(c, r.oadp, controllers.NACUUID(ops[3].GetUID()))
+	req, bsl, sec := bslObjects(c, r.oadp, v1alpha1.NACUUIDOf(ops[3].GetUID()))
 	c.Check(req == nil && bsl == nil && sec == nil, Equals, true)
 }

@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
-	"github.com/nacflow/nacflow/internal/redact"
+	"github.com/nacflow/nacflow/internal/policy/redact"
 )
 
 // TestNoSignedURLInStatusOrEvents: when reading a backup's file fails, the

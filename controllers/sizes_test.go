@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
-	"github.com/nacflow/nacflow/controllers"
 )
 
 // TestSizesNeverStick: a NonAdminBackup whose longest name is cut at a dot
@@ -32,8 +31,8 @@ func (s *ControllerSuite) TestSizesNeverStick(c *C) {
 	var veleroName string
 	eventually(c, 20*time.Second, func() (bool, string) {
 		got := getNAB(c, long)
-		if len(veleroBackupsOf(c, s.oadp, controllers.NACUUID(got.UID))) == 1 {
-			veleroName = veleroBackupsOf(c, s.oadp, controllers.NACUUID(got.UID))[0].Name
+		if len(veleroBackupsOf(c, s.oadp, v1alpha1.NACUUIDOf(got.UID))) == 1 {
+			veleroName = veleroBackupsOf(c, s.oadp, v1alpha1.NACUUIDOf(got.UID))[0].Name
 			return true, ""
 		}
 		return false, fmt.Sprintf("phase %q, plan %+v", got.Status.Phase, got.Status.Plan)
@@ -49,5 +48,5 @@ func (s *ControllerSuite) TestSizesNeverStick(c *C) {
 	c.Assert(testClient.Create(ctx, heavy), IsNil)
 	msg := refusedWithStatus(c, heavy, "labels over the limit")
 	c.Check(msg, Matches, `metadata\.labels: \d+ bytes as JSON, at most 65536: they are copied to the Velero Backup's annotation `+v1alpha1.NabOriginLabelsAnnotation+` .*`)
-	nothingCreatedFor(c, s.oadp, controllers.NACUUID(getNAB(c, heavy).UID), "labels over the limit")
+	nothingCreatedFor(c, s.oadp, v1alpha1.NACUUIDOf(getNAB(c, heavy).UID), "labels over the limit")
 }

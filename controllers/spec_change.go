@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
-	"github.com/nacflow/nacflow/internal/events"
+	"github.com/nacflow/nacflow/internal/runtime/events"
 )
 
 // decidedSpec says which spec field of a NAC kind nacflow reads once,

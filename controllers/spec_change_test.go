@@ -7,7 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
-	"github.com/nacflow/nacflow/internal/events"
+	"github.com/nacflow/nacflow/internal/runtime/events"
 )
 
 // SpecChangeSuite: reportSpecChange on a NonAdminRestore, in memory.

@@ -24,9 +24,9 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/nacflow/nacflow/controllers"
-	"github.com/nacflow/nacflow/internal/kcm"
-	"github.com/nacflow/nacflow/internal/testwait"
+	"github.com/nacflow/nacflow/api/v1alpha1"
+	"github.com/nacflow/nacflow/internal/localstack/kcm"
+	"github.com/nacflow/nacflow/internal/localstack/testwait"
 )
 
 // The control plane shared by every suite of this package: a real
@@ -82,7 +82,7 @@ func Test(t *testing.T) {
 	defer controllerManager.Stop(5 * time.Second)
 	t.Logf("control plane up in %s: kube-apiserver and etcd %s, kube-controller-manager %s",
 		time.Since(started).Round(time.Millisecond), apiserverUp.Round(time.Millisecond), (time.Since(started) - apiserverUp).Round(time.Millisecond))
-	if testScheme, err = controllers.NewScheme(); err != nil {
+	if testScheme, err = v1alpha1.NewScheme(); err != nil {
 		t.Fatal(err)
 	}
 	if testClient, err = client.NewWithWatch(testCfg, client.Options{Scheme: testScheme}); err != nil {

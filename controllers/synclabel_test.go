@@ -67,8 +67,8 @@ func (s *ControllerSuite) TestSyncLabelNeverPicksTheActionLater(c *C) {
 	c.Check(getNAB(c, adopted).Status.Plan.State, Equals, v1alpha1.PlanComplete)
 	c.Check(getNAB(c, own).Status.Plan.Action, Equals, "backup")
 	c.Check(veleroBackupsOf(c, s.oadp, synced), HasLen, 1, Commentf("one Velero Backup carries the synced NACUUID"))
-	c.Check(veleroBackupsOf(c, s.oadp, controllers.NACUUID(getNAB(c, own).UID)), HasLen, 1)
-	c.Check(getNAB(c, own).Status.VeleroBackup.NACUUID, Equals, controllers.NACUUID(getNAB(c, own).UID))
+	c.Check(veleroBackupsOf(c, s.oadp, v1alpha1.NACUUIDOf(getNAB(c, own).UID)), HasLen, 1)
+	c.Check(getNAB(c, own).Status.VeleroBackup.NACUUID, Equals, v1alpha1.NACUUIDOf(getNAB(c, own).UID))
 }
 
 // TestSyncLabelHonouredOnlyOnSyncedNABs: a tenant who sets the sync label
@@ -92,5 +92,5 @@ func (s *ControllerSuite) TestSyncLabelHonouredOnlyOnSyncedNABs(c *C) {
 		"which records the Velero Backup in status.veleroBackup.nacuuid; this one was not: remove the label to make a new backup")
 	c.Check(getNAB(c, claim).Status.VeleroBackup, IsNil)
 	c.Check(veleroBackupsOf(c, s.oadp, uuid), HasLen, 1)
-	c.Check(veleroBackupsOf(c, s.oadp, controllers.NACUUID(getNAB(c, claim).UID)), HasLen, 0)
+	c.Check(veleroBackupsOf(c, s.oadp, v1alpha1.NACUUIDOf(getNAB(c, claim).UID)), HasLen, 0)
 }

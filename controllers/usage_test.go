@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
-	"github.com/nacflow/nacflow/controllers"
 )
 
 // UsageSuite: the usage meter fills in status.usage of finished backups
@@ -91,7 +90,7 @@ func (s *UsageSuite) TestUsageMeasuredAfterThePlanAndAfterARestart(c *C) {
 	for i, b := range backups[:2] {
 		got := measured(b)
 		u := got.Status.Usage
-		drName := v1alpha1.NACObjectName(ns, b.nab.Name, controllers.NACUUID(got.UID)) + "u"
+		drName := v1alpha1.NACObjectName(ns, b.nab.Name, v1alpha1.NACUUIDOf(got.UID)) + "u"
 		contents := servedSize(c, oadp, drName)
 		c.Check(contents > 0, Equals, true)
 		c.Check(u.ContentsBytes, Equals, contents, Commentf("the tarball's size, as the store serves it"))
@@ -110,7 +109,7 @@ func (s *UsageSuite) TestUsageMeasuredAfterThePlanAndAfterARestart(c *C) {
 	failed := getNAB(c, backups[2].nab)
 	c.Check(failed.Status.Usage, IsNil)
 	dr := &velerov1.DownloadRequest{}
-	err := testClient.Get(ctx, client.ObjectKey{Namespace: oadp, Name: v1alpha1.NACObjectName(ns, "failed", controllers.NACUUID(failed.UID)) + "u"}, dr)
+	err := testClient.Get(ctx, client.ObjectKey{Namespace: oadp, Name: v1alpha1.NACObjectName(ns, "failed", v1alpha1.NACUUIDOf(failed.UID)) + "u"}, dr)
 	c.Check(err, NotNil, Commentf("no DownloadRequest to measure a failed backup"))
 
 	// A backup measured before nacflow measured (usage unknown) is

@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	nacv1alpha1 "github.com/nacflow/nacflow/api/v1alpha1"
-	"github.com/nacflow/nacflow/internal/redact"
+	"github.com/nacflow/nacflow/internal/policy/redact"
 )
 
 // Event reasons the runner emits on the NAC object, on transitions only.

@@ -7,8 +7,8 @@ import (
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 
-	"github.com/nacflow/nacflow/internal/credentials"
-	"github.com/nacflow/nacflow/internal/endpoint"
+	"github.com/nacflow/nacflow/internal/policy/credentials"
+	"github.com/nacflow/nacflow/internal/policy/endpoint"
 )
 
 // contentRules are the admin's rules for what a tenant's storage location

@@ -12,7 +12,7 @@ import (
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/engine"
-	"github.com/nacflow/nacflow/internal/restorepolicy"
+	"github.com/nacflow/nacflow/internal/policy/restorepolicy"
 )
 
 // CreateVeleroRestoreArgs are the args of CreateVeleroRestore.

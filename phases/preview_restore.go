@@ -22,7 +22,7 @@ import (
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/engine"
-	"github.com/nacflow/nacflow/internal/restorepolicy"
+	"github.com/nacflow/nacflow/internal/policy/restorepolicy"
 )
 
 // Bounds of a restore preview's status: items listed, and fields named per

@@ -7,7 +7,7 @@ import (
 
 // What the phases that place a backup in Velero's queue need from the
 // controller, declared here where they are used: the controller provides
-// them from its in-memory index of Velero's queue (internal/veleroqueue),
+// them from its in-memory index of Velero's queue (internal/velero/veleroqueue),
 // and the engine knows nothing of Velero's queue.
 
 // QueueEstimator estimates a Velero object's place in Velero's queue (OADP

@@ -15,8 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nacflow/nacflow/engine"
-	"github.com/nacflow/nacflow/internal/endpoint"
-	"github.com/nacflow/nacflow/internal/restorepolicy"
+	"github.com/nacflow/nacflow/internal/policy/endpoint"
+	"github.com/nacflow/nacflow/internal/policy/restorepolicy"
 )
 
 // Clients are what phase functions talk to the cluster with.
@@ -45,7 +45,7 @@ type Clients struct {
 
 // LocationRecorder keeps the map of tenant locations to their namespaces
 // that the ValidatingAdmissionPolicy nacflow-pod-volume-backups reads
-// (implemented by internal/tenantlocations.Map).
+// (implemented by internal/velero/tenantlocations.Map).
 type LocationRecorder interface {
 	// Record maps the Velero BackupStorageLocation named location to the
 	// tenant namespace; called before the location is created.

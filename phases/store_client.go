@@ -8,7 +8,7 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/nacflow/nacflow/internal/endpoint"
+	"github.com/nacflow/nacflow/internal/policy/endpoint"
 )
 
 // storeClient is the HTTP client of every request nacflow makes to an

@@ -11,7 +11,7 @@ import (
 
 	. "gopkg.in/check.v1"
 
-	"github.com/nacflow/nacflow/internal/endpoint"
+	"github.com/nacflow/nacflow/internal/policy/endpoint"
 )
 
 // loopbackStore is a storeClient that may reach the tests' stores, which

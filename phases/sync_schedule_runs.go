@@ -23,8 +23,8 @@ import (
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/engine"
-	"github.com/nacflow/nacflow/internal/linkednab"
-	"github.com/nacflow/nacflow/internal/retention"
+	"github.com/nacflow/nacflow/internal/velero/linkednab"
+	"github.com/nacflow/nacflow/internal/velero/retention"
 )
 
 // Event reasons of NonAdminSchedules (SyncScheduleRuns).

@@ -20,7 +20,7 @@ import (
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/engine"
-	"github.com/nacflow/nacflow/internal/restorepolicy"
+	"github.com/nacflow/nacflow/internal/policy/restorepolicy"
 )
 
 // Defaults and names of restore tests.

@@ -10,7 +10,7 @@ import (
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/engine"
-	"github.com/nacflow/nacflow/internal/endpoint"
+	"github.com/nacflow/nacflow/internal/policy/endpoint"
 )
 
 // ValidateBSLSpecArgs are the args of ValidateBSLSpec.

@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	"reflect"
 	"strings"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
@@ -33,6 +34,9 @@ type Kind struct {
 	// Actions are the blueprint actions the kind's controller runs, sorted:
 	// a Blueprint for the kind may define only these.
 	Actions []string
+	// FirstAction is the action a new object of the kind runs (what `nac
+	// admin plan` shows for a manifest).
+	FirstAction string
 	// New returns an empty object of the kind.
 	New func() Object
 	// NewList returns an empty list of the kind.
@@ -46,12 +50,41 @@ type Kind struct {
 	GarbageCollected func() []client.ObjectList
 }
 
+// The blueprint actions the controllers run (Kind.Actions), each named once.
+const (
+	// ActionBackup makes the Velero Backup of a new NonAdminBackup.
+	ActionBackup = "backup"
+	// ActionDelete deletes a backup and its data (spec.deleteBackup: true).
+	ActionDelete = "delete"
+	// ActionForceDelete deletes a backup and its data, and the
+	// NonAdminBackup even when Velero cannot (spec.forceDeleteBackup: true).
+	ActionForceDelete = "forceDelete"
+	// ActionFinalize removes the Velero objects of a deleted NAC object
+	// (kubectl delete), keeping a backup's data.
+	ActionFinalize = "finalize"
+	// ActionAdopt links a NonAdminBackup made by backup sync (or a
+	// schedule's run) to its existing Velero Backup.
+	ActionAdopt = "adopt"
+	// ActionRestore makes the Velero Restore of a new NonAdminRestore.
+	ActionRestore = "restore"
+	// ActionPreview tells what a NonAdminRestore with spec.preview would do,
+	// without restoring.
+	ActionPreview = "preview"
+	// ActionCreate makes the Velero object of a new
+	// NonAdminBackupStorageLocation (its BackupStorageLocation) or
+	// NonAdminSchedule (its Schedule).
+	ActionCreate = "create"
+	// ActionDownload gets the pre-signed URL of a new
+	// NonAdminDownloadRequest.
+	ActionDownload = "download"
+)
+
 // kinds is the registry, in the order OADP NAC introduced the kinds.
 var kinds = []Kind{{
 	Kind: "NonAdminBackup", Resource: "nonadminbackups", Short: "nab",
 	Finalizer: NonAdminBackupFinalizer, Blueprint: "nonadminbackup",
-	Actions: []string{"adopt", "backup", "delete", "finalize", "forceDelete"},
-	New:     func() Object { return &NonAdminBackup{} }, NewList: func() client.ObjectList { return &NonAdminBackupList{} },
+	Actions: []string{ActionAdopt, ActionBackup, ActionDelete, ActionFinalize, ActionForceDelete}, FirstAction: ActionBackup,
+	New: func() Object { return &NonAdminBackup{} }, NewList: func() client.ObjectList { return &NonAdminBackupList{} },
 	GarbageCollected: func() []client.ObjectList {
 		// DownloadRequests: VerifyBackupContents leaves its request to
 		// Velero, which never expires one it did not serve.
@@ -60,30 +93,30 @@ var kinds = []Kind{{
 }, {
 	Kind: "NonAdminRestore", Resource: "nonadminrestores", Short: "nar",
 	Finalizer: NonAdminRestoreFinalizer, Blueprint: "nonadminrestore",
-	Actions: []string{"finalize", "preview", "restore"},
-	New:     func() Object { return &NonAdminRestore{} }, NewList: func() client.ObjectList { return &NonAdminRestoreList{} },
+	Actions: []string{ActionFinalize, ActionPreview, ActionRestore}, FirstAction: ActionRestore,
+	New: func() Object { return &NonAdminRestore{} }, NewList: func() client.ObjectList { return &NonAdminRestoreList{} },
 	GarbageCollected: func() []client.ObjectList {
 		return []client.ObjectList{&velerov1.RestoreList{}, &velerov1.DownloadRequestList{}}
 	},
 }, {
 	Kind: "NonAdminBackupStorageLocation", Resource: "nonadminbackupstoragelocations", Short: "nabsl",
 	Finalizer: NonAdminBackupStorageLocationFinalizer, Blueprint: "nonadminbackupstoragelocation",
-	Actions: []string{"create", "finalize"},
-	New:     func() Object { return &NonAdminBackupStorageLocation{} }, NewList: func() client.ObjectList { return &NonAdminBackupStorageLocationList{} },
+	Actions: []string{ActionCreate, ActionFinalize}, FirstAction: ActionCreate,
+	New: func() Object { return &NonAdminBackupStorageLocation{} }, NewList: func() client.ObjectList { return &NonAdminBackupStorageLocationList{} },
 	GarbageCollected: func() []client.ObjectList {
 		return []client.ObjectList{&velerov1.BackupStorageLocationList{}, &corev1.SecretList{}, &NonAdminBackupStorageLocationRequestList{}}
 	},
 }, {
 	Kind: "NonAdminDownloadRequest", Resource: "nonadmindownloadrequests", Short: "nadr",
 	Finalizer: NonAdminDownloadRequestFinalizer, Blueprint: "nonadmindownloadrequest",
-	Actions: []string{"download", "finalize"},
-	New:     func() Object { return &NonAdminDownloadRequest{} }, NewList: func() client.ObjectList { return &NonAdminDownloadRequestList{} },
+	Actions: []string{ActionDownload, ActionFinalize}, FirstAction: ActionDownload,
+	New: func() Object { return &NonAdminDownloadRequest{} }, NewList: func() client.ObjectList { return &NonAdminDownloadRequestList{} },
 	GarbageCollected: func() []client.ObjectList { return nil },
 }, {
 	Kind: "NonAdminSchedule", Resource: "nonadminschedules", Short: "nas",
 	Finalizer: NonAdminScheduleFinalizer, Blueprint: "nonadminschedule",
-	Actions: []string{"create", "finalize"},
-	New:     func() Object { return &NonAdminSchedule{} }, NewList: func() client.ObjectList { return &NonAdminScheduleList{} },
+	Actions: []string{ActionCreate, ActionFinalize}, FirstAction: ActionCreate,
+	New: func() Object { return &NonAdminSchedule{} }, NewList: func() client.ObjectList { return &NonAdminScheduleList{} },
 	GarbageCollected: func() []client.ObjectList { return []client.ObjectList{&velerov1.ScheduleList{}} },
 }}
 
@@ -122,24 +155,16 @@ func LookupKind(name string) (k Kind, ok bool) {
 	return Kind{}, false
 }
 
-// KindOf returns the NAC kind of obj by its Go type; ok is false for an
-// object of another kind (its TypeMeta is not consulted: objects read
+// KindOf returns the NAC kind of obj by its Go type — an object or a list
+// of the kind, as the registry's New and NewList make them; ok is false for
+// an object of another kind (its TypeMeta is not consulted: objects read
 // through a typed client often have none).
 func KindOf(obj any) (k Kind, ok bool) {
-	var name string
-	switch obj.(type) {
-	case *NonAdminBackup, *NonAdminBackupList:
-		name = "NonAdminBackup"
-	case *NonAdminRestore, *NonAdminRestoreList:
-		name = "NonAdminRestore"
-	case *NonAdminBackupStorageLocation, *NonAdminBackupStorageLocationList:
-		name = "NonAdminBackupStorageLocation"
-	case *NonAdminDownloadRequest, *NonAdminDownloadRequestList:
-		name = "NonAdminDownloadRequest"
-	case *NonAdminSchedule, *NonAdminScheduleList:
-		name = "NonAdminSchedule"
-	default:
-		return Kind{}, false
+	t := reflect.TypeOf(obj)
+	for _, k := range kinds {
+		if t == reflect.TypeOf(k.New()) || t == reflect.TypeOf(k.NewList()) {
+			return k, true
+		}
 	}
-	return LookupKind(name)
+	return Kind{}, false
 }

@@ -20,7 +20,7 @@ type TenantLocationsSpec struct {
 
 // TenantLocations is nacflow's record of which tenant namespace each of its
 // Velero BackupStorageLocations belongs to, written by nacflow alone before
-// the location exists (internal/tenantlocations). The
+// the location exists (internal/velero/tenantlocations). The
 // ValidatingAdmissionPolicy nacflow-pod-volume-backups reads it as its
 // parameter: a PodVolumeBackup that Velero syncs from a tenant's bucket may
 // name Pods of that tenant's namespace only. One object, named "nacflow", in

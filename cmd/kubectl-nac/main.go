@@ -1,6 +1,6 @@
 // Command kubectl-nac is nacflow's kubectl plugin: with it on PATH,
 // `kubectl nac backup create b1 -n demo --wait` and the other verbs of
-// internal/cli work (the verbs and flags of OADP's `kubectl oadp nonadmin`).
+// cli work (the verbs and flags of OADP's `kubectl oadp nonadmin`).
 package main
 
 import (
@@ -12,7 +12,7 @@ import (
 	"golang.org/x/term"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/nacflow/nacflow/internal/cli"
+	"github.com/nacflow/nacflow/cli"
 )
 
 func main() {

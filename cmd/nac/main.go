@@ -32,21 +32,22 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/blueprints"
 	"github.com/nacflow/nacflow/controllers"
 	"github.com/nacflow/nacflow/dpa"
 	"github.com/nacflow/nacflow/engine"
-	"github.com/nacflow/nacflow/internal/endpoint"
-	"github.com/nacflow/nacflow/internal/events"
-	"github.com/nacflow/nacflow/internal/gctune"
 	nacmetrics "github.com/nacflow/nacflow/internal/metrics"
-	"github.com/nacflow/nacflow/internal/oadpenv"
-	"github.com/nacflow/nacflow/internal/periodic"
-	"github.com/nacflow/nacflow/internal/restmapper"
-	"github.com/nacflow/nacflow/internal/restorepolicy"
-	"github.com/nacflow/nacflow/internal/tenantlocations"
-	"github.com/nacflow/nacflow/internal/veleroqueue"
-	"github.com/nacflow/nacflow/internal/version"
+	"github.com/nacflow/nacflow/internal/policy/endpoint"
+	"github.com/nacflow/nacflow/internal/policy/restorepolicy"
+	"github.com/nacflow/nacflow/internal/runtime/events"
+	"github.com/nacflow/nacflow/internal/runtime/gctune"
+	"github.com/nacflow/nacflow/internal/runtime/periodic"
+	"github.com/nacflow/nacflow/internal/runtime/restmapper"
+	"github.com/nacflow/nacflow/internal/runtime/version"
+	"github.com/nacflow/nacflow/internal/velero/oadpenv"
+	"github.com/nacflow/nacflow/internal/velero/tenantlocations"
+	"github.com/nacflow/nacflow/internal/velero/veleroqueue"
 	"github.com/nacflow/nacflow/phases"
 )
 
@@ -332,7 +333,7 @@ func run(o options) error {
 		return fmt.Errorf("--max-restores-in-velero-per-namespace must be 0 (unlimited) or more, got %d", o.maxRestores)
 	}
 
-	scheme, err := controllers.NewScheme()
+	scheme, err := v1alpha1.NewScheme()
 	if err != nil {
 		return fmt.Errorf("building scheme: %w", err)
 	}

@@ -9,7 +9,7 @@ import (
 	. "gopkg.in/check.v1"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/nacflow/nacflow/internal/oadpenv"
+	"github.com/nacflow/nacflow/internal/velero/oadpenv"
 )
 
 // OADPEnvSuite holds nac to the OADP operator's contract with the image it

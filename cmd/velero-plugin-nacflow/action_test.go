@@ -23,7 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
-	"github.com/nacflow/nacflow/internal/restorepolicy"
+	"github.com/nacflow/nacflow/internal/policy/restorepolicy"
 )
 
 func Test(t *testing.T) { TestingT(t) }

@@ -1,7 +1,7 @@
 // Command velero-plugin-nacflow is nacflow's Velero plugin: a
 // RestoreItemAction (registered as restorepolicy.PluginName, applying to
 // every resource) that keeps a restore nacflow made for a tenant within what
-// the tenant could do itself (internal/restorepolicy). Velero calls it on
+// the tenant could do itself (internal/policy/restorepolicy). Velero calls it on
 // every item it is about to restore, after reading the item from the
 // backup: the check is on what Velero really creates, so rewriting the
 // tenant's bucket after nacflow looked at it changes nothing. Restores
@@ -24,7 +24,7 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/vmware-tanzu/velero/pkg/plugin/framework"
 
-	"github.com/nacflow/nacflow/internal/restorepolicy"
+	"github.com/nacflow/nacflow/internal/policy/restorepolicy"
 )
 
 func main() {

@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/nacflow/nacflow/internal/veleroplay"
+	"github.com/nacflow/nacflow/internal/localstack/veleroplay"
 )
 
 // Values of -downloads.

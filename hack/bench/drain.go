@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
-	"github.com/nacflow/nacflow/internal/veleroqueue"
+	"github.com/nacflow/nacflow/internal/velero/veleroqueue"
 )
 
 // simulateSerialDrain plays Velero serving a queue of n Backups one at a

@@ -48,7 +48,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
-	"github.com/nacflow/nacflow/controllers"
 )
 
 type config struct {
@@ -191,7 +190,7 @@ func run(cfg config) (*Result, error) {
 	}
 	defer func() { _ = env.Stop() }()
 	restCfg.QPS, restCfg.Burst = 2000, 4000
-	scheme, err := controllers.NewScheme()
+	scheme, err := v1alpha1.NewScheme()
 	if err != nil {
 		return nil, err
 	}

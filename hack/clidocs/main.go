@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/nacflow/nacflow/internal/cli"
+	"github.com/nacflow/nacflow/cli"
 )
 
 func main() {

@@ -72,8 +72,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
-	"github.com/nacflow/nacflow/internal/childproc"
-	"github.com/nacflow/nacflow/internal/kcm"
+	"github.com/nacflow/nacflow/internal/localstack/childproc"
+	"github.com/nacflow/nacflow/internal/localstack/kcm"
 )
 
 // Stop graces: how long each process may take to exit after SIGTERM before

@@ -26,7 +26,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/nacflow/nacflow/internal/childproc"
+	"github.com/nacflow/nacflow/internal/localstack/childproc"
 )
 
 // The local node: one kubelet with its own containerd, and kube-scheduler,

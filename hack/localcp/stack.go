@@ -21,7 +21,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/nacflow/nacflow/internal/childproc"
+	"github.com/nacflow/nacflow/internal/localstack/childproc"
 )
 
 // Names of what the stack creates in the OADP namespace, as an OADP install

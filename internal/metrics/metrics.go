@@ -17,7 +17,7 @@ import (
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/engine"
-	"github.com/nacflow/nacflow/internal/veleroqueue"
+	"github.com/nacflow/nacflow/internal/velero/veleroqueue"
 )
 
 // nacflow's Prometheus metrics, served with controller-runtime's own

@@ -27,7 +27,7 @@ import (
 
 	"gopkg.in/check.v1"
 
-	"github.com/nacflow/nacflow/internal/testwait"
+	"github.com/nacflow/nacflow/internal/localstack/testwait"
 )
 
 // Stack is one run of bin/localcp on a directory that may outlive it: a
