@@ -16,26 +16,8 @@ import (
 //go:embed builtin/*.yaml
 var builtinFS embed.FS
 
-// Built-in blueprint names, one per NAC kind.
-const (
-	// NonAdminBackup is the built-in blueprint of NonAdminBackup: actions
-	// backup, delete (spec.deleteBackup: true) and finalize (kubectl delete).
-	NonAdminBackup = "nonadminbackup"
-	// NonAdminRestore is the built-in blueprint of NonAdminRestore: actions
-	// restore and finalize (kubectl delete).
-	NonAdminRestore = "nonadminrestore"
-	// NonAdminBackupStorageLocation is the built-in blueprint of
-	// NonAdminBackupStorageLocation: actions create and finalize.
-	NonAdminBackupStorageLocation = "nonadminbackupstoragelocation"
-	// NonAdminDownloadRequest is the built-in blueprint of
-	// NonAdminDownloadRequest: actions download and finalize.
-	NonAdminDownloadRequest = "nonadmindownloadrequest"
-	// NonAdminSchedule is the built-in blueprint of NonAdminSchedule:
-	// actions create (re-run on every spec change) and finalize.
-	NonAdminSchedule = "nonadminschedule"
-)
-
-// BuiltIn returns a fresh copy of the embedded blueprint called name. It
+// BuiltIn returns a fresh copy of the embedded blueprint called name (a
+// kind's v1alpha1.Kind.Blueprint, BuiltInFor). It
 // returns an error when there is no such built-in or its YAML does not decode
 // strictly (a build defect, caught by the package tests).
 func BuiltIn(name string) (*v1alpha1.Blueprint, error) {

@@ -19,7 +19,7 @@ var _ = Suite(&SafetySuite{})
 
 // backup returns a copy of the built-in backup action with edit applied.
 func backup(c *C, edit func(*v1alpha1.BlueprintAction)) *v1alpha1.BlueprintAction {
-	bp, err := blueprints.BuiltIn(blueprints.NonAdminBackup)
+	bp, err := blueprints.BuiltIn(blueprints.BuiltInFor("NonAdminBackup"))
 	c.Assert(err, IsNil)
 	a := bp.Spec.Actions["backup"]
 	edit(&a)

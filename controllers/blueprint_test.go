@@ -183,7 +183,7 @@ func (s *ControllerSuite) TestLargeNamespaceLimitAndDeadline(c *C) {
 
 // brokenBlueprint returns the built-in with five mistakes.
 func brokenBlueprint(c *C, name string) *v1alpha1.Blueprint {
-	bp, err := blueprints.BuiltIn(blueprints.NonAdminBackup)
+	bp, err := blueprints.BuiltIn(blueprints.BuiltInFor("NonAdminBackup"))
 	c.Assert(err, IsNil)
 	bp.Name = name
 	a := bp.Spec.Actions["backup"]
@@ -229,7 +229,7 @@ func (s *ControllerSuite) TestInvalidBlueprintReportedAndNeverUsed(c *C) {
 	c.Check(nab.Status.Plan.BlueprintMessage, Equals, "Blueprint nonadminbackup generation 1 is not valid and never was: not used")
 
 	// Fixed, then broken again: the last valid generation stays in use.
-	fixed, err := blueprints.BuiltIn(blueprints.NonAdminBackup)
+	fixed, err := blueprints.BuiltIn(blueprints.BuiltInFor("NonAdminBackup"))
 	c.Assert(err, IsNil)
 	c.Assert(testClient.Get(ctx, client.ObjectKeyFromObject(bp), got), IsNil)
 	got.Spec = fixed.Spec
@@ -255,7 +255,7 @@ func (s *ControllerSuite) TestInvalidBlueprintReportedAndNeverUsed(c *C) {
 // perTenantBackup returns the built-in backup action as a per-tenant
 // blueprint for namespaces labelled key=value.
 func perTenantBackup(c *C, name, key, value string, edit func(*v1alpha1.BlueprintAction)) *v1alpha1.Blueprint {
-	bp, err := blueprints.BuiltIn(blueprints.NonAdminBackup)
+	bp, err := blueprints.BuiltIn(blueprints.BuiltInFor("NonAdminBackup"))
 	c.Assert(err, IsNil)
 	bp.Name = name
 	bp.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{key: value}}
@@ -333,7 +333,7 @@ func (s *ControllerSuite) TestSafetyRuleHolds(c *C) {
 // left out of the backup action, as the admin guide's enforcement example
 // used to be written.
 func withoutVerify(c *C, name string) *v1alpha1.Blueprint {
-	bp, err := blueprints.BuiltIn(blueprints.NonAdminBackup)
+	bp, err := blueprints.BuiltIn(blueprints.BuiltInFor("NonAdminBackup"))
 	c.Assert(err, IsNil)
 	bp.Name = name
 	a := bp.Spec.Actions["backup"]

@@ -209,7 +209,7 @@ func (s *DPASuite) TestDataProtectionApplicationPrecedence(c *C) {
 	c.Check(ttlOfBackupFor(c, s.oadp, nab), Equals, "72h0m0s")
 
 	// A blueprint override with its own args.enforce wins over the DPA.
-	bp, err := blueprints.BuiltIn(blueprints.NonAdminBackup)
+	bp, err := blueprints.BuiltIn(blueprints.BuiltInFor("NonAdminBackup"))
 	c.Assert(err, IsNil)
 	setEnforce(c, bp, `{"ttl": "5h0m0s"}`)
 	defer applyBlueprints(c, s.oadp, bp)()

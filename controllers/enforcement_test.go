@@ -39,7 +39,7 @@ func (s *ControllerSuite) veleroSpecOf(c *C, nab *v1alpha1.NonAdminBackup) (vele
 
 func (s *ControllerSuite) TestEnforcementAndLiveBlueprintEdit(c *C) {
 	ctx := context.Background()
-	bp, err := blueprints.BuiltIn(blueprints.NonAdminBackup)
+	bp, err := blueprints.BuiltIn(blueprints.BuiltInFor("NonAdminBackup"))
 	c.Assert(err, IsNil)
 	bp.Namespace = s.oadp
 	setEnforce(c, bp, `{"ttl": "72h", "snapshotVolumes": false, "labelSelector": {"matchLabels": {"backup": "yes"}}}`)
@@ -101,7 +101,7 @@ func (s *ControllerSuite) TestEnforcementAndLiveBlueprintEdit(c *C) {
 // field is reported and the built-in runs instead.
 func (s *ControllerSuite) TestInvalidOverrideIsNotUsed(c *C) {
 	ctx := context.Background()
-	bp, err := blueprints.BuiltIn(blueprints.NonAdminBackup)
+	bp, err := blueprints.BuiltIn(blueprints.BuiltInFor("NonAdminBackup"))
 	c.Assert(err, IsNil)
 	bp.Namespace = s.oadp
 	setEnforce(c, bp, `{"includedNamespaces": ["kube-system"]}`)

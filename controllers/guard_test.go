@@ -85,7 +85,7 @@ func (s *ControllerSuite) TestSafetyRuleHostileSecretName(c *C) {
 	_, victimBSL, victimCopy := bslObjects(c, s.oadp, v1alpha1.NACUUIDOf(getNABSL(c, victim).UID))
 	c.Assert(victimCopy, NotNil)
 
-	bp, err := blueprints.BuiltIn(blueprints.NonAdminBackupStorageLocation)
+	bp, err := blueprints.BuiltIn(blueprints.BuiltInFor("NonAdminBackupStorageLocation"))
 	c.Assert(err, IsNil)
 	bp.Name = "steal-credentials"
 	bp.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"safety": "steal-secret"}}

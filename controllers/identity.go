@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -29,67 +28,6 @@ type statusRef struct {
 	nacuuid, name, namespace *string
 	// newObject returns an empty object of the kind.
 	newObject func() client.Object
-}
-
-// backupRefs are a NonAdminBackup's references: its Velero Backup and its
-// DeleteBackupRequest.
-func backupRefs(nab *v1alpha1.NonAdminBackup) []statusRef {
-	var refs []statusRef
-	if v := nab.Status.VeleroBackup; v != nil {
-		refs = append(refs, statusRef{"status.veleroBackup", "Backup", &v.NACUUID, &v.Name, &v.Namespace,
-			func() client.Object { return &velerov1.Backup{} }})
-	}
-	if v := nab.Status.VeleroDeleteBackupRequest; v != nil {
-		refs = append(refs, statusRef{"status.veleroDeleteBackupRequest", "DeleteBackupRequest", &v.NACUUID, &v.Name, &v.Namespace,
-			func() client.Object { return &velerov1.DeleteBackupRequest{} }})
-	}
-	return refs
-}
-
-// restoreRefs are a NonAdminRestore's: its Velero Restore.
-func restoreRefs(nar *v1alpha1.NonAdminRestore) []statusRef {
-	if v := nar.Status.VeleroRestore; v != nil {
-		return []statusRef{{"status.veleroRestore", "Restore", &v.NACUUID, &v.Name, &v.Namespace,
-			func() client.Object { return &velerov1.Restore{} }}}
-	}
-	return nil
-}
-
-// bslRefs are a NonAdminBackupStorageLocation's: its Velero
-// BackupStorageLocation.
-func bslRefs(n *v1alpha1.NonAdminBackupStorageLocation) []statusRef {
-	if v := n.Status.VeleroBackupStorageLocation; v != nil {
-		return []statusRef{{"status.veleroBackupStorageLocation", "BackupStorageLocation", &v.NACUUID, &v.Name, &v.Namespace,
-			func() client.Object { return &velerov1.BackupStorageLocation{} }}}
-	}
-	return nil
-}
-
-// downloadRefs are a NonAdminDownloadRequest's: its Velero DownloadRequest
-// (status.velero has no namespace: the OADP namespace). OADP NAC records
-// no link in status: it names the DownloadRequest "nadr-<UID>" and labels
-// it with the UID itself. While status links nothing, the reference is
-// that name and NACUUID, held outside status: operationIdentity adopts the
-// object only when it exists and names this very request (so a request
-// OADP NAC began is taken over, never duplicated), and nothing of it is
-// written back unless adopted.
-func downloadRefs(n *v1alpha1.NonAdminDownloadRequest) []statusRef {
-	v := &n.Status.VeleroDownloadRequest
-	newObject := func() client.Object { return &velerov1.DownloadRequest{} }
-	if v.NACUUID == "" && v.Name == "" && n.UID != "" {
-		uuid, name := string(n.UID), "nadr-"+string(n.UID)
-		return []statusRef{{"status.velero", "DownloadRequest", &uuid, &name, nil, newObject}}
-	}
-	return []statusRef{{"status.velero", "DownloadRequest", &v.NACUUID, &v.Name, nil, newObject}}
-}
-
-// scheduleRefs are a NonAdminSchedule's: its Velero Schedule.
-func scheduleRefs(n *v1alpha1.NonAdminSchedule) []statusRef {
-	if v := n.Status.VeleroSchedule; v != nil {
-		return []statusRef{{"status.veleroSchedule", "Schedule", &v.NACUUID, &v.Name, &v.Namespace,
-			func() client.Object { return &velerov1.Schedule{} }}}
-	}
-	return nil
 }
 
 // operationIdentity returns the NACUUID of obj's operation (obj a NAC object

@@ -432,7 +432,7 @@ func (s *ControllerSuite) TestApprovalCoversSpec(c *C) {
 	})
 
 	// onSpecChange: refuse, for tenants labelled approval=strict.
-	bp, err := blueprints.BuiltIn(blueprints.NonAdminBackupStorageLocation)
+	bp, err := blueprints.BuiltIn(blueprints.BuiltInFor("NonAdminBackupStorageLocation"))
 	c.Assert(err, IsNil)
 	bp.Name = "strict-approvals"
 	bp.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"approval": "strict"}}

@@ -127,25 +127,13 @@ func waitersOf[T v1alpha1.Object](ctx context.Context, c client.Reader, target t
 	return reqs
 }
 
-// finalizeOr returns the actionFor of a kind that runs action until its
-// object is being deleted, and then finalize.
-func finalizeOr[T v1alpha1.Object](action string) func(T) string {
-	return func(obj T) string {
-		if !obj.GetDeletionTimestamp().IsZero() {
-			return v1alpha1.ActionFinalize
-		}
-		return action
+// finalizeOr returns the action of an object whose kind runs action until
+// the object is being deleted, and then finalize.
+func finalizeOr(obj client.Object, action string) string {
+	if !obj.GetDeletionTimestamp().IsZero() {
+		return v1alpha1.ActionFinalize
 	}
-}
-
-// after returns an afterRun that calls fn after the runs of action only.
-func after[T v1alpha1.Object](action string, fn func(context.Context, T) error) func(context.Context, T, string, bool) error {
-	return func(ctx context.Context, obj T, ran string, _ bool) error {
-		if ran != action {
-			return nil
-		}
-		return fn(ctx, obj)
-	}
+	return action
 }
 
 // veleroAnswered passes the updates of a Velero request (DownloadRequest,

@@ -74,33 +74,56 @@ type NonAdminBackupReconciler struct {
 // spec.deleteBackup is true (then the NAB itself is deleted), backup
 // otherwise; the Velero Backup is mirrored after each run of backup.
 func (r *NonAdminBackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	var measureAfter time.Duration
-	res, err := reconcileNAC(ctx, &r.Deps, &r.reads, nacKind[*v1alpha1.NonAdminBackup]{
-		actionFor: actionFor,
-		refs:      backupRefs,
-		adopts:    true,
-		decided:   backupSpecDecided,
-		afterRun: func(ctx context.Context, nab *v1alpha1.NonAdminBackup, action string, finished bool) error {
-			if action != v1alpha1.ActionBackup && action != v1alpha1.ActionAdopt {
-				return nil
-			}
-			if err := r.mirror(ctx, nab, finished); err != nil || !finished {
-				return err
-			}
-			var err error
-			measureAfter, err = r.Usage.Measure(ctx, nab, v1alpha1.NACUUIDOf(nab.UID))
-			return err
-		},
-		deleteWhenComplete: []string{v1alpha1.ActionDelete},
-		// A forced deletion deletes the NAB however its plan ended; a plan
-		// that failed leaves the Velero objects to the finalize action.
-		deleteWhenEnded: []string{v1alpha1.ActionForceDelete},
-		logLevel:        func(nab *v1alpha1.NonAdminBackup) string { return nab.Spec.LogLevel },
-	}, req)
-	if err == nil && measureAfter > 0 && (res.RequeueAfter == 0 || measureAfter < res.RequeueAfter) {
-		res.RequeueAfter = measureAfter
+	return reconcileNAC(ctx, &r.Deps, &r.reads, r, req)
+}
+
+// Action picks a NonAdminBackup's action (actionFor).
+func (r *NonAdminBackupReconciler) Action(nab *v1alpha1.NonAdminBackup) string { return actionFor(nab) }
+
+// Refs are a NonAdminBackup's status references (backupRefs).
+func (r *NonAdminBackupReconciler) Refs(nab *v1alpha1.NonAdminBackup) []statusRef {
+	return backupRefs(nab)
+}
+
+// AfterRun mirrors the Velero Backup after each run of backup or adopt and,
+// once the plan has ended, measures the backup's usage (when it asks to
+// measure again later, the duration says when).
+func (r *NonAdminBackupReconciler) AfterRun(ctx context.Context, nab *v1alpha1.NonAdminBackup, action string, finished bool) (time.Duration, error) {
+	if action != v1alpha1.ActionBackup && action != v1alpha1.ActionAdopt {
+		return 0, nil
 	}
-	return res, err
+	if err := r.mirror(ctx, nab, finished); err != nil || !finished {
+		return 0, err
+	}
+	return r.Usage.Measure(ctx, nab, v1alpha1.NACUUIDOf(nab.UID))
+}
+
+// Policy: NonAdminBackups adopt (backup sync, schedules, OADP NAC), report
+// later changes of spec.backupSpec, are deleted once their delete action
+// completes or their forceDelete action ends — a plan that failed leaves the
+// Velero objects to the finalize action —, and log at spec.logLevel.
+func (r *NonAdminBackupReconciler) Policy() kindPolicy[*v1alpha1.NonAdminBackup] {
+	return kindPolicy[*v1alpha1.NonAdminBackup]{
+		adopts: true, decided: backupSpecDecided,
+		deleteWhenComplete: []string{v1alpha1.ActionDelete},
+		deleteWhenEnded:    []string{v1alpha1.ActionForceDelete},
+		logLevel:           func(nab *v1alpha1.NonAdminBackup) string { return nab.Spec.LogLevel },
+	}
+}
+
+// backupRefs are a NonAdminBackup's references: its Velero Backup and its
+// DeleteBackupRequest.
+func backupRefs(nab *v1alpha1.NonAdminBackup) []statusRef {
+	var refs []statusRef
+	if v := nab.Status.VeleroBackup; v != nil {
+		refs = append(refs, statusRef{"status.veleroBackup", "Backup", &v.NACUUID, &v.Name, &v.Namespace,
+			func() client.Object { return &velerov1.Backup{} }})
+	}
+	if v := nab.Status.VeleroDeleteBackupRequest; v != nil {
+		refs = append(refs, statusRef{"status.veleroDeleteBackupRequest", "DeleteBackupRequest", &v.NACUUID, &v.Name, &v.Namespace,
+			func() client.Object { return &velerov1.DeleteBackupRequest{} }})
+	}
+	return refs
 }
 
 // actionFor returns the blueprint action nab's state calls for. A NAB

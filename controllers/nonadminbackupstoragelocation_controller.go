@@ -147,24 +147,48 @@ func (a *adminStorage) get(ctx context.Context, r client.Reader, oadpNamespace s
 // (the plan's revision), so rotation and approval changes flow through the
 // same phases.
 func (r *NonAdminBackupStorageLocationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	res, err := reconcileNAC(ctx, &r.Deps, &r.reads, nacKind[*v1alpha1.NonAdminBackupStorageLocation]{
-		actionFor: finalizeOr[*v1alpha1.NonAdminBackupStorageLocation](v1alpha1.ActionCreate),
-		refs:      bslRefs,
-		revision:  r.revision,
-		afterRun:  after(v1alpha1.ActionCreate, r.mirror),
-		adopts:    true,
-	}, req)
+	return reconcileNAC(ctx, &r.Deps, &r.reads, r, req)
+}
+
+// Action is create, finalize once the location is being deleted.
+func (r *NonAdminBackupStorageLocationReconciler) Action(n *v1alpha1.NonAdminBackupStorageLocation) string {
+	return finalizeOr(n, v1alpha1.ActionCreate)
+}
+
+// Refs are a NonAdminBackupStorageLocation's status references (bslRefs).
+func (r *NonAdminBackupStorageLocationReconciler) Refs(n *v1alpha1.NonAdminBackupStorageLocation) []statusRef {
+	return bslRefs(n)
+}
+
+// AfterRun mirrors the Velero BackupStorageLocation after each run of
+// create.
+func (r *NonAdminBackupStorageLocationReconciler) AfterRun(ctx context.Context, n *v1alpha1.NonAdminBackupStorageLocation, action string, _ bool) (time.Duration, error) {
+	if action != v1alpha1.ActionCreate {
+		return 0, nil
+	}
+	return 0, r.mirror(ctx, n)
+}
+
+// Policy: a location adopts (OADP NAC's), runs again when its revision
+// changes (a rotated credential, a DataProtectionApplication edit: revision)
+// and is looked at again within the credential-check period, waiting or
+// not.
+func (r *NonAdminBackupStorageLocationReconciler) Policy() kindPolicy[*v1alpha1.NonAdminBackupStorageLocation] {
 	period := r.CredentialCheckPeriod
 	if period <= 0 {
 		period = DefaultCredentialCheckPeriod
 	}
-	if err == nil && (res.RequeueAfter == 0 || res.RequeueAfter > period) {
-		// Look again within the period, waiting or not: a rotated
-		// credential, or a DataProtectionApplication edit, changes the
-		// revision.
-		res.RequeueAfter = period
+	return kindPolicy[*v1alpha1.NonAdminBackupStorageLocation]{adopts: true, revision: r.revision, recheck: period}
+}
+
+// bslRefs are a NonAdminBackupStorageLocation's: its Velero
+// BackupStorageLocation.
+func bslRefs(n *v1alpha1.NonAdminBackupStorageLocation) []statusRef {
+	if v := n.Status.VeleroBackupStorageLocation; v != nil {
+		return []statusRef{{"status.veleroBackupStorageLocation", "BackupStorageLocation", &v.NACUUID, &v.Name, &v.Namespace,
+			func() client.Object { return &velerov1.BackupStorageLocation{} }}}
 	}
-	return res, err
+	return nil
 }
 
 // DefaultCredentialCheckPeriod is --credential-check-period's default.

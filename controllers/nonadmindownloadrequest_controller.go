@@ -7,6 +7,7 @@ import (
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/internal/runtime/staleness"
@@ -32,13 +33,46 @@ type NonAdminDownloadRequestReconciler struct {
 // loop: finalize once it is being deleted, download otherwise; a request
 // whose URL has expired is deleted.
 func (r *NonAdminDownloadRequestReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	return reconcileNAC(ctx, &r.Deps, &r.reads, nacKind[*v1alpha1.NonAdminDownloadRequest]{
-		actionFor: finalizeOr[*v1alpha1.NonAdminDownloadRequest](v1alpha1.ActionDownload),
-		refs:      downloadRefs,
-		// The DownloadRequest OADP NAC made for the request (downloadRefs).
-		adopts:    true,
-		expiresAt: downloadExpiry,
-	}, req)
+	return reconcileNAC(ctx, &r.Deps, &r.reads, r, req)
+}
+
+// Action is download, finalize once the request is being deleted.
+func (r *NonAdminDownloadRequestReconciler) Action(nadr *v1alpha1.NonAdminDownloadRequest) string {
+	return finalizeOr(nadr, v1alpha1.ActionDownload)
+}
+
+// Refs are a NonAdminDownloadRequest's status references (downloadRefs).
+func (r *NonAdminDownloadRequestReconciler) Refs(nadr *v1alpha1.NonAdminDownloadRequest) []statusRef {
+	return downloadRefs(nadr)
+}
+
+// AfterRun does nothing: the download phase writes the status itself.
+func (r *NonAdminDownloadRequestReconciler) AfterRun(context.Context, *v1alpha1.NonAdminDownloadRequest, string, bool) (time.Duration, error) {
+	return 0, nil
+}
+
+// Policy: a NonAdminDownloadRequest adopts the DownloadRequest OADP NAC
+// made for it (downloadRefs) and expires with its URL (downloadExpiry).
+func (r *NonAdminDownloadRequestReconciler) Policy() kindPolicy[*v1alpha1.NonAdminDownloadRequest] {
+	return kindPolicy[*v1alpha1.NonAdminDownloadRequest]{adopts: true, expiresAt: downloadExpiry}
+}
+
+// downloadRefs are a NonAdminDownloadRequest's: its Velero DownloadRequest
+// (status.velero has no namespace: the OADP namespace). OADP NAC records
+// no link in status: it names the DownloadRequest "nadr-<UID>" and labels
+// it with the UID itself. While status links nothing, the reference is
+// that name and NACUUID, held outside status: operationIdentity adopts the
+// object only when it exists and names this very request (so a request
+// OADP NAC began is taken over, never duplicated), and nothing of it is
+// written back unless adopted.
+func downloadRefs(n *v1alpha1.NonAdminDownloadRequest) []statusRef {
+	v := &n.Status.VeleroDownloadRequest
+	newObject := func() client.Object { return &velerov1.DownloadRequest{} }
+	if v.NACUUID == "" && v.Name == "" && n.UID != "" {
+		uuid, name := string(n.UID), "nadr-"+string(n.UID)
+		return []statusRef{{"status.velero", "DownloadRequest", &uuid, &name, nil, newObject}}
+	}
+	return []statusRef{{"status.velero", "DownloadRequest", &v.NACUUID, &v.Name, nil, newObject}}
 }
 
 // downloadExpiry returns when a NonAdminDownloadRequest's URL expires (zero

@@ -242,7 +242,7 @@ func (s *ControllerSuite) TestDownloadExpires(c *C) {
 // rule, a backup on the admin's location is refused with OADP's condition.
 func (s *ControllerSuite) TestDownloadRequireTenantLocation(c *C) {
 	ctx := context.Background()
-	bp, err := blueprints.BuiltIn(blueprints.NonAdminDownloadRequest)
+	bp, err := blueprints.BuiltIn(blueprints.BuiltInFor("NonAdminDownloadRequest"))
 	c.Assert(err, IsNil)
 	bp.Namespace = s.oadp
 	download := bp.Spec.Actions["download"]
@@ -332,7 +332,7 @@ func (s *ControllerSuite) TestBackupVerificationFindsStrangers(c *C) {
 	c.Check(unverifiedBackups(c, ns), Equals, 1.0)
 
 	// The admin makes it fail the plan.
-	bp, err := blueprints.BuiltIn(blueprints.NonAdminBackup)
+	bp, err := blueprints.BuiltIn(blueprints.BuiltInFor("NonAdminBackup"))
 	c.Assert(err, IsNil)
 	bp.Namespace = s.oadp
 	backup := bp.Spec.Actions["backup"]

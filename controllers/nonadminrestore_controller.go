@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"time"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	velerov2alpha1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v2alpha1"
@@ -22,7 +23,7 @@ func restoreAction(nar *v1alpha1.NonAdminRestore) string {
 	if nar.Spec.Preview && nar.GetDeletionTimestamp().IsZero() {
 		return v1alpha1.ActionPreview
 	}
-	return finalizeOr[*v1alpha1.NonAdminRestore](v1alpha1.ActionRestore)(nar)
+	return finalizeOr(nar, v1alpha1.ActionRestore)
 }
 
 // NonAdminRestoreReconciler runs the nonadminrestore blueprint for each
@@ -74,13 +75,40 @@ type NonAdminRestoreReconciler struct {
 // finalize once it is being deleted (the Velero Restore object goes), restore
 // otherwise, mirroring the Velero Restore after each run.
 func (r *NonAdminRestoreReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	return reconcileNAC(ctx, &r.Deps, &r.reads, nacKind[*v1alpha1.NonAdminRestore]{
-		actionFor: restoreAction,
-		refs:      restoreRefs,
-		afterRun:  after(v1alpha1.ActionRestore, r.mirror),
-		adopts:    true,
-		decided:   restoreSpecDecided,
-	}, req)
+	return reconcileNAC(ctx, &r.Deps, &r.reads, r, req)
+}
+
+// Action picks a NonAdminRestore's action (restoreAction).
+func (r *NonAdminRestoreReconciler) Action(nar *v1alpha1.NonAdminRestore) string {
+	return restoreAction(nar)
+}
+
+// Refs are a NonAdminRestore's status references (restoreRefs).
+func (r *NonAdminRestoreReconciler) Refs(nar *v1alpha1.NonAdminRestore) []statusRef {
+	return restoreRefs(nar)
+}
+
+// AfterRun mirrors the Velero Restore after each run of restore.
+func (r *NonAdminRestoreReconciler) AfterRun(ctx context.Context, nar *v1alpha1.NonAdminRestore, action string, _ bool) (time.Duration, error) {
+	if action != v1alpha1.ActionRestore {
+		return 0, nil
+	}
+	return 0, r.mirror(ctx, nar)
+}
+
+// Policy: NonAdminRestores adopt (OADP NAC's) and report later changes of
+// spec.restoreSpec.
+func (r *NonAdminRestoreReconciler) Policy() kindPolicy[*v1alpha1.NonAdminRestore] {
+	return kindPolicy[*v1alpha1.NonAdminRestore]{adopts: true, decided: restoreSpecDecided}
+}
+
+// restoreRefs are a NonAdminRestore's: its Velero Restore.
+func restoreRefs(nar *v1alpha1.NonAdminRestore) []statusRef {
+	if v := nar.Status.VeleroRestore; v != nil {
+		return []statusRef{{"status.veleroRestore", "Restore", &v.NACUUID, &v.Name, &v.Namespace,
+			func() client.Object { return &velerov1.Restore{} }}}
+	}
+	return nil
 }
 
 // mirror copies the linked Velero Restore's status into the NAR.

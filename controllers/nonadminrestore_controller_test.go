@@ -213,7 +213,7 @@ func (s *ControllerSuite) TestRestoreWaitsForRunningBackupAndRefusesFailed(c *C)
 
 func (s *ControllerSuite) TestRestoreEnforcement(c *C) {
 	ctx := context.Background()
-	bp, err := blueprints.BuiltIn(blueprints.NonAdminRestore)
+	bp, err := blueprints.BuiltIn(blueprints.BuiltInFor("NonAdminRestore"))
 	c.Assert(err, IsNil)
 	bp.Namespace = s.oadp
 	a := bp.Spec.Actions["restore"]

@@ -58,43 +58,54 @@ type NonAdminScheduleReconciler struct {
 // then looks again at the RPO deadline, the next run, or CheckPeriod,
 // whichever comes first.
 func (r *NonAdminScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	var recheck time.Duration
-	found := false
-	res, err := reconcileNAC(ctx, &r.Deps, &r.reads, nacKind[*v1alpha1.NonAdminSchedule]{
-		actionFor: finalizeOr[*v1alpha1.NonAdminSchedule](v1alpha1.ActionCreate),
-		refs:      scheduleRefs,
-		revision: func(_ context.Context, n *v1alpha1.NonAdminSchedule) (string, error) {
-			if !n.DeletionTimestamp.IsZero() {
-				return "", nil
-			}
-			return fmt.Sprintf("generation %d", n.Generation), nil
-		},
-		begin: func(*v1alpha1.NonAdminSchedule) { found = true },
-		afterRun: func(ctx context.Context, n *v1alpha1.NonAdminSchedule, action string, finished bool) error {
-			if action != v1alpha1.ActionCreate {
-				return nil
-			}
-			var err error
-			recheck, err = r.afterCreate(ctx, n, finished)
-			return err
-		},
-	}, req)
-	if err != nil || !found {
-		// Gone (or not read): nothing to look at again.
-		return res, err
+	return reconcileNAC(ctx, &r.Deps, &r.reads, r, req)
+}
+
+// Action is create, finalize once the schedule is being deleted.
+func (r *NonAdminScheduleReconciler) Action(n *v1alpha1.NonAdminSchedule) string {
+	return finalizeOr(n, v1alpha1.ActionCreate)
+}
+
+// Refs are a NonAdminSchedule's status references (scheduleRefs).
+func (r *NonAdminScheduleReconciler) Refs(n *v1alpha1.NonAdminSchedule) []statusRef {
+	return scheduleRefs(n)
+}
+
+// AfterRun follows the schedule's runs after each run of create
+// (afterCreate), asking to look again when its next run is due.
+func (r *NonAdminScheduleReconciler) AfterRun(ctx context.Context, n *v1alpha1.NonAdminSchedule, action string, finished bool) (time.Duration, error) {
+	if action != v1alpha1.ActionCreate {
+		return 0, nil
 	}
+	return r.afterCreate(ctx, n, finished)
+}
+
+// Policy: a schedule runs create again on each spec change (its
+// generation) and is looked at again within the run-check period.
+func (r *NonAdminScheduleReconciler) Policy() kindPolicy[*v1alpha1.NonAdminSchedule] {
 	period := r.CheckPeriod
 	if period <= 0 {
 		period = DefaultRunCheckPeriod
 	}
-	after := period
-	if recheck > 0 && recheck < after {
-		after = recheck
+	return kindPolicy[*v1alpha1.NonAdminSchedule]{revision: scheduleRevision, recheck: period}
+}
+
+// scheduleRevision: each spec change (generation) is a new run of create;
+// finalize never re-runs.
+func scheduleRevision(_ context.Context, n *v1alpha1.NonAdminSchedule) (string, error) {
+	if !n.DeletionTimestamp.IsZero() {
+		return "", nil
 	}
-	if res.RequeueAfter == 0 || res.RequeueAfter > after {
-		res.RequeueAfter = after
+	return fmt.Sprintf("generation %d", n.Generation), nil
+}
+
+// scheduleRefs are a NonAdminSchedule's: its Velero Schedule.
+func scheduleRefs(n *v1alpha1.NonAdminSchedule) []statusRef {
+	if v := n.Status.VeleroSchedule; v != nil {
+		return []statusRef{{"status.veleroSchedule", "Schedule", &v.NACUUID, &v.Name, &v.Namespace,
+			func() client.Object { return &velerov1.Schedule{} }}}
 	}
-	return res, nil
+	return nil
 }
 
 // scheduleRunsFunc is the phase function of the create action that the

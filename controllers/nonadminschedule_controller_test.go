@@ -206,7 +206,7 @@ func (s *ControllerSuite) TestScheduleLifecycle(c *C) {
 // Schedule is made for any of them.
 func (s *ControllerSuite) TestScheduleRefusals(c *C) {
 	ctx := context.Background()
-	bp, err := blueprints.BuiltIn(blueprints.NonAdminSchedule)
+	bp, err := blueprints.BuiltIn(blueprints.BuiltInFor("NonAdminSchedule"))
 	c.Assert(err, IsNil)
 	bp.Name = "bounded-schedules"
 	bp.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"schedules": "bounded"}}

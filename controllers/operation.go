@@ -91,17 +91,32 @@ func (d *Deps) controllerOptions() controller.Options {
 	return controller.Options{RateLimiter: NewRateLimiter(d.MinRetryDelay, d.MaxRetryDelay)}
 }
 
-// nacKind tells the shared reconcile loop what is particular to one NAC
-// kind T. What every kind shares comes from the kind registry
-// (v1alpha1.KindOf: its name, finalizer, built-in blueprint, empty object)
-// and from v1alpha1.Object (status.phase New before the first run, the
-// observed generation after a successful one).
-type nacKind[T v1alpha1.Object] struct {
-	// actionFor picks the action the object's state calls for.
-	actionFor func(T) string
-	// refs returns the status fields naming the operation's Velero objects
-	// (operationIdentity derives the NACUUID and corrects them).
-	refs func(T) []statusRef
+// kindReconciler is what one NAC kind's reconciler tells the shared loop
+// (reconcileNAC), as a Knative reconciler's ReconcileKind does: the action
+// the object's state calls for, the status fields naming its Velero
+// objects, what follows a run, and the kind's fixed choices. What every
+// kind shares comes from the kind registry (v1alpha1.KindOf: its name,
+// finalizer, built-in blueprint, empty object) and from v1alpha1.Object
+// (status.phase New before the first run, the observed generation after a
+// successful one).
+type kindReconciler[T v1alpha1.Object] interface {
+	// Action picks the action obj's state calls for (v1alpha1.Action…;
+	// the finalize action once obj is being deleted).
+	Action(obj T) string
+	// Refs returns the status fields naming the Velero objects of obj's
+	// operation (operationIdentity derives the NACUUID and corrects them).
+	Refs(obj T) []statusRef
+	// AfterRun runs after each successful run of action (mirroring Velero
+	// status); finished is true once the plan has ended. A positive
+	// duration asks to look at obj again within it. Errors fail the
+	// reconcile (retried with backoff).
+	AfterRun(ctx context.Context, obj T, action string, finished bool) (time.Duration, error)
+	// Policy returns the kind's fixed choices.
+	Policy() kindPolicy[T]
+}
+
+// kindPolicy is what a NAC kind chooses once; a zero field means no.
+type kindPolicy[T v1alpha1.Object] struct {
 	// adopts is true for the kinds whose operations may adopt existing
 	// Velero objects — a NonAdminBackup's from backup sync or a schedule,
 	// and every kind's made by OADP NAC before nacflow ran: its NACUUID may
@@ -111,15 +126,9 @@ type nacKind[T v1alpha1.Object] struct {
 	// revision returns what a run is for; a change starts a new run (nil: the
 	// action never re-runs).
 	revision func(context.Context, T) (string, error)
-	// begin, when set, runs before each run, once the object is read and
-	// holds the finalizer.
-	begin func(T)
-	// decided, when set, names the spec field nacflow reads once
-	// (reportSpecChange reports later changes of it).
+	// decided names the spec field nacflow reads once (reportSpecChange
+	// reports later changes of it).
 	decided decidedSpec[T]
-	// afterRun, when set, runs after each successful Run (mirroring Velero
-	// status).
-	afterRun func(ctx context.Context, obj T, action string, finished bool) error
 	// deleteWhenComplete names the actions after whose completion the
 	// object itself is deleted.
 	deleteWhenComplete []string
@@ -135,6 +144,10 @@ type nacKind[T v1alpha1.Object] struct {
 	// expiry, OADP NAC's behaviour). Until then it is requeued for that
 	// moment.
 	expiresAt func(T) time.Time
+	// recheck is the longest an object that was looked at waits before
+	// the next look, whatever its run asked (0: as the run asks): a
+	// location's credential check, a schedule's run check.
+	recheck time.Duration
 }
 
 // reconcileNAC is the one reconcile loop of every NAC kind, in Flux's shape:
@@ -143,7 +156,7 @@ type nacKind[T v1alpha1.Object] struct {
 // the finalizer, run the action, expire or delete the object when its
 // action calls for it). Both run the action its state calls for as far as it
 // can go and write status once, with a patch (runOnce).
-func reconcileNAC[T v1alpha1.Object](ctx context.Context, d *Deps, reads *staleness.Tracker, k nacKind[T], req ctrl.Request) (ctrl.Result, error) {
+func reconcileNAC[T v1alpha1.Object](ctx context.Context, d *Deps, reads *staleness.Tracker, r kindReconciler[T], req ctrl.Request) (ctrl.Result, error) {
 	kind, err := kindOf[T]()
 	if err != nil {
 		return ctrl.Result{}, reconcile.TerminalError(err)
@@ -163,8 +176,9 @@ func reconcileNAC[T v1alpha1.Object](ctx context.Context, d *Deps, reads *stalen
 	}
 	v := &versions{reads: reads, key: req.NamespacedName, passed: []string{obj.GetResourceVersion()}}
 	defer v.done()
+	p := r.Policy()
 	if !obj.GetDeletionTimestamp().IsZero() {
-		return reconcileDelete(ctx, d, kind, k, obj, v)
+		return recheck(p.recheck)(reconcileDelete(ctx, d, kind, r, p, obj, v))
 	}
 	if !controllerutil.ContainsFinalizer(obj, kind.Finalizer) {
 		controllerutil.AddFinalizer(obj, kind.Finalizer)
@@ -173,23 +187,35 @@ func reconcileNAC[T v1alpha1.Object](ctx context.Context, d *Deps, reads *stalen
 		}
 		v.wrote(obj)
 	}
-	action := k.actionFor(obj)
-	result, finished, err := runOnce(ctx, d, kind, k, obj, action, v)
+	action := r.Action(obj)
+	result, finished, err := runOnce(ctx, d, kind, r, p, obj, action, v)
 	if err != nil || !finished {
-		return result, err
+		return recheck(p.recheck)(result, err)
 	}
-	return reconcileEnded(ctx, d, kind, k, obj, action, result)
+	return recheck(p.recheck)(reconcileEnded(ctx, d, kind, p, obj, action, result))
+}
+
+// recheck returns what bounds a reconcile's result by the kind's recheck
+// period (kindPolicy.recheck): a successful reconcile that asks to look
+// again later than period, or never, looks again after period.
+func recheck(period time.Duration) func(ctrl.Result, error) (ctrl.Result, error) {
+	return func(res ctrl.Result, err error) (ctrl.Result, error) {
+		if err == nil && period > 0 && (res.RequeueAfter == 0 || res.RequeueAfter > period) {
+			res.RequeueAfter = period
+		}
+		return res, err
+	}
 }
 
 // reconcileDelete is the deletion path: run the action the object's state
 // calls for (its finalize action) and, once it has ended, forget the plan
 // and remove the finalizer. An object without the finalizer is left alone.
-func reconcileDelete[T v1alpha1.Object](ctx context.Context, d *Deps, kind v1alpha1.Kind, k nacKind[T], obj T, v *versions) (ctrl.Result, error) {
+func reconcileDelete[T v1alpha1.Object](ctx context.Context, d *Deps, kind v1alpha1.Kind, r kindReconciler[T], p kindPolicy[T], obj T, v *versions) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(obj, kind.Finalizer) {
 		return ctrl.Result{}, nil
 	}
-	action := k.actionFor(obj)
-	result, finished, err := runOnce(ctx, d, kind, k, obj, action, v)
+	action := r.Action(obj)
+	result, finished, err := runOnce(ctx, d, kind, r, p, obj, action, v)
 	if err != nil || !finished {
 		return result, err
 	}
@@ -212,13 +238,13 @@ func reconcileDelete[T v1alpha1.Object](ctx context.Context, d *Deps, kind v1alp
 }
 
 // reconcileEnded handles an object whose action has ended: a complete one
-// expires at k.expiresAt (requeued until then, deleted after), and the
-// object is deleted after the actions k.deleteWhenComplete (complete) and
-// k.deleteWhenEnded (complete or failed) name. Otherwise result stands.
-func reconcileEnded[T v1alpha1.Object](ctx context.Context, d *Deps, kind v1alpha1.Kind, k nacKind[T], obj T, action string, result ctrl.Result) (ctrl.Result, error) {
+// expires at p.expiresAt (requeued until then, deleted after), and the
+// object is deleted after the actions p.deleteWhenComplete (complete) and
+// p.deleteWhenEnded (complete or failed) name. Otherwise result stands.
+func reconcileEnded[T v1alpha1.Object](ctx context.Context, d *Deps, kind v1alpha1.Kind, p kindPolicy[T], obj T, action string, result ctrl.Result) (ctrl.Result, error) {
 	complete := obj.GetPlan() != nil && obj.GetPlan().State == v1alpha1.PlanComplete
-	if k.expiresAt != nil && complete {
-		if at := k.expiresAt(obj); !at.IsZero() {
+	if p.expiresAt != nil && complete {
+		if at := p.expiresAt(obj); !at.IsZero() {
 			if wait := time.Until(at); wait > 0 {
 				return ctrl.Result{RequeueAfter: wait}, nil
 			}
@@ -229,7 +255,7 @@ func reconcileEnded[T v1alpha1.Object](ctx context.Context, d *Deps, kind v1alph
 			return ctrl.Result{}, nil
 		}
 	}
-	if slices.Contains(k.deleteWhenComplete, action) && complete || slices.Contains(k.deleteWhenEnded, action) {
+	if slices.Contains(p.deleteWhenComplete, action) && complete || slices.Contains(p.deleteWhenEnded, action) {
 		if err := d.Client.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
 			return ctrl.Result{}, fmt.Errorf("deleting %s/%s after its %s action: %w", obj.GetNamespace(), obj.GetName(), action, err)
 		}
@@ -245,12 +271,12 @@ func reconcileEnded[T v1alpha1.Object](ctx context.Context, d *Deps, kind v1alph
 // deferPhase included, has ended. A run held at a brief wait on Velero
 // (engine.WaitBriefly) writes nothing: its answer, or the next look, records
 // its transitions with the wait's outcome in one status write and one event.
-func runOnce[T v1alpha1.Object](ctx context.Context, d *Deps, kind v1alpha1.Kind, k nacKind[T], obj T, action string, v *versions) (ctrl.Result, bool, error) {
+func runOnce[T v1alpha1.Object](ctx context.Context, d *Deps, kind v1alpha1.Kind, r kindReconciler[T], p kindPolicy[T], obj T, action string, v *versions) (ctrl.Result, bool, error) {
 	// Every log line of this reconcile carries the action (controller-runtime
 	// already adds the controller, namespace and name; the engine the phase).
 	level := ""
-	if k.logLevel != nil {
-		level = k.logLevel(obj)
+	if p.logLevel != nil {
+		level = p.logLevel(obj)
 	}
 	logger, storyLog := loglevel.Loggers(log.FromContext(ctx).WithValues("action", action), level)
 	ctx = log.IntoContext(ctx, logger)
@@ -263,14 +289,11 @@ func runOnce[T v1alpha1.Object](ctx context.Context, d *Deps, kind v1alpha1.Kind
 	if obj.GetPhase() == "" {
 		obj.SetPhase(v1alpha1.NonAdminPhaseNew)
 	}
-	if k.begin != nil {
-		k.begin(obj)
-	}
 	buffer := &events.Buffer{}
-	if k.decided != nil {
-		reportSpecChange(obj, k.decided, buffer)
+	if p.decided != nil {
+		reportSpecChange(obj, p.decided, buffer)
 	}
-	result, finished, held, err := runAction(ctx, d, kind, k, obj, action, buffer)
+	result, finished, held, err := runAction(ctx, d, kind, r, p, obj, action, buffer)
 	if held && err == nil {
 		return result, false, nil
 	}
@@ -343,13 +366,14 @@ func kindOf[T v1alpha1.Object]() (v1alpha1.Kind, error) {
 	return v1alpha1.Kind{}, fmt.Errorf("%T is not in the NAC kind registry (v1alpha1.Kinds)", zero)
 }
 
-// runAction resolves (for a new operation) and runs action, then afterRun.
+// runAction resolves (for a new operation) and runs action, then the kind's
+// AfterRun (whose look-again time, when sooner, is the result's).
 // The run's events go to buffer, sent once its status is written.
 // finished is true once the plan, deferPhase included, has ended; held when
 // the run stopped at a brief wait and need not be recorded
 // (engine.Outcome.Held).
-func runAction[T v1alpha1.Object](ctx context.Context, d *Deps, kind v1alpha1.Kind, k nacKind[T], obj T, action string, buffer *events.Buffer) (result ctrl.Result, finished, held bool, err error) {
-	uuid, corrected, err := operationIdentity(ctx, d.Client, d.OADPNamespace, kind.Kind, obj, k.refs(obj), k.adopts)
+func runAction[T v1alpha1.Object](ctx context.Context, d *Deps, kind v1alpha1.Kind, r kindReconciler[T], p kindPolicy[T], obj T, action string, buffer *events.Buffer) (result ctrl.Result, finished, held bool, err error) {
+	uuid, corrected, err := operationIdentity(ctx, d.Client, d.OADPNamespace, kind.Kind, obj, r.Refs(obj), p.adopts)
 	if err != nil {
 		return ctrl.Result{}, false, false, err
 	}
@@ -359,9 +383,9 @@ func runAction[T v1alpha1.Object](ctx context.Context, d *Deps, kind v1alpha1.Ki
 		buffer.Event(obj, corev1.EventTypeWarning, EventStatusCorrected, msg)
 	}
 	revision := ""
-	if k.revision != nil {
+	if p.revision != nil {
 		var err error
-		if revision, err = k.revision(ctx, obj); err != nil {
+		if revision, err = p.revision(ctx, obj); err != nil {
 			return ctrl.Result{}, false, false, err
 		}
 	}
@@ -391,10 +415,12 @@ func runAction[T v1alpha1.Object](ctx context.Context, d *Deps, kind v1alpha1.Ki
 	if out.Held {
 		return ctrl.Result{RequeueAfter: out.RequeueAfter}, false, true, nil
 	}
-	if k.afterRun != nil {
-		if err := k.afterRun(ctx, obj, action, out.Finished); err != nil {
-			return ctrl.Result{}, false, false, err
-		}
+	again, err := r.AfterRun(ctx, obj, action, out.Finished)
+	if err != nil {
+		return ctrl.Result{}, false, false, err
+	}
+	if again > 0 && (out.RequeueAfter == 0 || again < out.RequeueAfter) {
+		out.RequeueAfter = again
 	}
 	return ctrl.Result{RequeueAfter: out.RequeueAfter}, out.Finished, false, nil
 }

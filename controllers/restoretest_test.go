@@ -34,7 +34,7 @@ var _ = Suite(&RestoreTestSuite{})
 // Namespaces labelled restore-tests=<selector>: the built-in backup action
 // with its TestRestore phase's args.every set to every.
 func restoreTestBlueprint(c *C, oadp, selector string, every int) {
-	builtin, err := blueprints.BuiltIn(blueprints.NonAdminBackup)
+	builtin, err := blueprints.BuiltIn(blueprints.BuiltInFor("NonAdminBackup"))
 	c.Assert(err, IsNil)
 	backup := builtin.Spec.Actions["backup"]
 	for i := range backup.Phases {

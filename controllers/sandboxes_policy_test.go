@@ -3,20 +3,15 @@ package controllers_test
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 	"time"
 
 	. "gopkg.in/check.v1"
-	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 
@@ -33,17 +28,7 @@ import (
 // not named or labelled as a sandbox. The cluster admin is not concerned.
 func (s *RBACSuite) TestNacflowMakesSandboxesOnly(c *C) {
 	ctx := context.Background()
-	data, err := os.ReadFile(filepath.Join("..", "config", "admission", "sandboxes.yaml"))
-	c.Assert(err, IsNil)
-	docs := strings.Split(string(data), "\n---\n")
-	c.Assert(docs, HasLen, 2)
-	policy, binding := &admissionv1.ValidatingAdmissionPolicy{}, &admissionv1.ValidatingAdmissionPolicyBinding{}
-	c.Assert(yaml.UnmarshalStrict([]byte(docs[0]), policy), IsNil)
-	c.Assert(yaml.UnmarshalStrict([]byte(docs[1]), binding), IsNil)
-	c.Assert(testClient.Create(ctx, policy), IsNil)
-	defer func() { _ = testClient.Delete(ctx, policy) }()
-	c.Assert(testClient.Create(ctx, binding), IsNil)
-	defer func() { _ = testClient.Delete(ctx, binding) }()
+	defer installPolicy(c, "sandboxes.yaml")()
 
 	tenant := createNamespace(c, "sandboxes")
 	victim := createNamespace(c, "sandboxes-victim")
@@ -75,7 +60,7 @@ func (s *RBACSuite) TestNacflowMakesSandboxesOnly(c *C) {
 	})
 	c.Check(refusal, ErrorMatches, `.*`+sa+` may create Namespaces of restore-test sandboxes only \(label openshift.io/oadp-nacflow-restore-test\); Namespace `+probe+` is none.*`)
 
-	err = nacflow.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: victim}})
+	err := nacflow.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: victim}})
 	c.Check(err, ErrorMatches, `.*may delete Namespaces of restore-test sandboxes only.*Namespace `+victim+` is none.*`)
 	quota := func(ns string) *corev1.ResourceQuota {
 		return &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: phases.SandboxQuotaName},

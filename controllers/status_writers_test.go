@@ -21,6 +21,26 @@ import (
 	"github.com/nacflow/nacflow/api/v1alpha1"
 )
 
+// installPolicy creates the ValidatingAdmissionPolicy and its binding of
+// config/admission/file on the test API server and returns what deletes
+// them.
+func installPolicy(c *C, file string) func() {
+	ctx := context.Background()
+	data, err := os.ReadFile(filepath.Join("..", "config", "admission", file))
+	c.Assert(err, IsNil)
+	docs := strings.Split(string(data), "\n---\n")
+	c.Assert(docs, HasLen, 2)
+	policy, binding := &admissionv1.ValidatingAdmissionPolicy{}, &admissionv1.ValidatingAdmissionPolicyBinding{}
+	c.Assert(yaml.UnmarshalStrict([]byte(docs[0]), policy), IsNil)
+	c.Assert(yaml.UnmarshalStrict([]byte(docs[1]), binding), IsNil)
+	c.Assert(testClient.Create(ctx, policy), IsNil)
+	c.Assert(testClient.Create(ctx, binding), IsNil)
+	return func() {
+		_ = testClient.Delete(ctx, binding)
+		_ = testClient.Delete(ctx, policy)
+	}
+}
+
 // TestOnlyNacflowWritesStatus installs config/admission/status_writers.yaml
 // on the real API server: a tenant an admin granted `*` on the NAC group
 // (status subresources included) may create and edit its NonAdminBackup but
@@ -29,17 +49,7 @@ import (
 // ClusterRole (config/rbac/role.yaml) may, as nacflow's ServiceAccount does.
 func (s *RBACSuite) TestOnlyNacflowWritesStatus(c *C) {
 	ctx := context.Background()
-	data, err := os.ReadFile(filepath.Join("..", "config", "admission", "status_writers.yaml"))
-	c.Assert(err, IsNil)
-	docs := strings.Split(string(data), "\n---\n")
-	c.Assert(docs, HasLen, 2)
-	policy, binding := &admissionv1.ValidatingAdmissionPolicy{}, &admissionv1.ValidatingAdmissionPolicyBinding{}
-	c.Assert(yaml.UnmarshalStrict([]byte(docs[0]), policy), IsNil)
-	c.Assert(yaml.UnmarshalStrict([]byte(docs[1]), binding), IsNil)
-	c.Assert(testClient.Create(ctx, policy), IsNil)
-	defer func() { _ = testClient.Delete(ctx, policy) }()
-	c.Assert(testClient.Create(ctx, binding), IsNil)
-	defer func() { _ = testClient.Delete(ctx, binding) }()
+	defer installPolicy(c, "status_writers.yaml")()
 
 	ns := createNamespace(c, "status-writers")
 	star := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "nac-star-" + ns},

@@ -21,7 +21,7 @@ var _ = Suite(&BuiltInSuite{})
 func (s *BuiltInSuite) TestBuiltInsCompile(c *C) {
 	reg, err := phases.NewRegistry(phases.Clients{}, phases.Options{})
 	c.Assert(err, IsNil)
-	for _, name := range []string{blueprints.NonAdminBackup, blueprints.NonAdminRestore, blueprints.NonAdminBackupStorageLocation, blueprints.NonAdminDownloadRequest} {
+	for _, name := range []string{blueprints.BuiltInFor("NonAdminBackup"), blueprints.BuiltInFor("NonAdminRestore"), blueprints.BuiltInFor("NonAdminBackupStorageLocation"), blueprints.BuiltInFor("NonAdminDownloadRequest")} {
 		bp, err := blueprints.BuiltIn(name)
 		c.Assert(err, IsNil)
 		c.Check(bp.Name, Equals, name)
@@ -33,7 +33,7 @@ func (s *BuiltInSuite) TestBuiltInsCompile(c *C) {
 			c.Check(err, IsNil, Commentf("%s/%s", name, action))
 		}
 	}
-	bp, err := blueprints.BuiltIn(blueprints.NonAdminBackup)
+	bp, err := blueprints.BuiltIn(blueprints.BuiltInFor("NonAdminBackup"))
 	c.Assert(err, IsNil)
 	c.Check(bp.Spec.Kind, Equals, "NonAdminBackup")
 	backup := bp.Spec.Actions["backup"]

@@ -53,14 +53,6 @@ type Object interface {
 	OriginKeys() Origin
 }
 
-var (
-	_ Object = &NonAdminBackup{}
-	_ Object = &NonAdminRestore{}
-	_ Object = &NonAdminBackupStorageLocation{}
-	_ Object = &NonAdminDownloadRequest{}
-	_ Object = &NonAdminSchedule{}
-)
-
 // OriginKeys implements Object: openshift.io/oadp-nab-origin-*.
 func (*NonAdminBackup) OriginKeys() Origin {
 	return Origin{NabOriginNACUUIDLabel, NabOriginNameAnnotation, NabOriginNamespaceAnnotation}

@@ -437,10 +437,11 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	// deps returns the dependencies of one controller, its events signed
-	// with its own name.
-	deps := func(name, kind string) controllers.Deps {
-		recorder := recorderFor(name)
+	// deps returns the dependencies of the controller of a NAC kind, its
+	// events signed with its own name (the kind in lower case, as
+	// controller-runtime names it, and "-controller").
+	deps := func(kind string) controllers.Deps {
+		recorder := recorderFor(strings.ToLower(kind) + "-controller")
 		var plans *controllers.PlanStore
 		if !caps.Plan[kind] {
 			plans = &controllers.PlanStore{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespace: o.oadpNamespace}
@@ -458,19 +459,26 @@ func run(o options) error {
 			MaxRetryDelay: o.maxRetry,
 		}
 	}
+	// Each NAC kind's reconciler with what is its own; which kinds run
+	// comes from the kind registry, and a kind without a reconciler here
+	// is a build defect.
+	reconcilers := map[string]interface{ SetupWithManager(ctrl.Manager) error }{
+		"NonAdminBackup": &controllers.NonAdminBackupReconciler{Deps: deps("NonAdminBackup"), QueueRefreshWindow: o.queueWindow, Queue: queue, Turns: turns,
+			Usage: controllers.NewUsageMeter(registry, o.oadpNamespace, o.usageRate, o.usageBurst)},
+		"NonAdminRestore":         &controllers.NonAdminRestoreReconciler{Deps: deps("NonAdminRestore"), NoServerStatusRequests: !caps.RestorePrecheck, Turns: turns},
+		"NonAdminDownloadRequest": &controllers.NonAdminDownloadRequestReconciler{Deps: deps("NonAdminDownloadRequest")},
+		"NonAdminSchedule":        &controllers.NonAdminScheduleReconciler{Deps: deps("NonAdminSchedule")},
+		"NonAdminBackupStorageLocation": &controllers.NonAdminBackupStorageLocationReconciler{Deps: deps("NonAdminBackupStorageLocation"),
+			RequireApproval: o.bslApproval, Settings: settings, CredentialCheckPeriod: o.credCheck, EndpointRevision: phases.EndpointRevision(nil)},
+	}
 	var setups []setup
-	nab := &controllers.NonAdminBackupReconciler{Deps: deps("nonadminbackup-controller", "NonAdminBackup"), QueueRefreshWindow: o.queueWindow, Queue: queue, Turns: turns,
-		Usage: controllers.NewUsageMeter(registry, o.oadpNamespace, o.usageRate, o.usageBurst)}
-	setups = append(setups, setup{"NonAdminBackup", nab.SetupWithManager})
-	nar := &controllers.NonAdminRestoreReconciler{Deps: deps("nonadminrestore-controller", "NonAdminRestore"), NoServerStatusRequests: !caps.RestorePrecheck, Turns: turns}
-	setups = append(setups, setup{"NonAdminRestore", nar.SetupWithManager})
-	nadr := &controllers.NonAdminDownloadRequestReconciler{Deps: deps("nonadmindownloadrequest-controller", "NonAdminDownloadRequest")}
-	setups = append(setups, setup{"NonAdminDownloadRequest", nadr.SetupWithManager})
-	nas := &controllers.NonAdminScheduleReconciler{Deps: deps("nonadminschedule-controller", "NonAdminSchedule")}
-	setups = append(setups, setup{"NonAdminSchedule", nas.SetupWithManager})
-	nabsl := &controllers.NonAdminBackupStorageLocationReconciler{Deps: deps("nonadminbackupstoragelocation-controller", "NonAdminBackupStorageLocation"), RequireApproval: o.bslApproval, Settings: settings, CredentialCheckPeriod: o.credCheck,
-		EndpointRevision: phases.EndpointRevision(nil)}
-	setups = append(setups, setup{"NonAdminBackupStorageLocation", nabsl.SetupWithManager})
+	for _, k := range v1alpha1.Kinds() {
+		r, ok := reconcilers[k.Kind]
+		if !ok {
+			return fmt.Errorf("no reconciler for NAC kind %s", k.Kind)
+		}
+		setups = append(setups, setup{k.Kind, r.SetupWithManager})
+	}
 	bpr := &controllers.BlueprintReconciler{Client: mgr.GetClient(), Registry: registry,
 		Recorder: recorderFor("blueprint-controller"), OADPNamespace: o.oadpNamespace}
 	setups = append(setups, setup{"Blueprint", bpr.SetupWithManager})

@@ -96,7 +96,7 @@ func blueprintWith(c *C, name, label, fn string, args map[string]any) string {
 // OADP namespace, for the Namespaces labelled label=<name>: the built-in
 // backup action as edit leaves it.
 func blueprintYAML(c *C, name, label string, edit func(*v1alpha1.BlueprintAction)) string {
-	builtin, err := blueprints.BuiltIn(blueprints.NonAdminBackup)
+	builtin, err := blueprints.BuiltIn(blueprints.BuiltInFor("NonAdminBackup"))
 	c.Assert(err, IsNil)
 	backup := builtin.Spec.Actions["backup"]
 	edit(&backup)
