@@ -3,7 +3,9 @@
 // Velero objects they make (docs/architecture.md, "The engine contract").
 // Functions are stateless and hold no client: they reach the cluster only
 // through the guarded clients the engine puts in each engine.Operation, so
-// the engine's safety rule holds whatever a blueprint asks of them.
+// the engine's safety rule holds whatever a blueprint asks of them. A
+// function's file begins with its family — validate_, velero_, wait_,
+// status_, contents_, schedule_, storage_ — and holds its Doc.
 package phases
 
 import (

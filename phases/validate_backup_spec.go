@@ -229,3 +229,11 @@ func storageLocation(ctx context.Context, op *engine.Operation, ns, name string)
 	}
 	return v.Name, "", nil
 }
+
+// Doc implements engine.Documented.
+func (*ValidateBackupSpec) Doc() engine.FuncDoc {
+	return engine.FuncDoc{
+		Summary: "Checks a NonAdminBackup's backupSpec against the tenant rules (own namespace only, nothing cluster-scoped, storageLocation only an approved Available NonAdminBackupStorageLocation of the namespace) and applies args.enforce; sets Accepted and status.veleroBackup.spec (the effective spec).",
+		Errors:  "a refusal is terminal (Accepted=False/InvalidBackupSpec, phase BackingOff); " + apiRetried,
+	}
+}

@@ -336,3 +336,12 @@ func (f *ValidateBSLSpec) checkSecret(ctx context.Context, op *engine.Operation,
 	}
 	return f.content.checkCredential(effective.Provider, effective.Config, data, fmt.Sprintf("Secret %s/%s", cred.Name, cred.Key)), nil
 }
+
+// Doc implements engine.Documented.
+func (*ValidateBSLSpec) Doc() engine.FuncDoc {
+	return engine.FuncDoc{
+		Summary: "Checks a NonAdminBackupStorageLocation (default false; provider, bucket, credential name and key required; the Secret exists in the namespace), applies args.enforce, forces the prefix under the namespace; checks what Velero will interpret: config keys by the provider plugin's allow-list, URL-valued keys (s3Url, publicUrl, ...) resolved against the endpoint rules (nac --endpoint-* flags plus args.endpoints), and the credential file as static key material only, as the provider's SDK parses it (aws, gcp, azure; others only with nac --unchecked-credential-providers); sets Accepted and status.veleroBackupStorageLocation.spec.",
+		Outputs: []string{"prefix: the effective prefix in object storage"},
+		Errors:  "a refusal is terminal (Accepted=False naming the field or key and why, phase BackingOff; the Velero BSL and copied Secret of an earlier run are removed); a DNS failure that may pass is retried; " + apiRetried,
+	}
+}

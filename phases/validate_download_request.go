@@ -199,3 +199,13 @@ func isTenantLocation(ctx context.Context, op *engine.Operation, name string) (b
 	_, tenant := bsl.Labels[v1alpha1.NabslOriginNACUUIDLabel]
 	return tenant, nil
 }
+
+// Doc implements engine.Documented.
+func (*ValidateDownloadRequest) Doc() engine.FuncDoc {
+	return engine.FuncDoc{
+		Summary: "Checks a NonAdminDownloadRequest: spec.target.kind one of Velero's DownloadTarget kinds, spec.target.name a NonAdminBackup (Backup*/CSI* kinds) or NonAdminRestore (Restore* kinds) of the same namespace whose Velero object was made for it; waits while that object runs; with args.requireTenantLocation refuses backups on the admin's location (OADP NAC's rule). Sets Accepted.",
+		Outputs: []string{"kind: the Velero DownloadTarget kind", "name: the Velero Backup or Restore"},
+		Errors:  "a refusal is terminal (Accepted=False/InvalidDownloadRequest, phase BackingOff); " + apiRetried,
+		Waits:   true,
+	}
+}

@@ -168,3 +168,12 @@ func (f *ValidateRestoreSpec) checkBackup(ctx context.Context, op *engine.Operat
 	}
 	return nil, nil
 }
+
+// Doc implements engine.Documented.
+func (*ValidateRestoreSpec) Doc() engine.FuncDoc {
+	return engine.FuncDoc{
+		Summary: "Checks a NonAdminRestore's restoreSpec: backupName names a NonAdminBackup of the same namespace (not refused, not deleting, not Failed); scheduleName, namespaceMapping, excludedNamespaces and other namespaces are refused; applies args.enforce; sets Accepted and status.veleroRestore.spec.",
+		Outputs: []string{"nonAdminBackup: the NonAdminBackup named"},
+		Errors:  "a refusal is terminal (Accepted=False/InvalidRestoreSpec, phase BackingOff); " + apiRetried,
+	}
+}

@@ -257,3 +257,13 @@ func planStart(op *engine.Operation) time.Time {
 	}
 	return time.Now()
 }
+
+// Doc implements engine.Documented.
+func (*ValidateScheduleSpec) Doc() engine.FuncDoc {
+	return engine.FuncDoc{
+		Summary: "Checks a NonAdminSchedule: spec.schedule parses as Velero parses it; the template's backupSpec passes every rule of a NonAdminBackup (own namespace, nothing cluster-scoped, a storageLocation of the namespace, waited for while not ready) with the admin's enforced values applied, and sets no metadata; the admin's bounds hold (args.minInterval between runs, args.maxTTL, args.allowedHours, args.maxRPO, each checked on the next 1000 runs where it applies). Records the accepted schedule in status.veleroSchedule.spec and the objective in force in status.rpo; sets Accepted.",
+		Outputs: []string{"nextRun: the first run after the plan started (RFC 3339)"},
+		Errors:  "a refusal is terminal (Accepted=False/InvalidScheduleSpec, phase BackingOff), its message naming the field and the limit; " + apiRetried,
+		Waits:   true,
+	}
+}

@@ -359,3 +359,13 @@ func phaseOr(phase string) string {
 	}
 	return phase
 }
+
+// Doc implements engine.Documented.
+func (*WaitFor) Doc() engine.FuncDoc {
+	return engine.FuncDoc{
+		Summary: "Waits until an object is ready (Velero's wait-for-ready design): a Backup or Restore finished, a BackupStorageLocation Available, a DeleteBackupRequest's Backup gone, a NonAdminBackup's backup restorable. The phase's timeout and onTimeout apply.",
+		Outputs: []string{"phase: the object's final phase (Backup, Restore, BackupStorageLocation)", "name: the Velero Backup (RestorableBackup)"},
+		Errors:  "an object deleted before it finished, a Failed backup to restore, Velero's deletion errors, an object that is not the operation's own (or, for RestorableBackup, not of the tenant's namespace) are terminal; " + apiRetried,
+		Waits:   true,
+	}
+}

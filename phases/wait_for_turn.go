@@ -172,3 +172,13 @@ func ordinal(n int) string {
 	}
 	return strconv.Itoa(n) + suffix
 }
+
+// Doc implements engine.Documented.
+func (*WaitForTurn) Doc() engine.FuncDoc {
+	return engine.FuncDoc{
+		Summary: "The fair share of Velero's queues: a NonAdminBackup (NonAdminRestore) waits (not refused) until its namespace has fewer than args.max unfinished Velero Backups, its schedules' runs included (Velero Restores), and its turn has come: the namespace's waiting operations in creation order, namespaces with room round-robin (fewest in Velero first). The message and condition Queued=False/WaitingForTurn give its place among its namespace's waiting operations.",
+		Outputs: []string{"limit: the namespace's limit (0: unlimited)", "position, waiting, why (while waiting): its place among the namespace's waiting operations, how many wait, and full (the namespace is at its limit) or turn (another namespace goes first)"},
+		Errors:  "a kind other than NonAdminBackup or NonAdminRestore is terminal; " + apiRetried,
+		Waits:   true,
+	}
+}

@@ -90,3 +90,12 @@ func (f *CopySecret) Run(ctx context.Context, op *engine.Operation, nabsl *v1alp
 	return engine.Done(fmt.Sprintf("%s Secret %s/%s from %s/%s", verb, got.Namespace, got.Name, nabsl.Namespace, cred.Name),
 		map[string]string{"name": got.Name}), nil
 }
+
+// Doc implements engine.Documented.
+func (*CopySecret) Doc() engine.FuncDoc {
+	return engine.FuncDoc{
+		Summary: "Copies the location's credential Secret (its type and the credential's key only) into the OADP namespace, named like its other objects, after checking the bytes copied as ValidateBSLSpec does (static key material only); updates the copy when the tenant's Secret changed.",
+		Outputs: []string{"name: the copy"},
+		Errors:  "a missing Secret or key, or a credential that is not static key material, is terminal (the Velero BSL and copy of an earlier run are removed); " + apiRetried,
+	}
+}

@@ -219,3 +219,13 @@ func crdAllowed(allowed map[string]bool, name string) bool {
 	_, group, _ := strings.Cut(name, ".")
 	return allowed["crd "+name] || allowed["group "+group]
 }
+
+// Doc implements engine.Documented.
+func (*VerifyBackupContents) Doc() engine.FuncDoc {
+	return engine.FuncDoc{
+		Summary: "After a Completed or PartiallyFailed backup, fetches its resource list through a Velero DownloadRequest and checks every item is the tenant's: in its namespace, or that Namespace, a PersistentVolume of its claims, a CRD of its custom resources. Sets Verified (True with the count; False naming the items, with a Warning event; Unknown when the list could not be read).",
+		Outputs: []string{"items: items checked", "unexpected: items that are not the tenant's"},
+		Errors:  "unexpected items with args.failOnUnexpectedItems are terminal; " + apiRetried,
+		Waits:   true,
+	}
+}

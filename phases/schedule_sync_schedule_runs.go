@@ -728,3 +728,12 @@ func describeRetention(r *v1alpha1.ScheduleRetention, maxKeep int, admins bool) 
 	}
 	return s
 }
+
+// Doc implements engine.Documented.
+func (*SyncScheduleRuns) Doc() engine.FuncDoc {
+	return engine.FuncDoc{
+		Summary: "Follows a NonAdminSchedule's Velero Schedule: mirrors its status; claims every Backup it took for a NonAdminBackup of its own (NAB origin label and annotations; a Backup naming another namespace is never taken) and creates that NAB in the schedule's namespace, linked in status and adopted; lists the newest runs in status.recentBackups; sets status.nextRun (Velero's rule) and condition RPOMet from status.rpo, with an RPOMissed or RPOMet event when it changes; prunes runs spec.retention (or args.defaultRetention, bounded by args.maxKeep) does not keep (spec.deleteBackup, PrunedBackup events, status.retention); pauses the Velero Schedule while its next run would pass the namespace's quota (CheckQuota's args in the namespace's NonAdminBackup blueprint; condition WithinQuota, QuotaExceeded and ScheduleResumed events) and resumes it when there is room; under the fair share of Velero's queue (--max-backups-in-velero-per-namespace) keeps the Velero Schedule paused between runs and resumes it for a due run only once that run has its turn (condition WithinShare, a RunWaitsForTurn event while it waits). Runs come after the plan has ended: the controller runs this phase again on every look at the schedule.",
+		Outputs: []string{"runs: how many runs the schedule has"},
+		Errors:  "a run the safety rule refuses to claim is left alone; " + apiRetried,
+	}
+}

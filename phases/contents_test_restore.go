@@ -645,3 +645,22 @@ func (f *RemoveRestoreTest) Run(ctx context.Context, op *engine.Operation, nab *
 	}
 	return engine.Done(fmt.Sprintf("no restore test left: Velero Restore %s and sandbox %s deleted or absent", restoreName, sandbox), nil), nil
 }
+
+// Doc implements engine.Documented.
+func (*TestRestore) Doc() engine.FuncDoc {
+	return engine.FuncDoc{
+		Summary: "An admin's opt-in (args.every > 0): for one Completed backup in every args.every of the namespace, restores it with Velero into the namespace's sandbox <ns>-rt-<hash> (created with a ResourceQuota of no Pods, claims, storage, NodePorts or load balancers; no tenant binding), only the kinds of args.includedResources, judged by velero-plugin-nacflow as the tenant's restore; compares the items Velero created with the backup's resource list, measures the RTO (Restore created to completed), records status.restoreTest and condition RestoreTested (a Warning event unless it succeeded), then deletes the Restore and the sandbox. One test at a time per namespace, args.maxConcurrent (default 2) in the cluster.",
+		Outputs: []string{"result: Succeeded, Failed or Unknown", "rto: seconds", "itemsExpected, itemsRestored: counts"},
+		Errors:  "a test that fails or cannot finish is its result, never the plan's; " + apiRetried,
+		Waits:   true,
+	}
+}
+
+// Doc implements engine.Documented.
+func (*RemoveRestoreTest) Doc() engine.FuncDoc {
+	return engine.FuncDoc{
+		Summary: "Deletes the Velero Restore and the sandbox namespace of the NonAdminBackup's restore test, once Velero has finished the Restore. Nothing to delete is not an error.",
+		Errors:  apiRetried,
+		Waits:   true,
+	}
+}

@@ -63,3 +63,8 @@ func (f *Notify) Run(_ context.Context, op *engine.Operation, _ engine.Object, a
 	}
 	return engine.Done(a.Message, map[string]string{"reason": a.Reason}), nil
 }
+
+// Doc implements engine.Documented.
+func (*Notify) Doc() engine.FuncDoc {
+	return engine.FuncDoc{Summary: "Emits an event with the admin's type, reason and message on the NAC object (kubectl describe shows it).", Outputs: []string{"reason"}}
+}

@@ -79,3 +79,12 @@ func createDownloadRequest(ctx context.Context, op *engine.Operation, recent *re
 	}
 	return got, verb, nil
 }
+
+// Doc implements engine.Documented.
+func (*CreateDownloadRequest) Doc() engine.FuncDoc {
+	return engine.FuncDoc{
+		Summary: "Creates (or adopts) the Velero DownloadRequest <ns>-<name>-<nacuuid> in the OADP namespace for file args.kind of the Velero Backup or Restore args.name (which must be of the tenant's namespace); status.velero links it, phase Created.",
+		Outputs: []string{"name: the Velero DownloadRequest"},
+		Errors:  "an unknown kind, an empty name, a target of another namespace and a name held by another operation's object are terminal; " + apiRetried,
+	}
+}

@@ -87,3 +87,12 @@ func ownBackup(ctx context.Context, op *engine.Operation, nab *v1alpha1.NonAdmin
 	}
 	return own, nil
 }
+
+// Doc implements engine.Documented.
+func (*CreateDeleteBackupRequest) Doc() engine.FuncDoc {
+	return engine.FuncDoc{
+		Summary: "Asks Velero to delete the NonAdminBackup's backup and its data: one DeleteBackupRequest named like the backup, with Velero's backup-name/backup-uid labels; nothing when there is no Velero Backup. The backup is the one carrying this operation's NACUUID and made for this NAB, never one named by status alone (a status.veleroBackup.name that disagrees is corrected, and the message says so).",
+		Outputs: []string{`name: the DeleteBackupRequest ("" when there was nothing to delete)`},
+		Errors:  "a name held by another operation's object is terminal; " + apiRetried,
+	}
+}

@@ -102,3 +102,12 @@ func (f *AdoptVeleroBackup) Run(ctx context.Context, op *engine.Operation, nab *
 		fmt.Sprintf("Adopted existing Velero Backup object %s", b.Name))
 	return engine.Done(fmt.Sprintf("Adopted Velero Backup %s/%s (created nothing)", b.Namespace, b.Name), map[string]string{"name": b.Name}), nil
 }
+
+// Doc implements engine.Documented.
+func (*AdoptVeleroBackup) Doc() engine.FuncDoc {
+	return engine.FuncDoc{
+		Summary: "Links a NonAdminBackup made by backup sync to the existing Velero Backup with NACUUID args.nacuuid, creating nothing; refuses a backup not made for this very NAB (origin namespace and name annotations).",
+		Outputs: []string{"name: the Velero Backup"},
+		Errors:  "no such backup, or another namespace's or NAB's backup, is terminal; " + apiRetried,
+	}
+}

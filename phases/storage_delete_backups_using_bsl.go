@@ -39,3 +39,8 @@ func (f *DeleteBackupsUsingBSL) Run(ctx context.Context, op *engine.Operation, n
 	return engine.Done(fmt.Sprintf("Asked %d NonAdminBackup(s) using %s to delete themselves", deleted, nabsl.Name),
 		map[string]string{"deleted": fmt.Sprint(deleted)}), nil
 }
+
+// Doc implements engine.Documented.
+func (*DeleteBackupsUsingBSL) Doc() engine.FuncDoc {
+	return engine.FuncDoc{Summary: "Deletes the NonAdminBackups of the location's namespace whose storageLocation names it.", Outputs: []string{"deleted: how many"}, Errors: apiRetried}
+}

@@ -182,3 +182,12 @@ func backupInTenantBucket(ctx context.Context, op *engine.Operation, name string
 		return false, fmt.Errorf("reading Velero Backup %s/%s: %w", op.OADPNamespace, name, err)
 	}
 }
+
+// Doc implements engine.Documented.
+func (*CreateVeleroRestore) Doc() engine.FuncDoc {
+	return engine.FuncDoc{
+		Summary: "Creates (or adopts) the Velero Restore in the OADP namespace from the accepted spec: backupName = args.backupName (which must belong to the tenant's namespace), includedNamespaces = the tenant's, NAC kinds and volumesnapshotclasses excluded (and persistentvolumes, for a backup kept in a bucket the tenant writes: its volumes come back only from data in the bucket, never from a snapshot ID it names), OADP nar labels plus args.labels/annotations.",
+		Outputs: []string{"name: the Velero Restore"},
+		Errors:  "a backup of another namespace, a name held by another operation's object are terminal; " + apiRetried,
+	}
+}

@@ -279,3 +279,13 @@ func setSpecUpdate(nabsl *v1alpha1.NonAdminBackupStorageLocation, status metav1.
 func setApproval(nabsl *v1alpha1.NonAdminBackupStorageLocation, status metav1.ConditionStatus, reason, msg string) {
 	setCondition(nabsl, v1alpha1.ConditionClusterAdminApproved, status, reason, msg)
 }
+
+// Doc implements engine.Documented.
+func (*RequestApproval) Doc() engine.FuncDoc {
+	return engine.FuncDoc{
+		Summary: "The admin approval gate: creates the NonAdminBackupStorageLocationRequest (approved at once without --require-approval-for-bsl), then goes on when approved, waits while pending, fails when rejected; pending or reject also remove the Velero BSL and copied Secret of an earlier approval.",
+		Outputs: []string{"request: the request's name"},
+		Errors:  "reject is terminal; " + apiRetried,
+		Waits:   true,
+	}
+}

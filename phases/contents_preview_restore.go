@@ -465,3 +465,13 @@ func cut(s string, n int) string {
 	}
 	return strings.TrimSpace(s[:cut]) + "…"
 }
+
+// Doc implements engine.Documented.
+func (*PreviewRestore) Doc() engine.FuncDoc {
+	return engine.FuncDoc{
+		Summary: "For a NonAdminRestore with spec.preview: streams the backup's contents (a DownloadRequest BackupContents; at most 256 MiB, items of 1 MiB) and tells, for every item Velero would restore into the namespace, what the restore would do: create (absent), skip (exists; existingResourcePolicy none, or identical), update (exists and differs, with existingResourcePolicy update: the changed fields named), excluded (the restore's filters, nacflow's exclusions or the tenant role: the rule named) or unknown (the live object could not be read). Live objects are read in the NonAdminRestore's namespace only. Writes status.preview (counts and the first 100 items); makes no Velero Restore.",
+		Outputs: []string{"total: items previewed", "create, skip, update, excluded: items by outcome"},
+		Errors:  "contents Velero did not serve in time or that could not be read are terminal (the preview fails saying why); " + apiRetried,
+		Waits:   true,
+	}
+}

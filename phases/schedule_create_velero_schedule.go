@@ -132,3 +132,12 @@ func (f *CreateVeleroSchedule) Run(ctx context.Context, op *engine.Operation, na
 	return engine.Done(fmt.Sprintf("%s Velero Schedule %s/%s", verb, got.Namespace, got.Name),
 		map[string]string{"name": got.Name, "namespace": got.Namespace}), nil
 }
+
+// Doc implements engine.Documented.
+func (*CreateVeleroSchedule) Doc() engine.FuncDoc {
+	return engine.FuncDoc{
+		Summary: "Creates the Velero Schedule <ns>-<name>-<nacuuid> in the OADP namespace from status.veleroSchedule.spec (includedNamespaces the tenant's, NAC kinds and OADP's cluster-scoped list excluded, no template metadata, useOwnerReferencesInBackup false), or updates the schedule's own one in place; labels and origin annotations (with the tenant's storage location) that Velero copies onto every run. skipImmediately true is passed on. Under the fair share of Velero's queue (--max-backups-in-velero-per-namespace) it is created paused (openshift.io/oadp-nacflow-paused-by-share) and an update keeps the pause SyncScheduleRuns set.",
+		Outputs: []string{"name: the Velero Schedule", "namespace: the OADP namespace"},
+		Errors:  "no accepted spec, and a name held by another operation's object, are terminal; " + apiRetried,
+	}
+}

@@ -218,3 +218,12 @@ func nearly(u v1alpha1.StorageUsage, q Quota, scope string) []string {
 func bytesString(n int64) string {
 	return resource.NewQuantity(n, resource.BinarySI).String()
 }
+
+// Doc implements engine.Documented.
+func (*CheckQuota) Doc() engine.FuncDoc {
+	return engine.FuncDoc{
+		Summary: "Refuses a new NonAdminBackup that would take its namespace past the admin's quota: args.maxBackups (NonAdminBackups that hold or will hold a backup) and args.maxBytes (their status.usage.totalBytes), per namespace and per location (args.locations). Accepted=False/QuotaExceeded naming the figure, the limit and what to delete; nothing is created. Past 80 % a Warning event QuotaNearlyReached. No args: no quota. The same args hold the namespace's NonAdminSchedules: SyncScheduleRuns pauses one whose next run would pass them.",
+		Outputs: []string{"backups, bytes: the namespace's before this backup"},
+		Errors:  "a refusal is terminal; " + apiRetried,
+	}
+}

@@ -90,3 +90,12 @@ func (f *CreateVeleroBSL) Run(ctx context.Context, op *engine.Operation, nabsl *
 		fmt.Sprintf("Velero BackupStorageLocation %s/%s matches the spec", got.Namespace, got.Name))
 	return engine.Done(fmt.Sprintf("%s Velero BackupStorageLocation %s/%s", verb, got.Namespace, got.Name), map[string]string{"name": got.Name}), nil
 }
+
+// Doc implements engine.Documented.
+func (*CreateVeleroBSL) Doc() engine.FuncDoc {
+	return engine.FuncDoc{
+		Summary: "Creates or updates the Velero BackupStorageLocation from the effective spec, credential pointing at args.secretName (which must be the operation's own copy: the safety rule refuses any other Secret), default false; phase Created.",
+		Outputs: []string{"name: the Velero BSL"},
+		Errors:  "a name held by another operation's object, a Secret that is not the operation's own copy are terminal; " + apiRetried,
+	}
+}

@@ -519,3 +519,13 @@ func (l *limitedReader) Read(b []byte) (int, error) {
 	}
 	return n, err
 }
+
+// Doc implements engine.Documented.
+func (*CheckRestoreItems) Doc() engine.FuncDoc {
+	return engine.FuncDoc{
+		Summary: "Before a NonAdminRestore's Velero Restore: checks that Velero runs nacflow's plugin nacflow.io/restore-as-tenant (a ServerStatusRequest; refused without it), then streams the backup's contents (a DownloadRequest BackupContents; at most 256 MiB, items of 1 MiB, 100,000 items) and judges every item Velero would restore against the tenant role (--tenant-role): create rights, Kubernetes' escalation rule for Roles and RoleBindings, PersistentVolume sources. Sets RestoreItemsChecked (True with the count; False naming the items left out, with a Warning event ItemsExcluded; Unknown when the contents could not be read). The plugin enforces the same rules on what Velero really restores. Does nothing with --restore-precheck=false.",
+		Outputs: []string{"items: items checked", "excluded: items the tenant could not create"},
+		Errors:  "Velero without the plugin, and with args.onExcluded refuse an excluded item or unread contents, are terminal (Accepted=False); " + apiRetried,
+		Waits:   true,
+	}
+}

@@ -104,3 +104,12 @@ func scheduledRunActive(nab *v1alpha1.NonAdminBackup) bool {
 	vb := nab.Status.VeleroBackup
 	return vb != nil && (vb.Status == nil || !v1alpha1.BackupFinished(vb.Status.Phase))
 }
+
+// Doc implements engine.Documented.
+func (*LimitActiveOperations) Doc() engine.FuncDoc {
+	return engine.FuncDoc{
+		Summary: "A per-tenant concurrency limit: refuses the operation when its namespace already has args.max other NonAdminBackups (or NonAdminRestores) whose plan is pending or running.",
+		Outputs: []string{"active: how many others were active"},
+		Errors:  "over the limit is terminal; " + apiRetried,
+	}
+}

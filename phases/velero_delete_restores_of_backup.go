@@ -39,3 +39,8 @@ func (f *DeleteRestoresOfBackup) Run(ctx context.Context, op *engine.Operation, 
 	return engine.Done(fmt.Sprintf("Deleted %d NonAdminRestore(s) of NonAdminBackup %s", deleted, nab.Name),
 		map[string]string{"deleted": fmt.Sprint(deleted)}), nil
 }
+
+// Doc implements engine.Documented.
+func (*DeleteRestoresOfBackup) Doc() engine.FuncDoc {
+	return engine.FuncDoc{Summary: "Deletes the NonAdminRestores of the NonAdminBackup's namespace whose backupName names it.", Outputs: []string{"deleted: how many"}, Errors: apiRetried}
+}

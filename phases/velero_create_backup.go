@@ -87,3 +87,12 @@ func tenantBackupSpec(nab *v1alpha1.NonAdminBackup) *velerov1.BackupSpec {
 	excludeForTenant(spec)
 	return spec
 }
+
+// Doc implements engine.Documented.
+func (*CreateVeleroBackup) Doc() engine.FuncDoc {
+	return engine.FuncDoc{
+		Summary: "Creates (or adopts) the Velero Backup <ns>-<name>-<nacuuid> in the OADP namespace from the accepted spec, includedNamespaces forced to the tenant's, NAC kinds excluded, OADP labels plus args.labels/annotations; phase Created, Queued=True.",
+		Outputs: []string{"name: the Velero Backup", "namespace: the OADP namespace"},
+		Errors:  "a name held by another operation's object is terminal; " + apiRetried,
+	}
+}

@@ -31,3 +31,8 @@ func (f *MarkDeleting) Run(_ context.Context, op *engine.Operation, obj engine.O
 	})
 	return engine.Done(a.Message, nil), nil
 }
+
+// Doc implements engine.Documented.
+func (*MarkDeleting) Doc() engine.FuncDoc {
+	return engine.FuncDoc{Summary: "Sets status.phase Deleting and condition Deleting=True/DeletionPending with args.message.", Errors: "an empty message is terminal"}
+}

@@ -86,3 +86,11 @@ func (f *DeleteObjects) Run(ctx context.Context, op *engine.Operation, _ engine.
 	}
 	return engine.Done(fmt.Sprintf("Deleted this operation's Velero %s objects from %s", strings.Join(a.Kinds, " and "), op.OADPNamespace), nil), nil
 }
+
+// Doc implements engine.Documented.
+func (*DeleteObjects) Doc() engine.FuncDoc {
+	return engine.FuncDoc{
+		Summary: "Deletes the objects of args.kinds that this operation created: only in the OADP namespace, only with its NACUUID label and not made for another namespace (origin-namespace annotation). Deleting a Velero Backup object keeps its data.",
+		Errors:  "an unknown kind is terminal; " + apiRetried,
+	}
+}

@@ -140,3 +140,12 @@ func getOwned(ctx context.Context, r client.Reader, op *engine.Operation, verb, 
 	}
 	return true, op.CheckOwned(verb, "Velero "+kind, obj, also...)
 }
+
+// Doc implements engine.Documented.
+func (*SyncStatus) Doc() engine.FuncDoc {
+	return engine.FuncDoc{
+		Summary: "Mirrors a Velero object's spec and status into the NAC object's status (veleroBackup, veleroRestore, veleroBackupStorageLocation, veleroDeleteBackupRequest) and the queue position. A missing object is not an error.",
+		Outputs: []string{"phase: the Velero object's phase"},
+		Errors:  apiRetried + "an unknown kind and an object that is not the operation's own are terminal",
+	}
+}

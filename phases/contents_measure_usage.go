@@ -167,3 +167,13 @@ func volumeBytes(ctx context.Context, op *engine.Operation, backup string) (int6
 	}
 	return total, nil
 }
+
+// Doc implements engine.Documented.
+func (*MeasureUsage) Doc() engine.FuncDoc {
+	return engine.FuncDoc{
+		Summary: "After a Completed or PartiallyFailed backup, records status.usage: the size of its contents tarball in object storage (a DownloadRequest BackupContents of its own, then a one-byte range request whose Content-Range gives the size; counted as it streams where the store ignores ranges) and the volume data its DataUploads and PodVolumeBackups moved. Once per backup; a store that does not answer leaves usage unset. nac runs it for every finished NonAdminBackup after its plan, at --usage-measure-rate (older backups after a start): a blueprint need not name it.",
+		Outputs: []string{"contentsBytes, volumeBytes, totalBytes: bytes"},
+		Errors:  "a Backup that is not the operation's own is terminal; " + apiRetried,
+		Waits:   true,
+	}
+}
