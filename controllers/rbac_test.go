@@ -68,13 +68,11 @@ func (s *RBACSuite) TestLeastPrivilege(c *C) {
 	reviews := map[string]string{"tokenreviews": "authentication.k8s.io", "subjectaccessreviews": "authorization.k8s.io"}
 	reviewed := map[string]bool{}
 
-	writable := map[string]bool{
-		"nonadminbackups": true, "nonadminbackups/status": true, "nonadminbackups/finalizers": true,
-		"nonadminrestores": true, "nonadminrestores/status": true, "nonadminrestores/finalizers": true,
-		"nonadminbackupstoragelocations": true, "nonadminbackupstoragelocations/status": true, "nonadminbackupstoragelocations/finalizers": true,
-		"nonadmindownloadrequests": true, "nonadmindownloadrequests/status": true, "nonadmindownloadrequests/finalizers": true,
-		"nonadminschedules": true, "nonadminschedules/status": true, "nonadminschedules/finalizers": true,
-		"events": true,
+	// Cluster-wide, the NAC kinds of the registry (each with its status
+	// and finalizers) and events.
+	writable := map[string]bool{"events": true}
+	for _, k := range v1alpha1.Kinds() {
+		writable[k.Resource], writable[k.Resource+"/status"], writable[k.Resource+"/finalizers"] = true, true, true
 	}
 	oadpOnly := map[string]bool{
 		"secrets": true, "leases": true, "blueprints": true, "blueprints/status": true,
