@@ -29,13 +29,10 @@ import (
 var errInvalid = errors.New("invalid")
 
 // offlineRegistry returns the phase registry without clients: enough to
-// validate, preview and document (nothing runs).
-func offlineRegistry() *engine.Registry {
-	reg, err := phases.NewRegistry(phases.Clients{}, phases.Options{})
-	if err != nil {
-		panic(err) // two functions with one name: a build defect
-	}
-	return reg
+// validate, preview and document (nothing runs). Its error is
+// phases.NewRegistry's (two functions of one name: a build defect).
+func offlineRegistry() (*engine.Registry, error) {
+	return phases.NewRegistry(phases.Clients{}, phases.Options{})
 }
 
 // fileCommand is a command without arguments that reads the file of its
@@ -95,7 +92,11 @@ func newBlueprintCommand(o *Options) *cobra.Command {
 func newBlueprintValidateCommand(o *Options) *cobra.Command {
 	return o.fileCommand("validate -f FILE", "Blueprint YAML file (several documents allowed); - reads standard input.",
 		func(_ *cobra.Command, file string, data []byte) error {
-			reg, invalid := offlineRegistry(), false
+			reg, err := offlineRegistry()
+			if err != nil {
+				return err
+			}
+			invalid := false
 			for _, doc := range documents(data) {
 				bp := &v1alpha1.Blueprint{}
 				if err := yaml.UnmarshalStrict(doc, bp); err != nil {
@@ -279,8 +280,12 @@ func newPlanCommand(o *Options) *cobra.Command {
 			if obj.GetUID() != "" {
 				uuid = v1alpha1.NACUUIDOf(obj.GetUID())
 			}
+			reg, err := offlineRegistry()
+			if err != nil {
+				return err
+			}
 			preview, err := engine.Preview(engine.ResolvedAction{Name: action, Blueprint: res.Blueprint, BlueprintGeneration: res.Generation, Spec: res.Action, Message: res.Message},
-				engine.Request{Object: obj, UUID: uuid, OADPNamespace: o.OADPNamespace, NamespaceLabels: nsLabels}, offlineRegistry(), waitTimeout, o.now())
+				engine.Request{Object: obj, UUID: uuid, OADPNamespace: o.OADPNamespace, NamespaceLabels: nsLabels}, reg, waitTimeout, o.now())
 			if err != nil {
 				return err
 			}
@@ -335,7 +340,11 @@ func resolveFromFile(path, builtin, kind, action string) (blueprints.Resolution,
 		if bp.Spec.Kind != kind {
 			continue
 		}
-		if errs := blueprints.Validate(bp, offlineRegistry()); len(errs) > 0 {
+		reg, err := offlineRegistry()
+		if err != nil {
+			return blueprints.Resolution{}, err
+		}
+		if errs := blueprints.Validate(bp, reg); len(errs) > 0 {
 			return blueprints.Resolution{}, fmt.Errorf("%s: blueprint %s is invalid: %s", path, bp.Name, strings.Join(errs, "; "))
 		}
 		if a, ok := bp.Spec.Actions[action]; ok {
@@ -369,7 +378,11 @@ func newFuncsCommand(o *Options) *cobra.Command {
 		Use:  "funcs",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, err := io.WriteString(o.Out, FunctionReference(offlineRegistry()))
+			reg, err := offlineRegistry()
+			if err != nil {
+				return err
+			}
+			_, err = io.WriteString(o.Out, FunctionReference(reg))
 			return err
 		},
 	}

@@ -157,7 +157,7 @@ func (f *backupCreateFlags) addFlags(o *Options, cmd *cobra.Command, object stri
 	for name, rule := range refusedBackupFlags {
 		addRefused(fl, name, rule)
 	}
-	_ = cmd.RegisterFlagCompletionFunc("storage-location", o.flagNameCompletion(registryKind[*v1alpha1.NonAdminBackupStorageLocation]().NewList))
+	_ = cmd.RegisterFlagCompletionFunc("storage-location", o.flagNameCompletion(func() client.ObjectList { return &v1alpha1.NonAdminBackupStorageLocationList{} }))
 }
 
 // build returns the NonAdminBackup the flags describe. The backup spec
@@ -269,7 +269,7 @@ func addRestoreFlags(o *Options, cmd *cobra.Command, f *restoreCreateFlags) {
 	addOptionalBool(fl, &f.preserveNodePorts, "preserve-nodeports", "Keep the node ports of Services.")
 	cmd.MarkFlagsMutuallyExclusive("from-backup", "backup-name")
 	cmd.MarkFlagsOneRequired("from-backup", "backup-name")
-	backups := o.flagNameCompletion(registryKind[*v1alpha1.NonAdminBackup]().NewList)
+	backups := o.flagNameCompletion(func() client.ObjectList { return &v1alpha1.NonAdminBackupList{} })
 	_ = cmd.RegisterFlagCompletionFunc("from-backup", backups)
 	_ = cmd.RegisterFlagCompletionFunc("backup-name", backups)
 	_ = cmd.RegisterFlagCompletionFunc("existing-resource-policy", cobra.FixedCompletions([]string{"none", "update"}, cobra.ShellCompDirectiveNoFileComp))

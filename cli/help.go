@@ -43,11 +43,13 @@ func parseHelp(text string) (map[string]help, error) {
 }
 
 // setHelp gives root and every command below it its help from helpText;
-// cobra's own commands (help, completion) keep theirs.
-func setHelp(root *cobra.Command) {
+// cobra's own commands (help, completion) keep theirs. The error is
+// parseHelp's: help.txt is embedded, so it is a build defect, which the
+// tests catch.
+func setHelp(root *cobra.Command) error {
 	helps, err := parseHelp(helpText)
 	if err != nil {
-		panic(err) // help.txt is embedded: a build defect, which the tests catch
+		return err
 	}
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
@@ -63,4 +65,5 @@ func setHelp(root *cobra.Command) {
 		}
 	}
 	walk(root)
+	return nil
 }

@@ -136,7 +136,10 @@ func NewRootCommand(o *Options) *cobra.Command {
 		newNonAdminCommand(o),
 		newNABSLRequestCommand(o),
 	)
-	setHelp(root)
+	if err := setHelp(root); err != nil {
+		// Every command says so rather than the process panicking.
+		root.PersistentPreRunE = func(*cobra.Command, []string) error { return err }
+	}
 	// The completion commands bind their output when they are made.
 	root.SetIn(o.In)
 	root.SetOut(o.Out)

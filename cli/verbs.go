@@ -43,6 +43,9 @@ type tenantKind[T v1alpha1.Object] struct {
 	delete *deleteVerb
 	// more are the kind's own commands besides the shared verbs.
 	more []func(o *Options, k *tenantKind[T]) *cobra.Command
+
+	// kind is T's registry entry, set by command.
+	kind v1alpha1.Kind
 }
 
 // veleroFiles are the Velero files of an object, read through a
@@ -72,23 +75,18 @@ type markForDeletion struct {
 	after string
 }
 
-// registryKind returns the kind registry's entry for T. Every T of a
-// tenantKind is a NAC kind, so a miss is a build defect.
-func (k *tenantKind[T]) registryKind() v1alpha1.Kind { return registryKind[T]() }
+// registryKind returns the kind registry's entry for T, read when the
+// group's command was made (command).
+func (k *tenantKind[T]) registryKind() v1alpha1.Kind { return k.kind }
 
-// registryKind returns the kind registry's entry for the NAC kind T; T not
-// in the registry is a build defect.
-func registryKind[T v1alpha1.Object]() v1alpha1.Kind {
-	var zero T
-	kind, ok := v1alpha1.KindOf(zero)
-	if !ok {
-		panic(fmt.Sprintf("%T is not in the kind registry", zero))
-	}
-	return kind
-}
-
-// command returns the kind's command group over o.
+// command returns the kind's command group over o. A kind the registry
+// lacks (a build defect) gets a group that says so when run.
 func (k *tenantKind[T]) command(o *Options) *cobra.Command {
+	kind, err := v1alpha1.KindFor[T]()
+	if err != nil {
+		return &cobra.Command{Use: k.name, RunE: func(*cobra.Command, []string) error { return err }}
+	}
+	k.kind = kind
 	cmd := &cobra.Command{Use: k.name, Aliases: append(append([]string(nil), k.aliases...), k.registryKind().Short)}
 	if k.create != nil {
 		cmd.AddCommand(k.create(o, k))

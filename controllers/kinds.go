@@ -24,7 +24,7 @@ import (
 // patches do not retrigger it. The caller adds the watches of what the kind
 // makes in the OADP namespace and completes it.
 func nacController[T v1alpha1.Object](mgr ctrl.Manager, d *Deps) (*builder.Builder, error) {
-	kind, err := kindOf[T]()
+	kind, err := v1alpha1.KindFor[T]()
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +106,7 @@ func toUsers[T v1alpha1.Object](c client.Reader, waits func(waiter T, target str
 // waitersOf returns the requests of the objects of kind T in target's
 // namespace for which waits(waiter, target's name) holds.
 func waitersOf[T v1alpha1.Object](ctx context.Context, c client.Reader, target types.NamespacedName, waits func(waiter T, target string) bool) []reconcile.Request {
-	kind, err := kindOf[T]()
+	kind, err := v1alpha1.KindFor[T]()
 	if err != nil {
 		return nil
 	}

@@ -34,6 +34,7 @@ import (
 	"github.com/nacflow/nacflow/dpa"
 	"github.com/nacflow/nacflow/engine"
 	nacmetrics "github.com/nacflow/nacflow/internal/metrics"
+	"github.com/nacflow/nacflow/internal/runtime/capabilities"
 	"github.com/nacflow/nacflow/internal/runtime/events"
 	"github.com/nacflow/nacflow/internal/runtime/restmapper"
 	"github.com/nacflow/nacflow/internal/velero/veleroqueue"
@@ -51,7 +52,7 @@ type OADPCRDSuite struct {
 	// cfg is the controller's identity: OADP's non-admin-controller role.
 	cfg  *rest.Config
 	oadp string
-	caps controllers.Capabilities
+	caps capabilities.Capabilities
 	stop func()
 	// gc and sync are the manager's periodic passes, as cmd/nac makes them.
 	gc   *controllers.GarbageCollector
@@ -103,7 +104,7 @@ func (s *OADPCRDSuite) SetUpSuite(c *C) {
 	c.Assert(err, IsNil)
 	userClient, err := client.New(s.cfg, client.Options{Scheme: testScheme})
 	c.Assert(err, IsNil)
-	s.caps, err = controllers.DetectCapabilities(ctx, dc, userClient, s.oadp)
+	s.caps, err = capabilities.Detect(ctx, dc, userClient, s.oadp)
 	c.Assert(err, IsNil)
 	s.stop = s.start(c)
 }
@@ -240,11 +241,11 @@ func (s *OADPCRDSuite) TestCapabilities(c *C) {
 func (s *OADPCRDSuite) TestCapabilitiesOfNacflowCRDs(c *C) {
 	dc, err := discovery.NewDiscoveryClientForConfig(testCfg)
 	c.Assert(err, IsNil)
-	caps, err := controllers.DetectCapabilities(context.Background(), dc, testClient, "openshift-adp")
+	caps, err := capabilities.Detect(context.Background(), dc, testClient, "openshift-adp")
 	c.Assert(err, IsNil)
 	c.Check(caps.Served["DataProtectionApplication"], Equals, true) // OADP's, which nacflow only reads
 	delete(caps.Served, "DataProtectionApplication")
-	c.Check(caps, DeepEquals, controllers.AllCapabilities())
+	c.Check(caps, DeepEquals, capabilities.All())
 	c.Check(caps.Limits(), HasLen, 0)
 	c.Check(caps.Off(), HasLen, 0)
 }

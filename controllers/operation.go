@@ -157,7 +157,7 @@ type kindPolicy[T v1alpha1.Object] struct {
 // action calls for it). Both run the action its state calls for as far as it
 // can go and write status once, with a patch (runOnce).
 func reconcileNAC[T v1alpha1.Object](ctx context.Context, d *Deps, reads *staleness.Tracker, r kindReconciler[T], req ctrl.Request) (ctrl.Result, error) {
-	kind, err := kindOf[T]()
+	kind, err := v1alpha1.KindFor[T]()
 	if err != nil {
 		return ctrl.Result{}, reconcile.TerminalError(err)
 	}
@@ -353,17 +353,6 @@ func redactStatus(obj v1alpha1.Object) {
 	if st := v.Elem().FieldByName("Status"); st.IsValid() && st.CanAddr() {
 		redact.Strings(st.Addr().Interface(), "DownloadURL", "Revision", "SpecHash")
 	}
-}
-
-// kindOf returns the registry entry of the NAC kind T (a pointer to one of
-// the API types), or an error for a type the registry lacks (a defect of the
-// build).
-func kindOf[T v1alpha1.Object]() (v1alpha1.Kind, error) {
-	var zero T
-	if k, ok := v1alpha1.KindOf(zero); ok {
-		return k, nil
-	}
-	return v1alpha1.Kind{}, fmt.Errorf("%T is not in the NAC kind registry (v1alpha1.Kinds)", zero)
 }
 
 // runAction resolves (for a new operation) and runs action, then the kind's

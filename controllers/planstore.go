@@ -72,15 +72,14 @@ type PlanStore struct {
 
 // Plan Secrets' names, data key and annotation.
 const (
-	planSecretPrefix = "nacflow-plan-"
-	planSecretKey    = "plan.json"
+	planSecretKey = "plan.json"
 	// PlanOfAnnotation on a plan Secret holds "<kind>/<namespace>/<name>/<uid>"
 	// of the object whose plan it is.
 	PlanOfAnnotation = "nacflow.oadp.openshift.io/plan-of"
 )
 
 func (p *PlanStore) key(obj v1alpha1.Object) client.ObjectKey {
-	return client.ObjectKey{Namespace: p.Namespace, Name: planSecretPrefix + string(obj.GetUID())}
+	return client.ObjectKey{Namespace: p.Namespace, Name: v1alpha1.PlanSecretPrefix + string(obj.GetUID())}
 }
 
 func planOf(obj v1alpha1.Object) string {
@@ -196,7 +195,7 @@ func collectPlans(ctx context.Context, c client.Client, r client.Reader, namespa
 	for i := range list.Items {
 		s := &list.Items[i]
 		of, ok := s.Annotations[PlanOfAnnotation]
-		if !ok || !strings.HasPrefix(s.Name, planSecretPrefix) {
+		if !ok || !strings.HasPrefix(s.Name, v1alpha1.PlanSecretPrefix) {
 			continue
 		}
 		parts := strings.Split(of, "/")

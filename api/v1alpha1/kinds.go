@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 
@@ -160,11 +161,31 @@ func LookupKind(name string) (k Kind, ok bool) {
 // an object of another kind (its TypeMeta is not consulted: objects read
 // through a typed client often have none).
 func KindOf(obj any) (k Kind, ok bool) {
-	t := reflect.TypeOf(obj)
-	for _, k := range kinds {
-		if t == reflect.TypeOf(k.New()) || t == reflect.TypeOf(k.NewList()) {
-			return k, true
-		}
+	i, ok := kindByType[reflect.TypeOf(obj)]
+	if !ok {
+		return Kind{}, false
 	}
-	return Kind{}, false
+	return kinds[i], true
+}
+
+// kindByType maps the Go types of the registry's objects and lists to their
+// kind's index in kinds.
+var kindByType = func() map[reflect.Type]int {
+	m := make(map[reflect.Type]int, 2*len(kinds))
+	for i, k := range kinds {
+		m[reflect.TypeOf(k.New())] = i
+		m[reflect.TypeOf(k.NewList())] = i
+	}
+	return m
+}()
+
+// KindFor returns the registry entry of the NAC kind T (a pointer to one of
+// the API types); the error names a type the registry lacks (a build
+// defect: its types file without its registry entry).
+func KindFor[T Object]() (Kind, error) {
+	var zero T
+	if k, ok := KindOf(zero); ok {
+		return k, nil
+	}
+	return Kind{}, fmt.Errorf("%T is not in the NAC kind registry (v1alpha1.Kinds)", zero)
 }

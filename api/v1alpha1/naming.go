@@ -71,3 +71,8 @@ func RestoreTestSandbox(namespace string) string {
 	keep := min(len(namespace), maxObjectNameLength-len(suffix))
 	return strings.TrimRight(namespace[:keep], "-") + suffix
 }
+
+// PlanSecretPrefix begins the name of the Secret in the OADP namespace that
+// keeps a NAC object's plan where its CRD has no status.plan (OADP NAC's
+// CRDs): "nacflow-plan-<object UID>".
+const PlanSecretPrefix = "nacflow-plan-"

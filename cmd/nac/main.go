@@ -40,6 +40,7 @@ import (
 	nacmetrics "github.com/nacflow/nacflow/internal/metrics"
 	"github.com/nacflow/nacflow/internal/policy/endpoint"
 	"github.com/nacflow/nacflow/internal/policy/restorepolicy"
+	"github.com/nacflow/nacflow/internal/runtime/capabilities"
 	"github.com/nacflow/nacflow/internal/runtime/events"
 	"github.com/nacflow/nacflow/internal/runtime/gctune"
 	"github.com/nacflow/nacflow/internal/runtime/periodic"
@@ -544,19 +545,19 @@ type setup struct {
 }
 
 // detectCapabilities asks the API server of cfg what its CRDs and nac's
-// RBAC allow (controllers.DetectCapabilities), bounded to 30 s.
-func detectCapabilities(cfg *rest.Config, scheme *runtime.Scheme, oadpNamespace string) (controllers.Capabilities, error) {
+// RBAC allow (capabilities.Detect), bounded to 30 s.
+func detectCapabilities(cfg *rest.Config, scheme *runtime.Scheme, oadpNamespace string) (capabilities.Capabilities, error) {
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
-		return controllers.Capabilities{}, fmt.Errorf("building the discovery client: %w", err)
+		return capabilities.Capabilities{}, fmt.Errorf("building the discovery client: %w", err)
 	}
 	cl, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
-		return controllers.Capabilities{}, fmt.Errorf("building the client: %w", err)
+		return capabilities.Capabilities{}, fmt.Errorf("building the client: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	caps, err := controllers.DetectCapabilities(ctx, dc, cl, oadpNamespace)
+	caps, err := capabilities.Detect(ctx, dc, cl, oadpNamespace)
 	if err != nil {
 		return caps, fmt.Errorf("asking the API server what nac may do: %w", err)
 	}

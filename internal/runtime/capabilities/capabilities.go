@@ -1,4 +1,8 @@
-package controllers
+// Package capabilities finds what the API server nacflow runs against lets
+// it do: which CRDs it serves (nacflow's or OADP NAC's), whether their
+// status keeps a plan, and what nacflow's RBAC allows; cmd/nac starts only
+// the controllers that can run and says what is off.
+package capabilities
 
 import (
 	"context"
@@ -56,9 +60,9 @@ type Capabilities struct {
 	PlanUnknown string
 }
 
-// AllCapabilities returns the capabilities of nacflow's own CRDs: every kind
+// All returns the capabilities of nacflow's own CRDs: every kind
 // served, every plan kept.
-func AllCapabilities() Capabilities {
+func All() Capabilities {
 	c := Capabilities{Served: map[string]bool{"Blueprint": true, "NonAdminBackupStorageLocationRequest": true, "TenantLocations": true}, Plan: map[string]bool{}}
 	for _, k := range v1alpha1.Kinds() {
 		c.Served[k.Kind], c.Plan[k.Kind] = true, true
@@ -67,7 +71,7 @@ func AllCapabilities() Capabilities {
 	return c
 }
 
-// DetectCapabilities asks the API server, through dc, which kinds of
+// Detect asks the API server, through dc, which kinds of
 // oadp.openshift.io/v1alpha1 it serves (discovery) and which of the NAC
 // kinds' status schemas have a plan property (the group's OpenAPI v3
 // document, which the API server builds from the CRDs' schemas). Both are
@@ -75,7 +79,7 @@ func AllCapabilities() Capabilities {
 // OADP's RBAC for its non-admin controller needs nothing more. It returns
 // an error when the API server cannot be asked; a group not served at all is
 // no error (nothing is served).
-func DetectCapabilities(ctx context.Context, dc discovery.DiscoveryInterface, cl client.Client, oadpNamespace string) (Capabilities, error) {
+func Detect(ctx context.Context, dc discovery.DiscoveryInterface, cl client.Client, oadpNamespace string) (Capabilities, error) {
 	c := Capabilities{Served: map[string]bool{}, Plan: map[string]bool{}}
 	var err error
 	if c.Events, err = mayAll(ctx, cl, access{"create", "", "events", ""}, access{"patch", "", "events", ""}); err != nil {
@@ -168,7 +172,7 @@ func (c *Capabilities) detectPlans(ctx context.Context, dc discovery.DiscoveryIn
 	return nil
 }
 
-// openAPIWait bounds DetectCapabilities' wait for the OpenAPI document of
+// openAPIWait bounds Detect' wait for the OpenAPI document of
 // CRDs just installed.
 const openAPIWait = 10 * time.Second
 
@@ -192,7 +196,7 @@ func mayAll(ctx context.Context, cl client.Client, want ...access) (bool, error)
 	return true, nil
 }
 
-// schema is the part of an OpenAPI v3 schema DetectCapabilities reads.
+// schema is the part of an OpenAPI v3 schema Detect reads.
 type schema struct {
 	Properties map[string]schema `json:"properties"`
 }
@@ -209,7 +213,7 @@ func (c Capabilities) Limits() []string {
 		case !c.Served[k.Kind]:
 			out = append(out, fmt.Sprintf("no %s CRD: the %s controller does not run", k.Kind, k.Kind))
 		case !c.Plan[k.Kind]:
-			out = append(out, fmt.Sprintf("the %s CRD has no status.plan: tenants see no per-phase status (the API server prunes it); nacflow keeps each object's plan in a Secret %s<object UID> in the OADP namespace", k.Kind, planSecretPrefix))
+			out = append(out, fmt.Sprintf("the %s CRD has no status.plan: tenants see no per-phase status (the API server prunes it); nacflow keeps each object's plan in a Secret %s<object UID> in the OADP namespace", k.Kind, v1alpha1.PlanSecretPrefix))
 		}
 	}
 	if c.PlanUnknown != "" {
