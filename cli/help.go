@@ -30,7 +30,11 @@ func parseHelp(text string) (map[string]help, error) {
 			body = append(body, l)
 		}
 	}
-	text = strings.ReplaceAll(strings.Join(body, ""), "{kinds}", v1alpha1.KindNames())
+	var shorts []string
+	for _, k := range v1alpha1.Kinds() {
+		shorts = append(shorts, k.Short)
+	}
+	text = strings.NewReplacer("{kinds}", v1alpha1.KindNames(), "{shortnames}", strings.Join(shorts, ", ")).Replace(strings.Join(body, ""))
 	helps := map[string]help{}
 	for _, section := range strings.Split(strings.TrimPrefix(text, "## "), "\n## ") {
 		parts := strings.Split(strings.TrimRight(section, "\n"), "\n\n")

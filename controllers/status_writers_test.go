@@ -94,3 +94,27 @@ func (s *RBACSuite) TestOnlyNacflowWritesStatus(c *C) {
 	got.Spec.BackupSpec.TTL = metav1.Duration{Duration: time.Hour}
 	c.Check(stella.Update(ctx, got), IsNil)
 }
+
+// TestStatusPolicyCoversEveryKind: config/admission/status_writers.yaml
+// names the status subresource of every NAC kind of the registry (and of
+// the approval requests), so a new kind cannot be left writable by tenants.
+func (s *RBACSuite) TestStatusPolicyCoversEveryKind(c *C) {
+	data, err := os.ReadFile(filepath.Join("..", "config", "admission", "status_writers.yaml"))
+	c.Assert(err, IsNil)
+	policy := &admissionv1.ValidatingAdmissionPolicy{}
+	c.Assert(yaml.UnmarshalStrict([]byte(strings.Split(string(data), "\n---\n")[0]), policy), IsNil)
+	listed := map[string]bool{}
+	for _, rule := range policy.Spec.MatchConstraints.ResourceRules {
+		for _, r := range rule.Resources {
+			listed[r] = true
+		}
+	}
+	want := []string{"nonadminbackupstoragelocationrequests/status"}
+	for _, k := range v1alpha1.Kinds() {
+		want = append(want, k.Resource+"/status")
+	}
+	for _, r := range want {
+		c.Check(listed[r], Equals, true, Commentf("status_writers.yaml does not name %s", r))
+	}
+	c.Check(listed, HasLen, len(want), Commentf("listed: %v", listed))
+}
