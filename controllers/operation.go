@@ -156,7 +156,7 @@ type kindPolicy[T v1alpha1.Object] struct {
 // the finalizer, run the action, expire or delete the object when its
 // action calls for it). Both run the action its state calls for as far as it
 // can go and write status once, with a patch (runOnce).
-func reconcileNAC[T v1alpha1.Object](ctx context.Context, d *Deps, reads *staleness.Tracker, r kindReconciler[T], req ctrl.Request) (ctrl.Result, error) {
+func reconcileNAC[T v1alpha1.Object](ctx context.Context, d *Deps, reads *staleness.Tracker, r kindReconciler[T], req ctrl.Request) (res ctrl.Result, err error) {
 	kind, err := v1alpha1.KindFor[T]()
 	if err != nil {
 		return ctrl.Result{}, reconcile.TerminalError(err)
@@ -177,8 +177,15 @@ func reconcileNAC[T v1alpha1.Object](ctx context.Context, d *Deps, reads *stalen
 	v := &versions{reads: reads, key: req.NamespacedName, passed: []string{obj.GetResourceVersion()}}
 	defer v.done()
 	p := r.Policy()
+	// Whatever path the object takes, a successful look at it asks for the
+	// next within the kind's recheck period.
+	defer func() {
+		if err == nil && p.recheck > 0 && (res.RequeueAfter == 0 || res.RequeueAfter > p.recheck) {
+			res.RequeueAfter = p.recheck
+		}
+	}()
 	if !obj.GetDeletionTimestamp().IsZero() {
-		return recheck(p.recheck)(reconcileDelete(ctx, d, kind, r, p, obj, v))
+		return reconcileDelete(ctx, d, kind, r, p, obj, v)
 	}
 	if !controllerutil.ContainsFinalizer(obj, kind.Finalizer) {
 		controllerutil.AddFinalizer(obj, kind.Finalizer)
@@ -190,21 +197,9 @@ func reconcileNAC[T v1alpha1.Object](ctx context.Context, d *Deps, reads *stalen
 	action := r.Action(obj)
 	result, finished, err := runOnce(ctx, d, kind, r, p, obj, action, v)
 	if err != nil || !finished {
-		return recheck(p.recheck)(result, err)
+		return result, err
 	}
-	return recheck(p.recheck)(reconcileEnded(ctx, d, kind, p, obj, action, result))
-}
-
-// recheck returns what bounds a reconcile's result by the kind's recheck
-// period (kindPolicy.recheck): a successful reconcile that asks to look
-// again later than period, or never, looks again after period.
-func recheck(period time.Duration) func(ctrl.Result, error) (ctrl.Result, error) {
-	return func(res ctrl.Result, err error) (ctrl.Result, error) {
-		if err == nil && period > 0 && (res.RequeueAfter == 0 || res.RequeueAfter > period) {
-			res.RequeueAfter = period
-		}
-		return res, err
-	}
+	return reconcileEnded(ctx, d, kind, p, obj, action, result)
 }
 
 // reconcileDelete is the deletion path: run the action the object's state
