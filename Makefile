@@ -208,12 +208,14 @@ undeploy-local: ## make undeploy on the node of make run-node: removes the contr
 ##@ Development
 
 .PHONY: generate
-generate: $(CONTROLLER_GEN) ## Generate deepcopy code for the API types.
+generate: $(CONTROLLER_GEN) ## Generate deepcopy code for the API types, and the Blueprint CRD's spec.kind enum from the kind registry (hack/kindgen).
 	$(CONTROLLER_GEN) object paths=./api/...
+	$(GO) run ./hack/kindgen -enum
 
 .PHONY: manifests
-manifests: $(CONTROLLER_GEN) ## Generate CRD YAML (config/crd/bases) and the controller's ClusterRole (config/rbac).
+manifests: $(CONTROLLER_GEN) ## Generate CRD YAML (config/crd/bases, listed in config/crd/kustomization.yaml by hack/kindgen) and the controller's ClusterRole (config/rbac).
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
+	$(GO) run ./hack/kindgen -crds
 	$(CONTROLLER_GEN) rbac:roleName=nacflow-manager paths=./controllers/... output:rbac:artifacts:config=config/rbac
 
 .PHONY: fmt

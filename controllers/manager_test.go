@@ -2,6 +2,7 @@ package controllers_test
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"time"
 
@@ -119,8 +120,8 @@ func startManager(c *C, o controllerOptions) (ctrl.Manager, func()) {
 		phases.Options{RequireApprovalForBSL: o.requireApproval, Settings: settings, MaxBackupsInVelero: o.maxInVelero, MaxRestoresInVelero: o.maxRestores, Resolver: testDNS, Endpoints: veleroDownloads.endpoints(c),
 			Quotas: phases.BlueprintQuotas{Resolver: &blueprints.Resolver{Reader: mgr.GetClient(), Namespace: o.oadp}}})
 	c.Assert(err, IsNil)
-	deps := func(name, kind string) controllers.Deps {
-		recorder := mgr.GetEventRecorderFor(name)
+	deps := func(kind string) controllers.Deps {
+		recorder := mgr.GetEventRecorderFor(strings.ToLower(kind) + "-controller")
 		return controllers.Deps{
 			Client:        mgr.GetClient(),
 			APIReader:     mgr.GetAPIReader(),
@@ -136,18 +137,16 @@ func startManager(c *C, o controllerOptions) (ctrl.Manager, func()) {
 			},
 		}
 	}
-	r := &controllers.NonAdminBackupReconciler{Deps: deps("nonadminbackup-controller", "NonAdminBackup"), QueueRefreshWindow: time.Second, Queue: queue, Turns: turns,
-		Usage: controllers.NewUsageMeter(registry, o.oadp, o.usageRate, controllers.DefaultUsageMeasureBurst)}
-	c.Assert(r.SetupWithManager(mgr), IsNil)
-	nar := &controllers.NonAdminRestoreReconciler{Deps: deps("nonadminrestore-controller", "NonAdminRestore"), Turns: turns}
-	c.Assert(nar.SetupWithManager(mgr), IsNil)
-	nadr := &controllers.NonAdminDownloadRequestReconciler{Deps: deps("nonadmindownloadrequest-controller", "NonAdminDownloadRequest")}
-	c.Assert(nadr.SetupWithManager(mgr), IsNil)
-	nas := &controllers.NonAdminScheduleReconciler{Deps: deps("nonadminschedule-controller", "NonAdminSchedule")}
-	c.Assert(nas.SetupWithManager(mgr), IsNil)
-	nabsl := &controllers.NonAdminBackupStorageLocationReconciler{Deps: deps("nonadminbackupstoragelocation-controller", "NonAdminBackupStorageLocation"),
-		RequireApproval: o.requireApproval, Settings: settings, CredentialCheckPeriod: time.Second, EndpointRevision: phases.EndpointRevision(testDNS)}
-	c.Assert(nabsl.SetupWithManager(mgr), IsNil)
+	// Every kind of the registry, as cmd/nac starts them.
+	reconcilers, err := controllers.NewReconcilers(&controllers.Shared{Deps: deps,
+		Queue: queue, Turns: turns, QueueRefreshWindow: time.Second,
+		Usage:                 controllers.NewUsageMeter(registry, o.oadp, o.usageRate, controllers.DefaultUsageMeasureBurst),
+		RequireApprovalForBSL: o.requireApproval, Settings: settings, CredentialCheckPeriod: time.Second,
+		EndpointRevision: phases.EndpointRevision(testDNS)})
+	c.Assert(err, IsNil)
+	for _, r := range reconcilers {
+		c.Assert(r.SetupWithManager(mgr), IsNil)
+	}
 	bpr := &controllers.BlueprintReconciler{Client: mgr.GetClient(), Registry: registry,
 		Recorder: mgr.GetEventRecorderFor("blueprint-controller"), OADPNamespace: o.oadp}
 	c.Assert(bpr.SetupWithManager(mgr), IsNil)

@@ -56,6 +56,12 @@ type NonAdminBackupReconciler struct {
 	refreshAt time.Time
 }
 
+func init() {
+	registerReconciler[*v1alpha1.NonAdminBackup](func(d Deps, s *Shared) Reconciler {
+		return &NonAdminBackupReconciler{Deps: d, QueueRefreshWindow: s.QueueRefreshWindow, Queue: s.Queue, Turns: s.Turns, Usage: s.Usage}
+	})
+}
+
 // +kubebuilder:rbac:groups=oadp.openshift.io,resources=nonadminbackups,verbs=get;list;watch;update;patch;delete
 // +kubebuilder:rbac:groups=oadp.openshift.io,resources=nonadminbackups/status;nonadminbackups/finalizers,verbs=get;update;patch
 // +kubebuilder:rbac:groups=velero.io,namespace=openshift-adp,resources=backups;deletebackuprequests,verbs=get;list;watch;create;delete;deletecollection

@@ -52,6 +52,13 @@ type NonAdminBackupStorageLocationReconciler struct {
 	endpoints    endpointRevisions
 }
 
+func init() {
+	registerReconciler[*v1alpha1.NonAdminBackupStorageLocation](func(d Deps, s *Shared) Reconciler {
+		return &NonAdminBackupStorageLocationReconciler{Deps: d, RequireApproval: s.RequireApprovalForBSL, Settings: s.Settings,
+			CredentialCheckPeriod: s.CredentialCheckPeriod, EndpointRevision: s.EndpointRevision}
+	})
+}
+
 // endpointRevisions remembers each location's endpoint fingerprint for up
 // to a period, so that reconciles do not resolve names each time.
 type endpointRevisions struct {

@@ -25,6 +25,12 @@ type NonAdminDownloadRequestReconciler struct {
 	reads staleness.Tracker
 }
 
+func init() {
+	registerReconciler[*v1alpha1.NonAdminDownloadRequest](func(d Deps, _ *Shared) Reconciler {
+		return &NonAdminDownloadRequestReconciler{Deps: d}
+	})
+}
+
 // +kubebuilder:rbac:groups=oadp.openshift.io,resources=nonadmindownloadrequests,verbs=get;list;watch;update;patch;delete
 // +kubebuilder:rbac:groups=oadp.openshift.io,resources=nonadmindownloadrequests/status;nonadmindownloadrequests/finalizers,verbs=get;update;patch
 // +kubebuilder:rbac:groups=velero.io,namespace=openshift-adp,resources=downloadrequests,verbs=get;list;watch;create;delete;deletecollection

@@ -48,6 +48,12 @@ type NonAdminRestoreReconciler struct {
 	reads staleness.Tracker
 }
 
+func init() {
+	registerReconciler[*v1alpha1.NonAdminRestore](func(d Deps, s *Shared) Reconciler {
+		return &NonAdminRestoreReconciler{Deps: d, NoServerStatusRequests: s.NoServerStatusRequests, Turns: s.Turns}
+	})
+}
+
 // +kubebuilder:rbac:groups=oadp.openshift.io,resources=nonadminrestores,verbs=get;list;watch;update;patch;delete
 // +kubebuilder:rbac:groups=oadp.openshift.io,resources=nonadminrestores/status;nonadminrestores/finalizers,verbs=get;update;patch
 // +kubebuilder:rbac:groups=velero.io,namespace=openshift-adp,resources=restores,verbs=get;list;watch;create;delete;deletecollection

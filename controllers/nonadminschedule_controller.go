@@ -47,6 +47,12 @@ type NonAdminScheduleReconciler struct {
 	reads staleness.Tracker
 }
 
+func init() {
+	registerReconciler[*v1alpha1.NonAdminSchedule](func(d Deps, _ *Shared) Reconciler {
+		return &NonAdminScheduleReconciler{Deps: d}
+	})
+}
+
 // +kubebuilder:rbac:groups=oadp.openshift.io,resources=nonadminschedules,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=oadp.openshift.io,resources=nonadminschedules/status;nonadminschedules/finalizers,verbs=get;update;patch
 // +kubebuilder:rbac:groups=velero.io,namespace=openshift-adp,resources=schedules,verbs=get;list;watch;create;update;patch;delete;deletecollection

@@ -139,8 +139,8 @@ func (s *OADPCRDSuite) start(c *C) func() {
 		phases.Options{Settings: settings, Resolver: testDNS, Endpoints: veleroDownloads.endpoints(c), RestorePrecheck: s.caps.RestorePrecheck,
 			MaxBackupsInVelero: phases.DefaultMaxBackupsInVelero})
 	c.Assert(err, IsNil)
-	deps := func(name, kind string) controllers.Deps {
-		recorder := mgr.GetEventRecorderFor(name)
+	deps := func(kind string) controllers.Deps {
+		recorder := mgr.GetEventRecorderFor(strings.ToLower(kind) + "-controller")
 		var plans *controllers.PlanStore
 		if !s.caps.Plan[kind] {
 			plans = &controllers.PlanStore{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespace: s.oadp}
@@ -156,26 +156,16 @@ func (s *OADPCRDSuite) start(c *C) func() {
 			Observe:       reconciled.observe,
 		}
 	}
-	if s.caps.Runs("NonAdminBackup") {
-		r := &controllers.NonAdminBackupReconciler{Deps: deps("nonadminbackup-controller", "NonAdminBackup"), QueueRefreshWindow: time.Second, Queue: queue, Turns: turns}
-		c.Assert(r.SetupWithManager(mgr), IsNil)
-	}
-	if s.caps.Runs("NonAdminRestore") {
-		nar := &controllers.NonAdminRestoreReconciler{Deps: deps("nonadminrestore-controller", "NonAdminRestore"), NoServerStatusRequests: !s.caps.RestorePrecheck, Turns: turns}
-		c.Assert(nar.SetupWithManager(mgr), IsNil)
-	}
-	if s.caps.Runs("NonAdminDownloadRequest") {
-		nadr := &controllers.NonAdminDownloadRequestReconciler{Deps: deps("nonadmindownloadrequest-controller", "NonAdminDownloadRequest")}
-		c.Assert(nadr.SetupWithManager(mgr), IsNil)
-	}
-	if s.caps.Runs("NonAdminSchedule") {
-		nas := &controllers.NonAdminScheduleReconciler{Deps: deps("nonadminschedule-controller", "NonAdminSchedule")}
-		c.Assert(nas.SetupWithManager(mgr), IsNil)
-	}
-	if s.caps.Runs("NonAdminBackupStorageLocation") {
-		nabsl := &controllers.NonAdminBackupStorageLocationReconciler{Deps: deps("nonadminbackupstoragelocation-controller", "NonAdminBackupStorageLocation"),
-			Settings: settings, CredentialCheckPeriod: time.Second, EndpointRevision: phases.EndpointRevision(testDNS)}
-		c.Assert(nabsl.SetupWithManager(mgr), IsNil)
+	// The registry's kinds whose CRDs are installed, as cmd/nac starts them.
+	reconcilers, err := controllers.NewReconcilers(&controllers.Shared{Deps: deps,
+		Queue: queue, Turns: turns, QueueRefreshWindow: time.Second,
+		NoServerStatusRequests: !s.caps.RestorePrecheck,
+		Settings:               settings, CredentialCheckPeriod: time.Second, EndpointRevision: phases.EndpointRevision(testDNS)})
+	c.Assert(err, IsNil)
+	for kind, r := range reconcilers {
+		if s.caps.Runs(kind) {
+			c.Assert(r.SetupWithManager(mgr), IsNil)
+		}
 	}
 	if s.caps.Runs("Blueprint") {
 		bpr := &controllers.BlueprintReconciler{Client: mgr.GetClient(), Registry: registry,

@@ -9,8 +9,8 @@ import (
 type BlueprintSpec struct {
 	// kind is the NAC kind the blueprint serves, e.g. NonAdminBackup.
 	// +required
-	// +kubebuilder:validation:Enum=NonAdminBackup;NonAdminRestore;NonAdminBackupStorageLocation;NonAdminDownloadRequest;NonAdminSchedule
-	Kind string `json:"kind"`
+	// +kubebuilder:validation:Enum=NonAdminBackup;NonAdminBackupStorageLocation;NonAdminDownloadRequest;NonAdminRestore;NonAdminSchedule
+	Kind string `json:"kind"` // its Enum marker is the kind registry's, written by make generate (hack/kindgen)
 
 	// namespaceSelector makes this a per-tenant blueprint: it serves the
 	// tenants whose Namespace labels match. Unset: the blueprint serves every

@@ -3,10 +3,9 @@ package v1alpha1
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 
-	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
-	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -15,8 +14,10 @@ import (
 // controller runs from it, how to make an empty object and list of it, and
 // what garbage collection removes once an object of it is gone. The kind
 // registry (Kinds) drives the controllers, the engine's safety rule, the
-// cache transform, garbage collection, metrics and the CLI; adding a kind is
-// its types file (implementing Object), its blueprint and one entry here.
+// cache transform, garbage collection, metrics, the CLI and the generated
+// lists of the kinds (the Blueprint CRD's spec.kind enum, hack/kindgen);
+// adding a kind is its types file (implementing Object and registering its
+// entry with registerKind), its blueprint and its kind file in controllers.
 //
 // +kubebuilder:object:generate=false
 type Kind struct {
@@ -80,46 +81,28 @@ const (
 	ActionDownload = "download"
 )
 
-// kinds is the registry, in the order OADP NAC introduced the kinds.
-var kinds = []Kind{{
-	Kind: "NonAdminBackup", Resource: "nonadminbackups", Short: "nab",
-	Finalizer: NonAdminBackupFinalizer, Blueprint: "nonadminbackup",
-	Actions: []string{ActionAdopt, ActionBackup, ActionDelete, ActionFinalize, ActionForceDelete}, FirstAction: ActionBackup,
-	New: func() Object { return &NonAdminBackup{} }, NewList: func() client.ObjectList { return &NonAdminBackupList{} },
-	GarbageCollected: func() []client.ObjectList {
-		// DownloadRequests: VerifyBackupContents leaves its request to
-		// Velero, which never expires one it did not serve.
-		return []client.ObjectList{&velerov1.BackupList{}, &velerov1.DeleteBackupRequestList{}, &velerov1.DownloadRequestList{}}
-	},
-}, {
-	Kind: "NonAdminRestore", Resource: "nonadminrestores", Short: "nar",
-	Finalizer: NonAdminRestoreFinalizer, Blueprint: "nonadminrestore",
-	Actions: []string{ActionFinalize, ActionPreview, ActionRestore}, FirstAction: ActionRestore,
-	New: func() Object { return &NonAdminRestore{} }, NewList: func() client.ObjectList { return &NonAdminRestoreList{} },
-	GarbageCollected: func() []client.ObjectList {
-		return []client.ObjectList{&velerov1.RestoreList{}, &velerov1.DownloadRequestList{}}
-	},
-}, {
-	Kind: "NonAdminBackupStorageLocation", Resource: "nonadminbackupstoragelocations", Short: "nabsl",
-	Finalizer: NonAdminBackupStorageLocationFinalizer, Blueprint: "nonadminbackupstoragelocation",
-	Actions: []string{ActionCreate, ActionFinalize}, FirstAction: ActionCreate,
-	New: func() Object { return &NonAdminBackupStorageLocation{} }, NewList: func() client.ObjectList { return &NonAdminBackupStorageLocationList{} },
-	GarbageCollected: func() []client.ObjectList {
-		return []client.ObjectList{&velerov1.BackupStorageLocationList{}, &corev1.SecretList{}, &NonAdminBackupStorageLocationRequestList{}}
-	},
-}, {
-	Kind: "NonAdminDownloadRequest", Resource: "nonadmindownloadrequests", Short: "nadr",
-	Finalizer: NonAdminDownloadRequestFinalizer, Blueprint: "nonadmindownloadrequest",
-	Actions: []string{ActionDownload, ActionFinalize}, FirstAction: ActionDownload,
-	New: func() Object { return &NonAdminDownloadRequest{} }, NewList: func() client.ObjectList { return &NonAdminDownloadRequestList{} },
-	GarbageCollected: func() []client.ObjectList { return nil },
-}, {
-	Kind: "NonAdminSchedule", Resource: "nonadminschedules", Short: "nas",
-	Finalizer: NonAdminScheduleFinalizer, Blueprint: "nonadminschedule",
-	Actions: []string{ActionCreate, ActionFinalize}, FirstAction: ActionCreate,
-	New: func() Object { return &NonAdminSchedule{} }, NewList: func() client.ObjectList { return &NonAdminScheduleList{} },
-	GarbageCollected: func() []client.ObjectList { return []client.ObjectList{&velerov1.ScheduleList{}} },
-}}
+// kinds is the registry, sorted by kind name: each kind's types file adds
+// its entry at init (registerKind), as it registers its types with
+// SchemeBuilder.
+var kinds []Kind
+
+// kindByType maps the Go types of the registry's objects and lists to their
+// kind's registry entry.
+var kindByType = map[reflect.Type]*Kind{}
+
+// registerKind adds k to the registry; a types file calls it from init, so
+// that a kind's registry entry lives beside its types. A second entry of
+// the same kind or type replaces nothing: TestKindRegistry finds names used
+// twice.
+func registerKind(k Kind) {
+	i, _ := slices.BinarySearchFunc(kinds, k.Kind, func(e Kind, name string) int { return strings.Compare(e.Kind, name) })
+	kinds = slices.Insert(kinds, i, k)
+	clear(kindByType)
+	for i := range kinds {
+		kindByType[reflect.TypeOf(kinds[i].New())] = &kinds[i]
+		kindByType[reflect.TypeOf(kinds[i].NewList())] = &kinds[i]
+	}
+}
 
 // Kinds returns every NAC kind, a new slice each call.
 func Kinds() []Kind { return append([]Kind(nil), kinds...) }
@@ -161,23 +144,12 @@ func LookupKind(name string) (k Kind, ok bool) {
 // an object of another kind (its TypeMeta is not consulted: objects read
 // through a typed client often have none).
 func KindOf(obj any) (k Kind, ok bool) {
-	i, ok := kindByType[reflect.TypeOf(obj)]
+	e, ok := kindByType[reflect.TypeOf(obj)]
 	if !ok {
 		return Kind{}, false
 	}
-	return kinds[i], true
+	return *e, true
 }
-
-// kindByType maps the Go types of the registry's objects and lists to their
-// kind's index in kinds.
-var kindByType = func() map[reflect.Type]int {
-	m := make(map[reflect.Type]int, 2*len(kinds))
-	for i, k := range kinds {
-		m[reflect.TypeOf(k.New())] = i
-		m[reflect.TypeOf(k.NewList())] = i
-	}
-	return m
-}()
 
 // KindFor returns the registry entry of the NAC kind T (a pointer to one of
 // the API types); the error names a type the registry lacks (a build

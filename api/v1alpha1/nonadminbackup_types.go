@@ -3,6 +3,7 @@ package v1alpha1
 import (
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // NonAdminBackupSpec is what a namespace owner asks for (OADP NAC's
@@ -415,4 +416,15 @@ type NonAdminBackupList struct {
 
 func init() {
 	SchemeBuilder.Register(&NonAdminBackup{}, &NonAdminBackupList{})
+	registerKind(Kind{
+		Kind: "NonAdminBackup", Resource: "nonadminbackups", Short: "nab",
+		Finalizer: NonAdminBackupFinalizer, Blueprint: "nonadminbackup",
+		Actions: []string{ActionAdopt, ActionBackup, ActionDelete, ActionFinalize, ActionForceDelete}, FirstAction: ActionBackup,
+		New: func() Object { return &NonAdminBackup{} }, NewList: func() client.ObjectList { return &NonAdminBackupList{} },
+		GarbageCollected: func() []client.ObjectList {
+			// DownloadRequests: VerifyBackupContents leaves its request to
+			// Velero, which never expires one it did not serve.
+			return []client.ObjectList{&velerov1.BackupList{}, &velerov1.DeleteBackupRequestList{}, &velerov1.DownloadRequestList{}}
+		},
+	})
 }

@@ -2,7 +2,9 @@ package v1alpha1
 
 import (
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // NonAdminBackupStorageLocationSpec is a tenant's own backup storage
@@ -280,4 +282,13 @@ type NonAdminBackupStorageLocationRequestList struct {
 func init() {
 	SchemeBuilder.Register(&NonAdminBackupStorageLocation{}, &NonAdminBackupStorageLocationList{},
 		&NonAdminBackupStorageLocationRequest{}, &NonAdminBackupStorageLocationRequestList{})
+	registerKind(Kind{
+		Kind: "NonAdminBackupStorageLocation", Resource: "nonadminbackupstoragelocations", Short: "nabsl",
+		Finalizer: NonAdminBackupStorageLocationFinalizer, Blueprint: "nonadminbackupstoragelocation",
+		Actions: []string{ActionCreate, ActionFinalize}, FirstAction: ActionCreate,
+		New: func() Object { return &NonAdminBackupStorageLocation{} }, NewList: func() client.ObjectList { return &NonAdminBackupStorageLocationList{} },
+		GarbageCollected: func() []client.ObjectList {
+			return []client.ObjectList{&velerov1.BackupStorageLocationList{}, &corev1.SecretList{}, &NonAdminBackupStorageLocationRequestList{}}
+		},
+	})
 }

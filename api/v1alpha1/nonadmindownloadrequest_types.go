@@ -3,6 +3,7 @@ package v1alpha1
 import (
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // NonAdminDownloadRequestSpec is what a namespace owner asks to download
@@ -133,6 +134,13 @@ type NonAdminDownloadRequestList struct {
 
 func init() {
 	SchemeBuilder.Register(&NonAdminDownloadRequest{}, &NonAdminDownloadRequestList{})
+	registerKind(Kind{
+		Kind: "NonAdminDownloadRequest", Resource: "nonadmindownloadrequests", Short: "nadr",
+		Finalizer: NonAdminDownloadRequestFinalizer, Blueprint: "nonadmindownloadrequest",
+		Actions: []string{ActionDownload, ActionFinalize}, FirstAction: ActionDownload,
+		New: func() Object { return &NonAdminDownloadRequest{} }, NewList: func() client.ObjectList { return &NonAdminDownloadRequestList{} },
+		GarbageCollected: func() []client.ObjectList { return nil },
+	})
 }
 
 // DownloadTargetOf tells which NAC kind a Velero DownloadTarget kind

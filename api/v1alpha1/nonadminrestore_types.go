@@ -3,6 +3,7 @@ package v1alpha1
 import (
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // NonAdminRestoreSpec is what a namespace owner asks for (OADP NAC's
@@ -267,4 +268,13 @@ type NonAdminRestoreList struct {
 
 func init() {
 	SchemeBuilder.Register(&NonAdminRestore{}, &NonAdminRestoreList{})
+	registerKind(Kind{
+		Kind: "NonAdminRestore", Resource: "nonadminrestores", Short: "nar",
+		Finalizer: NonAdminRestoreFinalizer, Blueprint: "nonadminrestore",
+		Actions: []string{ActionFinalize, ActionPreview, ActionRestore}, FirstAction: ActionRestore,
+		New: func() Object { return &NonAdminRestore{} }, NewList: func() client.ObjectList { return &NonAdminRestoreList{} },
+		GarbageCollected: func() []client.ObjectList {
+			return []client.ObjectList{&velerov1.RestoreList{}, &velerov1.DownloadRequestList{}}
+		},
+	})
 }

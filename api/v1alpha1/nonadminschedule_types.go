@@ -3,6 +3,7 @@ package v1alpha1
 import (
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // NonAdminScheduleTemplate is the backup every run of a NonAdminSchedule
@@ -343,4 +344,11 @@ type NonAdminScheduleList struct {
 
 func init() {
 	SchemeBuilder.Register(&NonAdminSchedule{}, &NonAdminScheduleList{})
+	registerKind(Kind{
+		Kind: "NonAdminSchedule", Resource: "nonadminschedules", Short: "nas",
+		Finalizer: NonAdminScheduleFinalizer, Blueprint: "nonadminschedule",
+		Actions: []string{ActionCreate, ActionFinalize}, FirstAction: ActionCreate,
+		New: func() Object { return &NonAdminSchedule{} }, NewList: func() client.ObjectList { return &NonAdminScheduleList{} },
+		GarbageCollected: func() []client.ObjectList { return []client.ObjectList{&velerov1.ScheduleList{}} },
+	})
 }

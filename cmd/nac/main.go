@@ -460,25 +460,21 @@ func run(o options) error {
 			MaxRetryDelay: o.maxRetry,
 		}
 	}
-	// Each NAC kind's reconciler with what is its own; which kinds run
-	// comes from the kind registry, and a kind without a reconciler here
-	// is a build defect.
-	reconcilers := map[string]interface{ SetupWithManager(ctrl.Manager) error }{
-		"NonAdminBackup": &controllers.NonAdminBackupReconciler{Deps: deps("NonAdminBackup"), QueueRefreshWindow: o.queueWindow, Queue: queue, Turns: turns,
-			Usage: controllers.NewUsageMeter(registry, o.oadpNamespace, o.usageRate, o.usageBurst)},
-		"NonAdminRestore":         &controllers.NonAdminRestoreReconciler{Deps: deps("NonAdminRestore"), NoServerStatusRequests: !caps.RestorePrecheck, Turns: turns},
-		"NonAdminDownloadRequest": &controllers.NonAdminDownloadRequestReconciler{Deps: deps("NonAdminDownloadRequest")},
-		"NonAdminSchedule":        &controllers.NonAdminScheduleReconciler{Deps: deps("NonAdminSchedule")},
-		"NonAdminBackupStorageLocation": &controllers.NonAdminBackupStorageLocationReconciler{Deps: deps("NonAdminBackupStorageLocation"),
-			RequireApproval: o.bslApproval, Settings: settings, CredentialCheckPeriod: o.credCheck, EndpointRevision: phases.EndpointRevision(nil)},
+	// Each NAC kind's reconciler, made by its kind file from the parts it
+	// takes; which kinds run comes from the kind registry, and a kind
+	// without a reconciler is a build defect (NewReconcilers' error).
+	reconcilers, err := controllers.NewReconcilers(&controllers.Shared{Deps: deps,
+		Queue: queue, Turns: turns, QueueRefreshWindow: o.queueWindow,
+		Usage:                  controllers.NewUsageMeter(registry, o.oadpNamespace, o.usageRate, o.usageBurst),
+		NoServerStatusRequests: !caps.RestorePrecheck,
+		RequireApprovalForBSL:  o.bslApproval, Settings: settings, CredentialCheckPeriod: o.credCheck,
+		EndpointRevision: phases.EndpointRevision(nil)})
+	if err != nil {
+		return err
 	}
 	var setups []setup
 	for _, k := range v1alpha1.Kinds() {
-		r, ok := reconcilers[k.Kind]
-		if !ok {
-			return fmt.Errorf("no reconciler for NAC kind %s", k.Kind)
-		}
-		setups = append(setups, setup{k.Kind, r.SetupWithManager})
+		setups = append(setups, setup{k.Kind, reconcilers[k.Kind].SetupWithManager})
 	}
 	bpr := &controllers.BlueprintReconciler{Client: mgr.GetClient(), Registry: registry,
 		Recorder: recorderFor("blueprint-controller"), OADPNamespace: o.oadpNamespace}
