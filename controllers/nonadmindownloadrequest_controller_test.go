@@ -141,10 +141,36 @@ func (s *ControllerSuite) TestDownloadWaitsForRunningBackup(c *C) {
 	c.Check(download(c, got.Status.VeleroDownloadRequest.Status.DownloadURL), Matches, `.*"`+ns+`/app-config".*`)
 }
 
+// TestDownloadBeforeItsBackup is OADP's NADR sample as OADP NAC runs it: a
+// request made before the NonAdminBackup it names backs off with
+// NonAdminBackupNotAvailable=True (reason Error), and is served once that
+// backup exists and ends; the condition then goes.
+func (s *ControllerSuite) TestDownloadBeforeItsBackup(c *C) {
+	ctx := context.Background()
+	ns := createNamespace(c, "download")
+	nadr := newNADR(ns, "early-bird", velerov1.DownloadTargetKindBackupLog, "later")
+	c.Assert(testClient.Create(ctx, nadr), IsNil)
+	eventually(c, 20*time.Second, func() (bool, string) {
+		got := getNADR(c, nadr)
+		return meta.IsStatusConditionTrue(got.Status.Conditions, v1alpha1.ConditionNonAdminBackupNotAvailable) &&
+			got.Status.Phase == v1alpha1.NonAdminPhaseBackingOff, fmt.Sprintf("phase %s, conditions %+v", got.Status.Phase, got.Status.Conditions)
+	})
+	nab, veleroName := startedBackup(c, s.oadp, ns, "later")
+	completeBackup(c, s.oadp, veleroName, velerov1.BackupPhaseCompleted)
+	planComplete(c, nab)
+	got := planComplete(c, nadr)
+	c.Check(got.Status.Phase, Equals, v1alpha1.NonAdminPhaseCreated)
+	c.Check(meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionNonAdminBackupNotAvailable), IsNil)
+	c.Check(meta.IsStatusConditionTrue(got.Status.Conditions, v1alpha1.ConditionProcessed), Equals, true)
+	c.Check(download(c, got.Status.VeleroDownloadRequest.Status.DownloadURL), Matches, `(?s).*the log of `+veleroName+`.*`)
+}
+
 // TestDownloadRefusals: a request naming a NonAdminBackup that is not in
-// its own namespace — another tenant's, whatever its name — is refused with
-// a condition and a Warning event, and no Velero DownloadRequest is made;
-// so is a Restore kind naming a NonAdminBackup.
+// its own namespace — another tenant's, whatever its name — finds none: it
+// backs off with OADP NAC's condition (NonAdminBackupNotAvailable, or
+// NonAdminRestoreNotAvailable for a Restore kind naming a NonAdminBackup),
+// True with reason Error, and no Velero DownloadRequest is made, however
+// long it waits.
 func (s *ControllerSuite) TestDownloadRefusals(c *C) {
 	ctx := context.Background()
 	victim := createNamespace(c, "victim")
@@ -154,26 +180,31 @@ func (s *ControllerSuite) TestDownloadRefusals(c *C) {
 
 	attacker := createNamespace(c, "attacker")
 	for _, tc := range []struct {
-		nadr *v1alpha1.NonAdminDownloadRequest
-		want string
+		nadr      *v1alpha1.NonAdminDownloadRequest
+		condition string
+		want      string
 	}{
-		{newNADR(attacker, "steal", velerov1.DownloadTargetKindBackupLog, "secret-stuff"),
-			fmt.Sprintf("spec.target.name: NonAdminBackup %s/secret-stuff does not exist", attacker)},
-		{newNADR(attacker, "steal-velero-name", velerov1.DownloadTargetKindBackupResourceList, veleroName),
-			fmt.Sprintf("spec.target.name: NonAdminBackup %s/%s does not exist", attacker, veleroName)},
-		{newNADR(victim, "wrong-kind", velerov1.DownloadTargetKindRestoreLog, "secret-stuff"),
-			fmt.Sprintf("spec.target.name: NonAdminRestore %s/secret-stuff does not exist", victim)},
+		{newNADR(attacker, "steal", velerov1.DownloadTargetKindBackupLog, "secret-stuff"), v1alpha1.ConditionNonAdminBackupNotAvailable,
+			fmt.Sprintf("cannot get nonadminbackup: NonAdminBackup %s/secret-stuff does not exist (yet): the request waits for it", attacker)},
+		{newNADR(attacker, "steal-velero-name", velerov1.DownloadTargetKindBackupResourceList, veleroName), v1alpha1.ConditionNonAdminBackupNotAvailable,
+			fmt.Sprintf("cannot get nonadminbackup: NonAdminBackup %s/%s does not exist (yet): the request waits for it", attacker, veleroName)},
+		{newNADR(victim, "wrong-kind", velerov1.DownloadTargetKindRestoreLog, "secret-stuff"), v1alpha1.ConditionNonAdminRestoreNotAvailable,
+			fmt.Sprintf("cannot get nonadminrestore: NonAdminRestore %s/secret-stuff does not exist (yet): the request waits for it", victim)},
 	} {
 		c.Assert(testClient.Create(ctx, tc.nadr), IsNil)
-		c.Check(refusedWithStatus(c, tc.nadr, tc.nadr.Name), Equals, tc.want)
-		got := getNADR(c, tc.nadr)
-		c.Check(meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionAccepted).Reason, Equals, v1alpha1.ReasonInvalidDownloadRequest)
-		c.Check(got.Status.Plan.State, Equals, v1alpha1.PlanFailed)
-		nothingCreatedFor(c, s.oadp, v1alpha1.NACUUIDOf(got.UID), tc.nadr.Name)
-		eventually(c, 5*time.Second, func() (bool, string) {
-			evs := eventReasons(c, tc.nadr.Namespace, tc.nadr.Name)
-			return count(evs, corev1.EventTypeWarning+" PhaseFailed") == 1, joined(evs)
+		eventually(c, 20*time.Second, func() (bool, string) {
+			got := getNADR(c, tc.nadr)
+			cond := meta.FindStatusCondition(got.Status.Conditions, tc.condition)
+			return cond != nil && got.Status.Phase == v1alpha1.NonAdminPhaseBackingOff, fmt.Sprintf("phase %s, conditions %+v", got.Status.Phase, got.Status.Conditions)
 		})
+		got := getNADR(c, tc.nadr)
+		cond := meta.FindStatusCondition(got.Status.Conditions, tc.condition)
+		c.Check(cond.Status, Equals, metav1.ConditionTrue)
+		c.Check(cond.Reason, Equals, "Error")
+		c.Check(cond.Message, Equals, tc.want)
+		c.Check(got.Status.Plan.State, Equals, v1alpha1.PlanRunning)
+		c.Check(got.Status.Plan.Phase("validate").State, Equals, v1alpha1.PhaseWaiting)
+		nothingCreatedFor(c, s.oadp, v1alpha1.NACUUIDOf(got.UID), tc.nadr.Name)
 	}
 
 	// The API server refuses a kind Velero does not serve, and an empty name.

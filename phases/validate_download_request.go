@@ -3,8 +3,10 @@ package phases
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -25,8 +27,10 @@ type ValidateDownloadRequestArgs struct {
 // spec.target.name a NonAdminBackup (Backup* and CSI* kinds) or
 // NonAdminRestore (Restore* kinds) of the request's own namespace — read only
 // there, so another tenant's objects can never be named — whose Velero
-// object exists and was made for that namespace. It waits while that Velero
-// Backup or Restore is running (its files reach object storage when it
+// object exists and was made for that namespace. It waits while that target
+// does not exist (OADP NAC's NonAdminBackupNotAvailable or
+// NonAdminRestoreNotAvailable condition) and while its Velero Backup or
+// Restore is running (its files reach object storage when it
 // ends). With args.requireTenantLocation, a backup on the admin's location
 // is refused, as OADP NAC refuses it. Sets Accepted
 // (DownloadRequestAccepted, or InvalidDownloadRequest naming the field) and
@@ -52,13 +56,13 @@ func (f *ValidateDownloadRequest) Run(ctx context.Context, op *engine.Operation,
 	switch target := v1alpha1.DownloadTargetOf(t.Kind); target {
 	case "NonAdminBackup":
 		files, b := backupTarget()
-		if wait, err := finishedTarget(ctx, op, t.Name, invalid, files); err != nil || wait != "" {
+		if wait, err := finishedTarget(ctx, op, nadr, t.Name, invalid, files); err != nil || wait != "" {
 			return waitOr(wait, err)
 		}
 		veleroName, location = b.Name, b.Spec.StorageLocation
 	case "NonAdminRestore":
 		files, r := restoreTarget()
-		if wait, err := finishedTarget(ctx, op, t.Name, invalid, files); err != nil || wait != "" {
+		if wait, err := finishedTarget(ctx, op, nadr, t.Name, invalid, files); err != nil || wait != "" {
 			return waitOr(wait, err)
 		}
 		veleroName = r.Name
@@ -78,7 +82,7 @@ func (f *ValidateDownloadRequest) Run(ctx context.Context, op *engine.Operation,
 			return engine.Result{}, err
 		}
 		if !tenant {
-			setCondition(nadr, v1alpha1.ConditionNonAdminBackupStorageLocationNotUsed, metav1.ConditionTrue, "Error",
+			setCondition(nadr, v1alpha1.ConditionNonAdminBackupStorageLocationNotUsed, metav1.ConditionTrue, v1alpha1.ReasonError,
 				"backup does not use a NonAdminBackupStorageLocation: files are served only for backups kept on the namespace's own location")
 			return engine.Result{}, invalid("spec.target.name: %s %s is kept on the admin's storage location %q: the admin serves files only of backups on the namespace's own NonAdminBackupStorageLocation", v1alpha1.DownloadTargetOf(t.Kind), t.Name, location)
 		}
@@ -143,20 +147,35 @@ func restoreTarget() (downloadTarget, *velerov1.Restore) {
 // finishedTarget reads the NAC object name of op's namespace into t.nac
 // and the Velero object its status links into t.velero, and returns "" once
 // that object ended: its files are in object storage. While the NAC object
-// has no Velero object yet, or that object runs, it returns a wait message.
-// It returns the refusal invalid makes for a NAC object that does not exist
-// or failed, and for a Velero object that is gone or was not made for it
-// (its origin annotations).
-func finishedTarget(ctx context.Context, op *engine.Operation, name string, invalid func(string, ...any) error, t downloadTarget) (string, error) {
+// does not exist (nadr's condition NonAdminBackupNotAvailable or
+// NonAdminRestoreNotAvailable, True with reason Error, phase BackingOff, as
+// OADP NAC sets them; removed once it exists), has no Velero object yet, or
+// that object runs, it returns a wait message. It returns the refusal
+// invalid makes for a NAC object that failed, and for a Velero object that
+// is gone or was not made for it (its origin annotations).
+func finishedTarget(ctx context.Context, op *engine.Operation, nadr *v1alpha1.NonAdminDownloadRequest, name string, invalid func(string, ...any) error, t downloadTarget) (string, error) {
 	ns := op.Object.GetNamespace()
 	kind := fmt.Sprintf("%T", t.nac)
 	if k, ok := v1alpha1.KindOf(t.nac); ok {
 		kind = k.Kind
 	}
+	notAvailable := kind + "NotAvailable"
 	if found, err := lookup(ctx, op, ns, name, t.nac); err != nil {
 		return "", err
 	} else if !found {
-		return "", invalid("spec.target.name: %s %s/%s does not exist", kind, ns, name)
+		// OADP NAC's rule: the request backs off until its target exists
+		// (NonAdminBackupNotAvailable or NonAdminRestoreNotAvailable, reason
+		// Error), so that a request made before its backup is served once
+		// the backup runs; the target's Velero object wakes it.
+		msg := fmt.Sprintf("cannot get %s: %s %s/%s does not exist (yet): the request waits for it", strings.ToLower(kind), kind, ns, name)
+		setPhaseAndCondition(nadr, v1alpha1.NonAdminPhaseBackingOff, metav1.Condition{Type: notAvailable, Status: metav1.ConditionTrue,
+			Reason: v1alpha1.ReasonError, Message: msg, ObservedGeneration: nadr.GetGeneration()})
+		return msg, nil
+	}
+	conditions := nadr.GetConditions()
+	if meta.RemoveStatusCondition(&conditions, notAvailable) {
+		nadr.SetConditions(conditions)
+		nadr.SetPhase(v1alpha1.NonAdminPhaseNew)
 	}
 	linked := t.linked()
 	if linked == "" {
@@ -203,7 +222,7 @@ func isTenantLocation(ctx context.Context, op *engine.Operation, name string) (b
 // Doc implements engine.Documented.
 func (*ValidateDownloadRequest) Doc() engine.FuncDoc {
 	return engine.FuncDoc{
-		Summary: "Checks a NonAdminDownloadRequest: spec.target.kind one of Velero's DownloadTarget kinds, spec.target.name a NonAdminBackup (Backup*/CSI* kinds) or NonAdminRestore (Restore* kinds) of the same namespace whose Velero object was made for it; waits while that object runs; with args.requireTenantLocation refuses backups on the admin's location (OADP NAC's rule). Sets Accepted.",
+		Summary: "Checks a NonAdminDownloadRequest: spec.target.kind one of Velero's DownloadTarget kinds, spec.target.name a NonAdminBackup (Backup*/CSI* kinds) or NonAdminRestore (Restore* kinds) of the same namespace whose Velero object was made for it; waits while that target does not exist (NonAdminBackupNotAvailable or NonAdminRestoreNotAvailable=True, reason Error, phase BackingOff: OADP NAC's) and while its Velero object runs; with args.requireTenantLocation refuses backups on the admin's location (OADP NAC's rule). Sets Accepted.",
 		Outputs: []string{"kind: the Velero DownloadTarget kind", "name: the Velero Backup or Restore"},
 		Errors:  "a refusal is terminal (Accepted=False/InvalidDownloadRequest, phase BackingOff); " + apiRetried,
 		Waits:   true,

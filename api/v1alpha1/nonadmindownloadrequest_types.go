@@ -39,6 +39,17 @@ const (
 	// sets it only when a blueprint asks for OADP's rule
 	// (args.requireTenantLocation of ValidateDownloadRequest).
 	ConditionNonAdminBackupStorageLocationNotUsed = "NonAdminBackupStorageLocationNotUsed"
+	// ConditionNonAdminBackupNotAvailable and
+	// ConditionNonAdminRestoreNotAvailable are OADP NAC's: True (reason
+	// ReasonError) while the NonAdminBackup or NonAdminRestore that
+	// spec.target names does not exist in the request's namespace; the
+	// request waits for it (phase BackingOff), and the condition goes once
+	// it exists.
+	ConditionNonAdminBackupNotAvailable  = "NonAdminBackupNotAvailable"
+	ConditionNonAdminRestoreNotAvailable = "NonAdminRestoreNotAvailable"
+	// ReasonError is OADP NAC's reason of its NonAdminDownloadRequest
+	// refusal and not-available conditions.
+	ReasonError = "Error"
 )
 
 // VeleroDownloadRequest links a NonAdminDownloadRequest to its Velero

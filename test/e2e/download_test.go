@@ -82,16 +82,17 @@ func (s *E2ESuite) TestDownloadRequestWithRealVelero(c *C) {
 	// kubectl get shows the request and its expiry.
 	c.Check(s.kubectl(c, "get", "nadr", "-n", "dl-a"), Matches, `(?s)NAME\s+REQUEST-PHASE\s+TARGET-KIND\s+TARGET\s+VELERO-PHASE\s+EXPIRES\s+AGE.*dl-log\s+Created\s+BackupLog\s+dl\s+Processed.*`)
 
-	// Another tenant naming dl-a's backup: refused, nothing made for it.
+	// Another tenant naming dl-a's backup: its own namespace has no such
+	// backup, so it backs off as OADP NAC's does (NonAdminBackupNotAvailable);
+	// nothing is made for it.
 	s.kubectl(c, "create", "namespace", "dl-b")
 	s.nadr(c, "dl-b", "steal", "BackupLog", "dl")
 	e2estack.Eventually(c, 30*time.Second, func() (bool, string) {
 		out = s.kubectl(c, "get", "nadr", "-n", "dl-b", "steal", "-o",
-			`jsonpath={.status.phase}|{.status.conditions[?(@.type=="Accepted")].status}|{.status.conditions[?(@.type=="Accepted")].message}`)
-		return strings.HasPrefix(out, "BackingOff|False|"), out
+			`jsonpath={.status.phase}|{.status.conditions[?(@.type=="NonAdminBackupNotAvailable")].status}|{.status.conditions[?(@.type=="NonAdminBackupNotAvailable")].reason}|{.status.conditions[?(@.type=="NonAdminBackupNotAvailable")].message}`)
+		return strings.HasPrefix(out, "BackingOff|True|"), out
 	})
-	c.Check(out, Equals, "BackingOff|False|spec.target.name: NonAdminBackup dl-b/dl does not exist")
-	c.Check(s.kubectl(c, "describe", "nadr", "-n", "dl-b", "steal"), Matches, `(?s).*Warning\s+PhaseFailed.*NonAdminBackup dl-b/dl does not exist.*`)
+	c.Check(out, Equals, "BackingOff|True|Error|cannot get nonadminbackup: NonAdminBackup dl-b/dl does not exist (yet): the request waits for it")
 	origins := s.kubectl(c, "get", "downloadrequests.velero.io", "-n", "openshift-adp", "-o",
 		`jsonpath={range .items[*]}{.metadata.annotations.openshift\.io/oadp-nadr-origin-namespace}{" "}{end}`)
 	c.Check(strings.Contains(origins, "dl-b"), Equals, false, Commentf("Velero DownloadRequests of: %s", origins))
