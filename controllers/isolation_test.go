@@ -460,7 +460,7 @@ func (s *ControllerSuite) TestApprovalCoversSpec(c *C) {
 	got = getNABSL(c, sl)
 	cond = meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionSpecUpdateApproved)
 	c.Assert(cond, NotNil)
-	c.Check(cond.Reason, Equals, v1alpha1.ReasonSpecUpdateRejected)
+	c.Check(cond.Reason, Equals, "BslSpecUpdateRejected", Commentf("OADP NAC's reason"))
 	eventually(c, 10*time.Second, func() (bool, string) {
 		req, b, sec := bslObjects(c, s.oadp, v1alpha1.NACUUIDOf(got.UID))
 		return b == nil && sec == nil && req.Spec.ApprovalDecision == v1alpha1.ApprovalApprove, "the refused location's BSL is not withdrawn yet"

@@ -151,3 +151,22 @@ func deleteOwn(ctx context.Context, op *engine.Operation, obj client.Object) err
 	}
 	return nil
 }
+
+// syncedReason returns the reason of a location's SecretSynced or
+// BackupStorageLocationSynced condition (conditionType) after
+// createOrAdoptOwn's verb: created for "Created", updated for "Updated",
+// and for an object adopted unchanged the reason the condition holds while
+// True (a later run changes nothing), else created (OADP NAC's reasons tell
+// only created and updated).
+func syncedReason(obj v1alpha1.Object, conditionType, verb, created, updated string) string {
+	switch verb {
+	case "Created":
+		return created
+	case "Updated":
+		return updated
+	}
+	if c := meta.FindStatusCondition(obj.GetConditions(), conditionType); c != nil && c.Status == metav1.ConditionTrue && (c.Reason == created || c.Reason == updated) {
+		return c.Reason
+	}
+	return created
+}

@@ -20,7 +20,7 @@ import (
 // reads), with the NAC labels and annotations. An existing copy is updated
 // when the tenant's Secret changed (credential rotation). The tenant's
 // Secret is read from the API server, never from a cluster-wide cache.
-// Sets SecretSynced=True.
+// Sets SecretSynced=True (OADP NAC's reasons: SecretCreated, SecretUpdated).
 //
 // The bytes copied are checked again as ValidateBSLSpec checks them
 // (package credentials: static key material only, for the provider of the
@@ -29,7 +29,7 @@ import (
 //
 // Outputs: name. Errors: a missing Secret or key, or a credential that is
 // not static key material, refuses the location (terminal;
-// Accepted=False/InvalidBackupStorageLocationSpec, BackingOff) and removes
+// Accepted=False/BslSpecValidation, BackingOff) and removes
 // the Velero BSL and copy an earlier run made; API errors are retryable.
 type CopySecret struct {
 	tools   tools
@@ -85,7 +85,7 @@ func (f *CopySecret) Run(ctx context.Context, op *engine.Operation, nabsl *v1alp
 		}
 		verb = "Updated"
 	}
-	setCondition(nabsl, v1alpha1.ConditionSecretSynced, metav1.ConditionTrue, v1alpha1.ReasonSecretSynced,
+	setCondition(nabsl, v1alpha1.ConditionSecretSynced, metav1.ConditionTrue, syncedReason(nabsl, v1alpha1.ConditionSecretSynced, verb, v1alpha1.ReasonSecretCreated, v1alpha1.ReasonSecretUpdated),
 		fmt.Sprintf("credential Secret %s copied to %s/%s", cred.Name, got.Namespace, got.Name))
 	return engine.Done(fmt.Sprintf("%s Secret %s/%s from %s/%s", verb, got.Namespace, got.Name, nabsl.Namespace, cred.Name),
 		map[string]string{"name": got.Name}), nil

@@ -26,7 +26,8 @@ type CreateVeleroBSLArgs struct {
 // namespace, named like its other objects, from the effective spec
 // (status.veleroBackupStorageLocation.spec: enforced values, forced prefix)
 // with the credential pointing at the copied Secret and default false. Sets
-// status.phase Created and BackupStorageLocationSynced=True. args.secretName
+// status.phase Created and BackupStorageLocationSynced=True (OADP NAC's
+// reasons: BackupStorageLocationCreated, BackupStorageLocationUpdated). args.secretName
 // must name the operation's own copy (the Secret in the OADP namespace with
 // this operation's openshift.io/oadp-nabsl-origin-nacuuid label): the
 // engine's safety rule refuses a location on any other Secret, the admin's
@@ -86,7 +87,7 @@ func (f *CreateVeleroBSL) Run(ctx context.Context, op *engine.Operation, nabsl *
 	}
 	nabsl.Status.Phase = v1alpha1.NonAdminPhaseCreated
 	vb.NACUUID, vb.Name, vb.Namespace = op.UUID, got.Name, got.Namespace
-	setCondition(nabsl, v1alpha1.ConditionBackupStorageLocationSynced, metav1.ConditionTrue, v1alpha1.ReasonBSLSynced,
+	setCondition(nabsl, v1alpha1.ConditionBackupStorageLocationSynced, metav1.ConditionTrue, syncedReason(nabsl, v1alpha1.ConditionBackupStorageLocationSynced, verb, v1alpha1.ReasonBSLCreated, v1alpha1.ReasonBSLUpdated),
 		fmt.Sprintf("Velero BackupStorageLocation %s/%s matches the spec", got.Namespace, got.Name))
 	return engine.Done(fmt.Sprintf("%s Velero BackupStorageLocation %s/%s", verb, got.Namespace, got.Name), map[string]string{"name": got.Name}), nil
 }

@@ -36,28 +36,38 @@ const (
 	// is the approved one.
 	ConditionSpecUpdateApproved = "SpecUpdateApproved"
 
-	// ReasonBSLAccepted: Accepted=True.
-	ReasonBSLAccepted = "BackupStorageLocationAccepted"
-	// ReasonInvalidBSLSpec: Accepted=False; the message names the field.
-	ReasonInvalidBSLSpec = "InvalidBackupStorageLocationSpec"
-	// ReasonApproved, ReasonPendingApproval, ReasonRejected: ClusterAdminApproved.
-	ReasonApproved        = "Approved"
-	ReasonPendingApproval = "PendingApproval"
-	ReasonRejected        = "Rejected"
+	// ReasonBSLAccepted: Accepted=True; ReasonInvalidBSLSpec: Accepted=False,
+	// the message names the field. Both are OADP NAC's one reason of a
+	// location's Accepted, BslSpecValidation.
+	ReasonBSLAccepted    = "BslSpecValidation"
+	ReasonInvalidBSLSpec = "BslSpecValidation"
+	// ReasonApproved, ReasonPendingApproval, ReasonRejected:
+	// ClusterAdminApproved True, False, False (OADP NAC's reasons).
+	ReasonApproved        = "BslSpecApproved"
+	ReasonPendingApproval = "BslSpecApprovalPending"
+	ReasonRejected        = "BslSpecRejected"
 	// ReasonSpecChangePendingApproval: ClusterAdminApproved=False and
 	// SpecUpdateApproved=False, the approval was reset to pending because the
-	// spec changed after it (RequestApproval args.onSpecChange: pending).
+	// spec changed after it (RequestApproval args.onSpecChange: pending;
+	// nacflow's: OADP NAC refuses every change).
 	ReasonSpecChangePendingApproval = "SpecChangePendingApproval"
 	// ReasonSpecUpdateRejected: Accepted=False and SpecUpdateApproved=False,
 	// a change of an approved spec is refused (args.onSpecChange: refuse;
-	// OADP NAC's BslSpecUpdateRejected).
-	ReasonSpecUpdateRejected = "SpecUpdateRejected"
-	// ReasonSpecApproved: SpecUpdateApproved=True.
+	// OADP NAC's reason).
+	ReasonSpecUpdateRejected = "BslSpecUpdateRejected"
+	// ReasonSpecApproved: SpecUpdateApproved=True (nacflow's: OADP NAC never
+	// sets it True).
 	ReasonSpecApproved = "SpecApproved"
-	// ReasonSecretSynced: SecretSynced=True.
-	ReasonSecretSynced = "SecretSynced"
-	// ReasonBSLSynced: BackupStorageLocationSynced=True.
-	ReasonBSLSynced = "BackupStorageLocationSynced"
+	// ReasonSecretCreated, ReasonSecretUpdated: SecretSynced=True, the
+	// credential copy was created, or updated to the tenant's Secret (OADP
+	// NAC's reasons).
+	ReasonSecretCreated = "SecretCreated"
+	ReasonSecretUpdated = "SecretUpdated"
+	// ReasonBSLCreated, ReasonBSLUpdated: BackupStorageLocationSynced=True,
+	// the Velero BSL was created, or updated to the accepted spec (OADP
+	// NAC's reasons).
+	ReasonBSLCreated = "BackupStorageLocationCreated"
+	ReasonBSLUpdated = "BackupStorageLocationUpdated"
 )
 
 // VeleroBackupStorageLocation links a NonAdminBackupStorageLocation to its
