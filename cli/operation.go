@@ -33,6 +33,8 @@ type veleroOperation struct {
 	// types.
 	mover      *v1alpha1.DataMoverDataUploads
 	podVolumes *v1alpha1.FileSystemPodVolumeBackups
+	// uploader moved the pod volumes' data (kopia, restic; "" unknown).
+	uploader string
 }
 
 // veleroObject is the Velero Backup or Restore a NAC object names (name
@@ -61,7 +63,7 @@ type veleroStatus struct {
 func backupOperation(nab *v1alpha1.NonAdminBackup) veleroOperation {
 	st := nab.Status
 	op := veleroOperation{action: "backup", kind: "Backup", itemsDone: "backed up", moverDone: "uploaded",
-		plan: st.Plan, queue: st.QueueInfo, mover: st.DataMoverDataUploads, podVolumes: st.FileSystemPodVolumeBackups}
+		plan: st.Plan, queue: st.QueueInfo, mover: st.DataMoverDataUploads, podVolumes: st.FileSystemPodVolumeBackups, uploader: st.UploaderType}
 	if vb := st.VeleroBackup; vb != nil {
 		op.velero = &veleroObject{namespace: vb.Namespace, name: vb.Name, status: ifSet(vb.Status, backupStatus)}
 	}
@@ -175,7 +177,11 @@ func (d describer) describeProgress(op veleroOperation) {
 		parts = append(parts, fmt.Sprintf("%d of %d volumes %s by the data mover", v.Completed, v.Total, op.moverDone))
 	}
 	if v := op.podVolumes; v != nil && v.Total > 0 {
-		parts = append(parts, fmt.Sprintf("%d of %d pod volumes %s", v.Completed, v.Total, op.itemsDone))
+		by := ""
+		if op.uploader != "" {
+			by = " by " + op.uploader
+		}
+		parts = append(parts, fmt.Sprintf("%d of %d pod volumes %s%s", v.Completed, v.Total, op.itemsDone, by))
 	}
 	if len(parts) > 0 {
 		d.line(0, "Progress", strings.Join(parts, "; "))

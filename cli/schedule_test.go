@@ -227,3 +227,16 @@ func (s *MoreCommandsSuite) TestVolumeProgressBars(c *C) {
 	c.Check(humanBytes(1023), Equals, "1023 B")
 	c.Check(humanBytes(3<<40), Equals, "3.0 TiB")
 }
+
+// describe names the uploader of the pod volumes (status.uploaderType).
+func (s *MoreCommandsSuite) TestDescribeNamesTheUploader(c *C) {
+	nab := waitingBackup()
+	nab.Status.FileSystemPodVolumeBackups = &v1alpha1.FileSystemPodVolumeBackups{Total: 2, Completed: 1}
+	var buf bytes.Buffer
+	DescribeBackup(&buf, nab, nil, t0.Add(32*time.Second))
+	c.Check(buf.String(), Matches, `(?s).*1 of 2 pod volumes backed up\b[^ ].*`)
+	nab.Status.UploaderType = "kopia"
+	buf.Reset()
+	DescribeBackup(&buf, nab, nil, t0.Add(32*time.Second))
+	c.Check(buf.String(), Matches, `(?s).*1 of 2 pod volumes backed up by kopia.*`)
+}

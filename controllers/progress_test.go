@@ -109,3 +109,21 @@ func (s *ControllerSuite) TestVolumeProgress(c *C) {
 			fmt.Sprintf("%+v %s", fs, msg)
 	})
 }
+
+// A NonAdminBackup names the uploader its pod volumes moved with, as its
+// PodVolumeBackups name it (OADP NAC's status.uploaderType); a backup
+// without pod volumes names none.
+func (s *ControllerSuite) TestUploaderType(c *C) {
+	ns := createNamespace(c, "tenant")
+	nab, backup := s.backupOf(c, ns, "kopia-volumes")
+	pvb := &velerov1.PodVolumeBackup{Spec: velerov1.PodVolumeBackupSpec{UploaderType: "kopia"}}
+	nodeAgentObject(c, pvb, s.oadp, backup.Name+"-pvb1", velerov1.BackupNameLabel, backup.Name, func() { pvb.Status.Phase = velerov1.PodVolumeBackupPhaseInProgress })
+	none, noneBackup := s.backupOf(c, ns, "no-volumes")
+	eventually(c, 10*time.Second, func() (bool, string) {
+		got := getNAB(c, nab)
+		return got.Status.UploaderType == "kopia", fmt.Sprintf("uploaderType %q, %+v", got.Status.UploaderType, got.Status.FileSystemPodVolumeBackups)
+	})
+	completeBackup(c, s.oadp, noneBackup.Name, velerov1.BackupPhaseCompleted)
+	planComplete(c, none)
+	c.Check(getNAB(c, none).Status.UploaderType, Equals, "")
+}

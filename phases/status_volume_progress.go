@@ -13,10 +13,13 @@ import (
 	"github.com/nacflow/nacflow/engine"
 )
 
-// volume is one node-agent object's phase and progress (bytes).
+// volume is one node-agent object's phase and progress (bytes), and the
+// uploader moving its data (a PodVolumeBackup's spec.uploaderType: kopia or
+// restic; "" for the other kinds).
 type volume struct {
 	phase       string
 	done, total int64
+	uploader    string
 }
 
 // byPhase counts volumes into OADP NAC's DataUpload/DataDownload counters,
@@ -104,19 +107,19 @@ func volumesOf(ctx context.Context, op *engine.Operation, list client.ObjectList
 	switch l := list.(type) {
 	case *velerov2alpha1.DataUploadList:
 		for _, o := range l.Items {
-			out = append(out, volume{string(o.Status.Phase), o.Status.Progress.BytesDone, o.Status.Progress.TotalBytes})
+			out = append(out, volume{string(o.Status.Phase), o.Status.Progress.BytesDone, o.Status.Progress.TotalBytes, ""})
 		}
 	case *velerov2alpha1.DataDownloadList:
 		for _, o := range l.Items {
-			out = append(out, volume{string(o.Status.Phase), o.Status.Progress.BytesDone, o.Status.Progress.TotalBytes})
+			out = append(out, volume{string(o.Status.Phase), o.Status.Progress.BytesDone, o.Status.Progress.TotalBytes, ""})
 		}
 	case *velerov1.PodVolumeBackupList:
 		for _, o := range l.Items {
-			out = append(out, volume{string(o.Status.Phase), o.Status.Progress.BytesDone, o.Status.Progress.TotalBytes})
+			out = append(out, volume{string(o.Status.Phase), o.Status.Progress.BytesDone, o.Status.Progress.TotalBytes, o.Spec.UploaderType})
 		}
 	case *velerov1.PodVolumeRestoreList:
 		for _, o := range l.Items {
-			out = append(out, volume{string(o.Status.Phase), o.Status.Progress.BytesDone, o.Status.Progress.TotalBytes})
+			out = append(out, volume{string(o.Status.Phase), o.Status.Progress.BytesDone, o.Status.Progress.TotalBytes, ""})
 		}
 	}
 	return out, nil
@@ -127,7 +130,9 @@ func volumesOf(ctx context.Context, op *engine.Operation, list client.ObjectList
 // NonAdminBackup, NonAdminRestore), the counts by phase of the node agent's
 // objects of its Velero Backup (Restore) name — DataUploads and
 // PodVolumeBackups (DataDownloads and PodVolumeRestores) — with OADP NAC's
-// field names, and the bytes they moved of their total, and returns the summary for a wait message ("3 of 5 volumes
+// field names, and the bytes they moved of their total; for a kind that
+// records it (v1alpha1.UploaderRecorder: NonAdminBackup), the uploader of its
+// file-system backups (OADP NAC's status.uploaderType). It returns the summary for a wait message ("3 of 5 volumes
 // uploaded"; "" without volumes or for another kind). Errors: the cache's
 // (retryable).
 func volumeProgress(ctx context.Context, op *engine.Operation, name string) (string, error) {
@@ -146,6 +151,14 @@ func volumeProgress(ctx context.Context, op *engine.Operation, name string) (str
 	}
 	dm, fs := byPhase(dataMover), fsByPhase(fileSystem)
 	obj.SetVolumeProgress(dm, fs)
+	if u, ok := obj.(v1alpha1.UploaderRecorder); ok {
+		for _, v := range fileSystem {
+			if v.uploader != "" {
+				u.SetUploaderType(v.uploader)
+				break
+			}
+		}
+	}
 	return progressSummary(dm, fs, w.Done), nil
 }
 

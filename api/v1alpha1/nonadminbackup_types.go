@@ -359,6 +359,12 @@ type NonAdminBackupStatus struct {
 	// +optional
 	FileSystemPodVolumeBackups *FileSystemPodVolumeBackups `json:"fileSystemPodVolumeBackups,omitempty"`
 
+	// uploaderType is the uploader Velero's node agent moved the backup's
+	// pod volumes with (file-system backup), as its PodVolumeBackups name
+	// it: kopia or restic; empty while none moved (OADP NAC's field).
+	// +optional
+	UploaderType string `json:"uploaderType,omitempty"`
+
 	// usage is what the backup takes in object storage, measured once it
 	// finished (MeasureUsage).
 	// +optional

@@ -40,8 +40,20 @@ type VolumeOperation interface {
 	SetVolumeProgress(dataMover *DataMoverDataUploads, fileSystem *FileSystemPodVolumeBackups)
 }
 
+// UploaderRecorder is a VolumeOperation whose status names the uploader
+// that moved its pod volumes' data (OADP NAC's NonAdminBackup
+// status.uploaderType).
+//
+// +kubebuilder:object:generate=false
+type UploaderRecorder interface {
+	// SetUploaderType records uploader as Velero's node agent names it in
+	// a PodVolumeBackup's spec.uploaderType: kopia or restic.
+	SetUploaderType(uploader string)
+}
+
 var (
-	_ VolumeOperation = &NonAdminBackup{}
+	_ UploaderRecorder = &NonAdminBackup{}
+	_ VolumeOperation  = &NonAdminBackup{}
 	_ VolumeOperation = &NonAdminRestore{}
 )
 
@@ -54,6 +66,9 @@ func (*NonAdminBackup) VolumeWork() VolumeWork {
 func (n *NonAdminBackup) SetVolumeProgress(dm *DataMoverDataUploads, fs *FileSystemPodVolumeBackups) {
 	n.Status.DataMoverDataUploads, n.Status.FileSystemPodVolumeBackups = dm, fs
 }
+
+// SetUploaderType implements UploaderRecorder.
+func (n *NonAdminBackup) SetUploaderType(uploader string) { n.Status.UploaderType = uploader }
 
 // VolumeWork implements VolumeOperation: DataDownloads and
 // PodVolumeRestores.
