@@ -54,7 +54,7 @@ type UploaderRecorder interface {
 var (
 	_ UploaderRecorder = &NonAdminBackup{}
 	_ VolumeOperation  = &NonAdminBackup{}
-	_ VolumeOperation = &NonAdminRestore{}
+	_ VolumeOperation  = &NonAdminRestore{}
 )
 
 // VolumeWork implements VolumeOperation: DataUploads and PodVolumeBackups.
