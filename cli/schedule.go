@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -80,7 +81,7 @@ func (f *scheduleCreateFlags) build(ns, name string) (*v1alpha1.NonAdminSchedule
 		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "NonAdminSchedule"},
 		ObjectMeta: nab.ObjectMeta,
 		Spec: v1alpha1.NonAdminScheduleSpec{Schedule: f.schedule, Paused: f.paused, SkipImmediately: f.skipImmediately,
-			Template: v1alpha1.NonAdminScheduleTemplate{BackupSpec: nab.Spec.BackupSpec}},
+			Template: v1alpha1.NonAdminScheduleTemplate{BackupSpec: scheduleBackupSpec(nab.Spec.BackupSpec)}},
 	}
 	if f.rpo > 0 {
 		nas.Spec.RPO = &metav1.Duration{Duration: f.rpo}
@@ -227,4 +228,12 @@ func DescribeSchedule(w io.Writer, nas *v1alpha1.NonAdminSchedule, now time.Time
 		d.restoreTest(rt)
 	}
 	d.conditions(nas.Status.Conditions)
+}
+
+// scheduleBackupSpec is spec as a schedule's template (nil: nil).
+func scheduleBackupSpec(spec *velerov1.BackupSpec) *v1alpha1.ScheduleBackupSpec {
+	if spec == nil {
+		return nil
+	}
+	return &v1alpha1.ScheduleBackupSpec{BackupSpec: *spec}
 }

@@ -64,7 +64,7 @@ func (s *MoreCommandsSuite) TestScheduleCreateBuildsTheSpec(c *C) {
 func (s *MoreCommandsSuite) TestSchedulePauseUnpauseAndDescribe(c *C) {
 	nas := &v1alpha1.NonAdminSchedule{
 		ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: "demo", CreationTimestamp: *at(-3600)},
-		Spec:       v1alpha1.NonAdminScheduleSpec{Schedule: "0 2 * * *", Template: v1alpha1.NonAdminScheduleTemplate{BackupSpec: &velerov1.BackupSpec{}}},
+		Spec:       v1alpha1.NonAdminScheduleSpec{Schedule: "0 2 * * *", Template: v1alpha1.NonAdminScheduleTemplate{BackupSpec: &v1alpha1.ScheduleBackupSpec{}}},
 		Status: v1alpha1.NonAdminScheduleStatus{Phase: v1alpha1.NonAdminPhaseCreated,
 			VeleroSchedule: &v1alpha1.VeleroSchedule{Name: "demo-nightly-1a2b", Namespace: "openshift-adp", Status: &velerov1.ScheduleStatus{Phase: velerov1.SchedulePhaseEnabled}},
 			NextRun:        at(3600), LastSuccessfulBackup: at(-600),

@@ -27,7 +27,7 @@ import (
 func newNAS(ns, name, schedule string, spec velerov1.BackupSpec) *v1alpha1.NonAdminSchedule {
 	return &v1alpha1.NonAdminSchedule{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec:       v1alpha1.NonAdminScheduleSpec{Schedule: schedule, Template: v1alpha1.NonAdminScheduleTemplate{BackupSpec: &spec}},
+		Spec:       v1alpha1.NonAdminScheduleSpec{Schedule: schedule, Template: v1alpha1.NonAdminScheduleTemplate{BackupSpec: &v1alpha1.ScheduleBackupSpec{BackupSpec: spec}}},
 	}
 }
 
@@ -376,4 +376,40 @@ func filteredCompare(collector prometheus.Collector, metric, ns, expected string
 		return fmt.Errorf("got:\n%s\nwant:\n%s", b.String(), expected)
 	}
 	return nil
+}
+
+// OADP's 2026 NonAdminSchedule template carries backupType (Velero's, after
+// 1.18): a manifest setting it keeps it; Incremental, what Velero 1.18
+// always does, is accepted; Full is refused naming the field, nothing made.
+func (s *ControllerSuite) TestScheduleBackupType(c *C) {
+	ctx := context.Background()
+	ns := createNamespace(c, "sched-type")
+	full := newNAS(ns, "full", "0 2 * * *", velerov1.BackupSpec{})
+	full.Spec.Template.BackupSpec.BackupType = v1alpha1.BackupTypeFull
+	c.Assert(testClient.Create(ctx, full), IsNil)
+	eventually(c, 20*time.Second, func() (bool, string) {
+		got := getNAS(c, full)
+		return got.Status.Phase == v1alpha1.NonAdminPhaseBackingOff, fmt.Sprintf("%+v", got.Status)
+	})
+	cond := meta.FindStatusCondition(getNAS(c, full).Status.Conditions, v1alpha1.ConditionAccepted)
+	c.Assert(cond, NotNil)
+	c.Check(cond.Status, Equals, metav1.ConditionFalse)
+	c.Check(cond.Reason, Equals, v1alpha1.ReasonInvalidScheduleSpec)
+	c.Check(cond.Message, Matches, `spec.template.backupSpec.backupType: Full needs Velero's backupType \(velero PR #9954, after Velero 1.18\).*`)
+	c.Check(getNAS(c, full).Spec.Template.BackupSpec.BackupType, Equals, "Full")
+	list := &velerov1.ScheduleList{}
+	c.Assert(testClient.List(ctx, list, client.InNamespace(s.oadp), client.MatchingLabels{v1alpha1.NasOriginNACUUIDLabel: v1alpha1.NACUUIDOf(getNAS(c, full).UID)}), IsNil)
+	c.Check(list.Items, HasLen, 0)
+
+	inc := newNAS(ns, "incremental", "0 3 * * *", velerov1.BackupSpec{})
+	inc.Spec.Template.BackupSpec.BackupType = v1alpha1.BackupTypeIncremental
+	c.Assert(testClient.Create(ctx, inc), IsNil)
+	veleroScheduleOf(c, s.oadp, inc)
+	planComplete(c, inc)
+	c.Check(getNAS(c, inc).Spec.Template.BackupSpec.BackupType, Equals, "Incremental")
+
+	// Another value is refused at apply by the CRD.
+	bad := newNAS(ns, "weekly-full", "0 4 * * *", velerov1.BackupSpec{})
+	bad.Spec.Template.BackupSpec.BackupType = "Differential"
+	c.Check(testClient.Create(ctx, bad), ErrorMatches, `(?s).*backupType: Unsupported value: "Differential".*`)
 }

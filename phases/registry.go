@@ -113,6 +113,13 @@ type Options struct {
 	TenantRole string
 	// AdminOwned is --admin-owned-resources (nil: restorepolicy.DefaultAdminOwned).
 	AdminOwned []schema.GroupResource
+	// RequireTenantLocationForDownloads is
+	// --require-tenant-location-for-downloads: every
+	// NonAdminDownloadRequest follows OADP NAC's rule, refusing files of
+	// backups kept on the admin's storage locations, as a blueprint's
+	// ValidateDownloadRequest args.requireTenantLocation does for the
+	// tenants it serves.
+	RequireTenantLocationForDownloads bool
 	// RestorePrecheck is --restore-precheck: CheckRestoreItems checks that
 	// Velero runs nacflow's plugin and reads the backup's items before a
 	// restore (false: it does nothing, as where no Velero runs).
@@ -176,7 +183,7 @@ func NewRegistry(c Clients, o Options) (*engine.Registry, error) {
 		bind(&Notify{tools: t}),
 		bind(&LimitActiveOperations{ledger: newAdmissions()}),
 		bind(&WaitForTurn{tools: t, defaultMax: o.MaxBackupsInVelero, defaultRestoreMax: o.MaxRestoresInVelero}),
-		bind(&ValidateDownloadRequest{}),
+		bind(&ValidateDownloadRequest{requireTenantLocation: o.RequireTenantLocationForDownloads}),
 		bind(&CreateDownloadRequest{tools: t}),
 		bind(&VerifyBackupContents{tools: t}),
 		bind(&ValidateScheduleSpec{settings: settings}),

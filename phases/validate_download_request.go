@@ -19,7 +19,7 @@ type ValidateDownloadRequestArgs struct {
 	// RequireTenantLocation refuses a download of a backup (or of a restore
 	// of a backup) kept on the admin's storage location, OADP NAC's rule
 	// (condition NonAdminBackupStorageLocationNotUsed).
-	RequireTenantLocation bool `json:"requireTenantLocation,omitempty" doc:"refuse files of backups kept on the admin's storage locations, as OADP NAC does (condition NonAdminBackupStorageLocationNotUsed); default false"`
+	RequireTenantLocation bool `json:"requireTenantLocation,omitempty" doc:"refuse files of backups kept on the admin's storage locations, as OADP NAC does (condition NonAdminBackupStorageLocationNotUsed); default false, or nac --require-tenant-location-for-downloads"`
 }
 
 // ValidateDownloadRequest checks a NonAdminDownloadRequest (OADP NAC): its
@@ -36,15 +36,22 @@ type ValidateDownloadRequestArgs struct {
 // (DownloadRequestAccepted, or InvalidDownloadRequest naming the field) and
 // phase BackingOff on refusal.
 //
+// The rule applies when args.requireTenantLocation or the controller's
+// --require-tenant-location-for-downloads asks for it.
+//
 // Outputs: kind (the Velero DownloadTarget kind), name (the Velero Backup or
 // Restore). Errors: refusals are terminal; API errors are retryable.
-type ValidateDownloadRequest struct{}
+type ValidateDownloadRequest struct {
+	// requireTenantLocation is Options.RequireTenantLocationForDownloads.
+	requireTenantLocation bool
+}
 
 // Run implements phaseFunc.
 func (f *ValidateDownloadRequest) Run(ctx context.Context, op *engine.Operation, nadr *v1alpha1.NonAdminDownloadRequest, a *ValidateDownloadRequestArgs) (engine.Result, error) {
 	invalid := func(format string, v ...any) error {
 		return refuse(nadr, v1alpha1.ReasonInvalidDownloadRequest, fmt.Errorf(format, v...))
 	}
+	requireTenantLocation := a.RequireTenantLocation || f.requireTenantLocation
 	t := nadr.Spec.Target
 	if err := outsideOADPNamespace(op); err != nil {
 		return engine.Result{}, refuse(nadr, v1alpha1.ReasonInvalidDownloadRequest, err)
@@ -66,7 +73,7 @@ func (f *ValidateDownloadRequest) Run(ctx context.Context, op *engine.Operation,
 			return waitOr(wait, err)
 		}
 		veleroName = r.Name
-		if a.RequireTenantLocation {
+		if requireTenantLocation {
 			b := &velerov1.Backup{}
 			if _, err := read(ctx, op.Client, op.OADPNamespace, r.Spec.BackupName, b); err != nil {
 				return engine.Result{}, err
@@ -76,7 +83,7 @@ func (f *ValidateDownloadRequest) Run(ctx context.Context, op *engine.Operation,
 	default:
 		return engine.Result{}, invalid("spec.target.kind %q is not a file Velero keeps of a backup or restore (OADP NAC's kinds: BackupLog, BackupContents, BackupVolumeSnapshots, BackupItemOperations, BackupResourceList, BackupResults, CSIBackupVolumeSnapshots, CSIBackupVolumeSnapshotContents, BackupVolumeInfos, RestoreLog, RestoreResults, RestoreResourceList, RestoreItemOperations, RestoreVolumeInfo)", t.Kind)
 	}
-	if a.RequireTenantLocation {
+	if requireTenantLocation {
 		tenant, err := isTenantLocation(ctx, op, location)
 		if err != nil {
 			return engine.Result{}, err

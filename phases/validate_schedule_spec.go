@@ -84,10 +84,13 @@ func (f *ValidateScheduleSpec) Run(ctx context.Context, op *engine.Operation, na
 	if err := CheckScheduleBounds(nas.Spec.Schedule, sched, minIntervalOf(a), hours, a.AllowedHours, planStart(op)); err != nil {
 		return refuseWith(err)
 	}
-	tmpl := nas.Spec.Template.BackupSpec
-	if tmpl == nil {
+	if nas.Spec.Template.BackupSpec == nil {
 		return refuseWith(fmt.Errorf("spec.template.backupSpec is required"))
 	}
+	if bt := nas.Spec.Template.BackupSpec.BackupType; bt == v1alpha1.BackupTypeFull {
+		return refuseWith(fmt.Errorf("spec.template.backupSpec.backupType: Full needs Velero's backupType (velero PR #9954, after Velero 1.18); the Velero this cluster runs makes every file-system and data-mover backup incremental: leave backupType unset or Incremental"))
+	}
+	tmpl := &nas.Spec.Template.BackupSpec.BackupSpec
 	if len(tmpl.Metadata.Labels) > 0 {
 		return refuseWith(fmt.Errorf("spec.template.backupSpec.metadata.labels is restricted: nacflow sets the labels of every run"))
 	}

@@ -11,9 +11,34 @@ import (
 // that nacflow owns the labels that tie each run to its tenant.
 type NonAdminScheduleTemplate struct {
 	// backupSpec is the Velero BackupSpec of every run, checked with the
-	// rules (and the admin's args.enforce) of a NonAdminBackup.
+	// rules (and the admin's args.enforce) of a NonAdminBackup, and OADP's
+	// 2026 backupType.
 	// +required
-	BackupSpec *velerov1.BackupSpec `json:"backupSpec"`
+	BackupSpec *ScheduleBackupSpec `json:"backupSpec"`
+}
+
+// Backup types of ScheduleBackupSpec.BackupType (Velero's BackupType,
+// velero PR #9954).
+const (
+	BackupTypeFull        = "Full"
+	BackupTypeIncremental = "Incremental"
+)
+
+// ScheduleBackupSpec is a Velero BackupSpec with backupType, the field
+// OADP's 2026 NonAdminSchedule template carries from Velero's BackupSpec
+// (velero PR #9954, after Velero 1.18): kept in the CRD so that a manifest
+// setting it never loses it in silence.
+type ScheduleBackupSpec struct {
+	velerov1.BackupSpec `json:",inline"`
+
+	// backupType is Full or Incremental (Velero's default): whether
+	// file-system and data-mover backups upload every volume's data, or only
+	// what changed since the last backup. Velero 1.18, which nacflow drives,
+	// has no such field and is always incremental: Incremental is accepted
+	// (what Velero does), Full is refused with a message.
+	// +optional
+	// +kubebuilder:validation:Enum=Full;Incremental
+	BackupType string `json:"backupType,omitempty"`
 }
 
 // NonAdminScheduleSpec is what a namespace owner schedules (OADP NAC's

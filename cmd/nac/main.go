@@ -100,25 +100,27 @@ type options struct {
 	leaderElect   bool
 	queueWindow   time.Duration
 	bslApproval   bool
-	credCheck     time.Duration
-	minRetry      time.Duration
-	maxRetry      time.Duration
-	syncPeriod    time.Duration
-	gcPeriod      time.Duration
-	pprofAddr     string
-	qps           float64
-	burst         int
-	concurrency   int
-	eventQPS      float64
-	eventBurst    int
-	eventQueue    int
-	maxInVelero   int
-	maxRestores   int
-	tenantRole    string
-	adminOwned    string
-	precheck      bool
-	usageRate     float64
-	usageBurst    int
+	// downloadsOnTenantLocations is --require-tenant-location-for-downloads.
+	downloadsOnTenantLocations bool
+	credCheck                  time.Duration
+	minRetry                   time.Duration
+	maxRetry                   time.Duration
+	syncPeriod                 time.Duration
+	gcPeriod                   time.Duration
+	pprofAddr                  string
+	qps                        float64
+	burst                      int
+	concurrency                int
+	eventQPS                   float64
+	eventBurst                 int
+	eventQueue                 int
+	maxInVelero                int
+	maxRestores                int
+	tenantRole                 string
+	adminOwned                 string
+	precheck                   bool
+	usageRate                  float64
+	usageBurst                 int
 	// endpoints are the --endpoint-* flags; unchecked is
 	// --unchecked-credential-providers.
 	endpoints endpoint.Lists
@@ -235,6 +237,8 @@ func registerFlags(fs *flag.FlagSet, o *options) *zap.Options {
 		"Elect a leader (a Lease in the OADP namespace) so that only one replica reconciles.")
 	fs.DurationVar(&o.queueWindow, "queue-refresh-window", veleroqueue.DefaultRefreshWindow,
 		"How long waiting NonAdminBackups' queue positions may lag a finished backup; all completions within it cost one status write per waiting NAB.")
+	fs.BoolVar(&o.downloadsOnTenantLocations, "require-tenant-location-for-downloads", false,
+		"OADP NAC's rule for NonAdminDownloadRequests: serve files only of backups kept on the namespace's own NonAdminBackupStorageLocation; one on the admin's location is refused (NonAdminBackupStorageLocationNotUsed=True). Off: a tenant reads the files of every backup of its own namespace.")
 	fs.BoolVar(&o.bslApproval, "require-approval-for-bsl", false,
 		"Tenants' NonAdminBackupStorageLocations wait for a cluster admin to approve their NonAdminBackupStorageLocationRequest in the OADP namespace; without it requests are approved automatically. Given, it wins over a DataProtectionApplication's spec.nonAdmin.requireApprovalForBSL.")
 	fs.DurationVar(&o.syncPeriod, "backup-sync-period", controllers.DefaultBackupSyncPeriod,
@@ -431,7 +435,7 @@ func run(o options) error {
 		}
 	}
 	registry, err := phases.NewRegistry(phases.Clients{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorderFor("nacflow-blueprint"), Queue: queue, Turns: turns, Locations: locations},
-		phases.Options{RequireApprovalForBSL: o.bslApproval, Settings: settings, MaxBackupsInVelero: o.maxInVelero, MaxRestoresInVelero: o.maxRestores,
+		phases.Options{RequireApprovalForBSL: o.bslApproval, RequireTenantLocationForDownloads: o.downloadsOnTenantLocations, Settings: settings, MaxBackupsInVelero: o.maxInVelero, MaxRestoresInVelero: o.maxRestores,
 			TenantRole: o.tenantRole, AdminOwned: adminOwned, RestorePrecheck: o.precheck,
 			Endpoints: endpoints, UncheckedCredentialProviders: o.unchecked,
 			Quotas: phases.BlueprintQuotas{Resolver: &blueprints.Resolver{Reader: caps.BlueprintReader(mgr.GetClient()), Namespace: o.oadpNamespace}}})
