@@ -149,14 +149,15 @@ func (s *E2ESuite) TestReadmeWalkthrough(c *C) {
 	c.Check(s.kubectl(c, "apply", "-f", "examples/nonadmindownloadrequest.yaml"), Matches, "nonadmindownloadrequest.oadp.openshift.io/sample-log created\n")
 	log := downloadURL(c, s.servedURL(c, "demo", "sample-log"))
 	c.Check(strings.Contains(log, "backup=openshift-adp/"+name), Equals, true, Commentf("%.300s", log))
-	// The same request in another namespace is refused.
+	// The same request in another namespace finds no such backup there: it
+	// backs off as OADP NAC's does.
 	s.kubectl(c, "create", "namespace", "other")
 	example, err := os.ReadFile(filepath.Join(s.root, "examples", "nonadmindownloadrequest.yaml"))
 	c.Assert(err, IsNil)
 	s.kubectlIn(c, strings.ReplaceAll(string(example), "namespace: demo", "namespace: other"), "apply", "-f", "-")
 	e2estack.Eventually(c, 30*time.Second, func() (bool, string) {
-		out := s.kubectl(c, "get", "nadr", "-n", "other", "sample-log", "-o", `jsonpath={.status.conditions[?(@.type=="Accepted")].message}`)
-		return out == "spec.target.name: NonAdminBackup other/sample does not exist", out
+		out := s.kubectl(c, "get", "nadr", "-n", "other", "sample-log", "-o", `jsonpath={.status.conditions[?(@.type=="NonAdminBackupNotAvailable")].message}`)
+		return out == "cannot get nonadminbackup: NonAdminBackup other/sample does not exist (yet): the request waits for it", out
 	})
 }
 
