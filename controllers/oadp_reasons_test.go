@@ -20,10 +20,7 @@ import (
 // nacflow's constants.
 func (s *ControllerSuite) TestBSLConditionReasonsAreOADPs(c *C) {
 	ctx := context.Background()
-	ns := createNamespace(c, "oadp-reasons")
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "creds"}, Type: corev1.SecretTypeOpaque,
-		Data: map[string][]byte{"cloud": []byte("[default]\naws_access_key_id=one\naws_secret_access_key=one-secret\n")}}
-	c.Assert(testClient.Create(ctx, secret), IsNil)
+	ns := tenantWithCreds(c)
 	nabsl := newNABSL(ns, "bucket", "creds")
 	c.Assert(testClient.Create(ctx, nabsl), IsNil)
 
@@ -46,7 +43,8 @@ func (s *ControllerSuite) TestBSLConditionReasonsAreOADPs(c *C) {
 	reasonIs("BackupStorageLocationSynced", metav1.ConditionTrue, "BackupStorageLocationCreated")
 
 	// A rotated credential updates the copy.
-	c.Assert(testClient.Get(ctx, client.ObjectKeyFromObject(secret), secret), IsNil)
+	secret := &corev1.Secret{}
+	c.Assert(testClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "creds"}, secret), IsNil)
 	before := secret.DeepCopy()
 	secret.Data["cloud"] = []byte("[default]\naws_access_key_id=two\naws_secret_access_key=two-secret\n")
 	c.Assert(testClient.Patch(ctx, secret, client.MergeFrom(before)), IsNil)
