@@ -278,7 +278,7 @@ func newPlanCommand(o *Options) *cobra.Command {
 			}
 			uuid := "<nacuuid>"
 			if obj.GetUID() != "" {
-				uuid = v1alpha1.NACUUIDOf(obj.GetUID())
+				uuid = v1alpha1.DerivedNACUUID(obj)
 			}
 			reg, err := offlineRegistry()
 			if err != nil {

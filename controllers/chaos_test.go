@@ -314,7 +314,7 @@ func (s *ChaosSuite) TestCrashInjection(c *C) {
 			continue
 		}
 		c.Assert(testClient.Get(ctx, client.ObjectKeyFromObject(op.obj), op.obj), IsNil)
-		uuid := v1alpha1.NACUUIDOf(op.obj.GetUID())
+		uuid := v1alpha1.DerivedNACUUID(op.obj)
 		owners[uuid] = true
 		var n int
 		switch op.obj.(type) {

@@ -94,8 +94,8 @@ func (s *ControllerSuite) TestCredentialAndEndpointAttacks(c *C) {
 			}
 			return false, joined(evs)
 		})
-		nothingCreatedFor(c, s.oadp, v1alpha1.NACUUIDOf(got.UID), a.name)
-		req, bsl, sec := bslObjects(c, s.oadp, v1alpha1.NACUUIDOf(got.UID))
+		nothingCreatedFor(c, s.oadp, v1alpha1.DerivedNACUUID(got), a.name)
+		req, bsl, sec := bslObjects(c, s.oadp, v1alpha1.DerivedNACUUID(got))
 		c.Check(req, IsNil, Commentf("%s: an approval request was made", a.name))
 		c.Check(bsl, IsNil)
 		c.Check(sec, IsNil)
@@ -112,7 +112,7 @@ func (s *ControllerSuite) TestRotationToForbiddenCredential(c *C) {
 	l := nabslOn(ns, "rotated", "rotated-bucket", "")
 	c.Assert(testClient.Create(ctx, l), IsNil)
 	s.approveAndAvailable(c, l)
-	nacuuid := v1alpha1.NACUUIDOf(getNABSL(c, l).UID)
+	nacuuid := v1alpha1.DerivedNACUUID(getNABSL(c, l))
 
 	secret := &corev1.Secret{}
 	c.Assert(testClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "creds"}, secret), IsNil)
@@ -186,7 +186,7 @@ func (s *ControllerSuite) TestEndpointRenamedAfterAcceptance(c *C) {
 	l.Spec.BackupStorageLocationSpec.Config = map[string]string{"region": "us-east-1", "s3Url": "http://store.rebind.test:9000"}
 	c.Assert(testClient.Create(ctx, l), IsNil)
 	s.approveAndAvailable(c, l)
-	nacuuid := v1alpha1.NACUUIDOf(getNABSL(c, l).UID)
+	nacuuid := v1alpha1.DerivedNACUUID(getNABSL(c, l))
 
 	testDNS.set("store.rebind.test", "169.254.169.254")
 	var got *v1alpha1.NonAdminBackupStorageLocation

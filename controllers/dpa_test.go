@@ -149,7 +149,7 @@ func (s *DPASuite) TestDataProtectionApplicationSettings(c *C) {
 		msg := got.Status.Plan.Phase("approval").Message
 		return strings.HasSuffix(msg, "(approval required by "+source+".requireApprovalForBSL)"), msg
 	})
-	nacuuid := v1alpha1.NACUUIDOf(getNABSL(c, loc).UID)
+	nacuuid := v1alpha1.DerivedNACUUID(getNABSL(c, loc))
 	req, bsl, _ := bslObjects(c, s.oadp, nacuuid)
 	c.Assert(req, NotNil)
 	c.Check(req.Spec.ApprovalDecision, Equals, v1alpha1.ApprovalPending)

@@ -141,7 +141,7 @@ func (r *faultRun) allComplete(c *C, ops []client.Object, timeout time.Duration)
 		for _, ps := range op.(interface{ GetPlan() *v1alpha1.PlanStatus }).GetPlan().Phases {
 			c.Check(ps.Attempts <= 1, Equals, true, Commentf("%s phase %s: %d attempts", client.ObjectKeyFromObject(op), ps.Name, ps.Attempts))
 		}
-		uuid := v1alpha1.NACUUIDOf(op.GetUID())
+		uuid := v1alpha1.DerivedNACUUID(op)
 		switch op.(type) {
 		case *v1alpha1.NonAdminBackup:
 			c.Check(veleroBackupsOf(c, r.oadp, uuid), HasLen, 1)

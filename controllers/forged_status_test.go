@@ -99,13 +99,13 @@ func (s *ControllerSuite) locationAs(c *C, cl client.Client, ns, name string) (*
 	var sec *corev1.Secret
 	eventually(c, 10*time.Second, func() (bool, string) {
 		nabsl = getNABSL(c, nabsl)
-		req, _, _ = bslObjects(c, s.oadp, v1alpha1.NACUUIDOf(nabsl.UID))
+		req, _, _ = bslObjects(c, s.oadp, v1alpha1.DerivedNACUUID(nabsl))
 		return req != nil, fmt.Sprintf("%+v", nabsl.Status.Plan)
 	})
 	decide(c, req, v1alpha1.ApprovalApprove)
 	eventually(c, 10*time.Second, func() (bool, string) {
 		nabsl = getNABSL(c, nabsl)
-		req, bsl, sec = bslObjects(c, s.oadp, v1alpha1.NACUUIDOf(nabsl.UID))
+		req, bsl, sec = bslObjects(c, s.oadp, v1alpha1.DerivedNACUUID(nabsl))
 		v := nabsl.Status.VeleroBackupStorageLocation
 		return bsl != nil && sec != nil && v != nil && v.Name == bsl.Name, fmt.Sprintf("%+v", nabsl.Status.Plan)
 	})

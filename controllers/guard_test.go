@@ -82,7 +82,7 @@ func (s *ControllerSuite) TestSafetyRuleHostileSecretName(c *C) {
 	c.Assert(testClient.Create(ctx, victim), IsNil)
 	defer func() { c.Check(testClient.Delete(ctx, victim), IsNil) }()
 	s.approveAndAvailable(c, victim)
-	_, victimBSL, victimCopy := bslObjects(c, s.oadp, v1alpha1.NACUUIDOf(getNABSL(c, victim).UID))
+	_, victimBSL, victimCopy := bslObjects(c, s.oadp, v1alpha1.DerivedNACUUID(getNABSL(c, victim)))
 	c.Assert(victimCopy, NotNil)
 
 	bp, err := blueprints.BuiltIn(blueprints.BuiltInFor("NonAdminBackupStorageLocation"))
@@ -102,7 +102,7 @@ func (s *ControllerSuite) TestSafetyRuleHostileSecretName(c *C) {
 		thief := nabslOn(ns, fmt.Sprintf("thief-%d", i), fmt.Sprintf("guard-thief-%d", i), "")
 		thief.Annotations = map[string]string{"steal": target}
 		c.Assert(testClient.Create(ctx, thief), IsNil)
-		nacuuid := v1alpha1.NACUUIDOf(getNABSL(c, thief).UID)
+		nacuuid := v1alpha1.DerivedNACUUID(getNABSL(c, thief))
 		s.approveRequest(c, nacuuid)
 		var got *v1alpha1.NonAdminBackupStorageLocation
 		eventually(c, 10*time.Second, func() (bool, string) {
@@ -110,7 +110,8 @@ func (s *ControllerSuite) TestSafetyRuleHostileSecretName(c *C) {
 			return got.Status.Plan != nil && got.Status.Plan.State == v1alpha1.PlanFailed, fmt.Sprintf("%+v", got.Status.Plan)
 		})
 		c.Check(got.Status.Plan.Blueprint, Equals, "steal-credentials")
-		name := v1alpha1.NACObjectName(ns, thief.Name, nacuuid)
+		// A location's NACUUID is its Velero objects' name (OADP NAC's).
+		name := nacuuid
 		c.Check(got.Status.Plan.Phase("createBSL").Message, Equals, fmt.Sprintf(
 			`creating Velero BackupStorageLocation %[1]s/%[2]s: safety rule "references only this operation's objects": `+
 				`phase createBSL (CreateVeleroBSL) may not create BackupStorageLocation %[1]s/%[2]s: `+
@@ -128,7 +129,7 @@ func (s *ControllerSuite) TestSafetyRuleHostileSecretName(c *C) {
 	c.Assert(testClient.Get(ctx, client.ObjectKeyFromObject(admin), stillAdmin), IsNil)
 	c.Check(stillAdmin.Labels, HasLen, 0)
 	c.Check(stillAdmin.ResourceVersion, Equals, admin.ResourceVersion)
-	_, bsl, copied := bslObjects(c, s.oadp, v1alpha1.NACUUIDOf(getNABSL(c, victim).UID))
+	_, bsl, copied := bslObjects(c, s.oadp, v1alpha1.DerivedNACUUID(getNABSL(c, victim)))
 	c.Assert(bsl, NotNil)
 	c.Check(bsl.Spec.Credential.Name, Equals, victimCopy.Name)
 	c.Check(bsl.Spec.Credential.Name, Equals, victimBSL.Spec.Credential.Name)
@@ -224,7 +225,7 @@ func (s *ControllerSuite) TestSafetyRuleHostileWrite(c *C) {
 	c.Assert(testClient.Create(ctx, victim), IsNil)
 	defer func() { c.Check(testClient.Delete(ctx, victim), IsNil) }()
 	victimBSL := s.approveAndAvailable(c, victim)
-	_, _, victimCopy := bslObjects(c, s.oadp, v1alpha1.NACUUIDOf(getNABSL(c, victim).UID))
+	_, _, victimCopy := bslObjects(c, s.oadp, v1alpha1.DerivedNACUUID(getNABSL(c, victim)))
 
 	reg, err := engine.NewGuardedRegistry(testClient, testClient, phases.VeleroReferences{}, &deleteNamed{})
 	c.Assert(err, IsNil)

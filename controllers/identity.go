@@ -35,7 +35,7 @@ type statusRef struct {
 // memory, the status references (refs) that disagree with it, returning one
 // sentence per correction.
 //
-// The NACUUID is the one derived from obj's UID (v1alpha1.NACUUIDOf),
+// The NACUUID is the one derived from obj's UID (v1alpha1.DerivedNACUUID),
 // whatever status says: status is written by whoever may write the status
 // subresource, and admins commonly grant tenants "*" on the whole
 // oadp.openshift.io group. The one exception is adoption (adopts: the
@@ -59,7 +59,7 @@ type statusRef struct {
 func operationIdentity(ctx context.Context, c client.Reader, oadpNamespace, kind string, obj engine.Object, refs []statusRef, adopts bool) (string, []string, error) {
 	keys := obj.OriginKeys()
 	label, nameAnn, nsAnn := keys.Label, keys.NameAnnotation, keys.NamespaceAnnotation
-	derived := v1alpha1.NACUUIDOf(obj.GetUID())
+	derived := v1alpha1.DerivedNACUUID(obj)
 	ours := func(o client.Object, uuid string) bool {
 		return o != nil && o.GetLabels()[label] == uuid && o.GetAnnotations()[nsAnn] == obj.GetNamespace() && o.GetAnnotations()[nameAnn] == obj.GetName()
 	}
@@ -77,7 +77,7 @@ func operationIdentity(ctx context.Context, c client.Reader, oadpNamespace, kind
 		}
 		return o, nil
 	}
-	derivedName := v1alpha1.NACObjectName(obj.GetNamespace(), obj.GetName(), derived)
+	derivedName := v1alpha1.OperationObjectName(obj, derived)
 	named := make([]client.Object, len(refs))
 	expected := make([]bool, len(refs))
 	for i, r := range refs {

@@ -196,3 +196,62 @@ func (s *IdentitySuite) TestOperationIdentity(c *C) {
 		c.Check(nadr.Status.VeleroDownloadRequest, DeepEquals, v1alpha1.VeleroDownloadRequest{}, Commentf(tc.about))
 	}
 }
+
+// TestLocationIdentity: a NonAdminBackupStorageLocation's NACUUID is, as
+// OADP NAC makes it, the name of its Velero objects, "<namespace>-<name>-
+// <uuid>" — derived from its UID by nacflow. A location nacflow linked
+// before under a bare UUID (objects named NACObjectName(ns, name, uuid)) and
+// one OADP NAC began keep their NACUUID and objects; a forged status naming
+// another tenant's location is corrected to the derived one.
+func (s *IdentitySuite) TestLocationIdentity(c *C) {
+	ctx := context.Background()
+	sc, err := v1alpha1.NewScheme()
+	c.Assert(err, IsNil)
+	uid := types.UID("11111111-2222-3333-4444-666666666666")
+	bare := v1alpha1.NACUUIDOf(uid)
+	derived := v1alpha1.NACObjectName(idTenant, "mine", bare)
+	bsl := func(name, nacuuid, namespace, nabsl string, at time.Time) *velerov1.BackupStorageLocation {
+		return &velerov1.BackupStorageLocation{ObjectMeta: metav1.ObjectMeta{Namespace: idOADP, Name: name, CreationTimestamp: metav1.NewTime(at),
+			Labels:      map[string]string{v1alpha1.NabslOriginNACUUIDLabel: nacuuid},
+			Annotations: map[string]string{v1alpha1.NabslOriginNamespaceAnnotation: namespace, v1alpha1.NabslOriginNameAnnotation: nabsl}}}
+	}
+	const oadpLoc = "tenant-a-mine-0f6b2f4e-5d0c-4a43-8d0e-3f1f0b1c2d3e"
+	const victims = "tenant-b-theirs-0f6b2f4e-5d0c-4a43-8d0e-3f1f0b1c2d3f"
+	legacy := v1alpha1.NACObjectName(idTenant, "mine", bare)
+	cl := fake.NewClientBuilder().WithScheme(sc).WithObjects(
+		bsl(oadpLoc, oadpLoc, idTenant, "mine", nabCreated.Add(time.Second)),
+		bsl(victims, victims, idVictim, "theirs", nabCreated.Add(time.Second)),
+	).Build()
+	// nacflow's objects of a location linked before: the same name as the
+	// derived NACUUID's, labelled with the bare UUID.
+	lcl := fake.NewClientBuilder().WithScheme(sc).WithObjects(bsl(legacy, bare, idTenant, "mine", nabCreated.Add(time.Second))).Build()
+	for _, tc := range []struct {
+		about, in, uuid, name string
+	}{
+		{"none yet", "", derived, derived},
+		{"honest", derived, derived, derived},
+		{"linked by nacflow under a bare UUID", bare, bare, legacy},
+		{"OADP NAC's", oadpLoc, oadpLoc, oadpLoc},
+		{"another tenant's", victims, derived, derived},
+	} {
+		n := &v1alpha1.NonAdminBackupStorageLocation{ObjectMeta: metav1.ObjectMeta{Namespace: idTenant, Name: "mine", UID: uid, CreationTimestamp: metav1.NewTime(nabCreated)}}
+		if tc.in != "" {
+			n.Status.VeleroBackupStorageLocation = &v1alpha1.VeleroBackupStorageLocation{NACUUID: tc.in, Name: tc.in, Namespace: idOADP}
+			if tc.in == bare {
+				n.Status.VeleroBackupStorageLocation.Name = legacy
+			}
+		}
+		reader := cl
+		if tc.in == bare {
+			reader = lcl
+		}
+		uuid, _, err := operationIdentity(ctx, reader, idOADP, "NonAdminBackupStorageLocation", n, bslRefs(n), true)
+		c.Assert(err, IsNil, Commentf(tc.about))
+		c.Check(uuid, Equals, tc.uuid, Commentf(tc.about))
+		c.Check(v1alpha1.OperationObjectName(n, uuid), Equals, tc.name, Commentf(tc.about))
+		if tc.in != "" {
+			c.Check(n.Status.VeleroBackupStorageLocation.NACUUID, Equals, tc.uuid, Commentf(tc.about))
+		}
+	}
+	c.Check(derived, Matches, `tenant-a-mine-[0-9a-f-]{36}`)
+}

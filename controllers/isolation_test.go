@@ -149,7 +149,7 @@ func (s *ControllerSuite) TestTenantIsolationAttacks(c *C) {
 	c.Assert(testClient.Create(ctx, steal), IsNil)
 	msg := refusedByController(c, steal)
 	c.Check(msg, Matches, `spec.backupStorageLocationSpec.credential: Secret "victim-creds" not found in namespace .*`)
-	nothingCreatedFor(c, s.oadp, v1alpha1.NACUUIDOf(steal.UID), "another tenant's Secret")
+	nothingCreatedFor(c, s.oadp, v1alpha1.DerivedNACUUID(steal), "another tenant's Secret")
 
 	// The victim's backup is untouched through all of it.
 	c.Assert(testClient.Get(ctx, client.ObjectKeyFromObject(victimBackup), &velerov1.Backup{}), IsNil)
@@ -225,7 +225,7 @@ func nabslOn(ns, name, bucket, prefix string) *v1alpha1.NonAdminBackupStorageLoc
 // plays Velero: the BSL turns Available. It returns the BSL.
 func (s *ControllerSuite) approveAndAvailable(c *C, nabsl *v1alpha1.NonAdminBackupStorageLocation) *velerov1.BackupStorageLocation {
 	ctx := context.Background()
-	nacuuid := v1alpha1.NACUUIDOf(getNABSL(c, nabsl).UID)
+	nacuuid := v1alpha1.DerivedNACUUID(getNABSL(c, nabsl))
 	var req *v1alpha1.NonAdminBackupStorageLocationRequest
 	eventually(c, 10*time.Second, func() (bool, string) {
 		req, _, _ = bslObjects(c, s.oadp, nacuuid)
@@ -274,7 +274,7 @@ func (s *ControllerSuite) TestStorageAttacks(c *C) {
 		c.Assert(testClient.Create(ctx, l), IsNil, Commentf(tc.about))
 		msg := refusedWithStatus(c, l, tc.about)
 		c.Check(msg, Matches, regexpQuoteMeta(tc.msg), Commentf(tc.about))
-		nothingCreatedFor(c, s.oadp, v1alpha1.NACUUIDOf(l.UID), tc.about)
+		nothingCreatedFor(c, s.oadp, v1alpha1.DerivedNACUUID(l), tc.about)
 	}
 
 	// Two locations of one tenant: the later one inside the earlier one's
@@ -287,8 +287,8 @@ func (s *ControllerSuite) TestStorageAttacks(c *C) {
 	c.Assert(testClient.Create(ctx, inside), IsNil)
 	msg := refusedWithStatus(c, inside, "inside another location")
 	c.Check(msg, Matches, fmt.Sprintf(`spec\.backupStorageLocationSpec\.objectStorage\.prefix: aws own-bucket prefix %s/nested overlaps NonAdminBackupStorageLocation %s/first .*`, ns, ns))
-	nothingCreatedFor(c, s.oadp, v1alpha1.NACUUIDOf(inside.UID), "inside another location")
-	_, still, _ := bslObjects(c, s.oadp, v1alpha1.NACUUIDOf(first.UID))
+	nothingCreatedFor(c, s.oadp, v1alpha1.DerivedNACUUID(inside), "inside another location")
+	_, still, _ := bslObjects(c, s.oadp, v1alpha1.DerivedNACUUID(first))
 	c.Check(still, NotNil, Commentf("the earlier location keeps its Velero BSL"))
 
 	// An admin location added later on that folder's bucket: within a
@@ -299,7 +299,7 @@ func (s *ControllerSuite) TestStorageAttacks(c *C) {
 	msg = refusedWithStatus(c, first, "an admin location added later")
 	c.Check(msg, Matches, `.*bucket "own-bucket" is used by BackupStorageLocation `+s.oadp+`/admin-later \(admin\).*`)
 	eventually(c, 10*time.Second, func() (bool, string) {
-		_, b, sec := bslObjects(c, s.oadp, v1alpha1.NACUUIDOf(first.UID))
+		_, b, sec := bslObjects(c, s.oadp, v1alpha1.DerivedNACUUID(first))
 		return b == nil && sec == nil, "the overlapping tenant BSL and Secret copy are not withdrawn yet"
 	})
 	for _, a := range []*velerov1.BackupStorageLocation{admin, later} {
@@ -384,7 +384,7 @@ func (s *ControllerSuite) TestApprovalCoversSpec(c *C) {
 	l := nabslOn(ns, "approved", "approved-bucket", "")
 	c.Assert(testClient.Create(ctx, l), IsNil)
 	s.approveAndAvailable(c, l)
-	nacuuid := v1alpha1.NACUUIDOf(getNABSL(c, l).UID)
+	nacuuid := v1alpha1.DerivedNACUUID(getNABSL(c, l))
 	eventually(c, 10*time.Second, func() (bool, string) {
 		req, _, _ := bslObjects(c, s.oadp, nacuuid)
 		return req.Status.ApprovedSpec != nil && req.Status.ApprovedSpec.ObjectStorage.Bucket == "approved-bucket", fmt.Sprintf("%+v", req.Status)
@@ -462,7 +462,7 @@ func (s *ControllerSuite) TestApprovalCoversSpec(c *C) {
 	c.Assert(cond, NotNil)
 	c.Check(cond.Reason, Equals, "BslSpecUpdateRejected", Commentf("OADP NAC's reason"))
 	eventually(c, 10*time.Second, func() (bool, string) {
-		req, b, sec := bslObjects(c, s.oadp, v1alpha1.NACUUIDOf(got.UID))
+		req, b, sec := bslObjects(c, s.oadp, v1alpha1.DerivedNACUUID(got))
 		return b == nil && sec == nil && req.Spec.ApprovalDecision == v1alpha1.ApprovalApprove, "the refused location's BSL is not withdrawn yet"
 	})
 }

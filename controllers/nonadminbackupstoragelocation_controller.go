@@ -238,7 +238,7 @@ func (r *NonAdminBackupStorageLocationReconciler) revision(ctx context.Context, 
 	req := &v1alpha1.NonAdminBackupStorageLocationRequest{}
 	// The request is the operation's own, named from the UID: never from
 	// status.
-	name := v1alpha1.NACObjectName(n.Namespace, n.Name, v1alpha1.NACUUIDOf(n.UID))
+	name := v1alpha1.OperationObjectName(n, v1alpha1.DerivedNACUUID(n))
 	err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.OADPNamespace, Name: name}, req)
 	switch {
 	case err == nil && req.Spec.ApprovalDecision != "":

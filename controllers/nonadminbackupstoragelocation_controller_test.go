@@ -37,6 +37,9 @@ func getNABSL(c *C, n *v1alpha1.NonAdminBackupStorageLocation) *v1alpha1.NonAdmi
 // bslObjects returns what exists in oadp for the location with nacuuid: its
 // request, Velero BSL and copied Secret (nil when absent).
 func bslObjects(c *C, oadp, nacuuid string) (*v1alpha1.NonAdminBackupStorageLocationRequest, *velerov1.BackupStorageLocation, *corev1.Secret) {
+	// A location's NACUUID is "<namespace>-<name>-<uuid>": a bare UUID
+	// here would find nothing and prove nothing.
+	c.Assert(nacuuid, Not(Matches), `[0-9a-f-]{36}`)
 	sel := client.MatchingLabels{v1alpha1.NabslOriginNACUUIDLabel: nacuuid}
 	reqs := &v1alpha1.NonAdminBackupStorageLocationRequestList{}
 	bsls := &velerov1.BackupStorageLocationList{}
@@ -81,7 +84,7 @@ func (s *ControllerSuite) TestBSLLifecycle(c *C) {
 		got = getNABSL(c, nabsl)
 		return got.Status.Plan != nil && got.Status.Plan.Current == "approval: waiting", fmt.Sprintf("%+v", got.Status.Plan)
 	})
-	nacuuid := v1alpha1.NACUUIDOf(got.UID)
+	nacuuid := v1alpha1.DerivedNACUUID(got)
 	req, bsl, sec := bslObjects(c, s.oadp, nacuuid)
 	c.Assert(req, NotNil)
 	c.Check(bsl, IsNil)
@@ -91,6 +94,10 @@ func (s *ControllerSuite) TestBSLLifecycle(c *C) {
 	c.Check(req.Status.Phase, Equals, v1alpha1.NonAdminBSLRequestPhasePending)
 	c.Check(req.Status.Requested().ObjectStorage.Prefix, Equals, ns+"/mybucket")
 	c.Check(got.Status.Phase, Equals, v1alpha1.NonAdminPhaseNew)
+	// Linked to its request while pending (OADP NAC's order; OADP's CLI
+	// lists pending requests through this link).
+	c.Assert(got.Status.VeleroBackupStorageLocation, NotNil)
+	c.Check([]string{got.Status.VeleroBackupStorageLocation.NACUUID, got.Status.VeleroBackupStorageLocation.Name}, DeepEquals, []string{nacuuid, req.Name})
 	cond := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionClusterAdminApproved)
 	c.Assert(cond, NotNil)
 	c.Check(cond.Reason, Equals, v1alpha1.ReasonPendingApproval)
@@ -131,6 +138,13 @@ func (s *ControllerSuite) TestBSLLifecycle(c *C) {
 			fmt.Sprintf("%s %+v", got.Status.Plan.Current, v)
 	})
 	c.Check(got.Status.Phase, Equals, v1alpha1.NonAdminPhaseCreated)
+	// One string, as OADP NAC makes it, is the NACUUID and the name of the
+	// request, the Secret copy and the Velero BSL: OADP's CLI fetches the
+	// request named by status.veleroBackupStorageLocation.nacuuid.
+	c.Check(nacuuid, Matches, ns+"-"+nabsl.Name+"-[0-9a-f-]{36}")
+	v := got.Status.VeleroBackupStorageLocation
+	c.Check([]string{v.NACUUID, v.Name, v.Namespace}, DeepEquals, []string{nacuuid, nacuuid, s.oadp})
+	c.Check([]string{req.Name, sec.Name, bsl.Name}, DeepEquals, []string{nacuuid, nacuuid, nacuuid})
 	for _, t := range []string{v1alpha1.ConditionAccepted, v1alpha1.ConditionClusterAdminApproved, v1alpha1.ConditionSecretSynced, v1alpha1.ConditionBackupStorageLocationSynced} {
 		c.Check(meta.IsStatusConditionTrue(got.Status.Conditions, t), Equals, true, Commentf(t))
 	}
@@ -217,7 +231,7 @@ func (s *ControllerSuite) TestBSLRefusals(c *C) {
 	})
 	g := getNABSL(c, missing)
 	c.Check(g.Status.Phase, Equals, v1alpha1.NonAdminPhaseBackingOff)
-	req, bsl, sec := bslObjects(c, s.oadp, v1alpha1.NACUUIDOf(g.UID))
+	req, bsl, sec := bslObjects(c, s.oadp, v1alpha1.DerivedNACUUID(g))
 	c.Check(req == nil && bsl == nil && sec == nil, Equals, true)
 
 	// What can never be valid is refused at apply.

@@ -34,7 +34,7 @@ func (s *ControllerSuite) TestBSLConditionReasonsAreOADPs(c *C) {
 	reasonIs("Accepted", metav1.ConditionTrue, "BslSpecValidation")
 	reasonIs("ClusterAdminApproved", metav1.ConditionFalse, "BslSpecApprovalPending")
 
-	nacuuid := v1alpha1.NACUUIDOf(getNABSL(c, nabsl).UID)
+	nacuuid := v1alpha1.DerivedNACUUID(getNABSL(c, nabsl))
 	req, _, _ := bslObjects(c, s.oadp, nacuuid)
 	c.Assert(req, NotNil)
 	decide(c, req, v1alpha1.ApprovalApprove)

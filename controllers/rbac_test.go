@@ -195,6 +195,6 @@ func (s *ChaosSuite) TestControllerRunsOnItsOwnRBAC(c *C) {
 		}
 		return true, ""
 	})
-	req, bsl, sec := bslObjects(c, r.oadp, v1alpha1.NACUUIDOf(ops[3].GetUID()))
+	req, bsl, sec := bslObjects(c, r.oadp, v1alpha1.DerivedNACUUID(ops[3]))
 	c.Check(req == nil && bsl == nil && sec == nil, Equals, true)
 }

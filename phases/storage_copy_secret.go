@@ -68,7 +68,7 @@ func (f *CopySecret) Run(ctx context.Context, op *engine.Operation, nabsl *v1alp
 	}
 	copied := map[string][]byte{cred.Key: data}
 	want := &corev1.Secret{
-		ObjectMeta: op.ObjectMeta(v1alpha1.NACObjectName(nabsl.Namespace, nabsl.Name, op.UUID)),
+		ObjectMeta: op.ObjectMeta(v1alpha1.OperationObjectName(nabsl, op.UUID)),
 		Type:       src.Type,
 		Data:       copied,
 	}

@@ -61,7 +61,7 @@ func (f *CreateVeleroBSL) Run(ctx context.Context, op *engine.Operation, nabsl *
 		Key:                  nabsl.Spec.BackupStorageLocationSpec.Credential.Key,
 	}
 	want := &velerov1.BackupStorageLocation{
-		ObjectMeta: op.ObjectMeta(v1alpha1.NACObjectName(nabsl.Namespace, nabsl.Name, op.UUID)),
+		ObjectMeta: op.ObjectMeta(v1alpha1.OperationObjectName(nabsl, op.UUID)),
 		Spec:       *spec,
 	}
 	// Recorded before the location exists: Velero may sync a location's

@@ -49,8 +49,10 @@ func (a RequestApprovalArgs) Validate() error {
 // RequestApproval is the admin approval gate of a
 // NonAdminBackupStorageLocation (OADP's approval flow). It creates (or
 // adopts) a NonAdminBackupStorageLocationRequest in the OADP namespace, named
-// like the location's other objects, whose status shows the admin the
-// effective spec asked for. Without --require-approval-for-bsl the request is
+// like the location's other objects (its NACUUID, OADP NAC's
+// "<namespace>-<name>-<uuid>"), whose status shows the admin the effective
+// spec asked for, and links the location to it
+// (status.veleroBackupStorageLocation nacuuid, name, namespace). Without --require-approval-for-bsl the request is
 // created approved. Then, by the request's spec.approvalDecision:
 //   - approve: the request records the spec approved (status.approvedSpec:
 //     the requestedSpec the admin saw); done, ClusterAdminApproved=True.
@@ -114,7 +116,7 @@ func (f *RequestApproval) Run(ctx context.Context, op *engine.Operation, nabsl *
 		decision = v1alpha1.ApprovalPending
 	}
 	want := &v1alpha1.NonAdminBackupStorageLocationRequest{
-		ObjectMeta: op.ObjectMeta(v1alpha1.NACObjectName(nabsl.Namespace, nabsl.Name, op.UUID)),
+		ObjectMeta: op.ObjectMeta(v1alpha1.OperationObjectName(nabsl, op.UUID)),
 		Spec:       v1alpha1.NonAdminBackupStorageLocationRequestSpec{ApprovalDecision: decision},
 	}
 	obj, _, err := createOrAdoptOwn(ctx, op, f.tools.recent, "NonAdminBackupStorageLocationRequest", want, &v1alpha1.NonAdminBackupStorageLocationRequestList{})
@@ -122,6 +124,7 @@ func (f *RequestApproval) Run(ctx context.Context, op *engine.Operation, nabsl *
 		return engine.Result{}, err
 	}
 	req := obj.(*v1alpha1.NonAdminBackupStorageLocationRequest)
+	linkLocation(op, nabsl)
 	if !required && requiredBy != dpa.FromDefault && req.Spec.ApprovalDecision == v1alpha1.ApprovalPending {
 		// Approval was explicitly turned off (a DPA edit, a flag): what
 		// waited is approved, as it would have been when created. A DPA
@@ -283,9 +286,33 @@ func setApproval(nabsl *v1alpha1.NonAdminBackupStorageLocation, status metav1.Co
 // Doc implements engine.Documented.
 func (*RequestApproval) Doc() engine.FuncDoc {
 	return engine.FuncDoc{
-		Summary: "The admin approval gate: creates the NonAdminBackupStorageLocationRequest (approved at once without --require-approval-for-bsl), then goes on when approved, waits while pending, fails when rejected; pending or reject also remove the Velero BSL and copied Secret of an earlier approval.",
+		Summary: "The admin approval gate: creates the NonAdminBackupStorageLocationRequest named by the location's NACUUID (approved at once without --require-approval-for-bsl) and links status.veleroBackupStorageLocation to it, then goes on when approved, waits while pending, fails when rejected; pending or reject also remove the Velero BSL and copied Secret of an earlier approval.",
 		Outputs: []string{"request: the request's name"},
 		Errors:  "reject is terminal; " + apiRetried,
 		Waits:   true,
+	}
+}
+
+// linkLocation records in nabsl's status.veleroBackupStorageLocation the
+// operation's NACUUID, the OADP namespace and the name its Velero BSL has
+// (or will have) — where empty — once its request exists, before any
+// approval: OADP NAC links a location so (setVeleroBSLUUIDInNaBSLStatus,
+// before creating the request), and OADP's CLI finds a pending request by
+// that NACUUID (`kubectl oadp nabsl-request get`). A NonAdminBackup uses a
+// location only once it is approved, Created and Available, whatever the
+// link says.
+func linkLocation(op *engine.Operation, nabsl *v1alpha1.NonAdminBackupStorageLocation) {
+	if nabsl.Status.VeleroBackupStorageLocation == nil {
+		nabsl.Status.VeleroBackupStorageLocation = &v1alpha1.VeleroBackupStorageLocation{}
+	}
+	vb := nabsl.Status.VeleroBackupStorageLocation
+	if vb.NACUUID == "" {
+		vb.NACUUID = op.UUID
+	}
+	if vb.Name == "" {
+		vb.Name = v1alpha1.OperationObjectName(nabsl, op.UUID)
+	}
+	if vb.Namespace == "" {
+		vb.Namespace = op.OADPNamespace
 	}
 }

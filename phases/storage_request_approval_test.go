@@ -34,7 +34,8 @@ func approval(c *C, required bool) (*v1alpha1.NonAdminBackupStorageLocation, eng
 	fn, ok := reg.Get("RequestApproval")
 	c.Assert(ok, Equals, true)
 	nabsl := &v1alpha1.NonAdminBackupStorageLocation{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "bucket"}}
-	res, err := fn.Run(context.Background(), &engine.Operation{Object: nabsl, OADPNamespace: "oadp", UUID: "u-1"}, fn.NewArgs())
+	// A location's NACUUID is the name of its objects (OADP NAC's).
+	res, err := fn.Run(context.Background(), &engine.Operation{Object: nabsl, OADPNamespace: "oadp", UUID: "team-bucket-u-1"}, fn.NewArgs())
 	return nabsl, res, err, cl
 }
 
@@ -56,6 +57,11 @@ func (s *ApprovalSuite) TestApprovalRequiredWaits(c *C) {
 	c.Check(res.Wait, Equals, true)
 	c.Check(res.Message, Matches, `waiting for a cluster admin to approve NonAdminBackupStorageLocationRequest oadp/team-bucket-u-1 \(approval required by flag --require-approval-for-bsl\)`)
 	c.Check(nabsl.Status.Phase, Equals, v1alpha1.NonAdminPhaseNew)
+	// Linked while pending, as OADP NAC links it: OADP's CLI finds the
+	// request by this NACUUID.
+	vb := nabsl.Status.VeleroBackupStorageLocation
+	c.Assert(vb, NotNil)
+	c.Check([]string{vb.NACUUID, vb.Name, vb.Namespace}, DeepEquals, []string{"team-bucket-u-1", "team-bucket-u-1", "oadp"})
 }
 
 // An approval OADP NAC had the admin give — its request records the

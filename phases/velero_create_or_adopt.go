@@ -38,7 +38,7 @@ func createOrAdopt(ctx context.Context, op *engine.Operation, recent *recentCrea
 // the rest from the cache.
 func createOrAdoptOwn(ctx context.Context, op *engine.Operation, recent *recentCreates, kind string, want client.Object, list client.ObjectList) (client.Object, string, error) {
 	label := op.OriginLabel()
-	if list != nil && op.UUID != v1alpha1.NACUUIDOf(op.Object.GetUID()) {
+	if list != nil && op.UUID != v1alpha1.DerivedNACUUID(op.Object) {
 		existing, err := findOwn(ctx, op, list)
 		if err != nil {
 			return nil, "", fmt.Errorf("looking for this operation's %s: %w", kind, err)

@@ -50,6 +50,14 @@ type Kind struct {
 	// Velero DownloadRequest is not among them: Velero deletes it itself
 	// once it has expired.
 	GarbageCollected func() []client.ObjectList
+	// NACUUIDIsName is true for the kinds whose NACUUID is also the name of
+	// the objects their operation makes in the OADP namespace,
+	// "<namespace>-<name>-<uuid>" (OADP NAC's GenerateNacObjectUUID, which
+	// OADP's CLI relies on for locations: `kubectl oadp nabsl-request get`
+	// fetches the request named by status.veleroBackupStorageLocation.nacuuid).
+	// For the others the NACUUID is the bare UUID and the objects are named
+	// NACObjectName(namespace, name, nacuuid). See DerivedNACUUID.
+	NACUUIDIsName bool
 }
 
 // The blueprint actions the controllers run (Kind.Actions), each named once.

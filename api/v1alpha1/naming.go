@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // nacuuidSpace is the name space of NACUUIDs derived from a NAC object's UID.
@@ -21,6 +22,44 @@ var nacuuidSpace = uuid.MustParse("6f0d3a52-3c1e-4f8e-9a52-4b7a0d6c2e11")
 // which whoever may write the status subresource can forge.
 func NACUUIDOf(uid types.UID) string {
 	return uuid.NewSHA1(nacuuidSpace, []byte(uid)).String()
+}
+
+// DerivedNACUUID returns the NACUUID nacflow derives for the operation of
+// the NAC object obj (of a registry kind; any other object is treated as a
+// kind without Kind.NACUUIDIsName): for a kind whose NACUUID is a name
+// (NonAdminBackupStorageLocation), NACObjectName(namespace, name,
+// NACUUIDOf(uid)) — "<namespace>-<name>-<uuid>", at most 63 characters, the
+// shape of OADP NAC's GenerateNacObjectUUID, derived rather than drawn; for
+// the others NACUUIDOf(uid), 36 characters.
+func DerivedNACUUID(obj client.Object) string {
+	id := NACUUIDOf(obj.GetUID())
+	if k, ok := KindOf(obj); ok && k.NACUUIDIsName {
+		return NACObjectName(obj.GetNamespace(), obj.GetName(), id)
+	}
+	return id
+}
+
+// OperationObjectName returns the name of the objects the operation nacuuid
+// of the NAC object obj makes in the OADP namespace. For a kind whose NACUUID
+// is a name (Kind.NACUUIDIsName) it is nacuuid itself — what nacflow derives
+// and what OADP NAC records alike — except for a bare 36-character UUID, the
+// NACUUID nacflow recorded for such kinds before, whose objects are named
+// NACObjectName(namespace, name, nacuuid); for the other kinds it is
+// NACObjectName(namespace, name, nacuuid).
+func OperationObjectName(obj client.Object, nacuuid string) string {
+	if k, ok := KindOf(obj); ok && k.NACUUIDIsName && !isBareUUID(nacuuid) {
+		return nacuuid
+	}
+	return NACObjectName(obj.GetNamespace(), obj.GetName(), nacuuid)
+}
+
+// isBareUUID reports whether s is a UUID in its 36-character form.
+func isBareUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	_, err := uuid.Parse(s)
+	return err == nil
 }
 
 // maxObjectNameLength is the longest name nacflow gives an object in the OADP

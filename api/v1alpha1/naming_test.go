@@ -49,3 +49,29 @@ func (s *NamingSuite) TestRestoreTestSandbox(c *C) {
 	}
 	c.Check(v1alpha1.RestoreTestSandbox(long1), Not(Equals), v1alpha1.RestoreTestSandbox(long2))
 }
+
+// TestLocationNACUUIDIsAName: a location's derived NACUUID is
+// "<namespace>-<name>-<uuid>" (OADP NAC's shape) and names its objects; a
+// bare UUID (what nacflow recorded for locations before) still names the
+// objects NACObjectName made; other kinds keep the bare UUID.
+func (s *NamingSuite) TestLocationNACUUIDIsAName(c *C) {
+	loc := &v1alpha1.NonAdminBackupStorageLocation{}
+	loc.Namespace, loc.Name, loc.UID = "team-a", "mine", "0a1b2c3d-0000-4000-8000-000000000001"
+	bare := v1alpha1.NACUUIDOf(loc.UID)
+	derived := v1alpha1.DerivedNACUUID(loc)
+	c.Check(derived, Equals, "team-a-mine-"+bare)
+	c.Check(v1alpha1.OperationObjectName(loc, derived), Equals, derived)
+	c.Check(v1alpha1.OperationObjectName(loc, bare), Equals, "team-a-mine-"+bare)
+	const oadp = "team-a-mine-96dfa8b7-3f6f-4c8d-a168-8527b00fbed8"
+	c.Check(v1alpha1.OperationObjectName(loc, oadp), Equals, oadp)
+
+	long := &v1alpha1.NonAdminBackupStorageLocation{}
+	long.Namespace, long.Name, long.UID = strings.Repeat("n", 30), "location", loc.UID
+	c.Check(len(v1alpha1.DerivedNACUUID(long)) <= 63, Equals, true)
+	c.Check(strings.HasSuffix(v1alpha1.DerivedNACUUID(long), bare), Equals, true)
+
+	nab := &v1alpha1.NonAdminBackup{}
+	nab.Namespace, nab.Name, nab.UID = "team-a", "mine", loc.UID
+	c.Check(v1alpha1.DerivedNACUUID(nab), Equals, bare)
+	c.Check(v1alpha1.OperationObjectName(nab, bare), Equals, "team-a-mine-"+bare)
+}

@@ -74,7 +74,11 @@ const (
 // Velero BSL and mirrors it.
 type VeleroBackupStorageLocation struct {
 	// nacuuid is the operation's NACUUID (label
-	// openshift.io/oadp-nabsl-origin-nacuuid).
+	// openshift.io/oadp-nabsl-origin-nacuuid): as OADP NAC makes it,
+	// "<namespace>-<name>-<uuid>" (at most 63 characters), which is also the
+	// name of the Velero BSL, of its Secret copy and of the
+	// NonAdminBackupStorageLocationRequest in the OADP namespace — what
+	// `kubectl oadp nabsl-request` looks the request up by.
 	// +optional
 	NACUUID string `json:"nacuuid,omitempty"`
 	// name of the Velero BSL: what a NonAdminBackup's storageLocation naming
@@ -300,5 +304,6 @@ func init() {
 		GarbageCollected: func() []client.ObjectList {
 			return []client.ObjectList{&velerov1.BackupStorageLocationList{}, &corev1.SecretList{}, &NonAdminBackupStorageLocationRequestList{}}
 		},
+		NACUUIDIsName: true,
 	})
 }
