@@ -251,7 +251,7 @@ FAST_PKGS = $$($(GO) list ./... | grep -v -e /controllers -e /test/)
 SLOW_PKGS = $(INTEGRATION_PKGS) ./test/e2e/... ./test/e2ewalk/... ./test/e2elocalcp/... ./test/e2estorage/... ./test/e2eoadp/... $(if $(filter false,$(NODE)),,./test/e2enode/...)
 # What the test binaries read: the prebuilt tools and binaries (bin/), OADP
 # NAC's source and its manager.
-TEST_ENV = NACFLOW_ASSETS=$(BIN) NACFLOW_BINARIES=$(BIN) NACFLOW_PEERS=$(PEERS) NACFLOW_OADP_NAC=$(OADP_NAC)
+TEST_ENV = NACFLOW_ASSETS=$(BIN) NACFLOW_BINARIES=$(BIN) NACFLOW_PEERS=$(PEERS) NACFLOW_OADP_NAC=$(OADP_NAC) NACFLOW_OADP_CLI=$(BIN)/oadp-cli
 # How many of SLOW_PKGS run at once: all of them (they mostly wait on
 # Velero and the API server).
 TEST_PARALLEL ?= 7
@@ -269,6 +269,18 @@ $(OADP_NAC):
 	@tmp=$$(mktemp -d) && trap 'rm -rf $$tmp' EXIT && cp -r $(PEERS) $$tmp/oadp && \
 		cd $$tmp/oadp && GOFLAGS="$(GOFLAGS) -mod=mod" GOTOOLCHAIN=local $(GO) build -o $@ ./cmd
 
+# OADP's own CLI (kubectl-oadp), both branches the peers hold, built
+# unchanged from a writable copy of its source beside OADP NAC's, for
+# test/e2eoadp: OADP's users' commands work on nacflow.
+OADP_CLI_SRC ?= $(abspath $(PEERS)/../oadp-cli)
+OADP_CLI := $(BIN)/oadp-cli/oadp-dev/kubectl-oadp $(BIN)/oadp-cli/narsupport/kubectl-oadp
+
+$(BIN)/oadp-cli/%/kubectl-oadp:
+	@test -f $(OADP_CLI_SRC)/$*/go.mod || { echo "OADP's CLI source is not at $(OADP_CLI_SRC)/$*: set PEERS=DIR (OADP NAC's; the CLI is its sibling oadp-cli)"; exit 1; }
+	@echo ">> building OADP's CLI ($*) from $(OADP_CLI_SRC)/$* (first time: a few minutes; cached in bin/)"
+	@tmp=$$(mktemp -d) && trap 'rm -rf $$tmp' EXIT && cp -r $(OADP_CLI_SRC)/$* $$tmp/cli && chmod -R u+w $$tmp/cli && \
+		cd $$tmp/cli && GOFLAGS="$(GOFLAGS) -mod=mod" GOTOOLCHAIN=local $(GO) build -o $@ .
+
 # test/e2ewalk completes `kubectl nac <TAB>` as a reader's bash does: with
 # Debian's bash-completion (kubectl's own completion needs it too).
 BASH_COMPLETION := /usr/share/bash-completion/bash_completion
@@ -283,7 +295,7 @@ bash-completion: ## Install bash-completion with apt-get where it is missing (ma
 
 .PHONY: test-build
 test-build: bash-completion ## Build everything make test runs before any test starts: tools, bin/ (make build), OADP NAC's manager, the integration and end-to-end test binaries (compiled and linked, run with no test), the image's packages.
-	@GOGC=$(BUILD_GOGC) $(MAKE) --no-print-directory -j2 KUBE_FIRST=1 $(CONTROL_PLANE) $(NODE_TOOLS) $(OADP_NAC) $(HELM) $(KREW) $(VALIDATE_KREW) $(VELERO_STACK) build install-manifest
+	@GOGC=$(BUILD_GOGC) $(MAKE) --no-print-directory -j2 KUBE_FIRST=1 $(CONTROL_PLANE) $(NODE_TOOLS) $(OADP_NAC) $(OADP_CLI) $(HELM) $(KREW) $(VALIDATE_KREW) $(VELERO_STACK) build install-manifest
 	@echo ">> compiling the integration and end-to-end test binaries"
 	@GOGC=$(BUILD_GOGC) $(GO) test -count=1 -run '^$$' $(SLOW_PKGS) > $(BIN)/.test-build.log 2>&1 || { cat $(BIN)/.test-build.log; exit 1; }
 	@echo ">> compiling the image's packages (make image, in test/e2enode)"
@@ -318,7 +330,7 @@ test-storage: $(CONTROL_PLANE) $(VELERO_STACK) build ## test/e2estorage alone: r
 	$(TEST_ENV) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -v ./test/e2estorage/... -check.v
 
 .PHONY: test-oadp
-test-oadp: $(CONTROL_PLANE) $(VELERO_STACK) $(OADP_NAC) build ## test/e2eoadp alone: OADP NAC (built from PEERS) makes backups, a restore and a location; nacflow takes them over, with the real Velero.
+test-oadp: $(CONTROL_PLANE) $(VELERO_STACK) $(OADP_NAC) $(OADP_CLI) build ## test/e2eoadp alone: OADP's CLI (both branches, built from PEERS' sibling oadp-cli) works on nacflow; OADP NAC (built from PEERS) makes backups, a restore and a location, nacflow takes them over, with the real Velero.
 	$(TEST_ENV) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -v ./test/e2eoadp/... -check.v
 
 ##@ Helm chart and krew plugin manifest
