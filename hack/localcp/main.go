@@ -260,9 +260,11 @@ func run(o options) (err error) {
 		UseExistingCluster:    &useExisting,
 		// Set here rather than from envtest's environment variables: a bad
 		// value there would fail env.Start before etcd is set up, and
-		// env.Stop would then panic. 20 s is envtest's default (per try;
-		// envtest tries up to five times).
-		ControlPlaneStartTimeout: 20 * time.Second,
+		// env.Stop would then panic. Per try (envtest tries up to five
+		// times, each from scratch): envtest's default, 20 s, is less than
+		// kube-apiserver takes on two busy cores (make test runs seven
+		// stacks side by side), and a try cut short never succeeds.
+		ControlPlaneStartTimeout: time.Minute,
 		ControlPlaneStopTimeout:  controlPlaneGrace,
 	}
 	var nodeCfg *nodeConfig
