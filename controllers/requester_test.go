@@ -16,7 +16,6 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	certutil "k8s.io/client-go/util/cert"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -65,15 +64,6 @@ func serveRequesterWebhook(ctx context.Context, c *C, h *requester.Handler, sele
 	return func() { c.Check(client.IgnoreNotFound(testClient.Delete(context.Background(), cfg)), IsNil) }
 }
 
-// asUser returns a client acting as user in groups (impersonation).
-func asUser(c *C, user string, groups ...string) client.Client {
-	cfg := rest.CopyConfig(testCfg)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: groups}
-	cl, err := client.New(cfg, client.Options{Scheme: testScheme})
-	c.Assert(err, IsNil)
-	return cl
-}
-
 // TestRequesterRecordedByTheAPIServersPath: with the requester webhook registered,
 // a NonAdminRestore a tenant creates carries the tenant as the API server
 // authenticated them (name, groups), signed, whatever record the manifest
@@ -95,7 +85,7 @@ func (s *ControllerSuite) TestRequesterRecordedByTheAPIServersPath(c *C) {
 	c.Assert(testClient.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "alice"},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "restorer"},
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "alice"}}}), IsNil)
-	alice := asUser(c, "alice", "team-a")
+	alice := as(c, "alice", "team-a")
 	forged := map[string]string{
 		requester.Annotation:          `{"user":{"username":"system:admin","groups":["system:masters"]},"at":"2026-12-06T03:00:00Z"}`,
 		requester.SignatureAnnotation: "Zm9yZ2Vk"}

@@ -42,10 +42,11 @@ func aggregated(c *C, name, from string) {
 	})
 }
 
-// as returns a client acting as user (impersonation, the API server's RBAC).
-func as(c *C, user string) client.Client {
+// as returns a client acting as user in groups (impersonation, the API
+// server's RBAC).
+func as(c *C, user string, groups ...string) client.Client {
 	cfg := rest.CopyConfig(testCfg)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: groups}
 	cl, err := client.New(cfg, client.Options{Scheme: testScheme})
 	c.Assert(err, IsNil)
 	return cl
