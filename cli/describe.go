@@ -144,7 +144,11 @@ func DescribeBSL(w io.Writer, nabsl *v1alpha1.NonAdminBackupStorageLocation, now
 	fmt.Fprintln(w)
 	if v := nabsl.Status.VeleroBackupStorageLocation; v != nil && v.Name != "" {
 		d.line(0, "Velero Location", v.Namespace+"/"+v.Name)
-		if v.Status != nil {
+		if v.Status == nil {
+			// Linked to its request before approval (OADP NAC's order):
+			// the name is the one the location will have.
+			d.line(1, "Phase", "<not created yet>")
+		} else {
 			d.line(1, "Phase", or(string(v.Status.Phase), "<unknown>"))
 			if v.Status.LastValidationTime != nil {
 				d.line(1, "Last Validated", stamp(v.Status.LastValidationTime))

@@ -76,7 +76,9 @@ func (s *PrintersSuite) TestDescribeBSLAndRequest(c *C) {
 			Plan: &v1alpha1.PlanStatus{Action: "create", Blueprint: "nonadminbackupstoragelocation", State: v1alpha1.PlanRunning, StartTime: at(0),
 				Phases: []v1alpha1.PhaseStatus{{Name: "approval", Func: "RequestApproval", State: v1alpha1.PhaseWaiting, StartTime: at(0), Attempts: 1,
 					Message: "waiting for a cluster admin to approve NonAdminBackupStorageLocationRequest demo-mine-77"}}},
-			Conditions: []metav1.Condition{{Type: "ClusterAdminApproved", Status: metav1.ConditionFalse, Reason: "PendingApproval", Message: "waiting for approval"}}},
+			Conditions: []metav1.Condition{{Type: "ClusterAdminApproved", Status: metav1.ConditionFalse, Reason: "PendingApproval", Message: "waiting for approval"}},
+			// Linked to its request while pending, as RequestApproval does.
+			VeleroBackupStorageLocation: &v1alpha1.VeleroBackupStorageLocation{NACUUID: "demo-mine-77", Name: "demo-mine-77", Namespace: "openshift-adp"}},
 	}
 	var b bytes.Buffer
 	DescribeBSL(&b, nabsl, t0.Add(5*time.Minute))
