@@ -14,6 +14,7 @@ import (
 
 	. "gopkg.in/check.v1"
 
+	"github.com/nacflow/nacflow/internal/localstack/childproc"
 	"github.com/nacflow/nacflow/test/e2estack"
 )
 
@@ -65,6 +66,7 @@ func (s *E2ESuite) startNodeAgent(c *C, node string) (string, func()) {
 	cmd := exec.Command(filepath.Join(e2estack.Assets(s.root), "velero"), "node-agent", "server",
 		"--kubeconfig", s.kubeconfig, "--namespace", "openshift-adp", "--metrics-address", metrics, "--log-level", "debug")
 	cmd.Env = append(os.Environ(), "NODE_NAME="+node, "TMPDIR="+dir)
+	cmd.SysProcAttr = childproc.SysProcAttr() // killed with the test binary
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	c.Assert(cmd.Start(), IsNil)
 	return logPath, func() {

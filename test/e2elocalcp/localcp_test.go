@@ -23,6 +23,7 @@ import (
 
 	. "gopkg.in/check.v1"
 
+	"github.com/nacflow/nacflow/internal/localstack/childproc"
 	"github.com/nacflow/nacflow/test/e2estack"
 )
 
@@ -107,6 +108,7 @@ func (s *LocalCPSuite) start(c *C, dir string, flags []string, controllerArgs ..
 	args = append(append(args, "--", filepath.Join(s.bin, "nac"), "--oadp-namespace", "openshift-adp"), controllerArgs...)
 	r := &lcRun{cmd: exec.Command(filepath.Join(s.bin, "localcp"), args...), dir: dir, exited: make(chan struct{})}
 	r.cmd.Dir = s.root
+	r.cmd.SysProcAttr = childproc.SysProcAttr() // killed with the test binary
 	pr, pw, err := os.Pipe()
 	c.Assert(err, IsNil)
 	r.cmd.Stdout, r.cmd.Stderr = pw, pw

@@ -22,6 +22,7 @@ import (
 
 	. "gopkg.in/check.v1"
 
+	"github.com/nacflow/nacflow/internal/localstack/childproc"
 	"github.com/nacflow/nacflow/test/e2estack"
 )
 
@@ -106,6 +107,7 @@ func (s *OADPSuite) startController(c *C, name string, env []string, args ...str
 	c.Assert(err, IsNil)
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Dir = s.root
+	cmd.SysProcAttr = childproc.SysProcAttr() // killed with the test binary
 	cmd.Env = append(append(os.Environ(), "KUBECONFIG="+s.st.Kubeconfig), env...)
 	cmd.Stdout, cmd.Stderr = f, f
 	c.Assert(cmd.Start(), IsNil)

@@ -27,6 +27,7 @@ import (
 
 	"gopkg.in/check.v1"
 
+	"github.com/nacflow/nacflow/internal/localstack/childproc"
 	"github.com/nacflow/nacflow/internal/localstack/testwait"
 )
 
@@ -125,6 +126,9 @@ func Launch(c *check.C, root, bin, dir, ready string, args ...string) *Stack {
 	st := &Stack{Root: root, Dir: dir, Kubeconfig: filepath.Join(dir, "kubeconfig"),
 		cmd: exec.Command(filepath.Join(bin, "localcp"), args...), exited: make(chan error, 1)}
 	st.cmd.Dir = root
+	// Killed with the test binary (a timeout, a Ctrl-C, kill): localcp's own
+	// children die with it, so an interrupted test leaves no stack behind.
+	st.cmd.SysProcAttr = childproc.SysProcAttr()
 	pr, pw, err := os.Pipe()
 	c.Assert(err, check.IsNil)
 	st.cmd.Stdout, st.cmd.Stderr = pw, pw
