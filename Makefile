@@ -419,8 +419,8 @@ deploy: install-manifest ## Install nacflow into the cluster of the current kube
 	$(KUBECTL) apply --server-side --force-conflicts -f $(DIST)/install.yaml
 
 .PHONY: undeploy
-undeploy: ## Remove the controller, its RBAC, the tenant roles and its status admission policy; keeps the CRDs and every NAC object (docs/install.md).
-	{ $(KUBECTL) kustomize config/controller; echo ---; $(KUBECTL) kustomize config/admission; } | $(KUBECTL) delete --ignore-not-found -f -
+undeploy: ## Remove the controller, its RBAC, the tenant roles, its status admission policy and its requester webhook; keeps the CRDs and every NAC object (docs/install.md).
+	{ $(KUBECTL) kustomize config/controller; echo ---; $(KUBECTL) kustomize config/admission; echo ---; $(KUBECTL) kustomize config/webhook; } | $(KUBECTL) delete --ignore-not-found -f -
 
 .PHONY: docs
 docs: ## Generate docs/functions.md (the phase function registry) and docs/cli.md (the kubectl nac command tree).
@@ -444,8 +444,10 @@ run-tools:
 	@GOGC=$(BUILD_GOGC) $(MAKE) --no-print-directory -j2 KUBE_FIRST=1 $(RUN_TOOLS) build
 
 run: run-tools ## Local control plane, object store, Velero and CRDs, a node where the machine can run one (NODE=false: none); the controller in the foreground.
-	$(LOCALCP) --assets $(BIN) --dir $(LOCAL) --oadp-namespace $(OADP_NAMESPACE) --velero=$(WITH_VELERO) --node=$(NODE) -- \
+	$(LOCALCP) --assets $(BIN) --dir $(LOCAL) --oadp-namespace $(OADP_NAMESPACE) --velero=$(WITH_VELERO) --node=$(NODE) \
+		--requester-webhook config/webhook/mutating_webhook_configuration.yaml -- \
 		$(NAC) --oadp-namespace $(OADP_NAMESPACE) --metrics-bind-address 127.0.0.1:8090 --health-probe-bind-address 127.0.0.1:8091 \
+		--webhook-port 9443 --webhook-host 127.0.0.1 --webhook-cert-dir $(LOCAL)/webhook-certs \
 		$(if $(filter false,$(WITH_VELERO)),--restore-precheck=false)
 
 BENCH_N ?= 1000

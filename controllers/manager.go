@@ -21,7 +21,13 @@ import (
 // of whoever writes a NAC kind's status: write on statuses.nacflow.io; the
 // TenantLocations object of the OADP namespace, the tenant
 // namespace of each location, which the policy nacflow-pod-volume-backups
-// reads (internal/velero/tenantlocations).
+// reads (internal/velero/tenantlocations); the requester webhook
+// (internal/runtime/webhooks): its signing key and certificate Secrets in
+// the OADP namespace (cert-controller watches them), the CA it injects into
+// its MutatingWebhookConfiguration, and SubjectAccessReviews as a restore's
+// requester.
+// +kubebuilder:rbac:groups="",namespace=openshift-adp,resources=secrets,verbs=get;list;watch;create;update
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations,verbs=get;list;watch;update
 // +kubebuilder:rbac:groups=nacflow.io,resources=statuses,verbs=write
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create

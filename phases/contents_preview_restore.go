@@ -124,7 +124,16 @@ func (f *PreviewRestore) Run(ctx context.Context, op *engine.Operation, nar *v1a
 	if err != nil {
 		return engine.Result{}, err
 	}
-	p := restorepolicy.Policy{Namespace: nar.Namespace, Bound: bound, AdminOwned: f.adminOwned, UpdateExisting: update, BucketOnly: bucketOnly}
+	who, err := f.requesters.verify(ctx, nar, f.tenantRoleName())
+	if err != nil {
+		return engine.Result{}, err
+	}
+	if who.forged != nil {
+		setRequesterCondition(nar, who)
+		return fail(who.forged.Error())
+	}
+	p := restorepolicy.Policy{Namespace: nar.Namespace, Bound: bound, AdminOwned: f.adminOwned, UpdateExisting: update, BucketOnly: bucketOnly,
+		Requester: who.user}
 	filtered, err := restoreFilters(spec)
 	if err != nil {
 		return fail(err.Error())
@@ -135,7 +144,7 @@ func (f *PreviewRestore) Run(ctx context.Context, op *engine.Operation, nar *v1a
 	if a.MaxContentsMiB > 0 {
 		limit = min(a.MaxContentsMiB, 1<<20) << 20
 	}
-	_, err = walkContents(ctx, f.tools.store, dr.Status.DownloadURL, limit, p, neverRestored, precheckLookup{op: op}, func(it contentItem) error {
+	_, err = walkContents(ctx, f.tools.store, dr.Status.DownloadURL, limit, p, neverRestored, precheckLookup{op: op, reviews: f.requesters.reviews()}, func(it contentItem) error {
 		item := v1alpha1.RestorePreviewItem{Resource: cut(it.gr.String(), 253), Name: cut(it.name, 253)}
 		// Velero's filters first: what they leave out is never judged.
 		why := ""

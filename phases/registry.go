@@ -10,6 +10,7 @@ package phases
 
 import (
 	"context"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -66,6 +67,16 @@ type restoreRules struct {
 	// adminOwned are the resources a restore never changes when they exist
 	// (--admin-owned-resources; restorepolicy.DefaultAdminOwned when unset).
 	adminOwned []schema.GroupResource
+	// requesters tell who asked for a restore (zero: no one is known).
+	requesters Requesters
+}
+
+// tenantRoleName is the tenant role's name for messages.
+func (r restoreRules) tenantRoleName() string {
+	if r.tenantRole == "" {
+		return restorepolicy.DefaultTenantRole
+	}
+	return r.tenantRole
 }
 
 // tools are what some functions keep besides the operation: never a client.
@@ -135,6 +146,10 @@ type Options struct {
 	UncheckedCredentialProviders []string
 	// Resolver resolves endpoint host names (nil: net.DefaultResolver).
 	Resolver endpoint.Resolver
+	// Requesters tell who asked for a NonAdminRestore (cmd/nac: the
+	// signer of its webhook's records; zero: no one is known, and the
+	// tenant role alone bounds every restore). NewRegistry sets Review.
+	Requesters Requesters
 	// Quotas finds a namespace's quota for SyncScheduleRuns, which pauses
 	// a schedule whose next run would pass it (nil: schedules are never
 	// paused for a quota; BlueprintQuotas in cmd/nac).
@@ -149,7 +164,14 @@ type Options struct {
 func NewRegistry(c Clients, o Options) (*engine.Registry, error) {
 	t := tools{recorder: c.Recorder, queue: c.Queue, turns: c.Turns, recent: newRecentCreates(), serving: &serving{}, quotas: o.Quotas,
 		store: newStoreClient(o.Endpoints, o.Resolver), locations: c.Locations}
-	rules := restoreRules{tenantRole: o.TenantRole, adminOwned: o.AdminOwned}
+	rules := restoreRules{tenantRole: o.TenantRole, adminOwned: o.AdminOwned, requesters: o.Requesters}
+	if rules.requesters.Signer != nil && c.Client != nil {
+		// A review writes nothing: sent with the manager's client, outside
+		// the safety rule's guard.
+		rules.requesters.Review = func(ctx context.Context, r *authorizationv1.SubjectAccessReview) error {
+			return c.Client.Create(ctx, r)
+		}
+	}
 	if rules.tenantRole == "" {
 		rules.tenantRole = restorepolicy.DefaultTenantRole
 	}
@@ -169,8 +191,8 @@ func NewRegistry(c Clients, o Options) (*engine.Registry, error) {
 		bind(&MarkDeleting{}),
 		bind(&CreateDeleteBackupRequest{tools: t}),
 		bind(&DeleteObjects{tools: t}),
-		bind(&ValidateRestoreSpec{settings: settings}),
-		bind(&CreateVeleroRestore{restoreRules: rules, tools: t, validate: ValidateRestoreSpec{settings: settings}}),
+		bind(&ValidateRestoreSpec{settings: settings, restoreRules: rules}),
+		bind(&CreateVeleroRestore{restoreRules: rules, tools: t, validate: ValidateRestoreSpec{settings: settings, restoreRules: rules}}),
 		bind(&CheckRestoreItems{restoreRules: rules, tools: t, enabled: o.RestorePrecheck}),
 		bind(&PreviewRestore{restoreRules: rules, tools: t}),
 		bind(&DeleteRestoresOfBackup{}),

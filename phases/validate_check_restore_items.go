@@ -15,6 +15,8 @@ import (
 	"time"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -180,11 +182,32 @@ func (f *CheckRestoreItems) Run(ctx context.Context, op *engine.Operation, nar *
 	if err != nil {
 		return engine.Result{}, err
 	}
+	who, err := f.requesters.verify(ctx, nar, f.tenantRoleName())
+	if err != nil {
+		return engine.Result{}, err
+	}
+	if who.forged != nil {
+		if err := cleanup(); err != nil {
+			return engine.Result{}, err
+		}
+		setRequesterCondition(nar, who)
+		return engine.Result{}, refuse(nar, v1alpha1.ReasonInvalidRestoreSpec, who.forged)
+	}
 	spec := nar.AcceptedRestoreSpec()
-	p := restorepolicy.Policy{Namespace: nar.Namespace, Bound: bound, AdminOwned: f.adminOwned,
+	p := restorepolicy.Policy{Namespace: nar.Namespace, Bound: bound, AdminOwned: f.adminOwned, Requester: who.user,
 		UpdateExisting: spec != nil && spec.ExistingResourcePolicy == velerov1.PolicyTypeUpdate, BucketOnly: bucketOnly}
+	if spec != nil {
+		p.Target = spec.NamespaceMapping[nar.Namespace]
+	}
+	within := fmt.Sprintf("ClusterRole %s allows in namespace %s", f.tenantRole, p.Target)
+	if p.Target == "" {
+		within = fmt.Sprintf("ClusterRole %s allows in namespace %s", f.tenantRole, nar.Namespace)
+	}
+	if who.user != nil {
+		within += " and " + who.user.Username + " may do there"
+	}
 	skip := restoreSkips(nar)
-	total, excluded, err := checkContents(ctx, f.tools.store, dr.Status.DownloadURL, p, skip, precheckLookup{op: op})
+	total, excluded, err := checkContents(ctx, f.tools.store, dr.Status.DownloadURL, p, skip, precheckLookup{op: op, reviews: f.requesters.reviews()})
 	var apiErr apiError
 	if errors.As(err, &apiErr) {
 		return engine.Result{}, apiErr.err
@@ -197,7 +220,7 @@ func (f *CheckRestoreItems) Run(ctx context.Context, op *engine.Operation, nar *
 	}
 	out := map[string]string{"items": fmt.Sprint(total), "excluded": fmt.Sprint(len(excluded))}
 	if len(excluded) == 0 {
-		msg := fmt.Sprintf("%d items of Velero Backup %s checked: all within what ClusterRole %s allows in namespace %s", total, a.BackupName, f.tenantRole, nar.Namespace)
+		msg := fmt.Sprintf("%d items of Velero Backup %s checked: all within what %s", total, a.BackupName, within)
 		setItemsChecked(nar, metav1.ConditionTrue, v1alpha1.ReasonItemsAllowed, msg)
 		return engine.Done(msg, out), nil
 	}
@@ -205,8 +228,8 @@ func (f *CheckRestoreItems) Run(ctx context.Context, op *engine.Operation, nar *
 	if len(shown) > maxListedItems {
 		shown = shown[:maxListedItems]
 	}
-	msg := fmt.Sprintf("%d of %d items of Velero Backup %s are beyond what ClusterRole %s allows in namespace %s and are not restored: %s",
-		len(excluded), total, a.BackupName, f.tenantRole, nar.Namespace, strings.Join(shown, "; "))
+	msg := fmt.Sprintf("%d of %d items of Velero Backup %s are beyond what %s and are not restored: %s",
+		len(excluded), total, a.BackupName, within, strings.Join(shown, "; "))
 	if len(excluded) > len(shown) {
 		msg += fmt.Sprintf("; and %d more", len(excluded)-len(shown))
 	}
@@ -268,6 +291,20 @@ func (e apiError) Error() string { return e.err.Error() }
 type precheckLookup struct {
 	op         *engine.Operation
 	backupRole map[string][]rbacv1.PolicyRule
+	// reviews asks the API server as the requester (nil: no requester).
+	reviews *restorepolicy.Reviews
+}
+
+// May implements restorepolicy.Lookup with the restore's Reviews.
+func (l precheckLookup) May(ctx context.Context, user authenticationv1.UserInfo, a authorizationv1.ResourceAttributes) (bool, error) {
+	if l.reviews == nil {
+		return false, errors.New("no SubjectAccessReviews without a requester")
+	}
+	ok, err := l.reviews.May(ctx, user, a)
+	if err != nil {
+		return false, apiError{err}
+	}
+	return ok, nil
 }
 
 func (l precheckLookup) Exists(ctx context.Context, gr schema.GroupResource, _, name string) (bool, error) {

@@ -40,6 +40,7 @@ type ValidateRestoreSpecArgs struct {
 // DataProtectionApplication applies, when there is one (package dpa).
 type ValidateRestoreSpec struct {
 	settings Settings
+	restoreRules
 }
 
 // Run implements phaseFunc.
@@ -50,6 +51,9 @@ func (f *ValidateRestoreSpec) Run(ctx context.Context, op *engine.Operation, nar
 	}
 	// What was decided on: a later spec is reported, never acted on.
 	nar.Status.SpecHash = v1alpha1.SpecHash(nar.Spec.RestoreSpec)
+	if d.requester.reason != "" {
+		setRequesterCondition(nar, d.requester)
+	}
 	if d.refusal != nil {
 		return engine.Result{}, refuse(nar, v1alpha1.ReasonInvalidRestoreSpec, d.refusal)
 	}
@@ -70,6 +74,7 @@ func (f *ValidateRestoreSpec) Run(ctx context.Context, op *engine.Operation, nar
 // with (enforced values applied), and the enforcement in force.
 type restoreDecision struct {
 	refusal   error
+	requester requesterVerdict
 	effective *velerov1.RestoreSpec
 	enforce   *EnforcedRestoreSpec
 	source    string
@@ -82,11 +87,17 @@ type restoreDecision struct {
 // enforce is invalid) and the API server's, all retryable.
 func (f *ValidateRestoreSpec) decide(ctx context.Context, op *engine.Operation, nar *v1alpha1.NonAdminRestore, own *EnforcedRestoreSpec) (restoreDecision, error) {
 	var d restoreDecision
-	d.refusal = validateRestoreSpec(nar)
+	var err error
+	if d.requester, err = f.requesters.verify(ctx, nar, f.tenantRoleName()); err != nil {
+		return d, err
+	}
+	d.refusal = d.requester.forged
+	if d.refusal == nil {
+		d.refusal = validateRestoreSpec(nar)
+	}
 	if d.refusal == nil {
 		d.refusal = outsideOADPNamespace(op)
 	}
-	var err error
 	if d.enforce, d.source, err = restoreEnforcement.inForce(ctx, f.settings, own); err != nil {
 		return d, err
 	}

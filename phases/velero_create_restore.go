@@ -2,6 +2,7 @@ package phases
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 
@@ -42,7 +43,10 @@ type CreateVeleroRestoreArgs struct {
 // Restore carries restorepolicy.TenantRoleAnnotation and AdminOwnedAnnotation
 // when --tenant-role or --admin-owned-resources differ from their defaults
 // (a blueprint's args.annotations may set them too), which Velero's plugin
-// velero-plugin-nacflow follows on every item (defaults when absent). Sets status.phase Created and Queued=True/RestoreScheduled.
+// velero-plugin-nacflow follows on every item (defaults when absent), and
+// restorepolicy.RequesterAnnotation with the verified requester (Requesters),
+// as whom the plugin checks every item too. Sets status.phase Created and
+// Queued=True/RestoreScheduled.
 //
 // Outputs: name. Errors: a foreign or missing backup, a current spec that
 // breaks a rule of ValidateRestoreSpec and a name taken by another object
@@ -116,6 +120,23 @@ func (f *CreateVeleroRestore) Run(ctx context.Context, op *engine.Operation, nar
 	}
 	meta := op.ObjectMeta(v1alpha1.NACObjectName(nar.Namespace, nar.Name, op.UUID))
 	annotations := meta.Annotations
+	// Who asked, verified again: a record forged after validation (where no
+	// webhook keeps it) never reaches Velero's plugin.
+	who, err := f.requesters.verify(ctx, nar, f.tenantRoleName())
+	if err != nil {
+		return engine.Result{}, err
+	}
+	if who.forged != nil {
+		setRequesterCondition(nar, who)
+		return engine.Result{}, refuse(nar, v1alpha1.ReasonInvalidRestoreSpec, who.forged)
+	}
+	if who.user != nil {
+		b, err := json.Marshal(who.user)
+		if err != nil {
+			return engine.Result{}, err
+		}
+		annotations[restorepolicy.RequesterAnnotation] = string(b)
+	}
 	// Only settings that differ from the plugin's defaults are written: a
 	// default restore carries OADP's metadata alone.
 	if f.tenantRole != restorepolicy.DefaultTenantRole {

@@ -148,6 +148,30 @@ const (
 	ReasonRestorePluginMissing = "RestorePluginMissing"
 )
 
+// The condition that says who asked for a NonAdminRestore (the requester
+// nacflow's admission webhook records, internal/policy/requester), and its
+// reasons.
+const (
+	// ConditionRequesterVerified: True when the restore is checked as the
+	// user who created the NonAdminRestore; False when no such user is
+	// known (the tenant role alone bounds the restore, as before nacflow
+	// had a webhook) or the record is forged.
+	ConditionRequesterVerified = "RequesterVerified"
+	// ReasonRequesterRecorded: RequesterVerified=True; the message names
+	// the user.
+	ReasonRequesterRecorded = "RequesterRecorded"
+	// ReasonWebhookNotInstalled: RequesterVerified=False; nacflow's
+	// requester webhook is not installed (or nacflow may not serve it).
+	ReasonWebhookNotInstalled = "WebhookNotInstalled"
+	// ReasonRequesterNotRecorded: RequesterVerified=False; the webhook is
+	// installed but the object carries no record (made before it was).
+	ReasonRequesterNotRecorded = "RequesterNotRecorded"
+	// ReasonRequesterForged: RequesterVerified=False and Accepted=False;
+	// the object carries a requester record nacflow's webhook did not
+	// write for it.
+	ReasonRequesterForged = "RequesterForged"
+)
+
 // VeleroRestore links a NonAdminRestore to its Velero Restore and mirrors it.
 type VeleroRestore struct {
 	// nacuuid is the operation's NACUUID, the value of the

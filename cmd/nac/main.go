@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
@@ -31,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/blueprints"
@@ -39,6 +42,7 @@ import (
 	"github.com/nacflow/nacflow/engine"
 	nacmetrics "github.com/nacflow/nacflow/internal/metrics"
 	"github.com/nacflow/nacflow/internal/policy/endpoint"
+	"github.com/nacflow/nacflow/internal/policy/requester"
 	"github.com/nacflow/nacflow/internal/policy/restorepolicy"
 	"github.com/nacflow/nacflow/internal/runtime/capabilities"
 	"github.com/nacflow/nacflow/internal/runtime/events"
@@ -46,6 +50,7 @@ import (
 	"github.com/nacflow/nacflow/internal/runtime/periodic"
 	"github.com/nacflow/nacflow/internal/runtime/restmapper"
 	"github.com/nacflow/nacflow/internal/runtime/version"
+	"github.com/nacflow/nacflow/internal/runtime/webhooks"
 	"github.com/nacflow/nacflow/internal/velero/oadpenv"
 	"github.com/nacflow/nacflow/internal/velero/tenantlocations"
 	"github.com/nacflow/nacflow/internal/velero/veleroqueue"
@@ -121,6 +126,13 @@ type options struct {
 	precheck                   bool
 	usageRate                  float64
 	usageBurst                 int
+	// webhookPort, webhookHost, webhookCertDir, webhookService and
+	// webhookConfiguration are the --webhook-* flags.
+	webhookPort          int
+	webhookHost          string
+	webhookCertDir       string
+	webhookService       string
+	webhookConfiguration string
 	// endpoints are the --endpoint-* flags; unchecked is
 	// --unchecked-credential-providers.
 	endpoints endpoint.Lists
@@ -275,6 +287,15 @@ func registerFlags(fs *flag.FlagSet, o *options) *zap.Options {
 	fs.Float64Var(&o.usageRate, "usage-measure-rate", controllers.DefaultUsageMeasureRate,
 		"Finished NonAdminBackups measured per second for status.usage (what each takes in object storage: one DownloadRequest and one ranged GET each, after the backup's plan; older backups are filled in at this pace after a start). 0: no measurement (maxBytes quotas then count nothing).")
 	fs.IntVar(&o.usageBurst, "usage-measure-burst", controllers.DefaultUsageMeasureBurst, "Burst above --usage-measure-rate.")
+	fs.IntVar(&o.webhookPort, "webhook-port", 0,
+		"HTTPS port of the requester admission webhook, which records on each NonAdminRestore who created it (every restored item is then checked as that user too); its certificate is made and rotated in Secret "+webhooks.CertSecret+" of the OADP namespace and its CA injected into --webhook-configuration. config/webhook and make run serve it on 9443. 0: not served (a NonAdminRestore made without it is bounded by --tenant-role alone).")
+	fs.StringVar(&o.webhookHost, "webhook-host", "", "Address the webhook server binds (empty: every address).")
+	fs.StringVar(&o.webhookCertDir, "webhook-cert-dir", webhooks.DefaultCertDir,
+		"Directory nac writes the webhook's certificate (tls.crt, tls.key) into from Secret "+webhooks.CertSecret+"; it must be writable.")
+	fs.StringVar(&o.webhookService, "webhook-service", webhooks.DefaultService,
+		"Service in the OADP namespace in front of the webhook: the certificate names <service>.<namespace>.svc (and localhost).")
+	fs.StringVar(&o.webhookConfiguration, "webhook-configuration", webhooks.DefaultConfiguration,
+		"MutatingWebhookConfiguration of the requester webhook (config/webhook installs it): nac injects its CA, and a NonAdminRestore without a record says whether it is installed.")
 	listFlag(fs, &o.endpoints.AllowCIDRs, "endpoint-allow-cidrs",
 		"Comma-separated CIDRs (or addresses) tenants' storage location endpoints (s3Url, publicUrl, ...) may resolve to although they are denied by default (loopback, link-local, metadata, unspecified, multicast). May be repeated.")
 	listFlag(fs, &o.endpoints.DenyCIDRs, "endpoint-deny-cidrs",
@@ -434,11 +455,16 @@ func run(o options) error {
 			return err
 		}
 	}
+	requesters, err := setupRequesterWebhook(mgr, cfg, scheme, o, caps)
+	if err != nil {
+		return err
+	}
 	registry, err := phases.NewRegistry(phases.Clients{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorderFor("nacflow-blueprint"), Queue: queue, Turns: turns, Locations: locations},
 		phases.Options{RequireApprovalForBSL: o.bslApproval, RequireTenantLocationForDownloads: o.downloadsOnTenantLocations, Settings: settings, MaxBackupsInVelero: o.maxInVelero, MaxRestoresInVelero: o.maxRestores,
 			TenantRole: o.tenantRole, AdminOwned: adminOwned, RestorePrecheck: o.precheck,
 			Endpoints: endpoints, UncheckedCredentialProviders: o.unchecked,
-			Quotas: phases.BlueprintQuotas{Resolver: &blueprints.Resolver{Reader: caps.BlueprintReader(mgr.GetClient()), Namespace: o.oadpNamespace}}})
+			Requesters: requesters,
+			Quotas:     phases.BlueprintQuotas{Resolver: &blueprints.Resolver{Reader: caps.BlueprintReader(mgr.GetClient()), Namespace: o.oadpNamespace}}})
 	if err != nil {
 		return err
 	}
@@ -536,6 +562,52 @@ func run(o options) error {
 	}
 	ctrl.Log.Info("starting nac", "oadpNamespace", o.oadpNamespace, "waitTimeout", o.waitTimeout.String())
 	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+// setupRequesterWebhook reads (or makes) the requester signing key and,
+// with --webhook-port, adds the webhook server to mgr
+// (internal/runtime/webhooks). Without the RBAC for either
+// (capabilities.Webhook false: OADP's role), it returns zero Requesters and
+// every NonAdminRestore says so in condition RequesterVerified. Errors: the
+// API server's, bounded to 30 s.
+func setupRequesterWebhook(mgr ctrl.Manager, cfg *rest.Config, scheme *runtime.Scheme, o options, caps capabilities.Capabilities) (phases.Requesters, error) {
+	if !caps.Webhook {
+		return phases.Requesters{}, nil
+	}
+	cl, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return phases.Requesters{}, fmt.Errorf("building the client: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	key, err := webhooks.SigningKey(ctx, cl, o.oadpNamespace)
+	if err != nil {
+		return phases.Requesters{}, err
+	}
+	signer, err := requester.NewSigner(key)
+	if err != nil {
+		return phases.Requesters{}, err
+	}
+	reader := mgr.GetAPIReader()
+	r := phases.Requesters{Signer: signer, Installed: func(ctx context.Context) (bool, string, error) {
+		c := &admissionregistrationv1.MutatingWebhookConfiguration{}
+		err := reader.Get(ctx, client.ObjectKey{Name: o.webhookConfiguration}, c)
+		switch {
+		case err == nil:
+			return true, o.webhookConfiguration, nil
+		case apierrors.IsNotFound(err):
+			return false, o.webhookConfiguration, nil
+		}
+		return false, o.webhookConfiguration, fmt.Errorf("reading MutatingWebhookConfiguration %s: %w", o.webhookConfiguration, err)
+	}}
+	if o.webhookPort == 0 {
+		ctrl.Log.Info("the requester webhook is not served (--webhook-port=0): NonAdminRestores made from now on record no requester")
+		return r, nil
+	}
+	err = webhooks.Setup(ctx, mgr, cl, webhooks.Options{Namespace: o.oadpNamespace, Port: o.webhookPort, Host: o.webhookHost,
+		CertDir: o.webhookCertDir, Service: o.webhookService, Configuration: o.webhookConfiguration,
+		Handlers: map[string]admission.Handler{webhooks.RequesterPath: &requester.Handler{Signer: signer}}})
+	return r, err
 }
 
 // setup is one controller: its kind and how it joins the manager.

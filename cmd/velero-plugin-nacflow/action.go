@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
@@ -9,6 +10,8 @@ import (
 	"github.com/sirupsen/logrus"
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	"github.com/vmware-tanzu/velero/pkg/plugin/velero"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -44,10 +47,12 @@ type action struct {
 	client  clusterClient
 	bounds  map[string][]rbacv1.PolicyRule // "<restore UID>/<role>"
 	buckets map[types.UID]bool             // restore UID → restorepolicy.Policy.BucketOnly
+	reviews map[types.UID]*restorepolicy.Reviews
 }
 
 func newAction(log logrus.FieldLogger, newClient func() (clusterClient, error)) *action {
-	return &action{log: log, newClient: newClient, bounds: map[string][]rbacv1.PolicyRule{}, buckets: map[types.UID]bool{}}
+	return &action{log: log, newClient: newClient, bounds: map[string][]rbacv1.PolicyRule{}, buckets: map[types.UID]bool{},
+		reviews: map[types.UID]*restorepolicy.Reviews{}}
 }
 
 // AppliesTo implements Velero's RestoreItemAction: every resource (the zero
@@ -61,7 +66,10 @@ func (a *action) AppliesTo() (velero.ResourceSelector, error) {
 // For a restore nacflow made, the item is decided by restorepolicy.Decide
 // with the namespace of the annotation openshift.io/oadp-nar-origin-namespace,
 // the tenant role and admin-owned resources of nacflow's annotations
-// (defaults when absent) and the restore's existingResourcePolicy; an item
+// (defaults when absent), the requester of restorepolicy.RequesterAnnotation
+// (when present: every item is also checked as that user, by
+// SubjectAccessReview), the target namespace of the restore's
+// namespaceMapping and the restore's existingResourcePolicy; an item
 // refused comes back with SkipRestore and a log line naming it and why (in
 // the restore's log, which the tenant can download). Any error (the cluster
 // unreachable, the tenant role missing, an item of an unknown kind) is
@@ -86,6 +94,13 @@ func (a *action) Execute(in *velero.RestoreItemActionExecuteInput) (*velero.Rest
 		var err error
 		if adminOwned, err = restorepolicy.ParseAdminOwned(s); err != nil {
 			return nil, fmt.Errorf("restore %s: annotation %s: %w", r.Name, restorepolicy.AdminOwnedAnnotation, err)
+		}
+	}
+	var user *authenticationv1.UserInfo
+	if raw, ok := r.Annotations[restorepolicy.RequesterAnnotation]; ok {
+		user = &authenticationv1.UserInfo{}
+		if err := json.Unmarshal([]byte(raw), user); err != nil || user.Username == "" {
+			return nil, fmt.Errorf("restore %s: annotation %s is not a user (%v): not restoring its items", r.Name, restorepolicy.RequesterAnnotation, err)
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), lookupTimeout)
@@ -123,9 +138,10 @@ func (a *action) Execute(in *velero.RestoreItemActionExecuteInput) (*velero.Rest
 	if in.ItemFromBackup != nil {
 		item.FromBackup = in.ItemFromBackup.UnstructuredContent()
 	}
-	p := restorepolicy.Policy{Namespace: ns, Bound: bound, AdminOwned: adminOwned,
+	p := restorepolicy.Policy{Namespace: ns, Target: r.Spec.NamespaceMapping[ns], Requester: user, Bound: bound, AdminOwned: adminOwned,
 		UpdateExisting: r.Spec.ExistingResourcePolicy == velerov1.PolicyTypeUpdate, BucketOnly: bucketOnly}
-	d, err := restorepolicy.Decide(ctx, p, item, kubeLookup{c})
+	lk := kubeLookup{c: c, reviews: a.reviewsOf(r.UID, c)}
+	d, err := restorepolicy.Decide(ctx, p, item, lk)
 	if err != nil {
 		return nil, fmt.Errorf("restore %s: deciding on %s %s: %w", r.Name, item.Resource, name(obj), err)
 	}
@@ -142,8 +158,14 @@ func (a *action) Execute(in *velero.RestoreItemActionExecuteInput) (*velero.Rest
 	annotations, _ := nestedMap(obj, "metadata", "annotations")
 	asked, annotated := annotations[restorepolicy.StatusRestoreAnnotation]
 	_, hasStatus := obj["status"]
-	if hasStatus && (annotated && asked != "false" || !annotated && r.Spec.RestoreStatus != nil) &&
-		!restorepolicy.MayWriteStatus(p, item.Resource, name(obj)) {
+	writes := hasStatus && (annotated && asked != "false" || !annotated && r.Spec.RestoreStatus != nil)
+	status := restorepolicy.Decision{Allowed: true}
+	if writes {
+		if status, err = restorepolicy.MayWriteStatus(ctx, p, item.Resource, name(obj), lk); err != nil {
+			return nil, fmt.Errorf("restore %s: deciding on the status of %s %s: %w", r.Name, item.Resource, name(obj), err)
+		}
+	}
+	if !status.Allowed {
 		u := out.UpdatedItem.DeepCopyObject().(runtime.Unstructured)
 		content := u.UnstructuredContent()
 		md, ok := content["metadata"].(map[string]any)
@@ -157,7 +179,7 @@ func (a *action) Execute(in *velero.RestoreItemActionExecuteInput) (*velero.Rest
 		}
 		an[restorepolicy.StatusRestoreAnnotation] = "false"
 		a.log.WithFields(logrus.Fields{"resource": item.Resource.String(), "name": name(obj), "tenantNamespace": ns}).
-			Warnf("nacflow: not restoring the status of %s %s: the tenant role does not allow update on %s/status", item.Resource, name(obj), item.Resource)
+			Warnf("nacflow: not restoring the status of %s %s: %s", item.Resource, name(obj), status.Reason)
 		return velero.NewRestoreItemActionExecuteOutput(u), nil
 	}
 	return out, nil
@@ -174,6 +196,18 @@ func nestedMap(obj map[string]any, path ...string) (map[string]any, bool) {
 		cur = next
 	}
 	return cur, true
+}
+
+// reviewsOf returns the SubjectAccessReview cache of restore uid.
+func (a *action) reviewsOf(uid types.UID, c clusterClient) *restorepolicy.Reviews {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	r, ok := a.reviews[uid]
+	if !ok {
+		r = &restorepolicy.Reviews{Create: func(ctx context.Context, sar *authorizationv1.SubjectAccessReview) error { return c.Create(ctx, sar) }}
+		a.reviews[uid] = r
+	}
+	return r
 }
 
 // kube returns the client, creating it on first use.
@@ -263,7 +297,19 @@ func (a *action) bucketOnly(ctx context.Context, c clusterClient, r *velerov1.Re
 }
 
 // kubeLookup implements restorepolicy.Lookup with the cluster client.
-type kubeLookup struct{ c clusterClient }
+type kubeLookup struct {
+	c clusterClient
+	// reviews asks as the restore's requester (nil: none known).
+	reviews *restorepolicy.Reviews
+}
+
+// May asks the API server with the restore's Reviews.
+func (l kubeLookup) May(ctx context.Context, user authenticationv1.UserInfo, a authorizationv1.ResourceAttributes) (bool, error) {
+	if l.reviews == nil {
+		return false, fmt.Errorf("no SubjectAccessReviews without a requester")
+	}
+	return l.reviews.May(ctx, user, a)
+}
 
 // Exists reads the object's metadata only.
 func (l kubeLookup) Exists(ctx context.Context, gr schema.GroupResource, ns, name string) (bool, error) {

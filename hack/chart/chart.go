@@ -270,6 +270,16 @@ func markCommon(o Object, namespace string) error {
 			}
 		}
 	}
+	// Webhooks call their Service in the release's namespace.
+	if hooks, ok := o["webhooks"].([]any); ok {
+		for _, h := range hooks {
+			h, _ := h.(map[string]any)
+			cc, _ := h["clientConfig"].(map[string]any)
+			if svc, ok := cc["service"].(map[string]any); ok && svc["namespace"] == namespace {
+				svc["namespace"] = phNamespace
+			}
+		}
+	}
 	labels, _ := meta["labels"].(map[string]any)
 	if labels == nil {
 		labels = map[string]any{}

@@ -99,6 +99,8 @@ type options struct {
 	plugins             string // extra Velero plugins' directory (--plugins)
 	tenantRoles         string
 	admissionPolicies   string
+	requesterWebhook    string // --requester-webhook
+	requesterURL        string // --requester-webhook-url
 	metricsRole         string
 	oadpNS, tenantNS    string
 	withVelero          bool
@@ -121,6 +123,8 @@ func main() {
 	flag.StringVar(&o.crdDir, "crds", "config/crd/bases", "Directory of nacflow's CRD YAML.")
 	flag.StringVar(&o.tenantRoles, "tenant-roles", "config/rbac/tenant_roles.yaml", "nacflow's ClusterRoles aggregated into admin, edit and view (installed as make deploy does; empty: none).")
 	flag.StringVar(&o.admissionPolicies, "admission-policies", "config/admission/pod_volume_backups.yaml", "nacflow's ValidatingAdmissionPolicies with their bindings (installed as make deploy does; empty: none). The default keeps the PodVolumeBackups Velero syncs from a tenant's bucket to that tenant's Pods; the status policy of config/admission is left out, everyone here being the admin.")
+	flag.StringVar(&o.requesterWebhook, "requester-webhook", "", "nacflow's requester MutatingWebhookConfiguration (config/webhook/mutating_webhook_configuration.yaml), installed calling --requester-webhook-url instead of its Service (empty: none; NonAdminRestores then record no requester). make run passes it; the controller injects its CA.")
+	flag.StringVar(&o.requesterURL, "requester-webhook-url", "https://localhost:9443/mutate-nacflow-requester", "Where the API server calls the requester webhook (the controller's --webhook-port on this host).")
 	flag.StringVar(&o.metricsRole, "metrics-reader-role", "config/rbac/metrics_reader_role.yaml", "The ClusterRole that may scrape the controller's /metrics, installed and bound to ServiceAccount "+scraperSA+" of the OADP namespace (empty: none).")
 	flag.StringVar(&o.oadpNS, "oadp-namespace", "openshift-adp", "OADP namespace to create.")
 	flag.StringVar(&o.tenantNS, "tenant-namespace", "demo", "Demo tenant namespace to create.")
@@ -363,6 +367,13 @@ func run(o options) (err error) {
 		}
 	}
 
+	if o.requesterWebhook != "" {
+		step = "installing the requester webhook"
+		if err := installRequesterWebhook(ctx, cfg, o.requesterWebhook, o.requesterURL); err != nil {
+			return err
+		}
+	}
+
 	if o.metricsRole != "" {
 		step = "installing the metrics reader role"
 		if err := installClusterRoles(ctx, cfg, o.metricsRole); err != nil {
@@ -581,6 +592,50 @@ func installAdmissionPolicies(ctx context.Context, cfg *rest.Config, path string
 		if err != nil {
 			return fmt.Errorf("installing %s from %s: %w", meta.Kind, path, err)
 		}
+	}
+	return nil
+}
+
+// installRequesterWebhook creates (or updates) the MutatingWebhookConfiguration
+// of the YAML file path with every webhook calling url instead of a
+// Service (nothing routes Services to this host). An existing caBundle is
+// kept: the controller injected it, and a make run after a Ctrl-C finds it
+// still valid. Errors: an unreadable file, another kind, API errors.
+func installRequesterWebhook(ctx context.Context, cfg *rest.Config, path, url string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	w := &admissionregistrationv1.MutatingWebhookConfiguration{}
+	if err := yaml.UnmarshalStrict(data, w); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if w.Kind != "MutatingWebhookConfiguration" {
+		return fmt.Errorf("%s: a %q document, not a MutatingWebhookConfiguration", path, w.Kind)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	api := cs.AdmissionregistrationV1().MutatingWebhookConfigurations()
+	cur, err := api.Get(ctx, w.Name, metav1.GetOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	for i := range w.Webhooks {
+		w.Webhooks[i].ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: &url}
+		if cur != nil && i < len(cur.Webhooks) {
+			w.Webhooks[i].ClientConfig.CABundle = cur.Webhooks[i].ClientConfig.CABundle
+		}
+	}
+	if apierrors.IsNotFound(err) {
+		_, err = api.Create(ctx, w, metav1.CreateOptions{})
+	} else {
+		w.ResourceVersion = cur.ResourceVersion
+		_, err = api.Update(ctx, w, metav1.UpdateOptions{})
+	}
+	if err != nil {
+		return fmt.Errorf("installing MutatingWebhookConfiguration %s from %s: %w", w.Name, path, err)
 	}
 	return nil
 }

@@ -29,6 +29,8 @@ import (
 	"sort"
 	"strings"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	rbacvalidation "k8s.io/component-helpers/auth/rbac/validation"
@@ -51,6 +53,12 @@ const DefaultTenantRole = "admin"
 const (
 	// TenantRoleAnnotation names the ClusterRole bounding the tenant.
 	TenantRoleAnnotation = "nacflow.io/restore-tenant-role"
+	// RequesterAnnotation holds the user who asked for the restore, as the
+	// API server authenticated them and nacflow's webhook recorded them
+	// (internal/policy/requester): the JSON of an
+	// authentication/v1 UserInfo. Absent: no requester is known, and the
+	// tenant role alone bounds the restore.
+	RequesterAnnotation = "nacflow.io/restore-requester"
 	// AdminOwnedAnnotation lists the admin-owned resources, comma-separated
 	// group-resources (resourcequotas, networkpolicies.networking.k8s.io).
 	AdminOwnedAnnotation = "nacflow.io/restore-admin-owned-resources"
@@ -67,8 +75,18 @@ var DefaultAdminOwned = []schema.GroupResource{{Resource: "resourcequotas"}, {Re
 
 // Policy is what Decide applies to every item of one restore.
 type Policy struct {
-	// Namespace is the tenant's namespace, the only one items may land in.
+	// Namespace is the tenant's namespace, the only one items may come
+	// from (the backup's and the NonAdminRestore's).
 	Namespace string
+	// Target is the namespace the items are restored into (the restore's
+	// namespaceMapping of Namespace); empty: Namespace.
+	Target string
+	// Requester, when set, is the user who asked for the restore: every
+	// item must be one they may create (and patch, with UpdateExisting) in
+	// Target themselves, asked of the API server's authorizer through
+	// Lookup.May, besides the tenant role's bound. Nil: the tenant role
+	// alone bounds the restore.
+	Requester *authenticationv1.UserInfo
 	// Bound are the rules of the tenant role (Config.TenantRole as read from
 	// the cluster: for an aggregated ClusterRole, its aggregated rules).
 	Bound []rbacv1.PolicyRule
@@ -107,6 +125,10 @@ type Lookup interface {
 	// or of the ClusterRole name (kind "ClusterRole"), and false when it does
 	// not exist.
 	RoleRules(ctx context.Context, kind, namespace, name string) ([]rbacv1.PolicyRule, bool, error)
+	// May reports whether user may make the request a (a
+	// SubjectAccessReview's answer: RBAC and any other authorizer of the
+	// API server).
+	May(ctx context.Context, user authenticationv1.UserInfo, a authorizationv1.ResourceAttributes) (bool, error)
 }
 
 // Decision is Decide's verdict on one item.
@@ -145,18 +167,24 @@ const maxBreakdown = 100000
 //   - a cluster-scoped item is refused unless it is a PersistentVolume
 //     (nacflow excludes every other cluster-scoped type from tenant
 //     restores), which follows decidePV, and none when p.BucketOnly; a
-//     namespaced item must belong to p.Namespace;
+//     namespaced item must come from p.Namespace, and is created in
+//     p.Target (p.Namespace when empty);
 //   - the tenant role must allow create on the item's group/resource and,
 //     when p.UpdateExisting and the item exists, update and patch on it
 //     (the verbs Velero's create and patch need, as the API server would
 //     check them for the tenant);
+//   - with p.Requester, the requester must be allowed the same (create
+//     with no name: RBAC never lets a resourceNames rule allow a create;
+//     patch with the item's name), asked of the API server (Lookup.May);
 //   - an admin-owned resource (p.AdminOwned) that exists is never touched;
 //   - a Role's rules must all be covered by the tenant role, unless it may
 //     "escalate" roles; a RoleBinding's referenced Role or ClusterRole must
 //     exist and its rules be covered by the tenant role, unless it may
 //     "bind" that role: Kubernetes' escalation check (ConfirmNoEscalation
 //     and BindingAuthorized in kubernetes/pkg/registry/rbac, with Covers
-//     from k8s.io/component-helpers).
+//     from k8s.io/component-helpers). With p.Requester, the same rule holds
+//     for the requester: they may escalate (bind), or hold every rule,
+//     each asked of the API server.
 //
 // Errors are the Lookup's only; a malformed item is a Decision, not an error.
 func Decide(ctx context.Context, p Policy, item Item, lk Lookup) (Decision, error) {
@@ -180,10 +208,14 @@ func Decide(ctx context.Context, p Policy, item Item, lk Lookup) (Decision, erro
 	if ns != p.Namespace {
 		return deny("metadata.namespace %q is not the restore's namespace %q", ns, p.Namespace), nil
 	}
+	target := p.target()
 	if !may(p.Bound, item.Resource, "create", "") {
 		return deny("the tenant role does not allow create on %s", item.Resource), nil
 	}
-	exists, err := lk.Exists(ctx, item.Resource, ns, name)
+	if d, err := p.requesterMay(ctx, lk, "create", item.Resource, target, ""); d != nil || err != nil {
+		return deref(d), err
+	}
+	exists, err := lk.Exists(ctx, item.Resource, target, name)
 	if err != nil {
 		return Decision{}, err
 	}
@@ -196,14 +228,99 @@ func Decide(ctx context.Context, p Policy, item Item, lk Lookup) (Decision, erro
 				return deny("existingResourcePolicy update: the tenant role does not allow %s on %s %s", verb, item.Resource, name), nil
 			}
 		}
+		if d, err := p.requesterMay(ctx, lk, "patch", item.Resource, target, name); d != nil || err != nil {
+			return deref(d), err
+		}
 	}
 	switch item.Resource {
 	case roles:
-		return decideRole(p, item, name), nil
+		return decideRole(ctx, p, item, name, lk)
 	case roleBindings:
 		return decideRoleBinding(ctx, p, item, name, lk)
 	}
 	return allow(), nil
+}
+
+func (p Policy) target() string {
+	if p.Target != "" {
+		return p.Target
+	}
+	return p.Namespace
+}
+
+func deref(d *Decision) Decision {
+	if d == nil {
+		return Decision{}
+	}
+	return *d
+}
+
+// requesterMay asks whether p.Requester may verb gr (subresource after a
+// "/") in namespace ns (name "" for any): nil when they may or no
+// requester is known, else the refusal naming the missing right.
+func (p Policy) requesterMay(ctx context.Context, lk Lookup, verb string, gr schema.GroupResource, ns, name string) (*Decision, error) {
+	if p.Requester == nil {
+		return nil, nil
+	}
+	resource, sub, _ := strings.Cut(gr.Resource, "/")
+	ok, err := lk.May(ctx, *p.Requester, authorizationv1.ResourceAttributes{
+		Namespace: ns, Verb: verb, Group: gr.Group, Resource: resource, Subresource: sub, Name: name})
+	if err != nil || ok {
+		return nil, err
+	}
+	what := gr.String()
+	if name != "" {
+		what += " " + name
+	}
+	d := deny("%s may not %s %s in namespace %s", p.Requester.Username, verb, what, ns)
+	return &d, nil
+}
+
+// MaxRequesterChecks bounds the rules of one Role or bound role checked one
+// by one as the requester (each a SubjectAccessReview, cached): a role
+// with more group/verb/resource/name combinations is restored only for a
+// requester who may escalate (bind) it.
+const MaxRequesterChecks = 500
+
+// requesterHolds asks whether p.Requester holds every rule of rules in
+// namespace ns (Kubernetes' ConfirmNoEscalation, as the requester): nil
+// when they do or no requester is known, else a refusal naming the first
+// rule they lack. rules are broken down into one group, verb, resource and
+// name each (k8s.io/component-helpers BreakdownRule) and asked one by one.
+func (p Policy) requesterHolds(ctx context.Context, lk Lookup, what string, rules []rbacv1.PolicyRule, ns string) (*Decision, error) {
+	if p.Requester == nil {
+		return nil, nil
+	}
+	var mini []rbacv1.PolicyRule
+	for _, r := range rules {
+		mini = append(mini, rbacvalidation.BreakdownRule(r)...)
+		if len(mini) > MaxRequesterChecks {
+			d := deny("%s has more than %d rules to check as %s, who may not escalate it", what, MaxRequesterChecks, p.Requester.Username)
+			return &d, nil
+		}
+	}
+	for _, r := range mini {
+		if len(r.NonResourceURLs) > 0 {
+			// Not asked one by one (a SubjectAccessReview of a URL is
+			// cluster-wide); deny by default.
+			d := deny("%s grants %s on non-resource URL %s, which is not checked as %s, who may not escalate it", what, r.Verbs[0], r.NonResourceURLs[0], p.Requester.Username)
+			return &d, nil
+		}
+		name := ""
+		if len(r.ResourceNames) > 0 {
+			name = r.ResourceNames[0]
+		}
+		gr := schema.GroupResource{Group: r.APIGroups[0], Resource: r.Resources[0]}
+		d, err := p.requesterMay(ctx, lk, r.Verbs[0], gr, ns, name)
+		if err != nil {
+			return nil, err
+		}
+		if d != nil {
+			d2 := deny("%s grants %s, which %s does not hold in namespace %s", what, describe([]rbacv1.PolicyRule{r}), p.Requester.Username, ns)
+			return &d2, nil
+		}
+	}
+	return nil, nil
 }
 
 // StatusRestoreAnnotation is Velero's object-level switch for restoring an
@@ -213,14 +330,24 @@ func Decide(ctx context.Context, p Policy, item Item, lk Lookup) (Decision, erro
 // Velero reads it from the item as restore item actions return it.
 const StatusRestoreAnnotation = "velero.io/restore-status"
 
-// MayWriteStatus reports whether p's tenant role allows update of the
-// status subresource of gr's object name: the write Velero makes when it
+// MayWriteStatus reports whether p's tenant role (and p.Requester, when
+// known, asked through lk) allows update of the status subresource of gr's
+// object name in p's target namespace: the write Velero makes when it
 // restores an item's status. A namespace admin may not write the status of
 // a Service (a LoadBalancer ingress address kube-proxy routes), an Ingress
 // (an address external-dns publishes) or a Pod (Running with a podIP it
-// never had), so a tenant's backup must not either.
-func MayWriteStatus(p Policy, gr schema.GroupResource, name string) bool {
-	return may(p.Bound, schema.GroupResource{Group: gr.Group, Resource: gr.Resource + "/status"}, "update", name)
+// never had), so a tenant's backup must not either. The Decision's reason
+// names the missing right. Errors are lk's.
+func MayWriteStatus(ctx context.Context, p Policy, gr schema.GroupResource, name string, lk Lookup) (Decision, error) {
+	status := schema.GroupResource{Group: gr.Group, Resource: gr.Resource + "/status"}
+	if !may(p.Bound, status, "update", name) {
+		return deny("the tenant role does not allow update on %s", status.String()), nil
+	}
+	d, err := p.requesterMay(ctx, lk, "update", status, p.target(), name)
+	if d != nil || err != nil {
+		return deref(d), err
+	}
+	return allow(), nil
 }
 
 // may reports whether rules allow verb on resource (on the object name, when
@@ -235,22 +362,35 @@ func may(rules []rbacv1.PolicyRule, gr schema.GroupResource, verb, name string) 
 	return ok
 }
 
-// decideRole applies the escalation rule to a Role.
-func decideRole(p Policy, item Item, name string) Decision {
+// decideRole applies the escalation rule to a Role: for the tenant role,
+// then for the requester.
+func decideRole(ctx context.Context, p Policy, item Item, name string, lk Lookup) (Decision, error) {
 	rules, err := policyRules(item.Object)
 	if err != nil {
-		return deny("Role %s: %v", name, err)
+		return deny("Role %s: %v", name, err), nil
 	}
-	if may(p.Bound, roles, "escalate", name) {
-		return allow()
+	if !may(p.Bound, roles, "escalate", name) {
+		if ok, missing := rbacvalidation.Covers(p.Bound, rules); !ok {
+			return deny("Role %s grants what the tenant role does not hold: %s", name, describe(missing)), nil
+		}
 	}
-	if ok, missing := rbacvalidation.Covers(p.Bound, rules); !ok {
-		return deny("Role %s grants what the tenant role does not hold: %s", name, describe(missing))
+	if p.Requester == nil {
+		return allow(), nil
 	}
-	return allow()
+	if d, err := p.requesterMay(ctx, lk, "escalate", roles, p.target(), name); err != nil {
+		return Decision{}, err
+	} else if d == nil {
+		return allow(), nil
+	}
+	d, err := p.requesterHolds(ctx, lk, "Role "+name, rules, p.target())
+	if d != nil || err != nil {
+		return deref(d), err
+	}
+	return allow(), nil
 }
 
-// decideRoleBinding applies the escalation rule to a RoleBinding.
+// decideRoleBinding applies the escalation rule to a RoleBinding: for the
+// tenant role, then for the requester.
 func decideRoleBinding(ctx context.Context, p Policy, item Item, name string, lk Lookup) (Decision, error) {
 	kind, _ := str(item.Object, "roleRef", "kind")
 	group, _ := str(item.Object, "roleRef", "apiGroup")
@@ -262,18 +402,46 @@ func decideRoleBinding(ctx context.Context, p Policy, item Item, name string, lk
 	if kind == "Role" {
 		refResource = roles
 	}
-	if may(p.Bound, refResource, "bind", ref) {
+	var rules []rbacv1.PolicyRule
+	read := false
+	readRules := func() (*Decision, error) {
+		if read {
+			return nil, nil
+		}
+		var found bool
+		var err error
+		if rules, found, err = lk.RoleRules(ctx, kind, p.target(), ref); err != nil {
+			return nil, err
+		}
+		read = true
+		if !found {
+			d := deny("RoleBinding %s binds %s %s, which does not exist: Kubernetes refuses such a binding to anyone who may not bind it", name, kind, ref)
+			return &d, nil
+		}
+		return nil, nil
+	}
+	if !may(p.Bound, refResource, "bind", ref) {
+		if d, err := readRules(); d != nil || err != nil {
+			return deref(d), err
+		}
+		if ok, missing := rbacvalidation.Covers(p.Bound, rules); !ok {
+			return deny("RoleBinding %s binds %s %s, which grants what the tenant role does not hold: %s", name, kind, ref, describe(missing)), nil
+		}
+	}
+	if p.Requester == nil {
 		return allow(), nil
 	}
-	rules, found, err := lk.RoleRules(ctx, kind, p.Namespace, ref)
-	if err != nil {
+	if d, err := p.requesterMay(ctx, lk, "bind", refResource, p.target(), ref); err != nil {
 		return Decision{}, err
+	} else if d == nil {
+		return allow(), nil
 	}
-	if !found {
-		return deny("RoleBinding %s binds %s %s, which does not exist: Kubernetes refuses such a binding to anyone who may not bind it", name, kind, ref), nil
+	if d, err := readRules(); d != nil || err != nil {
+		return deref(d), err
 	}
-	if ok, missing := rbacvalidation.Covers(p.Bound, rules); !ok {
-		return deny("RoleBinding %s binds %s %s, which grants what the tenant role does not hold: %s", name, kind, ref, describe(missing)), nil
+	d, err := p.requesterHolds(ctx, lk, fmt.Sprintf("RoleBinding %s binds %s %s, which", name, kind, ref), rules, p.target())
+	if d != nil || err != nil {
+		return deref(d), err
 	}
 	return allow(), nil
 }
@@ -354,7 +522,7 @@ var pvSpecFields = []string{"capacity", "accessModes", "claimRef", "persistentVo
 // decidePV: a PersistentVolume is created only as Velero's volume restore
 // makes it: it must not exist (a restore never updates a cluster-scoped
 // object), have exactly one volume source from AllowedPVSources, be claimed
-// (if at all) from p.Namespace, and, when item.FromBackup is known, carry a
+// (if at all) from p.Namespace or p.Target, and, when item.FromBackup is known, carry a
 // source Velero changed (a new volume from the backup's snapshot): a spec
 // copied from the tarball could name any volume, the tenant's or not.
 func decidePV(ctx context.Context, p Policy, item Item, name string, lk Lookup) (Decision, error) {
@@ -381,8 +549,10 @@ func decidePV(ctx context.Context, p Policy, item Item, name string, lk Lookup) 
 		if !ok {
 			return deny("PersistentVolume %s: spec.claimRef is not an object", name), nil
 		}
-		if ns, _ := m["namespace"].(string); ns != p.Namespace {
-			return deny("PersistentVolume %s: spec.claimRef.namespace %q is not the restore's namespace %q", name, m["namespace"], p.Namespace), nil
+		// Velero remaps the claim's namespace with the restore's
+		// namespaceMapping (remapClaimRefNS) before restore item actions.
+		if ns, _ := m["namespace"].(string); ns != p.Namespace && ns != p.target() {
+			return deny("PersistentVolume %s: spec.claimRef.namespace %q is not the restore's namespace %q", name, m["namespace"], p.target()), nil
 		}
 	}
 	if item.FromBackup != nil {

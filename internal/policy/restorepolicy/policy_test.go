@@ -7,8 +7,11 @@ import (
 	"testing"
 
 	. "gopkg.in/check.v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	rbacvalidation "k8s.io/component-helpers/auth/rbac/validation"
 
 	"github.com/nacflow/nacflow/internal/policy/restorepolicy"
 )
@@ -39,6 +42,28 @@ type fakeLookup struct {
 	existing map[string]bool                // "resource/ns/name"
 	roles    map[string][]rbacv1.PolicyRule // "Kind/ns/name" (ns "" for ClusterRoles)
 	err      error
+	// users holds each user's rules by namespace ("user/ns"), answered as
+	// RBAC would: a rule with resourceNames never allows a request without
+	// a name.
+	users map[string][]rbacv1.PolicyRule
+	// asked counts May's questions.
+	asked *int
+}
+
+func (f fakeLookup) May(_ context.Context, u authenticationv1.UserInfo, a authorizationv1.ResourceAttributes) (bool, error) {
+	if f.asked != nil {
+		*f.asked++
+	}
+	res := a.Resource
+	if a.Subresource != "" {
+		res += "/" + a.Subresource
+	}
+	r := rbacv1.PolicyRule{APIGroups: []string{a.Group}, Resources: []string{res}, Verbs: []string{a.Verb}}
+	if a.Name != "" {
+		r.ResourceNames = []string{a.Name}
+	}
+	ok, _ := rbacvalidation.Covers(f.users[u.Username+"/"+a.Namespace], []rbacv1.PolicyRule{r})
+	return ok, f.err
 }
 
 func (f fakeLookup) Exists(_ context.Context, gr schema.GroupResource, ns, name string) (bool, error) {
@@ -299,4 +324,123 @@ func (s *PolicySuite) TestProvisionClaim(c *C) {
 		_, named := spec["volumeName"]
 		c.Check(named, Equals, false, Commentf(js))
 	}
+}
+
+// editLike is Kubernetes' edit role in small: adminLike without RBAC.
+var editLike = []rbacv1.PolicyRule{adminLike[0], adminLike[1], adminLike[3], adminLike[4]}
+
+// TestAsTheRequester: with a requester, every item is also checked as that
+// user, by the API server's answer (Lookup.May): create with no name,
+// patch with the name for existing items under update, bind/escalate or
+// every rule of a bound role, in the target namespace.
+func (s *PolicySuite) TestAsTheRequester(c *C) {
+	lk := lookup
+	lk.users = map[string][]rbacv1.PolicyRule{
+		"alice/team":  adminLike,
+		"alice/other": adminLike,
+		"bob/team":    adminLike,
+		"bob/other":   {{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list"}}},
+		"eddie/team":  editLike,
+		// May create RoleBindings, and bind "view" by name, but holds less than admin.
+		"rb/team": append([]rbacv1.PolicyRule{
+			{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"rolebindings"}, Verbs: []string{"create"}},
+			{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"clusterroles"}, Verbs: []string{"bind"}, ResourceNames: []string{"edit"}},
+		}, editLike...),
+		// May create configmaps named "mine" only: RBAC never allows such a create.
+		"named/team": {{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create"}, ResourceNames: []string{"c"}}},
+	}
+	adminBinding := `{"metadata":{"name":"b","namespace":"team"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"admin"}}`
+	editBinding := `{"metadata":{"name":"b","namespace":"team"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"edit"}}`
+	for _, t := range []struct {
+		about, user, target, resource, item string
+		update                              bool
+		reason                              string
+	}{
+		{"alice's configmap", "alice", "", "configmaps", `{"metadata":{"name":"c","namespace":"team"}}`, false, ""},
+		{"alice's configmap into other", "alice", "other", "configmaps", `{"metadata":{"name":"c","namespace":"team"}}`, false, ""},
+		{"bob's configmap into other, where he only reads", "bob", "other", "configmaps", `{"metadata":{"name":"c","namespace":"team"}}`, false,
+			`bob may not create configmaps in namespace other`},
+		{"eddie's binding to admin", "eddie", "", "rolebindings.rbac.authorization.k8s.io", adminBinding, false,
+			`eddie may not create rolebindings.rbac.authorization.k8s.io in namespace team`},
+		{"a binding to admin by one who may create bindings but holds less", "rb", "", "rolebindings.rbac.authorization.k8s.io", adminBinding, false,
+			`RoleBinding b binds ClusterRole admin, which grants .*, which rb does not hold in namespace team`},
+		{"a binding to edit by one who may bind edit", "rb", "", "rolebindings.rbac.authorization.k8s.io", editBinding, false, ""},
+		{"alice's binding to admin", "alice", "", "rolebindings.rbac.authorization.k8s.io", adminBinding, false, ""},
+		{"eddie's Role", "eddie", "", "roles.rbac.authorization.k8s.io", `{"metadata":{"name":"r","namespace":"team"},"rules":[]}`, false,
+			`eddie may not create roles.rbac.authorization.k8s.io in namespace team`},
+		{"a create allowed only by name", "named", "", "configmaps", `{"metadata":{"name":"c","namespace":"team"}}`, false,
+			`named may not create configmaps in namespace team`},
+		{"eddie updates an existing configmap", "eddie", "", "configmaps", `{"metadata":{"name":"old","namespace":"team"}}`, true, ""},
+		{"bob may not patch in other", "bob", "other", "configmaps", `{"metadata":{"name":"old","namespace":"team"}}`, true,
+			`bob may not create configmaps in namespace other`},
+	} {
+		user := authenticationv1.UserInfo{Username: t.user, Groups: []string{"system:authenticated"}}
+		p := restorepolicy.Policy{Namespace: "team", Target: t.target, Bound: adminLike, Requester: &user, UpdateExisting: t.update,
+			AdminOwned: restorepolicy.DefaultAdminOwned}
+		d, err := restorepolicy.Decide(context.Background(), p, restorepolicy.Item{Resource: gr(t.resource), Object: obj(t.item)}, lk)
+		c.Assert(err, IsNil, Commentf(t.about))
+		if t.reason == "" {
+			c.Check(d, Equals, restorepolicy.Decision{Allowed: true}, Commentf(t.about))
+		} else {
+			c.Check(d.Allowed, Equals, false, Commentf(t.about))
+			c.Check(d.Reason, Matches, t.reason, Commentf(t.about))
+		}
+	}
+
+	// Without a requester, the tenant role alone: eddie's binding passes.
+	d, err := restorepolicy.Decide(context.Background(), restorepolicy.Policy{Namespace: "team", Bound: adminLike},
+		restorepolicy.Item{Resource: gr("rolebindings.rbac.authorization.k8s.io"), Object: obj(adminBinding)}, lk)
+	c.Assert(err, IsNil)
+	c.Check(d.Allowed, Equals, true)
+
+	// The tenant role stays the outer limit: alice may do anything in
+	// "team", not what adminLike does not allow.
+	lk.users["alice/team"] = []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}}}
+	alice := authenticationv1.UserInfo{Username: "alice"}
+	d, err = restorepolicy.Decide(context.Background(), restorepolicy.Policy{Namespace: "team", Bound: adminLike, Requester: &alice},
+		restorepolicy.Item{Resource: gr("widgets.example.com"), Object: obj(`{"metadata":{"name":"w","namespace":"team"}}`)}, lk)
+	c.Assert(err, IsNil)
+	c.Check(d.Reason, Equals, "the tenant role does not allow create on widgets.example.com")
+
+	// The API server's errors are passed on, never read as an answer.
+	lk.err = errors.New("unreachable")
+	_, err = restorepolicy.Decide(context.Background(), restorepolicy.Policy{Namespace: "team", Bound: adminLike, Requester: &alice},
+		restorepolicy.Item{Resource: gr("configmaps"), Object: obj(`{"metadata":{"name":"c","namespace":"team"}}`)}, lk)
+	c.Check(err, ErrorMatches, "unreachable")
+}
+
+// TestReviewsAsksOnce: Reviews sends one SubjectAccessReview per question,
+// with the user's groups and extra, and never reads an undecided review as
+// allowed.
+func (s *PolicySuite) TestReviewsAsksOnce(c *C) {
+	var sent []authorizationv1.SubjectAccessReviewSpec
+	r := &restorepolicy.Reviews{Create: func(_ context.Context, sar *authorizationv1.SubjectAccessReview) error {
+		sent = append(sent, sar.Spec)
+		sar.Status.Allowed = sar.Spec.ResourceAttributes.Verb == "create"
+		if sar.Spec.ResourceAttributes.Verb == "escalate" {
+			sar.Status.EvaluationError = "webhook authorizer down"
+		}
+		return nil
+	}}
+	u := authenticationv1.UserInfo{Username: "alice", UID: "u1", Groups: []string{"team-a"}, Extra: map[string]authenticationv1.ExtraValue{"scopes": {"x"}}}
+	create := authorizationv1.ResourceAttributes{Namespace: "a", Verb: "create", Resource: "configmaps"}
+	for range 3 {
+		ok, err := r.May(context.Background(), u, create)
+		c.Assert(err, IsNil)
+		c.Check(ok, Equals, true)
+	}
+	c.Assert(sent, HasLen, 1)
+	c.Check(sent[0].User, Equals, "alice")
+	c.Check(sent[0].UID, Equals, "u1")
+	c.Check(sent[0].Groups, DeepEquals, []string{"team-a"})
+	c.Check(sent[0].Extra["scopes"], DeepEquals, authorizationv1.ExtraValue{"x"})
+	ok, err := r.May(context.Background(), u, authorizationv1.ResourceAttributes{Namespace: "a", Verb: "patch", Resource: "configmaps", Name: "c"})
+	c.Check(err, IsNil)
+	c.Check(ok, Equals, false)
+	_, err = r.May(context.Background(), u, authorizationv1.ResourceAttributes{Verb: "escalate", Resource: "roles"})
+	c.Check(err, ErrorMatches, ".*could not decide: webhook authorizer down")
+	// Another user is another question.
+	_, err = r.May(context.Background(), authenticationv1.UserInfo{Username: "bob"}, create)
+	c.Check(err, IsNil)
+	c.Check(sent, HasLen, 4)
 }

@@ -53,6 +53,12 @@ type Capabilities struct {
 	// nacflow-pod-volume-backups (internal/velero/tenantlocations). OADP's role for
 	// its non-admin controller grants none.
 	TenantLocations bool
+	// Webhook is true when nacflow may serve its requester webhook: keep
+	// its signing key and certificate in Secrets of the OADP namespace
+	// (get, list, watch, create, update) and inject the certificate's CA
+	// into MutatingWebhookConfigurations (get, list, watch, update).
+	// OADP's role for its non-admin controller grants neither.
+	Webhook bool
 	// PlanUnknown, when not empty, says why the NAC kinds' status schemas
 	// could not be read; Plan then holds the served kinds when the
 	// Blueprint CRD is served too (nacflow's CRDs come as a set, and OADP
@@ -67,7 +73,7 @@ func All() Capabilities {
 	for _, k := range v1alpha1.Kinds() {
 		c.Served[k.Kind], c.Plan[k.Kind] = true, true
 	}
-	c.Events, c.RestorePrecheck, c.TenantLocations = true, true, true
+	c.Events, c.RestorePrecheck, c.TenantLocations, c.Webhook = true, true, true, true
 	return c
 }
 
@@ -95,6 +101,14 @@ func Detect(ctx context.Context, dc discovery.DiscoveryInterface, cl client.Clie
 		return access{verb, v1alpha1.GroupVersion.Group, "tenantlocations", oadpNamespace}
 	}
 	if c.TenantLocations, err = mayAll(ctx, cl, cm("create"), cm("patch")); err != nil {
+		return c, err
+	}
+	secret := func(verb string) access { return access{verb, "", "secrets", oadpNamespace} }
+	hooks := func(verb string) access {
+		return access{verb, "admissionregistration.k8s.io", "mutatingwebhookconfigurations", ""}
+	}
+	if c.Webhook, err = mayAll(ctx, cl, secret("get"), secret("list"), secret("watch"), secret("create"), secret("update"),
+		hooks("get"), hooks("list"), hooks("watch"), hooks("update")); err != nil {
 		return c, err
 	}
 	gv := v1alpha1.GroupVersion.String()
@@ -228,6 +242,9 @@ func (c Capabilities) Limits() []string {
 	if !c.TenantLocations {
 		out = append(out, "no TenantLocations CRD, or may not create and patch TenantLocations in the OADP namespace: tenant locations are not recorded, and where the admission policy nacflow-pod-volume-backups is installed no PodVolumeBackup on a tenant location is admitted (file-system backups to tenants' locations fail)")
 	}
+	if !c.Webhook {
+		out = append(out, "may not keep Secrets in the OADP namespace or update MutatingWebhookConfigurations: the requester webhook is not served, no NonAdminRestore records who asked for it, and every restore is bounded by the tenant role alone (condition RequesterVerified=False/WebhookNotInstalled)")
+	}
 	if c.Served["NonAdminBackupStorageLocation"] && !c.Served["NonAdminBackupStorageLocationRequest"] {
 		out = append(out, "no NonAdminBackupStorageLocationRequest CRD: the NonAdminBackupStorageLocation controller does not run")
 	}
@@ -304,7 +321,7 @@ func (c Capabilities) TrimCache(opts cache.Options) cache.Options {
 func (c Capabilities) Collector() prometheus.Collector {
 	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "nacflow_capability",
-		Help: "1 when the installed CRDs and RBAC give nacflow the capability, 0 when not (docs/oadp.md): a kind's CRD, <kind>.status.plan, events, restorePrecheck, tenantLocations.",
+		Help: "1 when the installed CRDs and RBAC give nacflow the capability, 0 when not (docs/oadp.md): a kind's CRD, <kind>.status.plan, events, restorePrecheck, tenantLocations, webhook.",
 	}, []string{"capability"})
 	set := func(name string, ok bool) {
 		v := 0.0
@@ -322,6 +339,7 @@ func (c Capabilities) Collector() prometheus.Collector {
 	set("events", c.Events)
 	set("restorePrecheck", c.RestorePrecheck)
 	set("tenantLocations", c.TenantLocations)
+	set("webhook", c.Webhook)
 	return g
 }
 
