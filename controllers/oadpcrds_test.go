@@ -200,6 +200,7 @@ func (s *OADPCRDSuite) TestCapabilities(c *C) {
 	c.Check(s.caps.Events, Equals, false)
 	c.Check(s.caps.RestorePrecheck, Equals, false)
 	c.Check(s.caps.TenantLocations, Equals, false)
+	c.Check(s.caps.Webhook, Equals, false)
 	c.Check(s.caps.PlanUnknown, Equals, "")
 	reg := prometheus.NewRegistry()
 	c.Assert(reg.Register(s.caps.Collector()), IsNil)
@@ -212,7 +213,7 @@ func (s *OADPCRDSuite) TestCapabilities(c *C) {
 		}
 	}
 	c.Check(gauge, DeepEquals, map[string]float64{
-		"Blueprint": 0, "NonAdminBackupStorageLocationRequest": 1, "events": 0, "restorePrecheck": 0, "tenantLocations": 0,
+		"Blueprint": 0, "NonAdminBackupStorageLocationRequest": 1, "events": 0, "restorePrecheck": 0, "tenantLocations": 0, "webhook": 0,
 		"NonAdminBackup": 1, "NonAdminBackup.status.plan": 0, "NonAdminRestore": 1, "NonAdminRestore.status.plan": 0,
 		"NonAdminBackupStorageLocation": 1, "NonAdminBackupStorageLocation.status.plan": 0,
 		"NonAdminDownloadRequest": 1, "NonAdminDownloadRequest.status.plan": 0,
@@ -221,7 +222,7 @@ func (s *OADPCRDSuite) TestCapabilities(c *C) {
 	limits := strings.Join(s.caps.Limits(), "\n")
 	for _, want := range []string{"no Blueprint CRD", "no NonAdminSchedule CRD", "the NonAdminBackup CRD has no status.plan",
 		"the NonAdminRestore CRD has no status.plan", "may not create Events", "the restore pre-check (CheckRestoreItems) is off",
-		"tenant locations are not recorded"} {
+		"tenant locations are not recorded", "the requester webhook is not served"} {
 		c.Check(strings.Contains(limits, want), Equals, true, Commentf("%q missing from:\n%s", want, limits))
 	}
 }

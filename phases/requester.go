@@ -62,7 +62,7 @@ func (r Requesters) verify(ctx context.Context, nar *v1alpha1.NonAdminRestore, t
 		msg += fmt.Sprintf(", as recorded by nacflow's webhook: every item is checked as %s (SubjectAccessReview), within ClusterRole %s", user.Username, tenantRole)
 		return requesterVerdict{user: &user, reason: v1alpha1.ReasonRequesterRecorded, message: msg}, nil
 	case errors.Is(err, requester.ErrForged):
-		msg := fmt.Sprintf("metadata.annotations[%s]: %v: the record was not written by nacflow's webhook for this NonAdminRestore; refusing to restore (delete it and create it again)", requester.Annotation, err)
+		msg := fmt.Sprintf("metadata.annotations[%s]: %v; refusing to restore (delete the NonAdminRestore and create it again)", requester.Annotation, err)
 		return requesterVerdict{reason: v1alpha1.ReasonRequesterForged, message: msg, forged: errors.New(msg)}, nil
 	}
 	installed, name := false, ""

@@ -29,6 +29,7 @@ type E2ESuite struct {
 	dir        string // localcp's --dir: kubeconfig and logs
 	kubeconfig string
 	metrics    string // the controller's metrics URL
+	webhookURL string // where the API server calls the requester webhook
 	st         *e2estack.Stack
 }
 
@@ -53,9 +54,14 @@ func (s *E2ESuite) SetUpSuite(c *C) {
 	// Short sync periods so that the rebuild test sees Velero's BSL sync and
 	// nacflow's backup sync within seconds; Velero revalidates locations
 	// every few seconds so that the storage tests see its verdict.
+	// The requester webhook as make run installs it: every NonAdminRestore
+	// records who created it (TestRestoreBoundedByTheRequester).
+	hookCP, hookNac := e2estack.RequesterWebhook(c, s.dir)
 	s.st = e2estack.Start(c, root, s.bin, s.dir,
-		[]string{"--velero-backup-sync-period", "3s", "--velero-store-validation-frequency", validation.String()},
-		[]string{"--metrics-bind-address", metricsAddr, "--health-probe-bind-address", "127.0.0.1:0", "--backup-sync-period", "2s"})
+		append([]string{"--velero-backup-sync-period", "3s", "--velero-store-validation-frequency", validation.String()}, hookCP...),
+		append([]string{"--metrics-bind-address", metricsAddr, "--health-probe-bind-address", "127.0.0.1:0", "--backup-sync-period", "2s"}, hookNac...))
+	s.webhookURL = hookCP[3]
+	s.st.AwaitRequesterWebhook(c, "default")
 }
 
 // drain returns the stack's output collected so far.

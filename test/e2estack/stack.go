@@ -14,6 +14,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -377,4 +378,30 @@ func CreateBucket(c *check.C, s3, bucket string) {
 	c.Assert(err, check.IsNil)
 	resp.Body.Close()
 	c.Assert(resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusConflict, check.Equals, true, check.Commentf("PUT bucket %s: %s", bucket, resp.Status))
+}
+
+// RequesterWebhook returns the localcp and nac arguments that install and
+// serve nacflow's requester webhook as make run does, on a free port of
+// 127.0.0.1 (stacks run side by side) with its certificate files under
+// dir.
+func RequesterWebhook(c *check.C, dir string) (localcpArgs, nacArgs []string) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	c.Assert(err, check.IsNil)
+	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	c.Assert(l.Close(), check.IsNil)
+	return []string{"--requester-webhook", "config/webhook/mutating_webhook_configuration.yaml",
+			"--requester-webhook-url", "https://localhost:" + port + "/mutate-nacflow-requester"},
+		[]string{"--webhook-port", port, "--webhook-host", "127.0.0.1", "--webhook-cert-dir", filepath.Join(dir, "webhook-certs")}
+}
+
+// AwaitRequesterWebhook waits (up to a minute) until the API server's calls
+// to the requester webhook succeed: a server-side dry run of a
+// NonAdminRestore in namespace ns (which must exist) passes admission.
+func (st *Stack) AwaitRequesterWebhook(c *check.C, ns string) {
+	nar := "apiVersion: oadp.openshift.io/v1alpha1\nkind: NonAdminRestore\nmetadata: {name: webhook-probe, namespace: " + ns + "}\n" +
+		"spec:\n  restoreSpec: {backupName: none}\n"
+	Eventually(c, time.Minute, func() (bool, string) {
+		out, err := st.Run(nar, "create", "--dry-run=server", "-f", "-")
+		return err == nil, out
+	})
 }

@@ -119,7 +119,8 @@ type Options struct {
 
 // Setup adds to mgr the certificate rotator, the writer of the
 // certificate's files and the webhook server, which starts once the files
-// are written and the CA injected (cert-controller's IsReady). c is a
+// are written and the CA injected (cert-controller's IsReady); mgr's
+// readyz check "webhook" fails until it serves. c is a
 // client usable before mgr starts: Setup makes the certificate Secret when
 // it does not exist (cert-controller needs it to exist). The certificate
 // names <Service>.<Namespace>.svc and localhost (`make run` and a
@@ -153,6 +154,11 @@ func Setup(ctx context.Context, mgr manager.Manager, c client.Client, o Options)
 	srv := webhook.NewServer(webhook.Options{Host: o.Host, Port: o.Port, CertDir: o.CertDir})
 	for path, h := range o.Handlers {
 		srv.Register(path, &webhook.Admission{Handler: h})
+	}
+	// Not ready until it serves: a Service sends the API server's calls
+	// only to ready Pods.
+	if err := mgr.AddReadyzCheck("webhook", srv.StartedChecker()); err != nil {
+		return err
 	}
 	return mgr.Add(&afterReady{ready: ready, srv: srv})
 }

@@ -1,0 +1,144 @@
+package e2e
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	. "gopkg.in/check.v1"
+
+	"github.com/nacflow/nacflow/test/e2estack"
+)
+
+// forgedRecord is a requester record a tenant writes itself: the cluster
+// admin, with a signature nacflow's key never made.
+const forgedRecord = `    openshift.io/oadp-nacflow-requester: '{"user":{"username":"system:admin","groups":["system:masters"]},"at":"%s"}'
+    openshift.io/oadp-nacflow-requester-signature: Zm9yZ2VkLXNpZ25hdHVyZS0wMDAwMDAwMDAwMDAwMDA=
+`
+
+// narAs creates NonAdminRestore name of backup in ns as user (kubectl
+// --as; "" for the admin), with forged requester annotations when forged.
+func (s *E2ESuite) narAs(c *C, user, ns, name, backup string, forged bool) {
+	meta := fmt.Sprintf("metadata:\n  name: %s\n  namespace: %s\n", name, ns)
+	if forged {
+		meta += "  annotations:\n" + fmt.Sprintf(forgedRecord, time.Now().UTC().Format(time.RFC3339))
+	}
+	args := []string{"create", "-f", "-"}
+	if user != "" {
+		args = append([]string{"--as", user}, args...)
+	}
+	s.kubectlIn(c, "apiVersion: oadp.openshift.io/v1alpha1\nkind: NonAdminRestore\n"+meta+"spec:\n  restoreSpec: {backupName: "+backup+"}\n", args...)
+}
+
+// narDone waits until NonAdminRestore name's Velero Restore completed and
+// returns its name.
+func (s *E2ESuite) narDone(c *C, ns, name string) string {
+	var restore string
+	e2estack.Eventually(c, 3*time.Minute, func() (bool, string) {
+		out := s.kubectl(c, "get", "nar", "-n", ns, name, "-o", "jsonpath={.status.veleroRestore.status.phase}|{.status.plan.state}|{.status.veleroRestore.name}")
+		restore = out[strings.LastIndex(out, "|")+1:]
+		return strings.HasPrefix(out, "Completed|complete|"), out
+	})
+	return restore
+}
+
+// condition returns type's status|reason|message on NonAdminRestore name.
+func (s *E2ESuite) narCondition(c *C, ns, name, typ string) string {
+	return s.kubectl(c, "get", "nar", "-n", ns, name, "-o",
+		fmt.Sprintf(`jsonpath={.status.conditions[?(@.type=="%[1]s")].status}|{.status.conditions[?(@.type=="%[1]s")].reason}|{.status.conditions[?(@.type=="%[1]s")].message}`, typ))
+}
+
+// TestRestoreBoundedByTheRequester: with nacflow's requester webhook (as
+// make run installs it), a restore is held to what the person who asked
+// could do, with the real Velero and nacflow's plugin. eddie, edit in his
+// namespace, restores a backup holding a RoleBinding to admin: the
+// ConfigMap comes back, the binding does not (edit may not create
+// RoleBindings), and both the pre-check and the plugin say so naming
+// eddie's missing right; the admin's restore of the same backup brings the
+// binding back. A record eddie forges is replaced by his own. Without the
+// webhook (the admin deletes its configuration), a forged record is
+// refused, and an unrecorded restore is bounded by the tenant role alone,
+// as before, saying so in condition RequesterVerified.
+func (s *E2ESuite) TestRestoreBoundedByTheRequester(c *C) {
+	const ns = "tenant-q"
+	s3 := s.s3URL(c)
+	s.tenant(c, ns)
+	s.kubectl(c, "create", "rolebinding", "-n", ns, "eddie", "--clusterrole=edit", "--user=eddie")
+	s.kubectl(c, "create", "rolebinding", "-n", ns, "to-admin", "--clusterrole=admin", "--user=zed")
+	s.nabCompletes(c, ns, "all", "")
+	s.kubectl(c, "delete", "rolebinding", "-n", ns, "to-admin")
+	s.kubectl(c, "delete", "configmap", "-n", ns, "cm")
+
+	// eddie's restore, with a record he forged: corrected to his own.
+	s.narAs(c, "eddie", ns, "by-eddie", "all", true)
+	restore := s.narDone(c, ns, "by-eddie")
+	c.Check(s.narCondition(c, ns, "by-eddie", "RequesterVerified"), Matches,
+		`True\|RequesterRecorded\|created by eddie \(groups system:authenticated\), as recorded by nacflow's webhook: every item is checked as eddie \(SubjectAccessReview\), within ClusterRole admin`)
+	c.Check(s.kubectl(c, "get", "nar", "-n", ns, "by-eddie", "-o", `jsonpath={.metadata.annotations.openshift\.io/oadp-nacflow-requester}`),
+		Matches, `\{"user":\{"username":"eddie","groups":\["system:authenticated"\]\},"at":".*"\}`)
+	c.Check(s.narCondition(c, ns, "by-eddie", "RestoreItemsChecked"), Matches,
+		`False\|ItemsExcluded\|2 of [0-9]+ items of Velero Backup \S+ are beyond what ClusterRole admin allows in namespace tenant-q and eddie may do there and are not restored: `+
+			`rolebindings.rbac.authorization.k8s.io tenant-q/eddie: eddie may not create rolebindings.rbac.authorization.k8s.io in namespace tenant-q; `+
+			`rolebindings.rbac.authorization.k8s.io tenant-q/to-admin: eddie may not create rolebindings.rbac.authorization.k8s.io in namespace tenant-q`)
+	c.Check(s.kubectl(c, "get", "restores.velero.io", "-n", "openshift-adp", restore, "-o", `jsonpath={.metadata.annotations.nacflow\.io/restore-requester}`),
+		Matches, `\{"username":"eddie","groups":\["system:authenticated"\]\}`)
+	c.Check(s.kubectl(c, "get", "configmap", "-n", ns, "cm", "-o", "jsonpath={.data.k}"), Equals, "v")
+	c.Check(s.kubectlAllowFail("get", "rolebinding", "-n", ns, "to-admin"), Matches, `(?s).*NotFound.*`)
+	log := gunzip(c, getObject(c, s3, "velero", "restores/"+restore+"/restore-"+restore+"-logs.gz"))
+	c.Check(strings.Contains(log, "nacflow: not restoring rolebindings.rbac.authorization.k8s.io tenant-q/to-admin: eddie may not create rolebindings.rbac.authorization.k8s.io in namespace tenant-q"),
+		Equals, true, Commentf("restore log:\n%s", log))
+
+	// The admin's restore of the same backup brings the binding back.
+	s.narAs(c, "", ns, "by-admin", "all", false)
+	s.narDone(c, ns, "by-admin")
+	c.Check(s.narCondition(c, ns, "by-admin", "RequesterVerified"), Matches, `True\|RequesterRecorded\|created by .*`)
+	c.Check(s.kubectl(c, "get", "rolebinding", "-n", ns, "to-admin", "-o", "jsonpath={.roleRef.name}"), Equals, "admin")
+
+	// The admin removes the webhook: nacflow keeps today's rules and says so.
+	hook := s.kubectl(c, "get", "mutatingwebhookconfiguration", "nacflow-requester", "-o", "yaml")
+	s.kubectl(c, "delete", "mutatingwebhookconfiguration", "nacflow-requester")
+	defer func() {
+		// Back as it was (the controller injects its CA again).
+		s.kubectlIn(c, stripServerFields(hook), "create", "-f", "-")
+		s.st.AwaitRequesterWebhook(c, ns)
+	}()
+	s.kubectl(c, "delete", "rolebinding", "-n", ns, "to-admin")
+	// A record eddie forges is refused: nothing restored.
+	var name string
+	e2estack.Eventually(c, 30*time.Second, func() (bool, string) {
+		// The API server forgets the configuration within moments.
+		name = fmt.Sprintf("forged-%d", time.Now().UnixNano())
+		s.narAs(c, "eddie", ns, name, "all", true)
+		out := s.kubectl(c, "get", "nar", "-n", ns, name, "-o", `jsonpath={.metadata.annotations.openshift\.io/oadp-nacflow-requester-signature}`)
+		return strings.HasPrefix(out, "Zm9yZ2Vk"), out
+	})
+	e2estack.Eventually(c, time.Minute, func() (bool, string) {
+		out := s.narCondition(c, ns, name, "Accepted")
+		return strings.HasPrefix(out, "False|"), out
+	})
+	c.Check(s.narCondition(c, ns, name, "Accepted"), Matches,
+		`False\|InvalidRestoreSpec\|metadata.annotations\[openshift.io/oadp-nacflow-requester\]: the requester record was not written by nacflow's admission webhook for this object: its signature does not match; refusing to restore \(delete the NonAdminRestore and create it again\)`)
+	c.Check(s.narCondition(c, ns, name, "RequesterVerified"), Matches, `False\|RequesterForged\|.*`)
+	c.Check(s.kubectl(c, "get", "nar", "-n", ns, name, "-o", "jsonpath={.status.phase}|{.status.veleroRestore.name}"), Equals, "BackingOff|")
+
+	// An unrecorded restore: the tenant role alone, as before the webhook.
+	s.narAs(c, "eddie", ns, "unrecorded", "all", false)
+	s.narDone(c, ns, "unrecorded")
+	c.Check(s.narCondition(c, ns, "unrecorded", "RequesterVerified"), Matches,
+		`False\|WebhookNotInstalled\|nacflow's requester webhook \(MutatingWebhookConfiguration nacflow-requester\) is not installed, so no one recorded who asked: every item is checked against ClusterRole admin alone, whoever asked; .*`)
+	c.Check(s.kubectl(c, "get", "rolebinding", "-n", ns, "to-admin", "-o", "jsonpath={.roleRef.name}"), Equals, "admin")
+}
+
+// stripServerFields drops what the API server sets from an object's YAML,
+// so that it can be created again.
+func stripServerFields(yaml string) string {
+	var out []string
+	for _, l := range strings.Split(yaml, "\n") {
+		t := strings.TrimSpace(l)
+		if strings.HasPrefix(t, "resourceVersion:") || strings.HasPrefix(t, "uid:") || strings.HasPrefix(t, "creationTimestamp:") || strings.HasPrefix(t, "generation:") {
+			continue
+		}
+		out = append(out, l)
+	}
+	return strings.Join(out, "\n")
+}
