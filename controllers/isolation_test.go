@@ -129,7 +129,7 @@ func (s *ControllerSuite) TestTenantIsolationAttacks(c *C) {
 	}{
 		{"another tenant's NAB", "their-nab", velerov1.RestoreSpec{BackupName: victim.Name}, `no NonAdminBackup named "victim"`},
 		{"another tenant's Velero backup", "their-velero", velerov1.RestoreSpec{BackupName: victimBackup.Name}, "no NonAdminBackup named"},
-		{"a namespace mapping", "mapping", velerov1.RestoreSpec{BackupName: "x", NamespaceMapping: map[string]string{victim.Namespace: ns}}, "namespaceMapping is restricted"},
+		{"a namespace mapping", "mapping", velerov1.RestoreSpec{BackupName: "x", NamespaceMapping: map[string]string{victim.Namespace: ns}}, "namespaceMapping maps " + victim.Namespace + ": only the NonAdminRestore's own namespace"},
 		{"a resource modifier", "modifier", velerov1.RestoreSpec{BackupName: "x",
 			ResourceModifier: &corev1.TypedLocalObjectReference{Kind: "configmap", Name: "admin-modifiers"}}, "resourceModifier is restricted"},
 	} {

@@ -141,7 +141,7 @@ func (s *ControllerSuite) TestRestoreRefusals(c *C) {
 		// is a NonAdminBackup of this namespace.
 		{"their-nab", velerov1.RestoreSpec{BackupName: other.Name}, fmt.Sprintf(`spec.restoreSpec.backupName: no NonAdminBackup named "theirs" in namespace %s`, ns)},
 		{"their-velero-backup", velerov1.RestoreSpec{BackupName: otherBackup.Name}, fmt.Sprintf(`spec.restoreSpec.backupName: no NonAdminBackup named %q in namespace %s`, otherBackup.Name, ns)},
-		{"mapping", velerov1.RestoreSpec{BackupName: "mine", NamespaceMapping: map[string]string{ns: "elsewhere"}}, "spec.restoreSpec.namespaceMapping is restricted: a NonAdminRestore restores into its own namespace only"},
+		{"mapping", velerov1.RestoreSpec{BackupName: "mine", NamespaceMapping: map[string]string{ns: "elsewhere"}}, "spec.restoreSpec.namespaceMapping: " + ns + " to elsewhere: a restore into another namespace is held to the rights there of whoever asked, and no one is known (condition RequesterVerified: WebhookNotInstalled)"},
 		{"other-ns", velerov1.RestoreSpec{BackupName: "mine", IncludedNamespaces: []string{other.Namespace}}, fmt.Sprintf(`spec.restoreSpec.includedNamespaces can not contain namespaces other than: %s (found %q)`, ns, other.Namespace)},
 		{"excluded", velerov1.RestoreSpec{BackupName: "mine", ExcludedNamespaces: []string{"x"}}, "spec.restoreSpec.excludedNamespaces is restricted: found x"},
 		{"schedule", velerov1.RestoreSpec{BackupName: "mine", ScheduleName: "nightly"}, "spec.restoreSpec.scheduleName is restricted: restore from a NonAdminBackup with backupName"},

@@ -395,7 +395,7 @@ func (s *OADPCRDSuite) TestRestoreSpecEditedWhileWaiting(c *C) {
 		c.Assert(s.admin.Get(ctx, client.ObjectKeyFromObject(nar), nar), IsNil)
 		cond := meta.FindStatusCondition(nar.Status.Conditions, v1alpha1.ConditionAccepted)
 		return cond != nil && cond.Status == metav1.ConditionFalse &&
-			cond.Message == "spec.restoreSpec.namespaceMapping is restricted: a NonAdminRestore restores into its own namespace only", fmt.Sprintf("%+v", nar.Status)
+			cond.Message == "spec.restoreSpec.namespaceMapping: "+tenant.Name+" to victim: a restore into another namespace is held to the rights there of whoever asked, and no one is known (condition RequesterVerified: WebhookNotInstalled)", fmt.Sprintf("%+v", nar.Status)
 	})
 	c.Check(nar.Status.Phase, Equals, v1alpha1.NonAdminPhaseBackingOff)
 	restores := &velerov1.RestoreList{}

@@ -116,7 +116,7 @@ func (s *AdoptSuite) TestRestoreSpecEditedDuringTheWait(c *C) {
 		want  string
 	}{
 		{"into another tenant's namespace", func(r *velerov1.RestoreSpec) { r.NamespaceMapping = map[string]string{"team": "victim"} },
-			"spec.restoreSpec.namespaceMapping is restricted: a NonAdminRestore restores into its own namespace only"},
+			`spec.restoreSpec.namespaceMapping: team to victim: a restore into another namespace is held to the rights there of whoever asked, and no one is known \(condition RequesterVerified: WebhookNotInstalled\)`},
 		{"cluster-scoped resources", func(r *velerov1.RestoreSpec) { t := true; r.IncludeClusterResources = &t },
 			"spec.restoreSpec.includeClusterResources can not be true: .*"},
 		{"an OADP-namespace ConfigMap", func(r *velerov1.RestoreSpec) {

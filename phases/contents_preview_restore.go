@@ -133,7 +133,8 @@ func (f *PreviewRestore) Run(ctx context.Context, op *engine.Operation, nar *v1a
 		return fail(who.forged.Error())
 	}
 	p := restorepolicy.Policy{Namespace: nar.Namespace, Bound: bound, AdminOwned: f.adminOwned, UpdateExisting: update, BucketOnly: bucketOnly,
-		Requester: who.user}
+		Requester: who.user, Target: spec.NamespaceMapping[nar.Namespace]}
+	mapped := p.Target != "" && p.Target != nar.Namespace
 	filtered, err := restoreFilters(spec)
 	if err != nil {
 		return fail(err.Error())
@@ -156,6 +157,9 @@ func (f *PreviewRestore) Run(ctx context.Context, op *engine.Operation, nar *v1a
 			item.Outcome, item.Reason = v1alpha1.PreviewExcluded, why
 		case it.obj == nil || !it.decision.Allowed:
 			item.Outcome, item.Reason = v1alpha1.PreviewExcluded, it.decision.Reason
+		case mapped:
+			// The preview reads no object of another namespace.
+			item.Outcome, item.Reason = v1alpha1.PreviewUnknown, fmt.Sprintf("allowed into namespace %s; whether it exists there is not read", p.Target)
 		default:
 			if err := compareLive(ctx, op, it, update, &item); err != nil {
 				return err

@@ -69,6 +69,11 @@ type restoreRules struct {
 	adminOwned []schema.GroupResource
 	// requesters tell who asked for a restore (zero: no one is known).
 	requesters Requesters
+	// protect names the namespaces no restore maps into.
+	protect Protected
+	// precheck is --restore-precheck (a restore into another namespace
+	// needs it).
+	precheck bool
 }
 
 // tenantRoleName is the tenant role's name for messages.
@@ -146,6 +151,10 @@ type Options struct {
 	UncheckedCredentialProviders []string
 	// Resolver resolves endpoint host names (nil: net.DefaultResolver).
 	Resolver endpoint.Resolver
+	// Protected are the namespaces no NonAdminRestore maps into (nac
+	// --protected-namespaces, --protected-namespace-selector; nil Names:
+	// DefaultProtectedNamespaces). The OADP namespace always is.
+	Protected Protected
 	// Requesters tell who asked for a NonAdminRestore (cmd/nac: the
 	// signer of its webhook's records; zero: no one is known, and the
 	// tenant role alone bounds every restore). NewRegistry sets Review.
@@ -164,7 +173,10 @@ type Options struct {
 func NewRegistry(c Clients, o Options) (*engine.Registry, error) {
 	t := tools{recorder: c.Recorder, queue: c.Queue, turns: c.Turns, recent: newRecentCreates(), serving: &serving{}, quotas: o.Quotas,
 		store: newStoreClient(o.Endpoints, o.Resolver), locations: c.Locations}
-	rules := restoreRules{tenantRole: o.TenantRole, adminOwned: o.AdminOwned, requesters: o.Requesters}
+	rules := restoreRules{tenantRole: o.TenantRole, adminOwned: o.AdminOwned, requesters: o.Requesters, protect: o.Protected, precheck: o.RestorePrecheck}
+	if rules.protect.Names == nil {
+		rules.protect.Names = DefaultProtectedNamespaces
+	}
 	if rules.requesters.Signer != nil && c.Client != nil {
 		// A review writes nothing: sent with the manager's client, outside
 		// the safety rule's guard.

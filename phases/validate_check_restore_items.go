@@ -91,6 +91,8 @@ func (*CheckRestoreItems) SafetyExceptions() []engine.Exception {
 			Why: "the tenant role (--tenant-role) and the ClusterRoles a backup's RoleBindings bind, to apply Kubernetes' escalation rule"},
 		{Verbs: []string{"get"}, Kind: corev1.SchemeGroupVersion.WithKind("PersistentVolume").GroupKind(), Scope: engine.InAnyNamespace,
 			Why: "a restore made for a tenant never changes an existing PersistentVolume"},
+		{Verbs: []string{"get"}, Kind: rbacv1.SchemeGroupVersion.WithKind("Role").GroupKind(), Scope: engine.InAnyNamespace,
+			Why: "the Roles a backup's RoleBindings bind in the namespace a namespaceMapping restores into"},
 	}
 }
 
@@ -239,6 +241,11 @@ func (f *CheckRestoreItems) Run(ctx context.Context, op *engine.Operation, nar *
 	}
 	if a.OnExcluded == "refuse" {
 		return engine.Result{}, refuse(nar, v1alpha1.ReasonItemsExcluded, fmt.Errorf("%s: refusing the whole restore (onExcluded: refuse)", msg))
+	}
+	if p.Target != "" && p.Target != nar.Namespace {
+		// Into another namespace, all or nothing: the requester may create
+		// every item there, or nothing is restored.
+		return engine.Result{}, refuse(nar, v1alpha1.ReasonItemsExcluded, fmt.Errorf("%s: refusing the whole restore into namespace %s", msg, p.Target))
 	}
 	return engine.Done(msg, out), nil
 }

@@ -6,6 +6,10 @@ import (
 	"strings"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/engine"
@@ -116,11 +120,66 @@ func (f *ValidateRestoreSpec) decide(ctx context.Context, op *engine.Operation, 
 		}
 	}
 	if d.refusal == nil {
+		if d.refusal, err = f.checkMapping(ctx, op, nar, d); err != nil {
+			return d, err
+		}
+	}
+	if d.refusal == nil {
 		if d.refusal, err = f.checkBackup(ctx, op, nar); err != nil {
 			return d, err
 		}
 	}
 	return d, nil
+}
+
+// checkMapping applies the rules of a restore into another namespace
+// (namespaceMapping {own: other}): the requester is known (their rights
+// in other are what the restore is held to, item by item, in the
+// pre-check and in velero-plugin-nacflow), the pre-check runs (it refuses
+// the whole restore before any Velero Restore when one item is beyond
+// them), and other exists (Velero would create a missing one with its own
+// rights), is not being deleted, and is neither the OADP namespace nor
+// protected (restoreRules.protect). It returns the refusal, nil when the
+// spec maps nothing elsewhere. Errors: the API server's.
+func (f *ValidateRestoreSpec) checkMapping(ctx context.Context, op *engine.Operation, nar *v1alpha1.NonAdminRestore, d restoreDecision) (error, error) {
+	to := d.effective.NamespaceMapping[nar.Namespace]
+	if to == "" || to == nar.Namespace {
+		return nil, nil
+	}
+	field := fmt.Sprintf("spec.restoreSpec.namespaceMapping: %s to %s", nar.Namespace, to)
+	if errs := validation.IsDNS1123Label(to); len(errs) > 0 {
+		return fmt.Errorf("%s: %q is not a namespace name: %s", field, to, strings.Join(errs, "; ")), nil
+	}
+	if d.requester.user == nil {
+		return fmt.Errorf("%s: a restore into another namespace is held to the rights there of whoever asked, and no one is known (condition RequesterVerified: %s)", field, d.requester.reason), nil
+	}
+	if !f.precheck {
+		return fmt.Errorf("%s: a restore into another namespace needs nacflow's restore pre-check (nac --restore-precheck), which is off", field), nil
+	}
+	if to == op.OADPNamespace {
+		return fmt.Errorf("%s: %s is the OADP namespace", field, to), nil
+	}
+	target := &corev1.Namespace{}
+	switch err := op.APIReader.Get(ctx, client.ObjectKey{Name: to}, target); {
+	case apierrors.IsNotFound(err):
+		return fmt.Errorf("%s: namespace %s does not exist (Velero would create it with its own rights): create it first", field, to), nil
+	case err != nil:
+		return nil, fmt.Errorf("reading namespace %s: %w", to, err)
+	}
+	if !target.DeletionTimestamp.IsZero() {
+		return fmt.Errorf("%s: namespace %s is being deleted", field, to), nil
+	}
+	if why := f.protect.protects(target); why != "" {
+		return fmt.Errorf("%s: namespace %s is protected (%s): a NonAdminRestore never restores into it", field, to, why), nil
+	}
+	return nil, nil
+}
+
+// SafetyExceptions implements engine.Excepted: a restore into another
+// namespace reads that Namespace (cluster-scoped).
+func (*ValidateRestoreSpec) SafetyExceptions() []engine.Exception {
+	return []engine.Exception{{Verbs: []string{"get"}, Kind: corev1.SchemeGroupVersion.WithKind("Namespace").GroupKind(), Scope: engine.InAnyNamespace,
+		Why: "the target namespace of a namespaceMapping must exist and not be protected"}}
 }
 
 // validateRestoreSpec returns the first tenant rule nar's restoreSpec breaks.
@@ -143,8 +202,11 @@ func validateRestoreSpec(nar *v1alpha1.NonAdminRestore) error {
 	case spec.IncludeClusterResources != nil && *spec.IncludeClusterResources:
 		return fmt.Errorf("spec.restoreSpec.includeClusterResources can not be true: a NonAdminRestore may not restore cluster-scoped resources " +
 			"(persistent volumes are restored through their claims when it is unset)")
-	case len(spec.NamespaceMapping) > 0:
-		return fmt.Errorf("spec.restoreSpec.namespaceMapping is restricted: a NonAdminRestore restores into its own namespace only")
+	}
+	for from := range spec.NamespaceMapping {
+		if from != nar.Namespace {
+			return fmt.Errorf("spec.restoreSpec.namespaceMapping maps %s: only the NonAdminRestore's own namespace %s may be mapped", from, nar.Namespace)
+		}
 	}
 	for _, ns := range spec.IncludedNamespaces {
 		if ns != nar.Namespace {

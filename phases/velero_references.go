@@ -7,10 +7,12 @@ import (
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/engine"
+	"github.com/nacflow/nacflow/internal/policy/restorepolicy"
 )
 
 // VeleroReferences are the engine's reference rules (RuleReferences) for
@@ -64,6 +66,12 @@ func (VeleroReferences) CheckReferences(ctx context.Context, w engine.ReferenceC
 		}
 		for from, to := range o.Spec.NamespaceMapping {
 			if from == ns && to != ns {
+				if requestedTarget(w, o, to) {
+					if err := liveTarget(ctx, w, to); err != nil {
+						return err
+					}
+					continue
+				}
 				if err := ownSandbox(ctx, w, to); err != nil {
 					return err
 				}
@@ -198,6 +206,50 @@ func notOtherTenantsBSL(ctx context.Context, w engine.ReferenceCheck, name strin
 	if got := bsl.Annotations[v1alpha1.NabslOriginNamespaceAnnotation]; got != own {
 		return w.Refuse(fmt.Sprintf("spec.storageLocation names Velero BackupStorageLocation %s/%s of namespace %q, not of namespace %s",
 			w.Op.OADPNamespace, name, got, own))
+	}
+	return nil
+}
+
+// requestedTarget reports whether to is the target a NonAdminRestore's
+// validated spec maps its namespace into for a verified requester
+// (status.veleroRestore.spec, condition RequesterVerified True), and the
+// Restore carries that requester for velero-plugin-nacflow, which checks
+// every item as them.
+func requestedTarget(w engine.ReferenceCheck, r *velerov1.Restore, to string) bool {
+	nar, ok := w.Op.Object.(*v1alpha1.NonAdminRestore)
+	if !ok || r.Annotations[restorepolicy.RequesterAnnotation] == "" {
+		return false
+	}
+	spec := nar.AcceptedRestoreSpec()
+	if spec == nil || spec.NamespaceMapping[nar.Namespace] != to {
+		return false
+	}
+	for _, c := range nar.Status.Conditions {
+		if c.Type == v1alpha1.ConditionRequesterVerified {
+			return c.Status == metav1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// liveTarget checks that a restore's target namespace exists, is not being
+// deleted and is not the OADP namespace: Velero would create a missing one
+// with its own rights.
+func liveTarget(ctx context.Context, w engine.ReferenceCheck, to string) error {
+	ns := w.Op.Object.GetNamespace()
+	if to == w.Op.OADPNamespace {
+		return w.Refuse(fmt.Sprintf("spec.namespaceMapping maps %s to the OADP namespace", ns))
+	}
+	target := &corev1.Namespace{}
+	err := w.Live.Get(ctx, client.ObjectKey{Name: to}, target)
+	if apierrors.IsNotFound(err) {
+		return w.Refuse(fmt.Sprintf("spec.namespaceMapping maps %s to %s, which does not exist", ns, to))
+	}
+	if err != nil {
+		return fmt.Errorf("reading namespace %s: %w", to, err)
+	}
+	if !target.DeletionTimestamp.IsZero() {
+		return w.Refuse(fmt.Sprintf("spec.namespaceMapping maps %s to %s, which is being deleted", ns, to))
 	}
 	return nil
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/google/uuid"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
@@ -133,6 +134,10 @@ type options struct {
 	webhookCertDir       string
 	webhookService       string
 	webhookConfiguration string
+	// protectedNames and protectedSelector are --protected-namespaces and
+	// --protected-namespace-selector.
+	protectedNames    string
+	protectedSelector string
 	// endpoints are the --endpoint-* flags; unchecked is
 	// --unchecked-credential-providers.
 	endpoints endpoint.Lists
@@ -287,6 +292,10 @@ func registerFlags(fs *flag.FlagSet, o *options) *zap.Options {
 	fs.Float64Var(&o.usageRate, "usage-measure-rate", controllers.DefaultUsageMeasureRate,
 		"Finished NonAdminBackups measured per second for status.usage (what each takes in object storage: one DownloadRequest and one ranged GET each, after the backup's plan; older backups are filled in at this pace after a start). 0: no measurement (maxBytes quotas then count nothing).")
 	fs.IntVar(&o.usageBurst, "usage-measure-burst", controllers.DefaultUsageMeasureBurst, "Burst above --usage-measure-rate.")
+	fs.StringVar(&o.protectedNames, "protected-namespaces", strings.Join(phases.DefaultProtectedNamespaces, ","),
+		"Comma-separated namespace name patterns (kube-*) no NonAdminRestore restores into with namespaceMapping, besides the OADP namespace.")
+	fs.StringVar(&o.protectedSelector, "protected-namespace-selector", "",
+		"Label selector of namespaces no NonAdminRestore restores into with namespaceMapping (e.g. nacflow.io/protected=true); empty: none.")
 	fs.IntVar(&o.webhookPort, "webhook-port", 0,
 		"HTTPS port of the requester admission webhook, which records on each NonAdminRestore who created it (every restored item is then checked as that user too); its certificate is made and rotated in Secret "+webhooks.CertSecret+" of the OADP namespace and its CA injected into --webhook-configuration. config/webhook and make run serve it on 9443. 0: not served (a NonAdminRestore made without it is bounded by --tenant-role alone).")
 	fs.StringVar(&o.webhookHost, "webhook-host", "", "Address the webhook server binds (empty: every address).")
@@ -459,11 +468,18 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
+	protected := phases.Protected{}
+	if protected.Names, err = phases.ParseProtectedNames(o.protectedNames); err != nil {
+		return fmt.Errorf("--protected-namespaces: %w", err)
+	}
+	if protected.Selector, err = labels.Parse(o.protectedSelector); err != nil {
+		return fmt.Errorf("--protected-namespace-selector: %w", err)
+	}
 	registry, err := phases.NewRegistry(phases.Clients{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorderFor("nacflow-blueprint"), Queue: queue, Turns: turns, Locations: locations},
 		phases.Options{RequireApprovalForBSL: o.bslApproval, RequireTenantLocationForDownloads: o.downloadsOnTenantLocations, Settings: settings, MaxBackupsInVelero: o.maxInVelero, MaxRestoresInVelero: o.maxRestores,
 			TenantRole: o.tenantRole, AdminOwned: adminOwned, RestorePrecheck: o.precheck,
 			Endpoints: endpoints, UncheckedCredentialProviders: o.unchecked,
-			Requesters: requesters,
+			Requesters: requesters, Protected: protected,
 			Quotas:     phases.BlueprintQuotas{Resolver: &blueprints.Resolver{Reader: caps.BlueprintReader(mgr.GetClient()), Namespace: o.oadpNamespace}}})
 	if err != nil {
 		return err

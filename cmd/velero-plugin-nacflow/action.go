@@ -362,6 +362,10 @@ func newKubeClient(kubeconfig string) (clusterClient, error) {
 		return nil, err
 	}
 	cfg.UserAgent = "velero-plugin-nacflow"
+	// client-go's default (5/s) would spend a minute on the
+	// SubjectAccessReviews of one RoleBinding to admin checked as the
+	// requester (one per rule of the role, each asked once per restore).
+	cfg.QPS, cfg.Burst = 200, 400
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return nil, err

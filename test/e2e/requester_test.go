@@ -33,12 +33,16 @@ func (s *E2ESuite) narAs(c *C, user, ns, name, backup string, forged bool) {
 // narDone waits until NonAdminRestore name's Velero Restore completed and
 // returns its name.
 func (s *E2ESuite) narDone(c *C, ns, name string) string {
-	var restore string
+	var restore, out string
 	e2estack.Eventually(c, 3*time.Minute, func() (bool, string) {
-		out := s.kubectl(c, "get", "nar", "-n", ns, name, "-o", "jsonpath={.status.veleroRestore.status.phase}|{.status.plan.state}|{.status.veleroRestore.name}")
+		out = s.kubectl(c, "get", "nar", "-n", ns, name, "-o", "jsonpath={.status.veleroRestore.status.phase}|{.status.plan.state}|{.status.veleroRestore.name}")
 		restore = out[strings.LastIndex(out, "|")+1:]
-		return strings.HasPrefix(out, "Completed|complete|"), out
+		return strings.Contains(out, "|complete|") || strings.Contains(out, "|failed|"), out
 	})
+	if !strings.HasPrefix(out, "Completed|complete|") {
+		log := gunzip(c, getObject(c, s.s3URL(c), "velero", "restores/"+restore+"/restore-"+restore+"-logs.gz"))
+		c.Fatalf("restore %s: %s; its log:\n%s", name, out, log)
+	}
 	return restore
 }
 
@@ -141,4 +145,55 @@ func stripServerFields(yaml string) string {
 		out = append(out, l)
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestRestoreIntoAnotherNamespace: namespaceMapping into a namespace the
+// requester holds rights in, with the real Velero. alice, admin in map-a
+// and map-b, restores map-a's backup into map-b: its objects are there,
+// map-a untouched. bob, admin in map-a and view in map-b, is refused
+// before any Velero Restore, naming the missing right; nothing is made in
+// map-b. A protected namespace and a missing one are refused.
+func (s *E2ESuite) TestRestoreIntoAnotherNamespace(c *C) {
+	const a, b = "map-a", "map-b"
+	s.tenant(c, a)
+	s.kubectl(c, "create", "namespace", b)
+	for _, rb := range [][]string{{a, "alice", "admin"}, {b, "alice", "admin"}, {a, "bob", "admin"}, {b, "bob", "view"}} {
+		s.kubectl(c, "create", "rolebinding", "-n", rb[0], rb[1], "--clusterrole="+rb[2], "--user="+rb[1])
+	}
+	s.nabCompletes(c, a, "all", "")
+	before := s.kubectl(c, "get", "configmap", "-n", a, "cm", "-o", "jsonpath={.metadata.resourceVersion}")
+
+	mapped := func(user, name, to string) {
+		s.kubectlIn(c, "apiVersion: oadp.openshift.io/v1alpha1\nkind: NonAdminRestore\nmetadata: {name: "+name+", namespace: "+a+"}\n"+
+			"spec:\n  restoreSpec: {backupName: all, namespaceMapping: {"+a+": "+to+"}}\n", "--as", user, "create", "-f", "-")
+	}
+	mapped("alice", "copy", b)
+	restore := s.narDone(c, a, "copy")
+	c.Check(s.kubectl(c, "get", "configmap", "-n", b, "cm", "-o", "jsonpath={.data.k}|{.metadata.labels.velero\\.io/restore-name}"), Equals, "v|"+restore)
+	c.Check(s.kubectl(c, "get", "secret", "-n", b, "creds", "-o", "jsonpath={.metadata.labels.velero\\.io/restore-name}"), Equals, restore)
+	c.Check(s.kubectl(c, "get", "configmap", "-n", a, "cm", "-o", "jsonpath={.metadata.resourceVersion}"), Equals, before, Commentf("map-a untouched"))
+	c.Check(s.narCondition(c, a, "copy", "RestoreItemsChecked"), Matches, `True\|ItemsAllowed\|[0-9]+ items of Velero Backup \S+ checked: all within what ClusterRole admin allows in namespace map-b and alice may do there`)
+
+	mapped("bob", "bobs", b)
+	e2estack.Eventually(c, time.Minute, func() (bool, string) {
+		out := s.narCondition(c, a, "bobs", "Accepted")
+		return strings.HasPrefix(out, "False|"), out
+	})
+	c.Check(s.narCondition(c, a, "bobs", "Accepted"), Matches, `False\|ItemsExcluded\|[0-9]+ of [0-9]+ items .* beyond what ClusterRole admin allows in namespace map-b and bob may do there .*`+
+		`configmaps map-a/cm: bob may not create configmaps in namespace map-b.*: refusing the whole restore into namespace map-b`)
+	c.Check(s.kubectl(c, "get", "nar", "-n", a, "bobs", "-o", "jsonpath={.status.phase}|{.status.veleroRestore.name}"), Equals, "BackingOff|")
+	c.Check(s.kubectl(c, "get", "configmaps,secrets,rolebindings", "-n", b, "-l", "velero.io/restore-name,velero.io/restore-name!="+restore, "-o", "name"), Equals, "")
+
+	for _, t := range []struct{ name, to, want string }{
+		{"protected", "kube-public", `spec.restoreSpec.namespaceMapping: map-a to kube-public: namespace kube-public is protected \(its name matches kube-\*\): a NonAdminRestore never restores into it`},
+		{"missing", "map-none", `spec.restoreSpec.namespaceMapping: map-a to map-none: namespace map-none does not exist \(Velero would create it with its own rights\): create it first`},
+		{"oadp", "openshift-adp", `spec.restoreSpec.namespaceMapping: map-a to openshift-adp: openshift-adp is the OADP namespace`},
+	} {
+		mapped("alice", t.name, t.to)
+		e2estack.Eventually(c, time.Minute, func() (bool, string) {
+			out := s.narCondition(c, a, t.name, "Accepted")
+			return strings.HasPrefix(out, "False|"), out
+		})
+		c.Check(s.narCondition(c, a, t.name, "Accepted"), Matches, `False\|InvalidRestoreSpec\|`+t.want)
+	}
 }

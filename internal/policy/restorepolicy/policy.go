@@ -280,7 +280,7 @@ func (p Policy) requesterMay(ctx context.Context, lk Lookup, verb string, gr sch
 // by one as the requester (each a SubjectAccessReview, cached): a role
 // with more group/verb/resource/name combinations is restored only for a
 // requester who may escalate (bind) it.
-const MaxRequesterChecks = 500
+const MaxRequesterChecks = 3000
 
 // requesterHolds asks whether p.Requester holds every rule of rules in
 // namespace ns (Kubernetes' ConfirmNoEscalation, as the requester): nil
