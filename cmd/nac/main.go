@@ -480,7 +480,7 @@ func run(o options) error {
 			TenantRole: o.tenantRole, AdminOwned: adminOwned, RestorePrecheck: o.precheck,
 			Endpoints: endpoints, UncheckedCredentialProviders: o.unchecked,
 			Requesters: requesters, Protected: protected,
-			Quotas:     phases.BlueprintQuotas{Resolver: &blueprints.Resolver{Reader: caps.BlueprintReader(mgr.GetClient()), Namespace: o.oadpNamespace}}})
+			Quotas: phases.BlueprintQuotas{Resolver: &blueprints.Resolver{Reader: caps.BlueprintReader(mgr.GetClient()), Namespace: o.oadpNamespace}}})
 	if err != nil {
 		return err
 	}
