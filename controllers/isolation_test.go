@@ -131,7 +131,7 @@ func (s *ControllerSuite) TestTenantIsolationAttacks(c *C) {
 		{"another tenant's Velero backup", "their-velero", velerov1.RestoreSpec{BackupName: victimBackup.Name}, "no NonAdminBackup named"},
 		{"a namespace mapping", "mapping", velerov1.RestoreSpec{BackupName: "x", NamespaceMapping: map[string]string{victim.Namespace: ns}}, "namespaceMapping maps " + victim.Namespace + ": only the NonAdminRestore's own namespace"},
 		{"a resource modifier", "modifier", velerov1.RestoreSpec{BackupName: "x",
-			ResourceModifier: &corev1.TypedLocalObjectReference{Kind: "configmap", Name: "admin-modifiers"}}, "resourceModifier is restricted"},
+			ResourceModifier: &corev1.TypedLocalObjectReference{Kind: "configmap", Name: "admin-modifiers"}}, "resourceModifier: a tenant's resource modifiers need a known requester"},
 	} {
 		nar := newNAR(ns, tc.name, tc.spec)
 		c.Assert(testClient.Create(ctx, nar), IsNil, Commentf(tc.about))

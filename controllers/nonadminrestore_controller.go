@@ -57,6 +57,11 @@ func init() {
 // +kubebuilder:rbac:groups=oadp.openshift.io,resources=nonadminrestores,verbs=get;list;watch;update;patch;delete
 // +kubebuilder:rbac:groups=oadp.openshift.io,resources=nonadminrestores/status;nonadminrestores/finalizers,verbs=get;update;patch
 // +kubebuilder:rbac:groups=velero.io,namespace=openshift-adp,resources=restores,verbs=get;list;watch;create;delete;deletecollection
+// A tenant's resource modifiers are copied into the OADP namespace (Velero
+// reads them only there) and deleted with the restore; a restore into
+// another namespace reads that Namespace.
+// +kubebuilder:rbac:groups="",namespace=openshift-adp,resources=configmaps,verbs=get;create;delete;deletecollection
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
 // The restore pre-check (CheckRestoreItems): Velero's plugin list, the
 // tenant role and the roles a backup's RoleBindings bind, and whether a
 // backup's PersistentVolume exists already.

@@ -121,7 +121,7 @@ func (s *AdoptSuite) TestRestoreSpecEditedDuringTheWait(c *C) {
 			"spec.restoreSpec.includeClusterResources can not be true: .*"},
 		{"an OADP-namespace ConfigMap", func(r *velerov1.RestoreSpec) {
 			r.ResourceModifier = &corev1.TypedLocalObjectReference{Kind: "ConfigMap", Name: "admins"}
-		}, "spec.restoreSpec.resourceModifier is restricted: .*"},
+		}, `spec.restoreSpec.resourceModifier: a tenant's resource modifiers need a known requester, .*`},
 	} {
 		nar := &v1alpha1.NonAdminRestore{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "back", UID: "u5"},
 			Spec: v1alpha1.NonAdminRestoreSpec{RestoreSpec: &velerov1.RestoreSpec{BackupName: "nightly"}}}

@@ -135,6 +135,13 @@ func (f *PreviewRestore) Run(ctx context.Context, op *engine.Operation, nar *v1a
 	p := restorepolicy.Policy{Namespace: nar.Namespace, Bound: bound, AdminOwned: f.adminOwned, UpdateExisting: update, BucketOnly: bucketOnly,
 		Requester: who.user, Target: spec.NamespaceMapping[nar.Namespace]}
 	mapped := p.Target != "" && p.Target != nar.Namespace
+	mods, refusal, err := restoreModifiers(ctx, op, nar, who)
+	if err != nil {
+		return engine.Result{}, err
+	}
+	if refusal != nil {
+		return fail(refusal.Error())
+	}
 	filtered, err := restoreFilters(spec)
 	if err != nil {
 		return fail(err.Error())
@@ -145,7 +152,7 @@ func (f *PreviewRestore) Run(ctx context.Context, op *engine.Operation, nar *v1a
 	if a.MaxContentsMiB > 0 {
 		limit = min(a.MaxContentsMiB, 1<<20) << 20
 	}
-	_, err = walkContents(ctx, f.tools.store, dr.Status.DownloadURL, limit, p, neverRestored, precheckLookup{op: op, reviews: f.requesters.reviews()}, func(it contentItem) error {
+	_, err = walkContents(ctx, f.tools.store, dr.Status.DownloadURL, limit, p, neverRestored, precheckLookup{op: op, reviews: f.requesters.reviews(), modify: asCreated(op, mods)}, func(it contentItem) error {
 		item := v1alpha1.RestorePreviewItem{Resource: cut(it.gr.String(), 253), Name: cut(it.name, 253)}
 		// Velero's filters first: what they leave out is never judged.
 		why := ""

@@ -208,8 +208,22 @@ func (f *CheckRestoreItems) Run(ctx context.Context, op *engine.Operation, nar *
 	if who.user != nil {
 		within += " and " + who.user.Username + " may do there"
 	}
+	mods, refusal, err := restoreModifiers(ctx, op, nar, who)
+	if err != nil {
+		return engine.Result{}, err
+	}
+	if refusal != nil {
+		if err := cleanup(); err != nil {
+			return engine.Result{}, err
+		}
+		return engine.Result{}, refuse(nar, v1alpha1.ReasonInvalidRestoreSpec, refusal)
+	}
+	if mods != nil {
+		within += ", as the resource modifiers make them"
+	}
 	skip := restoreSkips(nar)
-	total, excluded, err := checkContents(ctx, f.tools.store, dr.Status.DownloadURL, p, skip, precheckLookup{op: op, reviews: f.requesters.reviews()})
+	total, excluded, err := checkContents(ctx, f.tools.store, dr.Status.DownloadURL, p, skip,
+		precheckLookup{op: op, reviews: f.requesters.reviews(), modify: asCreated(op, mods)})
 	var apiErr apiError
 	if errors.As(err, &apiErr) {
 		return engine.Result{}, apiErr.err
@@ -246,6 +260,10 @@ func (f *CheckRestoreItems) Run(ctx context.Context, op *engine.Operation, nar *
 		// Into another namespace, all or nothing: the requester may create
 		// every item there, or nothing is restored.
 		return engine.Result{}, refuse(nar, v1alpha1.ReasonItemsExcluded, fmt.Errorf("%s: refusing the whole restore into namespace %s", msg, p.Target))
+	}
+	if nar.Spec.RestoreSpec.ResourceModifier != nil {
+		// The tenant's own transforms made these items: all or nothing too.
+		return engine.Result{}, refuse(nar, v1alpha1.ReasonItemsExcluded, fmt.Errorf("%s: refusing the whole restore (its resource modifiers make them)", msg))
 	}
 	return engine.Done(msg, out), nil
 }
@@ -300,6 +318,9 @@ type precheckLookup struct {
 	backupRole map[string][]rbacv1.PolicyRule
 	// reviews asks the API server as the requester (nil: no requester).
 	reviews *restorepolicy.Reviews
+	// modify, when set, returns an item as Velero creates it after the
+	// restore's resource modifiers, or why it must not be restored.
+	modify func(schema.GroupResource, map[string]any) (map[string]any, schema.GroupResource, string)
 }
 
 // May implements restorepolicy.Lookup with the restore's Reviews.
@@ -417,7 +438,15 @@ func walkContents(ctx context.Context, hc *storeClient, url string, limit int64,
 	var deferred []contentItem
 	total := 0
 	decide := func(it contentItem) error {
-		d, err := restorepolicy.Decide(ctx, p, restorepolicy.Item{Resource: it.gr, Object: it.obj}, lk)
+		obj, gr := it.obj, it.gr
+		if lk.modify != nil {
+			var why string
+			if obj, gr, why = lk.modify(it.gr, it.obj); why != "" {
+				it.decision = restorepolicy.Decision{Reason: why}
+				return visit(it)
+			}
+		}
+		d, err := restorepolicy.Decide(ctx, p, restorepolicy.Item{Resource: gr, Object: obj}, lk)
 		if err != nil {
 			return apiError{err}
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/engine"
+	"github.com/nacflow/nacflow/internal/velero/tenantmodifiers"
 )
 
 // ValidateRestoreSpecArgs are the args of ValidateRestoreSpec.
@@ -125,6 +126,11 @@ func (f *ValidateRestoreSpec) decide(ctx context.Context, op *engine.Operation, 
 		}
 	}
 	if d.refusal == nil {
+		if _, d.refusal, err = tenantModifiers(ctx, op, nar, d.enforce, d.requester); err != nil {
+			return d, err
+		}
+	}
+	if d.refusal == nil {
 		if d.refusal, err = f.checkBackup(ctx, op, nar); err != nil {
 			return d, err
 		}
@@ -175,6 +181,42 @@ func (f *ValidateRestoreSpec) checkMapping(ctx context.Context, op *engine.Opera
 	return nil, nil
 }
 
+// tenantModifiers reads and checks the resource modifiers a tenant names
+// in spec.restoreSpec.resourceModifier: a ConfigMap of the
+// NonAdminRestore's own namespace (Velero's format: one data key, YAML,
+// version v1; tenantmodifiers.Parse's rules), for a known requester (each
+// item is checked as it will be created, as that user), and none enforced
+// by the admin (Velero takes one). It returns the parsed modifiers and the
+// ConfigMap (nil when the spec names none), or the refusal. Errors: the
+// API server's.
+func tenantModifiers(ctx context.Context, op *engine.Operation, nar *v1alpha1.NonAdminRestore, enforce *EnforcedRestoreSpec, who requesterVerdict) (*corev1.ConfigMap, error, error) {
+	ref := nar.Spec.RestoreSpec.ResourceModifier
+	if ref == nil {
+		return nil, nil, nil
+	}
+	const field = "spec.restoreSpec.resourceModifier"
+	if enforce != nil && enforce.Spec.ResourceModifier != nil {
+		return nil, fmt.Errorf("%s: the admin enforces resource modifiers (ConfigMap %s of the OADP namespace), and Velero applies one set", field, enforce.Spec.ResourceModifier.Name), nil
+	}
+	if !strings.EqualFold(ref.Kind, "configmap") || (ref.APIGroup != nil && *ref.APIGroup != "") {
+		return nil, fmt.Errorf("%s.kind %q: name a ConfigMap of namespace %s", field, ref.Kind, nar.Namespace), nil
+	}
+	if who.user == nil {
+		return nil, fmt.Errorf("%s: a tenant's resource modifiers need a known requester, as whom every item is checked as the modifiers make it (condition RequesterVerified: %s)", field, who.reason), nil
+	}
+	cm := &corev1.ConfigMap{}
+	switch err := op.APIReader.Get(ctx, client.ObjectKey{Namespace: nar.Namespace, Name: ref.Name}, cm); {
+	case apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("%s.name: no ConfigMap %q in namespace %s", field, ref.Name, nar.Namespace), nil
+	case err != nil:
+		return nil, nil, fmt.Errorf("reading ConfigMap %s/%s: %w", nar.Namespace, ref.Name, err)
+	}
+	if _, err := tenantmodifiers.Parse(cm); err != nil {
+		return nil, fmt.Errorf("%s: %v", field, err), nil
+	}
+	return cm, nil, nil
+}
+
 // SafetyExceptions implements engine.Excepted: a restore into another
 // namespace reads that Namespace (cluster-scoped).
 func (*ValidateRestoreSpec) SafetyExceptions() []engine.Exception {
@@ -195,8 +237,6 @@ func validateRestoreSpec(nar *v1alpha1.NonAdminRestore) error {
 		return fmt.Errorf("spec.restoreSpec.scheduleName is restricted: restore from a NonAdminBackup with backupName")
 	case len(spec.ExcludedNamespaces) > 0:
 		return fmt.Errorf("spec.restoreSpec.excludedNamespaces is restricted: found %s", strings.Join(spec.ExcludedNamespaces, ", "))
-	case spec.ResourceModifier != nil:
-		return fmt.Errorf("spec.restoreSpec.resourceModifier is restricted: it names a ConfigMap in the OADP namespace (an admin may enforce one)")
 	case spec.ResourcePolicy != nil:
 		return fmt.Errorf("spec.restoreSpec.resourcePolicy is restricted: it names a ConfigMap in the OADP namespace (an admin may enforce one)")
 	case spec.IncludeClusterResources != nil && *spec.IncludeClusterResources:

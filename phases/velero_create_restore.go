@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -136,6 +137,26 @@ func (f *CreateVeleroRestore) Run(ctx context.Context, op *engine.Operation, nar
 			return engine.Result{}, err
 		}
 		annotations[restorepolicy.RequesterAnnotation] = string(b)
+	}
+	// A tenant's resource modifiers: Velero reads them only from the
+	// Restore's namespace, so they are copied there, read and checked once
+	// more, immutable (what Velero and velero-plugin-nacflow read is what
+	// was checked), and deleted with the NonAdminRestore.
+	cm, refusal, err := tenantModifiers(ctx, op, nar, nil, who)
+	if err != nil {
+		return engine.Result{}, err
+	}
+	if refusal != nil {
+		return engine.Result{}, refuse(nar, v1alpha1.ReasonInvalidRestoreSpec, refusal)
+	}
+	if cm != nil {
+		immutable := true
+		copied := &corev1.ConfigMap{ObjectMeta: op.ObjectMeta(meta.Name + "-modifiers"), Data: cm.Data, Immutable: &immutable}
+		obj, _, err := createOrAdopt(ctx, op, f.tools.recent, "ConfigMap", copied)
+		if err != nil {
+			return engine.Result{}, err
+		}
+		spec.ResourceModifier = &corev1.TypedLocalObjectReference{Kind: "ConfigMap", Name: obj.GetName()}
 	}
 	// Only settings that differ from the plugin's defaults are written: a
 	// default restore carries OADP's metadata alone.

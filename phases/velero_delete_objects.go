@@ -16,9 +16,9 @@ import (
 // DeleteObjectsArgs are the args of DeleteObjects.
 type DeleteObjectsArgs struct {
 	// Kinds to delete: Backup, BackupStorageLocation, DeleteBackupRequest,
-	// DownloadRequest, Restore (Velero kinds), Secret,
+	// DownloadRequest, Restore (Velero kinds), Secret, ConfigMap,
 	// NonAdminBackupStorageLocationRequest.
-	Kinds []string `json:"kinds" doc:"Backup, BackupStorageLocation, DeleteBackupRequest, DownloadRequest, NonAdminBackupStorageLocationRequest, Restore, Schedule, Secret"`
+	Kinds []string `json:"kinds" doc:"Backup, BackupStorageLocation, DeleteBackupRequest, DownloadRequest, NonAdminBackupStorageLocationRequest, Restore, Schedule, Secret, ConfigMap"`
 }
 
 // deletableKinds maps the kinds DeleteObjects accepts to their Go types.
@@ -30,6 +30,7 @@ var deletableKinds = map[string]func() client.Object{
 	"DownloadRequest":       func() client.Object { return &velerov1.DownloadRequest{} },
 	"BackupStorageLocation": func() client.Object { return &velerov1.BackupStorageLocation{} },
 	"Secret":                func() client.Object { return &corev1.Secret{} },
+	"ConfigMap":             func() client.Object { return &corev1.ConfigMap{} },
 	"NonAdminBackupStorageLocationRequest": func() client.Object {
 		return &v1alpha1.NonAdminBackupStorageLocationRequest{}
 	},
@@ -57,7 +58,7 @@ func (f *DeleteObjects) Run(ctx context.Context, op *engine.Operation, _ engine.
 	}
 	for _, k := range a.Kinds {
 		if deletableKinds[k] == nil {
-			return engine.Result{}, engine.Terminalf("DeleteObjects: args.kinds: %q is not supported (supported: Backup, BackupStorageLocation, DeleteBackupRequest, DownloadRequest, NonAdminBackupStorageLocationRequest, Restore, Schedule, Secret)", k)
+			return engine.Result{}, engine.Terminalf("DeleteObjects: args.kinds: %q is not supported (supported: Backup, BackupStorageLocation, DeleteBackupRequest, DownloadRequest, NonAdminBackupStorageLocationRequest, Restore, Schedule, Secret, ConfigMap)", k)
 		}
 	}
 	for _, k := range a.Kinds {

@@ -84,6 +84,9 @@ func (VeleroReferences) CheckReferences(ctx context.Context, w engine.ReferenceC
 		if o.Spec.ScheduleName != "" {
 			return w.Refuse(fmt.Sprintf("spec.scheduleName %q: a tenant restores only its own backups, named by spec.backupName", o.Spec.ScheduleName))
 		}
+		if err := ownModifiers(ctx, w, o); err != nil {
+			return err
+		}
 		return tenantObject(ctx, w, tenantBackups, "spec.backupName", o.Spec.BackupName)
 	case *velerov1.DeleteBackupRequest:
 		return tenantObject(ctx, w, tenantBackups, "spec.backupName", o.Spec.BackupName)
@@ -172,6 +175,34 @@ func ownSecret(ctx context.Context, w engine.ReferenceCheck, field, name string)
 	if !op.Owns(s) {
 		return w.Refuse(fmt.Sprintf("%s names Secret %s/%s, which is not this operation's own copy: %s",
 			field, op.OADPNamespace, name, op.WhyNotOwned(s)))
+	}
+	return nil
+}
+
+// ownModifiers checks a Restore's spec.resourceModifier: for a
+// NonAdminRestore that names modifiers of its own, it must be this
+// operation's own copy (a ConfigMap of the OADP namespace with its label);
+// modifiers no tenant named are the admin's enforced ones.
+func ownModifiers(ctx context.Context, w engine.ReferenceCheck, r *velerov1.Restore) error {
+	ref := r.Spec.ResourceModifier
+	if ref == nil {
+		return nil
+	}
+	nar, ok := w.Op.Object.(*v1alpha1.NonAdminRestore)
+	if !ok || nar.Spec.RestoreSpec == nil || nar.Spec.RestoreSpec.ResourceModifier == nil {
+		return nil
+	}
+	op := w.Op
+	cm := &corev1.ConfigMap{}
+	err := w.Live.Get(ctx, client.ObjectKey{Namespace: op.OADPNamespace, Name: ref.Name}, cm)
+	if apierrors.IsNotFound(err) {
+		return w.Refuse(fmt.Sprintf("spec.resourceModifier names ConfigMap %s/%s, which does not exist: it must be this operation's own copy of the tenant's modifiers", op.OADPNamespace, ref.Name))
+	}
+	if err != nil {
+		return fmt.Errorf("reading ConfigMap %s/%s: %w", op.OADPNamespace, ref.Name, err)
+	}
+	if cm.Labels[op.OriginLabel()] != op.UUID || !op.Owns(cm) {
+		return w.Refuse(fmt.Sprintf("spec.resourceModifier names ConfigMap %s/%s, which is not this operation's own copy of the tenant's modifiers", op.OADPNamespace, ref.Name))
 	}
 	return nil
 }

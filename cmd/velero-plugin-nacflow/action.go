@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/vmware-tanzu/velero/pkg/plugin/velero"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,6 +27,7 @@ import (
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/internal/policy/restorepolicy"
+	"github.com/nacflow/nacflow/internal/velero/tenantmodifiers"
 )
 
 // clusterClient is what the action reads the cluster with: a
@@ -48,11 +51,13 @@ type action struct {
 	bounds  map[string][]rbacv1.PolicyRule // "<restore UID>/<role>"
 	buckets map[types.UID]bool             // restore UID → restorepolicy.Policy.BucketOnly
 	reviews map[types.UID]*restorepolicy.Reviews
+	// modifiers are each restore's resource modifiers.
+	modifiers map[types.UID]*tenantmodifiers.Modifiers
 }
 
 func newAction(log logrus.FieldLogger, newClient func() (clusterClient, error)) *action {
 	return &action{log: log, newClient: newClient, bounds: map[string][]rbacv1.PolicyRule{}, buckets: map[types.UID]bool{},
-		reviews: map[types.UID]*restorepolicy.Reviews{}}
+		reviews: map[types.UID]*restorepolicy.Reviews{}, modifiers: map[types.UID]*tenantmodifiers.Modifiers{}}
 }
 
 // AppliesTo implements Velero's RestoreItemAction: every resource (the zero
@@ -134,7 +139,25 @@ func (a *action) Execute(in *velero.RestoreItemActionExecuteInput) (*velero.Rest
 			out = velero.NewRestoreItemActionExecuteOutput(&unstructured.Unstructured{Object: obj})
 		}
 	}
-	item := restorepolicy.Item{Resource: gr, Object: obj}
+	// Velero applies the restore's resource modifiers after every restore
+	// item action: the item is judged as they will make it.
+	mods, err := a.modifiersOf(ctx, c, r)
+	if err != nil {
+		return nil, err
+	}
+	checked, cgr, why := tenantmodifiers.AsCreated(mods, obj, gr, func(gvk schema.GroupVersionKind) (schema.GroupResource, error) {
+		m, err := c.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			return schema.GroupResource{}, err
+		}
+		return m.Resource.GroupResource(), nil
+	})
+	if why != "" {
+		a.log.WithFields(logrus.Fields{"resource": gr.String(), "name": name(obj), "tenantNamespace": ns}).
+			Warnf("nacflow: not restoring %s %s: %s", gr, name(obj), why)
+		return out.WithoutRestore(), nil
+	}
+	item := restorepolicy.Item{Resource: cgr, Object: checked}
 	if in.ItemFromBackup != nil {
 		item.FromBackup = in.ItemFromBackup.UnstructuredContent()
 	}
@@ -155,15 +178,22 @@ func (a *action) Execute(in *velero.RestoreItemActionExecuteInput) (*velero.Rest
 	// it (StatusRestoreAnnotation, any value but "false" read as Velero
 	// reads it), after this action: the annotation set to "false" here wins
 	// over both. Items that ask nothing are returned as they are.
-	annotations, _ := nestedMap(obj, "metadata", "annotations")
+	annotations, _ := nestedMap(checked, "metadata", "annotations")
 	asked, annotated := annotations[restorepolicy.StatusRestoreAnnotation]
-	_, hasStatus := obj["status"]
+	_, hasStatus := checked["status"]
 	writes := hasStatus && (annotated && asked != "false" || !annotated && r.Spec.RestoreStatus != nil)
 	status := restorepolicy.Decision{Allowed: true}
 	if writes {
 		if status, err = restorepolicy.MayWriteStatus(ctx, p, item.Resource, name(obj), lk); err != nil {
 			return nil, fmt.Errorf("restore %s: deciding on the status of %s %s: %w", r.Name, item.Resource, name(obj), err)
 		}
+	}
+	if !status.Allowed && mods != nil {
+		// The modifiers run after this action and could set the
+		// annotation back: the item is left out instead.
+		a.log.WithFields(logrus.Fields{"resource": item.Resource.String(), "name": name(obj), "tenantNamespace": ns}).
+			Warnf("nacflow: not restoring %s %s: Velero would restore its status, and %s", item.Resource, name(obj), status.Reason)
+		return out.WithoutRestore(), nil
 	}
 	if !status.Allowed {
 		u := out.UpdatedItem.DeepCopyObject().(runtime.Unstructured)
@@ -196,6 +226,35 @@ func nestedMap(obj map[string]any, path ...string) (map[string]any, bool) {
 		cur = next
 	}
 	return cur, true
+}
+
+// modifiersOf returns restore r's resource modifiers (nil when it has
+// none), parsed once per restore from the ConfigMap of its namespace that
+// spec.resourceModifier names, as Velero reads it. Errors: the ConfigMap
+// unreadable or not Velero's format (Velero refuses such a restore too).
+func (a *action) modifiersOf(ctx context.Context, c clusterClient, r *velerov1.Restore) (*tenantmodifiers.Modifiers, error) {
+	ref := r.Spec.ResourceModifier
+	if ref == nil || !strings.EqualFold(ref.Kind, "configmap") {
+		return nil, nil
+	}
+	a.mu.Lock()
+	m, ok := a.modifiers[r.UID]
+	a.mu.Unlock()
+	if ok {
+		return m, nil
+	}
+	cm := &corev1.ConfigMap{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: r.Namespace, Name: ref.Name}, cm); err != nil {
+		return nil, fmt.Errorf("restore %s: reading its resource modifiers, ConfigMap %s/%s: %w", r.Name, r.Namespace, ref.Name, err)
+	}
+	m, err := tenantmodifiers.ParseAsVelero(cm)
+	if err != nil {
+		return nil, fmt.Errorf("restore %s: %w", r.Name, err)
+	}
+	a.mu.Lock()
+	a.modifiers[r.UID] = m
+	a.mu.Unlock()
+	return m, nil
 }
 
 // reviewsOf returns the SubjectAccessReview cache of restore uid.

@@ -197,3 +197,66 @@ func (s *E2ESuite) TestRestoreIntoAnotherNamespace(c *C) {
 		c.Check(s.narCondition(c, a, t.name, "Accepted"), Matches, `False\|InvalidRestoreSpec\|`+t.want)
 	}
 }
+
+// TestTenantResourceModifiers: a tenant's own resource modifiers (Velero's
+// format, a ConfigMap of its namespace), with the real Velero. Scaling
+// Deployments to 0 works: the modifiers are copied into the OADP namespace
+// for the restore and deleted with it. A modifier that changes an item's
+// namespace is refused before anything is restored; one that makes a
+// ConfigMap into a RoleBinding to cluster-admin is refused, the item
+// judged as it would be created.
+func (s *E2ESuite) TestTenantResourceModifiers(c *C) {
+	const ns = "mod-a"
+	s.tenant(c, ns)
+	s.kubectl(c, "create", "rolebinding", "-n", ns, "alice", "--clusterrole=admin", "--user=alice")
+	s.kubectl(c, "create", "deployment", "-n", ns, "web", "--image=registry.invalid/web:1", "--replicas=2")
+	s.nabCompletes(c, ns, "all", "")
+	s.kubectl(c, "delete", "deployment", "-n", ns, "web")
+	s.kubectl(c, "delete", "configmap", "-n", ns, "cm")
+
+	modifiers := func(name, rules string) {
+		s.kubectlIn(c, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: "+name+", namespace: "+ns+"}\ndata:\n  modifiers.yaml: |\n    version: v1\n    resourceModifierRules:\n"+rules,
+			"--as", "alice", "create", "-f", "-")
+	}
+	restore := func(name, mods string) {
+		s.kubectlIn(c, "apiVersion: oadp.openshift.io/v1alpha1\nkind: NonAdminRestore\nmetadata: {name: "+name+", namespace: "+ns+"}\n"+
+			"spec:\n  restoreSpec: {backupName: all, resourceModifier: {kind: ConfigMap, name: "+mods+"}}\n", "--as", "alice", "create", "-f", "-")
+	}
+	refused := func(name string) string {
+		e2estack.Eventually(c, time.Minute, func() (bool, string) {
+			out := s.narCondition(c, ns, name, "Accepted")
+			return strings.HasPrefix(out, "False|"), out
+		})
+		c.Check(s.kubectl(c, "get", "nar", "-n", ns, name, "-o", "jsonpath={.status.phase}|{.status.veleroRestore.name}"), Equals, "BackingOff|")
+		return s.narCondition(c, ns, name, "Accepted")
+	}
+
+	modifiers("scale", "    - conditions: {groupResource: deployments.apps}\n      patches:\n      - {operation: replace, path: /spec/replicas, value: \"0\"}\n")
+	restore("scaled", "scale")
+	name := s.narDone(c, ns, "scaled")
+	c.Check(s.kubectl(c, "get", "deployment", "-n", ns, "web", "-o", "jsonpath={.spec.replicas}"), Equals, "0")
+	c.Check(s.kubectl(c, "get", "configmap", "-n", ns, "cm", "-o", "jsonpath={.data.k}"), Equals, "v")
+	copied := s.kubectl(c, "get", "restores.velero.io", "-n", "openshift-adp", name, "-o", "jsonpath={.spec.resourceModifier.name}")
+	c.Check(copied, Equals, name+"-modifiers")
+	c.Check(s.kubectl(c, "get", "configmap", "-n", "openshift-adp", copied, "-o", "jsonpath={.immutable}|{.data.modifiers\\.yaml}"), Matches, `(?s)true\|version: v1.*replicas.*`)
+	s.kubectl(c, "delete", "nar", "-n", ns, "scaled")
+	e2estack.Eventually(c, time.Minute, func() (bool, string) {
+		out := s.kubectlAllowFail("get", "configmap", "-n", "openshift-adp", copied)
+		return strings.Contains(out, "NotFound"), out
+	})
+
+	modifiers("move", "    - conditions: {groupResource: configmaps}\n      patches:\n      - {operation: replace, path: /metadata/namespace, value: '\"victim\"'}\n")
+	restore("moved", "move")
+	c.Check(refused("moved"), Matches, `False\|InvalidRestoreSpec\|spec.restoreSpec.resourceModifier: ConfigMap move: resourceModifierRules\[0\]: patch replace "/metadata/namespace" would change an item's namespace: a restore's items stay in its namespace`)
+
+	s.kubectl(c, "delete", "configmap", "-n", ns, "cm")
+	modifiers("escalate", "    - conditions: {groupResource: configmaps, resourceNameRegex: '^cm$'}\n      mergePatches:\n      - patchData: |\n"+
+		"          {\"apiVersion\": \"rbac.authorization.k8s.io/v1\", \"kind\": \"RoleBinding\", \"data\": null,\n"+
+		"           \"roleRef\": {\"apiGroup\": \"rbac.authorization.k8s.io\", \"kind\": \"ClusterRole\", \"name\": \"cluster-admin\"},\n"+
+		"           \"subjects\": [{\"kind\": \"User\", \"apiGroup\": \"rbac.authorization.k8s.io\", \"name\": \"alice\"}]}\n")
+	restore("escalated", "escalate")
+	c.Check(refused("escalated"), Matches, `False\|ItemsExcluded\|1 of [0-9]+ items .* and alice may do there, as the resource modifiers make them and are not restored: `+
+		`configmaps mod-a/cm: RoleBinding cm binds ClusterRole cluster-admin, which grants what the tenant role does not hold: .*: refusing the whole restore \(its resource modifiers make them\)`)
+	c.Check(s.kubectlAllowFail("get", "rolebinding", "-n", ns, "cm"), Matches, `(?s).*NotFound.*`)
+	c.Check(s.kubectlAllowFail("get", "configmap", "-n", ns, "cm"), Matches, `(?s).*NotFound.*`)
+}
