@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	. "gopkg.in/check.v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -64,6 +65,28 @@ func (s *CommandsSuite) TestCreateWithOutputCreatesNothing(c *C) {
 	c.Check(apierrors.IsNotFound(err), Equals, true)
 }
 
+// TestRestoreIntoAnotherNamespaceWithModifiers: --namespace-mapping and
+// --resource-modifier (and Velero's names for them) set the restore's
+// namespaceMapping and a ConfigMap of this namespace; describe shows both.
+func (s *CommandsSuite) TestRestoreIntoAnotherNamespaceWithModifiers(c *C) {
+	for _, args := range [][]string{
+		{"restore", "create", "r1", "--from-backup", "b1", "--namespace-mapping", "demo:demo-copy", "--resource-modifier", "my-modifiers"},
+		{"restore", "create", "r1", "--from-backup", "b1", "--namespace-mappings", "demo:demo-copy", "--resource-modifier-configmap", "my-modifiers"},
+	} {
+		o, out, _ := testOptions(c)
+		code, _ := run(o, args...)
+		c.Assert(code, Equals, 0, Commentf("%v", args))
+		nar := &v1alpha1.NonAdminRestore{}
+		c.Assert(o.client.Get(context.Background(), client.ObjectKey{Namespace: "demo", Name: "r1"}, nar), IsNil)
+		c.Check(nar.Spec.RestoreSpec.NamespaceMapping, DeepEquals, map[string]string{"demo": "demo-copy"})
+		c.Check(*nar.Spec.RestoreSpec.ResourceModifier, DeepEquals, corev1.TypedLocalObjectReference{Kind: "ConfigMap", Name: "my-modifiers"})
+		out.Reset()
+		code, _ = run(o, "restore", "describe", "r1")
+		c.Assert(code, Equals, 0)
+		c.Check(out.String(), Matches, `(?s).*Namespace Mapping: +demo → demo-copy\nResource Modifiers: +ConfigMap my-modifiers\n.*`)
+	}
+}
+
 func (s *CommandsSuite) TestBadFlagsAreRefusedAndCreateNothing(c *C) {
 	for _, args := range [][]string{
 		{"backup", "create", "b1", "-l", "a=b", "--or-selector", "c=d"},
@@ -99,7 +122,6 @@ func (s *CommandsSuite) TestRefusedFlags(c *C) {
 		{"backup", "create", "b1", "--volume-snapshot-locations", "vsl1"},
 		{"backup", "create", "b1", "--resource-policies-configmap", "policies"},
 		{"backup", "create", "b1", "--include-cluster-resources"},
-		{"restore", "create", "r1", "--from-backup", "b1", "--resource-modifier-configmap", "mods"},
 		{"restore", "create", "r1", "--from-backup", "b1", "--include-cluster-resources=true"},
 	} {
 		flag := args[len(args)-1]

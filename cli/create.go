@@ -93,9 +93,7 @@ var refusedBackupFlags = map[string]string{
 
 // refusedRestoreFlags are `restore create` flags ValidateRestoreSpec always
 // refuses: name → the rule.
-var refusedRestoreFlags = map[string]string{
-	"resource-modifier-configmap": "the ConfigMap would be read in the OADP namespace; an admin may enforce one in the blueprint (spec.restoreSpec.resourceModifier)",
-}
+var refusedRestoreFlags = map[string]string{}
 
 // clusterResourcesRule is why --include-cluster-resources=true is refused;
 // =false (no cluster-scoped resources at all) is a tenant's right.
@@ -234,16 +232,24 @@ type restoreCreateFlags struct {
 	existingResourcePolicy            string
 	includeClusterResources           veleroflag.OptionalBool
 	restoreVolumes, preserveNodePorts veleroflag.OptionalBool
+	namespaceMappings                 veleroflag.Map
+	resourceModifier                  string
 }
 
 func newRestoreCreateCommand(o *Options, k *tenantKind[*v1alpha1.NonAdminRestore]) *cobra.Command {
-	f := &restoreCreateFlags{createFlags: newCreateFlags()}
+	f := newRestoreCreateFlags()
 	cmd := k.createCommand(o, "create NAME --from-backup NONADMINBACKUP", &f.createFlags, f.build)
 	addRestoreFlags(o, cmd, f)
 	fl := cmd.Flags()
 	fl.BoolVarP(&f.wait, "wait", "w", false, "Follow the restore until it ends, showing its progress; exit 1 when it does not complete.")
 	f.out.addFlags(cmd, "NonAdminRestore")
 	return cmd
+}
+
+// newRestoreCreateFlags returns restore create's flags, unset.
+func newRestoreCreateFlags() *restoreCreateFlags {
+	return &restoreCreateFlags{createFlags: newCreateFlags(),
+		namespaceMappings: veleroflag.NewMap().WithEntryDelimiter(',').WithKeyValueDelimiter(':')}
 }
 
 // addRestoreFlags adds to cmd the flags that describe a restore (what
@@ -267,6 +273,12 @@ func addRestoreFlags(o *Options, cmd *cobra.Command, f *restoreCreateFlags) {
 	}
 	addOptionalBool(fl, &f.restoreVolumes, "restore-volumes", "Restore volumes from snapshots or file system backups.")
 	addOptionalBool(fl, &f.preserveNodePorts, "preserve-nodeports", "Keep the node ports of Services.")
+	fl.Var(&f.namespaceMappings, "namespace-mapping", "Restore into another namespace you hold rights in: THIS:OTHER (the namespace must exist; every item is checked as you there; nacflow's requester webhook must be installed).")
+	fl.Var(&f.namespaceMappings, "namespace-mappings", "The same as --namespace-mapping (Velero's name).")
+	fl.StringVar(&f.resourceModifier, "resource-modifier", "", "A ConfigMap of this namespace holding Velero resource modifiers (version v1) to apply to the items; each item is checked as they make it.")
+	fl.StringVar(&f.resourceModifier, "resource-modifier-configmap", "", "The same as --resource-modifier (Velero's name; the ConfigMap is read in this namespace).")
+	cmd.MarkFlagsMutuallyExclusive("namespace-mapping", "namespace-mappings")
+	cmd.MarkFlagsMutuallyExclusive("resource-modifier", "resource-modifier-configmap")
 	cmd.MarkFlagsMutuallyExclusive("from-backup", "backup-name")
 	cmd.MarkFlagsOneRequired("from-backup", "backup-name")
 	backups := o.flagNameCompletion(func() client.ObjectList { return &v1alpha1.NonAdminBackupList{} })
@@ -302,6 +314,12 @@ func (f *restoreCreateFlags) build(ns, name string) (*v1alpha1.NonAdminRestore, 
 		PreserveNodePorts:       f.preserveNodePorts.Value,
 		ExistingResourcePolicy:  velerov1.PolicyType(f.existingResourcePolicy),
 		ItemOperationTimeout:    metav1.Duration{Duration: f.itemOperationTimeout},
+	}
+	if m := f.namespaceMappings.Data(); len(m) > 0 {
+		spec.NamespaceMapping = m
+	}
+	if f.resourceModifier != "" {
+		spec.ResourceModifier = &corev1.TypedLocalObjectReference{Kind: "ConfigMap", Name: f.resourceModifier}
 	}
 	return &v1alpha1.NonAdminRestore{
 		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "NonAdminRestore"},

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
@@ -102,6 +103,10 @@ func (d *describer) restoreTest(rt *v1alpha1.RestoreTest) {
 	}
 }
 
+// requesterAnnotation is nacflow's webhook's record of who created a
+// NonAdminRestore (internal/policy/requester's Annotation).
+const requesterAnnotation = "openshift.io/oadp-nacflow-requester"
+
 // DescribeRestore writes nar as `kubectl nac restore describe` prints it
 // (the layout of DescribeBackup).
 func DescribeRestore(w io.Writer, nar *v1alpha1.NonAdminRestore, details *Details, now time.Time) {
@@ -111,6 +116,22 @@ func DescribeRestore(w io.Writer, nar *v1alpha1.NonAdminRestore, details *Detail
 		d.line(0, "Backup", spec.BackupName)
 		d.line(0, "Included Resources", listOr(spec.IncludedResources, "*"))
 		d.line(0, "Excluded Resources", listOr(spec.ExcludedResources, "<none>"))
+		if to := spec.NamespaceMapping[nar.Namespace]; to != "" && to != nar.Namespace {
+			d.line(0, "Namespace Mapping", nar.Namespace+" → "+to)
+		}
+		if m := spec.ResourceModifier; m != nil {
+			d.line(0, "Resource Modifiers", "ConfigMap "+m.Name)
+		}
+	}
+	if rec := nar.Annotations[requesterAnnotation]; rec != "" {
+		var r struct {
+			User struct {
+				Username string `json:"username"`
+			} `json:"user"`
+		}
+		if json.Unmarshal([]byte(rec), &r) == nil && r.User.Username != "" {
+			d.line(0, "Requested By", r.User.Username+" (recorded; see condition RequesterVerified)")
+		}
 	}
 	d.plan(nar.Status.Plan)
 	if nar.Spec.Preview {

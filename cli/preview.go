@@ -20,7 +20,7 @@ import (
 // NonAdminRestore with spec.preview is created, followed until its preview
 // ends, printed, and deleted. Nothing is restored.
 func newRestorePreviewCommand(o *Options, k *tenantKind[*v1alpha1.NonAdminRestore]) *cobra.Command {
-	f := &restoreCreateFlags{createFlags: newCreateFlags()}
+	f := newRestoreCreateFlags()
 	var output string
 	var keep bool
 	timeout := 10 * time.Minute

@@ -265,6 +265,7 @@ func (s *chartSuite) TestFlagsAndLeaderElection(c *C) {
 		"--endpoint-deny-cidrs=10.0.0.0/8",
 		"--endpoint-deny-cidrs=192.168.0.0/16",
 		"--wait-timeout=30m",
+		"--webhook-port=9443",
 		"--zap-log-level=debug",
 	})
 	c.Check(lookup(ctr, "resources", "limits", "memory"), Equals, "1Gi")
