@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	"reflect"
 	"slices"
 	"sort"
@@ -85,7 +86,25 @@ type PreviewRestore struct {
 // as CheckRestoreItems (the tenant role and the ClusterRoles a backup's
 // RoleBindings bind; whether a backup's PersistentVolume exists).
 func (*PreviewRestore) SafetyExceptions() []engine.Exception {
-	return (&CheckRestoreItems{}).SafetyExceptions()
+	out := (&CheckRestoreItems{}).SafetyExceptions()
+	for _, gk := range previewKinds {
+		out = append(out, engine.Exception{Verbs: []string{"get"}, Kind: gk, Scope: engine.InAnyNamespace,
+			Why: "a preview into another namespace compares each item with the object there, once the requester may read it (SubjectAccessReview)"})
+	}
+	return out
+}
+
+// previewKinds are the kinds a preview compares with live objects (nac's
+// ClusterRole lets it get them, and no others).
+var previewKinds = []schema.GroupKind{
+	{Kind: "ConfigMap"}, {Kind: "Secret"}, {Kind: "Service"}, {Kind: "ServiceAccount"}, {Kind: "PersistentVolumeClaim"}, {Kind: "Pod"},
+	{Kind: "LimitRange"}, {Kind: "ResourceQuota"}, {Kind: "Endpoints"},
+	{Group: "apps", Kind: "Deployment"}, {Group: "apps", Kind: "StatefulSet"}, {Group: "apps", Kind: "DaemonSet"}, {Group: "apps", Kind: "ReplicaSet"},
+	{Group: "batch", Kind: "Job"}, {Group: "batch", Kind: "CronJob"},
+	{Group: "networking.k8s.io", Kind: "Ingress"}, {Group: "networking.k8s.io", Kind: "NetworkPolicy"},
+	{Group: "rbac.authorization.k8s.io", Kind: "RoleBinding"},
+	{Group: "autoscaling", Kind: "HorizontalPodAutoscaler"}, {Group: "policy", Kind: "PodDisruptionBudget"},
+	{Group: "discovery.k8s.io", Kind: "EndpointSlice"},
 }
 
 // Run implements phaseFunc.
@@ -142,6 +161,10 @@ func (f *PreviewRestore) Run(ctx context.Context, op *engine.Operation, nar *v1a
 	if refusal != nil {
 		return fail(refusal.Error())
 	}
+	reviews := f.requesters.reviews()
+	if mapped && (who.user == nil || reviews == nil) {
+		return fail("a preview into another namespace needs a known requester (condition RequesterVerified)")
+	}
 	filtered, err := restoreFilters(spec)
 	if err != nil {
 		return fail(err.Error())
@@ -152,7 +175,7 @@ func (f *PreviewRestore) Run(ctx context.Context, op *engine.Operation, nar *v1a
 	if a.MaxContentsMiB > 0 {
 		limit = min(a.MaxContentsMiB, 1<<20) << 20
 	}
-	_, err = walkContents(ctx, f.tools.store, dr.Status.DownloadURL, limit, p, neverRestored, precheckLookup{op: op, reviews: f.requesters.reviews(), modify: asCreated(op, mods)}, func(it contentItem) error {
+	_, err = walkContents(ctx, f.tools.store, dr.Status.DownloadURL, limit, p, neverRestored, precheckLookup{op: op, reviews: reviews, modify: asCreated(op, mods)}, func(it contentItem) error {
 		item := v1alpha1.RestorePreviewItem{Resource: cut(it.gr.String(), 253), Name: cut(it.name, 253)}
 		// Velero's filters first: what they leave out is never judged.
 		why := ""
@@ -165,8 +188,21 @@ func (f *PreviewRestore) Run(ctx context.Context, op *engine.Operation, nar *v1a
 		case it.obj == nil || !it.decision.Allowed:
 			item.Outcome, item.Reason = v1alpha1.PreviewExcluded, it.decision.Reason
 		case mapped:
-			// The preview reads no object of another namespace.
-			item.Outcome, item.Reason = v1alpha1.PreviewUnknown, fmt.Sprintf("allowed into namespace %s; whether it exists there is not read", p.Target)
+			// Another namespace: read only what the requester may read there.
+			ok, err := reviews.May(ctx, *who.user, authorizationv1.ResourceAttributes{Namespace: p.Target, Verb: "get",
+				Group: it.gr.Group, Resource: it.gr.Resource, Name: it.name})
+			if err != nil {
+				return apiError{err}
+			}
+			if !ok {
+				item.Outcome, item.Reason = v1alpha1.PreviewUnknown, fmt.Sprintf("allowed into namespace %s, where %s may not get %s %s", p.Target, who.user.Username, it.gr, it.name)
+				break
+			}
+			in := it
+			in.ns = p.Target
+			if err := compareLive(ctx, op, in, update, &item); err != nil {
+				return err
+			}
 		default:
 			if err := compareLive(ctx, op, it, update, &item); err != nil {
 				return err
@@ -194,8 +230,13 @@ func (f *PreviewRestore) Run(ctx context.Context, op *engine.Operation, nar *v1a
 		return engine.Result{}, err
 	}
 	pv.Items = firstItems(items)
+	into := nar.Namespace
+	if mapped {
+		into = p.Target
+	}
 	pv.Message = fmt.Sprintf("%d items of Velero Backup %s for namespace %s: %d create, %d skip, %d update, %d excluded",
-		pv.Total, a.BackupName, nar.Namespace, pv.Create, pv.Skip, pv.Update, pv.Excluded)
+		pv.Total, a.BackupName, into, pv.Create, pv.Skip, pv.Update, pv.Excluded)
+
 	if pv.Unknown > 0 {
 		pv.Message += fmt.Sprintf(", %d unknown", pv.Unknown)
 	}

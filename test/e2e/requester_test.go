@@ -174,6 +174,20 @@ func (s *E2ESuite) TestRestoreIntoAnotherNamespace(c *C) {
 	c.Check(s.kubectl(c, "get", "configmap", "-n", a, "cm", "-o", "jsonpath={.metadata.resourceVersion}"), Equals, before, Commentf("map-a untouched"))
 	c.Check(s.narCondition(c, a, "copy", "RestoreItemsChecked"), Matches, `True\|ItemsAllowed\|[0-9]+ items of Velero Backup \S+ checked: all within what ClusterRole admin allows in namespace map-b and alice may do there`)
 
+	// Previews, as each user, of the same restore into map-b.
+	preview := func(user, name string) string {
+		s.kubectlIn(c, "apiVersion: oadp.openshift.io/v1alpha1\nkind: NonAdminRestore\nmetadata: {name: "+name+", namespace: "+a+"}\n"+
+			"spec:\n  preview: true\n  restoreSpec: {backupName: all, namespaceMapping: {"+a+": "+b+"}}\n", "--as", user, "create", "-f", "-")
+		var out string
+		e2estack.Eventually(c, time.Minute, func() (bool, string) {
+			out = s.kubectl(c, "get", "nar", "-n", a, name, "-o", `jsonpath={.status.preview.message}|{range .status.preview.items[*]}{.outcome} {.resource} {.name}: {.reason};{end}`)
+			return !strings.HasPrefix(out, "|"), out
+		})
+		return out
+	}
+	c.Check(preview("alice", "peek"), Matches, `[0-9]+ items of Velero Backup \S+ for namespace map-b: 0 create, [0-9]+ skip, 0 update, 0 excluded\|.*skip configmaps cm: .*`)
+	c.Check(preview("bob", "bob-peek"), Matches, `.*for namespace map-b: .*\|.*excluded configmaps cm: bob may not create configmaps in namespace map-b;.*`)
+
 	mapped("bob", "bobs", b)
 	e2estack.Eventually(c, time.Minute, func() (bool, string) {
 		out := s.narCondition(c, a, "bobs", "Accepted")
