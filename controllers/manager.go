@@ -27,7 +27,8 @@ import (
 // its MutatingWebhookConfiguration, and SubjectAccessReviews as a restore's
 // requester.
 // +kubebuilder:rbac:groups="",namespace=openshift-adp,resources=secrets,verbs=get;list;watch;create;update
-// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations,verbs=get;list;watch;update
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations,verbs=get;list;watch
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations,resourceNames=nacflow-requester,verbs=update
 // +kubebuilder:rbac:groups=nacflow.io,resources=statuses,verbs=write
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create

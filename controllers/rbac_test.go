@@ -82,6 +82,7 @@ func (s *RBACSuite) TestLeastPrivilege(c *C) {
 		"datauploads":                true, "datadownloads": true, "podvolumebackups": true, "podvolumerestores": true, // read only: volume progress
 		"serverstatusrequests": true, // CheckRestoreItems: does Velero run nacflow's restore plugin
 		"tenantlocations":      true, // the map the admission policy nacflow-pod-volume-backups reads
+		"configmaps":           true, // a tenant's resource modifiers, copied for its restore
 	}
 	writeVerbs := map[string]bool{"create": true, "update": true, "patch": true, "delete": true, "deletecollection": true}
 	// Restore tests (TestRestore): a sandbox Namespace and its quota are
@@ -100,9 +101,19 @@ func (s *RBACSuite) TestLeastPrivilege(c *C) {
 				reviewed[res] = true
 				continue
 			}
+			if res == "mutatingwebhookconfigurations" {
+				// The requester webhook's CA, injected into its own configuration only.
+				for _, v := range rule.Verbs {
+					if writeVerbs[v] {
+						c.Check(v, Equals, "update", Commentf("%+v", rule))
+						c.Check(rule.ResourceNames, DeepEquals, []string{"nacflow-requester"}, Commentf("%+v", rule))
+					}
+				}
+				continue
+			}
 			for _, v := range rule.Verbs {
-				if res == "secrets" {
-					c.Check(v, Equals, "get", Commentf("cluster-wide Secret access beyond get: %s", v))
+				if res == "secrets" || res == "configmaps" {
+					c.Check(v, Equals, "get", Commentf("cluster-wide %s access beyond get: %s", res, v))
 				} else {
 					c.Check(oadpOnly[res], Equals, false, Commentf("cluster-wide %s on %s, which lives only in the OADP namespace", v, res))
 				}

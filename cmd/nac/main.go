@@ -304,7 +304,7 @@ func registerFlags(fs *flag.FlagSet, o *options) *zap.Options {
 	fs.StringVar(&o.webhookService, "webhook-service", webhooks.DefaultService,
 		"Service in the OADP namespace in front of the webhook: the certificate names <service>.<namespace>.svc (and localhost).")
 	fs.StringVar(&o.webhookConfiguration, "webhook-configuration", webhooks.DefaultConfiguration,
-		"MutatingWebhookConfiguration of the requester webhook (config/webhook installs it): nac injects its CA, and a NonAdminRestore without a record says whether it is installed.")
+		"MutatingWebhookConfiguration of the requester webhook (config/webhook installs it): nac injects its CA, and a NonAdminRestore without a record says whether it is installed. nac's ClusterRole lets it update nacflow-requester only.")
 	listFlag(fs, &o.endpoints.AllowCIDRs, "endpoint-allow-cidrs",
 		"Comma-separated CIDRs (or addresses) tenants' storage location endpoints (s3Url, publicUrl, ...) may resolve to although they are denied by default (loopback, link-local, metadata, unspecified, multicast). May be repeated.")
 	listFlag(fs, &o.endpoints.DenyCIDRs, "endpoint-deny-cidrs",

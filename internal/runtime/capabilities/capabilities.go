@@ -88,27 +88,29 @@ func All() Capabilities {
 func Detect(ctx context.Context, dc discovery.DiscoveryInterface, cl client.Client, oadpNamespace string) (Capabilities, error) {
 	c := Capabilities{Served: map[string]bool{}, Plan: map[string]bool{}}
 	var err error
-	if c.Events, err = mayAll(ctx, cl, access{"create", "", "events", ""}, access{"patch", "", "events", ""}); err != nil {
+	if c.Events, err = mayAll(ctx, cl, access{"create", "", "events", "", ""}, access{"patch", "", "events", "", ""}); err != nil {
 		return c, err
 	}
-	ssr := func(verb string) access { return access{verb, "velero.io", "serverstatusrequests", oadpNamespace} }
+	ssr := func(verb string) access { return access{verb, "velero.io", "serverstatusrequests", oadpNamespace, ""} }
 	if c.RestorePrecheck, err = mayAll(ctx, cl, ssr("create"), ssr("get"), ssr("list"), ssr("watch"), ssr("delete"),
-		access{"get", "rbac.authorization.k8s.io", "clusterroles", ""}, access{"get", "rbac.authorization.k8s.io", "roles", ""},
-		access{"get", "", "persistentvolumes", ""}); err != nil {
+		access{"get", "rbac.authorization.k8s.io", "clusterroles", "", ""}, access{"get", "rbac.authorization.k8s.io", "roles", "", ""},
+		access{"get", "", "persistentvolumes", "", ""}); err != nil {
 		return c, err
 	}
 	cm := func(verb string) access {
-		return access{verb, v1alpha1.GroupVersion.Group, "tenantlocations", oadpNamespace}
+		return access{verb, v1alpha1.GroupVersion.Group, "tenantlocations", oadpNamespace, ""}
 	}
 	if c.TenantLocations, err = mayAll(ctx, cl, cm("create"), cm("patch")); err != nil {
 		return c, err
 	}
-	secret := func(verb string) access { return access{verb, "", "secrets", oadpNamespace} }
+	secret := func(verb string) access { return access{verb, "", "secrets", oadpNamespace, ""} }
 	hooks := func(verb string) access {
-		return access{verb, "admissionregistration.k8s.io", "mutatingwebhookconfigurations", ""}
+		return access{verb, "admissionregistration.k8s.io", "mutatingwebhookconfigurations", "", ""}
 	}
+	// nac's ClusterRole lets it update its own configuration only.
+	update := access{"update", "admissionregistration.k8s.io", "mutatingwebhookconfigurations", "", RequesterConfiguration}
 	if c.Webhook, err = mayAll(ctx, cl, secret("get"), secret("list"), secret("watch"), secret("create"), secret("update"),
-		hooks("get"), hooks("list"), hooks("watch"), hooks("update")); err != nil {
+		hooks("get"), hooks("list"), hooks("watch"), update); err != nil {
 		return c, err
 	}
 	gv := v1alpha1.GroupVersion.String()
@@ -190,15 +192,23 @@ func (c *Capabilities) detectPlans(ctx context.Context, dc discovery.DiscoveryIn
 // CRDs just installed.
 const openAPIWait = 10 * time.Second
 
-// access is one verb on one resource (namespace "": every namespace).
-type access struct{ verb, group, resource, namespace string }
+// access is one verb on one resource (namespace "": every namespace;
+// name "": any).
+type access struct {
+	verb, group, resource, namespace, name string
+}
+
+// RequesterConfiguration is the MutatingWebhookConfiguration of nacflow's
+// requester webhook, the only one nac's ClusterRole lets it update
+// (internal/runtime/webhooks.DefaultConfiguration).
+const RequesterConfiguration = "nacflow-requester"
 
 // mayAll reports whether cl's user may do every one of want, asking the API
 // server (SelfSubjectAccessReview, which any authenticated user may create).
 func mayAll(ctx context.Context, cl client.Client, want ...access) (bool, error) {
 	for _, a := range want {
 		review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
-			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: a.verb, Group: a.group, Resource: a.resource, Namespace: a.namespace},
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: a.verb, Group: a.group, Resource: a.resource, Namespace: a.namespace, Name: a.name},
 		}}
 		if err := cl.Create(ctx, review); err != nil {
 			return false, fmt.Errorf("asking whether nacflow may %s %s: %w", a.verb, a.resource, err)
