@@ -447,7 +447,7 @@ run: run-tools ## Local control plane, object store, Velero and CRDs, a node whe
 	$(LOCALCP) --assets $(BIN) --dir $(LOCAL) --oadp-namespace $(OADP_NAMESPACE) --velero=$(WITH_VELERO) --node=$(NODE) \
 		--requester-webhook config/webhook/mutating_webhook_configuration.yaml -- \
 		$(NAC) --oadp-namespace $(OADP_NAMESPACE) --metrics-bind-address 127.0.0.1:8090 --health-probe-bind-address 127.0.0.1:8091 \
-		--webhook-port 9443 --webhook-host 127.0.0.1 --webhook-cert-dir $(LOCAL)/webhook-certs \
+		--webhook-port 9443 --webhook-host 127.0.0.1 --webhook-cert-dir $(LOCAL)/webhook-certs --webhook-configuration nacflow-requester-local \
 		$(if $(filter false,$(WITH_VELERO)),--restore-precheck=false)
 
 BENCH_N ?= 1000

@@ -101,6 +101,7 @@ type options struct {
 	admissionPolicies   string
 	requesterWebhook    string // --requester-webhook
 	requesterURL        string // --requester-webhook-url
+	requesterName       string // --requester-webhook-name
 	metricsRole         string
 	oadpNS, tenantNS    string
 	withVelero          bool
@@ -124,6 +125,7 @@ func main() {
 	flag.StringVar(&o.tenantRoles, "tenant-roles", "config/rbac/tenant_roles.yaml", "nacflow's ClusterRoles aggregated into admin, edit and view (installed as make deploy does; empty: none).")
 	flag.StringVar(&o.admissionPolicies, "admission-policies", "config/admission/pod_volume_backups.yaml", "nacflow's ValidatingAdmissionPolicies with their bindings (installed as make deploy does; empty: none). The default keeps the PodVolumeBackups Velero syncs from a tenant's bucket to that tenant's Pods; the status policy of config/admission is left out, everyone here being the admin.")
 	flag.StringVar(&o.requesterWebhook, "requester-webhook", "", "nacflow's requester MutatingWebhookConfiguration (config/webhook/mutating_webhook_configuration.yaml), installed calling --requester-webhook-url instead of its Service (empty: none; NonAdminRestores then record no requester). make run passes it; the controller injects its CA.")
+	flag.StringVar(&o.requesterName, "requester-webhook-name", "nacflow-requester-local", "Name of the configuration --requester-webhook installs: not that of make deploy's (nacflow-requester, calling its Service), so that deploying onto this stack keeps both apart; give the controller --webhook-configuration with it.")
 	flag.StringVar(&o.requesterURL, "requester-webhook-url", "https://localhost:9443/mutate-nacflow-requester", "Where the API server calls the requester webhook (the controller's --webhook-port on this host).")
 	flag.StringVar(&o.metricsRole, "metrics-reader-role", "config/rbac/metrics_reader_role.yaml", "The ClusterRole that may scrape the controller's /metrics, installed and bound to ServiceAccount "+scraperSA+" of the OADP namespace (empty: none).")
 	flag.StringVar(&o.oadpNS, "oadp-namespace", "openshift-adp", "OADP namespace to create.")
@@ -369,7 +371,7 @@ func run(o options) (err error) {
 
 	if o.requesterWebhook != "" {
 		step = "installing the requester webhook"
-		if err := installRequesterWebhook(ctx, cfg, o.requesterWebhook, o.requesterURL); err != nil {
+		if err := installRequesterWebhook(ctx, cfg, o.requesterWebhook, o.requesterName, o.requesterURL); err != nil {
 			return err
 		}
 	}
@@ -597,11 +599,11 @@ func installAdmissionPolicies(ctx context.Context, cfg *rest.Config, path string
 }
 
 // installRequesterWebhook creates (or updates) the MutatingWebhookConfiguration
-// of the YAML file path with every webhook calling url instead of a
-// Service (nothing routes Services to this host). An existing caBundle is
+// of the YAML file path, named name, with every webhook calling url instead
+// of a Service (nothing routes Services to this host). An existing caBundle is
 // kept: the controller injected it, and a make run after a Ctrl-C finds it
 // still valid. Errors: an unreadable file, another kind, API errors.
-func installRequesterWebhook(ctx context.Context, cfg *rest.Config, path, url string) error {
+func installRequesterWebhook(ctx context.Context, cfg *rest.Config, path, name, url string) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return err
@@ -613,6 +615,7 @@ func installRequesterWebhook(ctx context.Context, cfg *rest.Config, path, url st
 	if w.Kind != "MutatingWebhookConfiguration" {
 		return fmt.Errorf("%s: a %q document, not a MutatingWebhookConfiguration", path, w.Kind)
 	}
+	w.Name = name
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err

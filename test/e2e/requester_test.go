@@ -99,8 +99,8 @@ func (s *E2ESuite) TestRestoreBoundedByTheRequester(c *C) {
 	c.Check(s.kubectl(c, "get", "rolebinding", "-n", ns, "to-admin", "-o", "jsonpath={.roleRef.name}"), Equals, "admin")
 
 	// The admin removes the webhook: nacflow keeps today's rules and says so.
-	hook := s.kubectl(c, "get", "mutatingwebhookconfiguration", "nacflow-requester", "-o", "yaml")
-	s.kubectl(c, "delete", "mutatingwebhookconfiguration", "nacflow-requester")
+	hook := s.kubectl(c, "get", "mutatingwebhookconfiguration", e2estack.LocalWebhookConfiguration, "-o", "yaml")
+	s.kubectl(c, "delete", "mutatingwebhookconfiguration", e2estack.LocalWebhookConfiguration)
 	defer func() {
 		// Back as it was (the controller injects its CA again).
 		s.kubectlIn(c, stripServerFields(hook), "create", "-f", "-")
@@ -129,7 +129,7 @@ func (s *E2ESuite) TestRestoreBoundedByTheRequester(c *C) {
 	s.narAs(c, "eddie", ns, "unrecorded", "all", false)
 	s.narDone(c, ns, "unrecorded")
 	c.Check(s.narCondition(c, ns, "unrecorded", "RequesterVerified"), Matches,
-		`False\|WebhookNotInstalled\|nacflow's requester webhook \(MutatingWebhookConfiguration nacflow-requester\) is not installed, so no one recorded who asked: every item is checked against ClusterRole admin alone, whoever asked; .*`)
+		`False\|WebhookNotInstalled\|nacflow's requester webhook \(MutatingWebhookConfiguration nacflow-requester-local\) is not installed, so no one recorded who asked: every item is checked against ClusterRole admin alone, whoever asked; .*`)
 	c.Check(s.kubectl(c, "get", "rolebinding", "-n", ns, "to-admin", "-o", "jsonpath={.roleRef.name}"), Equals, "admin")
 }
 

@@ -380,6 +380,10 @@ func CreateBucket(c *check.C, s3, bucket string) {
 	c.Assert(resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusConflict, check.Equals, true, check.Commentf("PUT bucket %s: %s", bucket, resp.Status))
 }
 
+// LocalWebhookConfiguration is the name localcp gives the requester
+// webhook's configuration (make deploy's is nacflow-requester).
+const LocalWebhookConfiguration = "nacflow-requester-local"
+
 // RequesterWebhook returns the localcp and nac arguments that install and
 // serve nacflow's requester webhook as make run does, on a free port of
 // 127.0.0.1 (stacks run side by side) with its certificate files under
@@ -391,7 +395,8 @@ func RequesterWebhook(c *check.C, dir string) (localcpArgs, nacArgs []string) {
 	c.Assert(l.Close(), check.IsNil)
 	return []string{"--requester-webhook", "config/webhook/mutating_webhook_configuration.yaml",
 			"--requester-webhook-url", "https://localhost:" + port + "/mutate-nacflow-requester"},
-		[]string{"--webhook-port", port, "--webhook-host", "127.0.0.1", "--webhook-cert-dir", filepath.Join(dir, "webhook-certs")}
+		[]string{"--webhook-port", port, "--webhook-host", "127.0.0.1", "--webhook-cert-dir", filepath.Join(dir, "webhook-certs"),
+			"--webhook-configuration", LocalWebhookConfiguration}
 }
 
 // AwaitRequesterWebhook waits (up to a minute) until the API server's calls
