@@ -42,12 +42,9 @@ type Modifiers = resourcemodifiers.ResourceModifiers
 // modifiers that try to move an item are refused outright. Errors say
 // which rule, and why.
 func Parse(cm *corev1.ConfigMap) (*Modifiers, error) {
-	m, err := resourcemodifiers.GetResourceModifiersFromConfig(cm)
+	m, err := ParseAsVelero(cm)
 	if err != nil {
-		return nil, fmt.Errorf("reading ConfigMap %s as Velero's resource modifiers (one data key, YAML, version v1): %v", cm.Name, err)
-	}
-	if err := m.Validate(); err != nil {
-		return nil, fmt.Errorf("ConfigMap %s: Velero refuses these resource modifiers: %v", cm.Name, err)
+		return nil, err
 	}
 	for i, r := range m.ResourceModifierRules {
 		for _, p := range r.Patches {
@@ -105,10 +102,10 @@ func Parse(cm *corev1.ConfigMap) (*Modifiers, error) {
 func ParseAsVelero(cm *corev1.ConfigMap) (*Modifiers, error) {
 	m, err := resourcemodifiers.GetResourceModifiersFromConfig(cm)
 	if err != nil {
-		return nil, fmt.Errorf("reading ConfigMap %s as Velero's resource modifiers: %v", cm.Name, err)
+		return nil, fmt.Errorf("reading ConfigMap %s as Velero's resource modifiers (one data key, YAML, version v1): %v", cm.Name, err)
 	}
 	if err := m.Validate(); err != nil {
-		return nil, fmt.Errorf("ConfigMap %s: %v", cm.Name, err)
+		return nil, fmt.Errorf("ConfigMap %s: Velero refuses these resource modifiers: %v", cm.Name, err)
 	}
 	return m, nil
 }
