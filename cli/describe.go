@@ -103,10 +103,6 @@ func (d *describer) restoreTest(rt *v1alpha1.RestoreTest) {
 	}
 }
 
-// requesterAnnotation is nacflow's webhook's record of who created a
-// NonAdminRestore (internal/policy/requester's Annotation).
-const requesterAnnotation = "openshift.io/oadp-nacflow-requester"
-
 // DescribeRestore writes nar as `kubectl nac restore describe` prints it
 // (the layout of DescribeBackup).
 func DescribeRestore(w io.Writer, nar *v1alpha1.NonAdminRestore, details *Details, now time.Time) {
@@ -123,7 +119,7 @@ func DescribeRestore(w io.Writer, nar *v1alpha1.NonAdminRestore, details *Detail
 			d.line(0, "Resource Modifiers", "ConfigMap "+m.Name)
 		}
 	}
-	if rec := nar.Annotations[requesterAnnotation]; rec != "" {
+	if rec := nar.Annotations[v1alpha1.RequesterAnnotation]; rec != "" {
 		var r struct {
 			User struct {
 				Username string `json:"username"`

@@ -52,6 +52,17 @@ const (
 	NabslOriginNamespaceAnnotation = "openshift.io/oadp-nabsl-origin-namespace"
 )
 
+// The record of who created a NAC object, written by nacflow's requester
+// admission webhook (internal/policy/requester) and nowhere else (nacflow's
+// addition).
+const (
+	// RequesterAnnotation holds the record: the JSON of the requesting
+	// user (authentication/v1 UserInfo) and the time of the create.
+	RequesterAnnotation = "openshift.io/oadp-nacflow-requester"
+	// RequesterSignatureAnnotation holds the record's signature.
+	RequesterSignatureAnnotation = "openshift.io/oadp-nacflow-requester-signature"
+)
+
 // RestoreTestLabel marks what a restore test of a NonAdminBackup made (the
 // sandbox Namespace, its ResourceQuota, the Velero Restore); its value is
 // that NonAdminBackup's NACUUID, and the NAB origin annotations name it

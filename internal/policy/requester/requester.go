@@ -31,15 +31,17 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/nacflow/nacflow/api/v1alpha1"
 )
 
 const (
 	// Annotation holds the record: the JSON of Record.
-	Annotation = "openshift.io/oadp-nacflow-requester"
+	Annotation = v1alpha1.RequesterAnnotation
 	// SignatureAnnotation holds the record's signature: base64 of the
 	// HMAC-SHA256, under nacflow's key, of the object's kind, namespace,
 	// name (or generateName) and the record's JSON.
-	SignatureAnnotation = "openshift.io/oadp-nacflow-requester-signature"
+	SignatureAnnotation = v1alpha1.RequesterSignatureAnnotation
 )
 
 // MaxSkew is how far apart the record's time and the object's
