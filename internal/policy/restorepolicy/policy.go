@@ -402,46 +402,37 @@ func decideRoleBinding(ctx context.Context, p Policy, item Item, name string, lk
 	if kind == "Role" {
 		refResource = roles
 	}
-	var rules []rbacv1.PolicyRule
-	read := false
-	readRules := func() (*Decision, error) {
-		if read {
-			return nil, nil
+	boundMay := may(p.Bound, refResource, "bind", ref)
+	requesterMay := true
+	if p.Requester != nil {
+		d, err := p.requesterMay(ctx, lk, "bind", refResource, p.target(), ref)
+		if err != nil {
+			return Decision{}, err
 		}
-		var found bool
-		var err error
-		if rules, found, err = lk.RoleRules(ctx, kind, p.target(), ref); err != nil {
-			return nil, err
-		}
-		read = true
-		if !found {
-			d := deny("RoleBinding %s binds %s %s, which does not exist: Kubernetes refuses such a binding to anyone who may not bind it", name, kind, ref)
-			return &d, nil
-		}
-		return nil, nil
+		requesterMay = d == nil
 	}
-	if !may(p.Bound, refResource, "bind", ref) {
-		if d, err := readRules(); d != nil || err != nil {
-			return deref(d), err
-		}
+	if boundMay && requesterMay {
+		return allow(), nil
+	}
+	// Without bind, Kubernetes' escalation check: the bound role's rules
+	// must all be held.
+	rules, found, err := lk.RoleRules(ctx, kind, p.target(), ref)
+	if err != nil {
+		return Decision{}, err
+	}
+	if !found {
+		return deny("RoleBinding %s binds %s %s, which does not exist: Kubernetes refuses such a binding to anyone who may not bind it", name, kind, ref), nil
+	}
+	if !boundMay {
 		if ok, missing := rbacvalidation.Covers(p.Bound, rules); !ok {
 			return deny("RoleBinding %s binds %s %s, which grants what the tenant role does not hold: %s", name, kind, ref, describe(missing)), nil
 		}
 	}
-	if p.Requester == nil {
-		return allow(), nil
-	}
-	if d, err := p.requesterMay(ctx, lk, "bind", refResource, p.target(), ref); err != nil {
-		return Decision{}, err
-	} else if d == nil {
-		return allow(), nil
-	}
-	if d, err := readRules(); d != nil || err != nil {
-		return deref(d), err
-	}
-	d, err := p.requesterHolds(ctx, lk, fmt.Sprintf("RoleBinding %s binds %s %s, which", name, kind, ref), rules, p.target())
-	if d != nil || err != nil {
-		return deref(d), err
+	if !requesterMay {
+		d, err := p.requesterHolds(ctx, lk, fmt.Sprintf("RoleBinding %s binds %s %s, which", name, kind, ref), rules, p.target())
+		if d != nil || err != nil {
+			return deref(d), err
+		}
 	}
 	return allow(), nil
 }
