@@ -62,6 +62,9 @@ type controllerOptions struct {
 	// observe, when set, is told of each reconcile this controller starts
 	// (besides reconciled).
 	observe func(kind string, req ctrl.Request)
+	// requesters tell who asked for a NonAdminRestore (zero: no one is
+	// known, as without nac's webhook).
+	requesters phases.Requesters
 }
 
 // startController starts the NAC controllers and the Blueprint controller in
@@ -118,7 +121,8 @@ func startManager(c *C, o controllerOptions) (ctrl.Manager, func()) {
 	turns := veleroqueue.NewTurns(mgr.GetClient(), o.oadp)
 	registry, err := phases.NewRegistry(phases.Clients{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorderFor("nacflow-blueprint"), Queue: queue, Turns: turns},
 		phases.Options{RequireApprovalForBSL: o.requireApproval, Settings: settings, MaxBackupsInVelero: o.maxInVelero, MaxRestoresInVelero: o.maxRestores, Resolver: testDNS, Endpoints: veleroDownloads.endpoints(c),
-			Quotas: phases.BlueprintQuotas{Resolver: &blueprints.Resolver{Reader: mgr.GetClient(), Namespace: o.oadp}}})
+			Requesters: o.requesters,
+			Quotas:     phases.BlueprintQuotas{Resolver: &blueprints.Resolver{Reader: mgr.GetClient(), Namespace: o.oadp}}})
 	c.Assert(err, IsNil)
 	deps := func(kind string) controllers.Deps {
 		recorder := mgr.GetEventRecorderFor(strings.ToLower(kind) + "-controller")

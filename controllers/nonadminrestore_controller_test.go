@@ -94,7 +94,8 @@ func (s *ControllerSuite) TestRestoreHappyPath(c *C) {
 	}
 	c.Check(slices.Contains(r.Spec.ExcludedResources, "persistentvolumes"), Equals, false, Commentf("PVs stay restorable through their PVCs"))
 	c.Check(r.Labels["openshift.io/oadp"], Equals, "True")
-	c.Check(r.Annotations, DeepEquals, map[string]string{"openshift.io/oadp-nar-origin-name": "bring-back", "openshift.io/oadp-nar-origin-namespace": ns})
+	c.Check(r.Annotations, DeepEquals, map[string]string{"openshift.io/oadp-nar-origin-name": "bring-back", "openshift.io/oadp-nar-origin-namespace": ns,
+		v1alpha1.RestoreBackupUIDAnnotation: string(backup.UID)}, Commentf("pinned to the Backup the restore waited for"))
 	c.Check(got.Status.Phase, Equals, v1alpha1.NonAdminPhaseCreated)
 	c.Check(meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionQueued).Reason, Equals, v1alpha1.ReasonRestoreScheduled)
 	c.Check(meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionAccepted).Reason, Equals, v1alpha1.ReasonRestoreAccepted)

@@ -149,7 +149,7 @@ func (s *RBACSuite) TestLeastPrivilege(c *C) {
 // TestControllerRunsOnItsOwnRBAC runs the controller as a user holding only
 // the generated ClusterRole and OADP-namespace Role (impersonated, against
 // the real API server's RBAC): backups, a restore, a storage location and
-// deletions all complete. A permission the code needs but the markers do
+// deletions (a restore's too) all complete. A permission the code needs but the markers do
 // not grant — or a cache that lists beyond the OADP namespace — fails it.
 func (s *ChaosSuite) TestControllerRunsOnItsOwnRBAC(c *C) {
 	ctx := context.Background()
@@ -194,12 +194,15 @@ func (s *ChaosSuite) TestControllerRunsOnItsOwnRBAC(c *C) {
 		ops = append(ops, o)
 	}
 	r.allComplete(c, ops, 30*time.Second)
-	// A permanent deletion and a kubectl delete of a location.
+	// A permanent deletion, a kubectl delete of a location and of a restore
+	// (whose finalize lists, then deletes, its Velero objects and its copy
+	// of resource modifiers in the OADP namespace).
 	b1 := ops[1].(*v1alpha1.NonAdminBackup)
 	setDeleteBackup(c, b1)
 	c.Assert(testClient.Delete(ctx, ops[3]), IsNil)
+	c.Assert(testClient.Delete(ctx, ops[2]), IsNil)
 	eventually(c, 30*time.Second, func() (bool, string) {
-		for _, o := range []client.Object{b1, ops[3]} {
+		for _, o := range []client.Object{b1, ops[3], ops[2]} {
 			if err := testClient.Get(ctx, client.ObjectKeyFromObject(o), o); !apierrors.IsNotFound(err) {
 				return false, fmt.Sprintf("%s still there (%v)", client.ObjectKeyFromObject(o), err)
 			}

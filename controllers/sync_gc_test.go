@@ -77,7 +77,8 @@ func (s *ControllerSuite) TestBackupSyncAfterRebuild(c *C) {
 	for _, p := range got.Status.Plan.Phases {
 		phases = append(phases, p.Func)
 	}
-	c.Check(phases, DeepEquals, []string{"AdoptVeleroBackup", "SyncStatus", "TestRestore"}, Commentf("a plan that creates nothing"))
+	c.Check(phases, DeepEquals, []string{"AdoptVeleroBackup", "SyncStatus", "VerifyBackupContents", "TestRestore"},
+		Commentf("a plan that creates nothing but the verification's requests: a synced backup is verified as nacflow first sees it"))
 	c.Check(got.Status.Plan.Phase("restoreTest").Message, Equals, "restore tests are off (args.every is 0)")
 	c.Check(got.Status.VeleroBackup.Name, Equals, b.Name)
 	c.Check(got.Status.VeleroBackup.NACUUID, Equals, "0a0a0a0a-1111-5222-8333-444455556666")

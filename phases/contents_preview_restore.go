@@ -143,7 +143,7 @@ func (f *PreviewRestore) Run(ctx context.Context, op *engine.Operation, nar *v1a
 	if err != nil {
 		return engine.Result{}, err
 	}
-	who, err := f.requesters.verify(ctx, nar, f.tenantRoleName())
+	who, err := f.requesters.verify(ctx, op, nar, f.tenantRoleName())
 	if err != nil {
 		return engine.Result{}, err
 	}
@@ -175,7 +175,7 @@ func (f *PreviewRestore) Run(ctx context.Context, op *engine.Operation, nar *v1a
 	if a.MaxContentsMiB > 0 {
 		limit = min(a.MaxContentsMiB, 1<<20) << 20
 	}
-	_, err = walkContents(ctx, f.tools.store, dr.Status.DownloadURL, limit, p, neverRestored, precheckLookup{op: op, reviews: reviews, modify: asCreated(op, mods)}, func(it contentItem) error {
+	_, err = walkContents(ctx, f.tools.store, dr.Status.DownloadURL, limit, p, neverRestored, precheckLookup{op: op, reviews: reviews, modify: asCreated(mods)}, func(it contentItem) error {
 		item := v1alpha1.RestorePreviewItem{Resource: cut(it.gr.String(), 253), Name: cut(it.name, 253)}
 		// Velero's filters first: what they leave out is never judged.
 		why := ""

@@ -9,9 +9,23 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"time"
 
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	. "gopkg.in/check.v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/nacflow/nacflow/api/v1alpha1"
+	"github.com/nacflow/nacflow/engine"
+	"github.com/nacflow/nacflow/internal/policy/itemdigest"
 )
 
 type VerifyInternalSuite struct{}
@@ -185,4 +199,248 @@ func (s *VerifyInternalSuite) TestResourceListShowsSmallest(c *C) {
 	c.Check(shown[0], Equals, `"v1/Secret other/line\nbreak"`)
 	c.Check(shown[1], Equals, "v1/Secret other/s00")
 	c.Check(shown[9], Equals, "v1/Secret other/s08")
+}
+
+// verifyStore serves a backup's resource list and contents tarball.
+func verifyStore(c *C, contents []byte) *httptest.Server {
+	var list bytes.Buffer
+	gz := gzip.NewWriter(&list)
+	_, _ = gz.Write([]byte(`{"v1/Namespace":["team"],"v1/ConfigMap":["team/cm","team/other"]}`))
+	c.Assert(gz.Close(), IsNil)
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/list":
+			_, _ = w.Write(list.Bytes())
+		case "/contents":
+			_, _ = w.Write(contents)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+}
+
+// runVerify runs VerifyBackupContents for NonAdminBackup team/nightly on
+// Velero Backup b (UID backup-uid, Completed unless phase says otherwise)
+// kept on location loc (a tenant's when tenant), with its resource list
+// and contents DownloadRequests processed by srv (the contents one created
+// created ago and unprocessed when contentsServed is false).
+func runVerify(c *C, srv *httptest.Server, tenant, contentsServed bool, created time.Duration, phase velerov1.BackupPhase) (*v1alpha1.NonAdminBackup, client.Client, engine.Result, error) {
+	return runVerifyArgs(c, srv, tenant, contentsServed, created, phase, VerifyBackupContentsArgs{Name: "b"})
+}
+
+// runVerifyArgs is runVerify with args.
+func runVerifyArgs(c *C, srv *httptest.Server, tenant, contentsServed bool, created time.Duration, phase velerov1.BackupPhase, args VerifyBackupContentsArgs) (*v1alpha1.NonAdminBackup, client.Client, engine.Result, error) {
+	nab := &v1alpha1.NonAdminBackup{ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: "team", UID: "nab-uid"}}
+	op := &engine.Operation{Object: nab, OADPNamespace: "oadp", UUID: "uuid-1"}
+	labels, annotations := op.OwnerMeta()
+	base := v1alpha1.NACObjectName("team", "nightly", "uuid-1")
+	meta := func(name string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Name: name, Namespace: "oadp", Labels: labels, Annotations: annotations, CreationTimestamp: metav1.NewTime(time.Now().Add(-created))}
+	}
+	bslLabels := map[string]string{}
+	if tenant {
+		bslLabels[v1alpha1.NabslOriginNACUUIDLabel] = "team-loc-uuid"
+	}
+	contents := &velerov1.DownloadRequest{ObjectMeta: meta(base + "c")}
+	if contentsServed {
+		contents.Status = velerov1.DownloadRequestStatus{Phase: velerov1.DownloadRequestPhaseProcessed, DownloadURL: srv.URL + "/contents"}
+	}
+	backupMeta := meta("b")
+	backupMeta.UID = "backup-uid"
+	scheme := runtime.NewScheme()
+	c.Assert(clientgoscheme.AddToScheme(scheme), IsNil)
+	c.Assert(velerov1.AddToScheme(scheme), IsNil)
+	cl := fake.NewClientBuilder().WithScheme(scheme).WithObjects(
+		&velerov1.Backup{ObjectMeta: backupMeta, Spec: velerov1.BackupSpec{StorageLocation: "loc"}, Status: velerov1.BackupStatus{Phase: phase}},
+		&velerov1.BackupStorageLocation{ObjectMeta: metav1.ObjectMeta{Name: "loc", Namespace: "oadp", Labels: bslLabels}},
+		&velerov1.DownloadRequest{ObjectMeta: meta(base), Status: velerov1.DownloadRequestStatus{Phase: velerov1.DownloadRequestPhaseProcessed, DownloadURL: srv.URL + "/list"}},
+		contents,
+	).Build()
+	op.Client, op.APIReader = cl, cl
+	f := bind(&VerifyBackupContents{tools: tools{recent: newRecentCreates(), store: loopbackStore}})
+	res, err := f.Run(context.Background(), op, &args)
+	return nab, cl, res, err
+}
+
+// recordOf reads the verified-items ConfigMap of Velero Backup b.
+func recordOf(c *C, cl client.Client) (*corev1.ConfigMap, bool) {
+	cm := &corev1.ConfigMap{}
+	err := cl.Get(context.Background(), client.ObjectKey{Namespace: "oadp", Name: itemdigest.Name("b")}, cm)
+	if apierrors.IsNotFound(err) {
+		return nil, false
+	}
+	c.Assert(err, IsNil)
+	return cm, true
+}
+
+func digestOf(c *C, raw string) itemdigest.Digest {
+	d, err := itemdigest.Of([]byte(raw))
+	c.Assert(err, IsNil, Commentf("%s", raw))
+	return d
+}
+
+const (
+	verifiedCM      = `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm","namespace":"team"},"data":{"n":"1"}}`
+	verifiedCMv1    = `{"kind":"ConfigMap","apiVersion":"v1","metadata":{"namespace":"team","name":"cm"},"data":{"n":"1"}}`
+	verifiedOther   = `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"other","namespace":"team"},"data":{"big":12345678901234567890,"f":2.50,"u":"ü😀"}}`
+	verifiedBinding = `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"RoleBinding","metadata":{"name":"b","namespace":"team"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"edit"},"subjects":[{"kind":"User","name":"u"}]}`
+	verifiedAlpha   = `{"apiVersion":"example.com/v1alpha1","kind":"Widget","metadata":{"name":"w","namespace":"team"}}`
+)
+
+// TestVerifyRecordsItems: for a backup in a tenant's bucket, the digest of
+// every item file under resources/ — the plain, preferred-version and other
+// version copies — goes in the immutable verified-items ConfigMap, made
+// with the operation's metadata (the NonAdminBackup's origin labels) and
+// naming the Backup and its UID; files outside resources/ and files Velero
+// could not decode are not recorded; the contents DownloadRequest is gone;
+// Verified says so.
+func (s *VerifyInternalSuite) TestVerifyRecordsItems(c *C) {
+	srv := verifyStore(c, tarball(c,
+		"metadata/version", "1",
+		"resources/configmaps/namespaces/team/cm.json", verifiedCM,
+		"resources/configmaps/v1-preferredversion/namespaces/team/cm.json", verifiedCMv1,
+		"resources/configmaps/namespaces/team/other.json", verifiedOther,
+		"resources/rolebindings.rbac.authorization.k8s.io/v1-preferredversion/namespaces/team/b.json", verifiedBinding,
+		"resources/widgets.example.com/v1alpha1/namespaces/team/w.json", verifiedAlpha,
+		"resources/configmaps/namespaces/team/no-kind.json", `{"metadata":{"name":"no-kind"}}`,
+		"resources/configmaps/namespaces/team/notes.txt", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"txt"}}`,
+		"podvolumebackups/x.json", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"outside"}}`,
+	))
+	defer srv.Close()
+	nab, cl, res, err := runVerify(c, srv, true, true, time.Second, velerov1.BackupPhaseCompleted)
+	c.Assert(err, IsNil)
+	c.Check(res.Wait, Equals, false)
+	name := itemdigest.Name("b")
+	c.Check(res.Output, DeepEquals, map[string]string{"items": "3", "unexpected": "0", "verifiedItems": name, "digests": "4"})
+	cond := apimeta.FindStatusCondition(nab.Status.Conditions, v1alpha1.ConditionVerified)
+	c.Assert(cond, NotNil)
+	c.Check(cond.Status, Equals, metav1.ConditionTrue)
+	c.Check(cond.Message, Equals, "3 items of Velero Backup b checked: all belong to namespace team. The digests of its 4 distinct items are recorded (ConfigMap "+
+		name+"): a restore as its requester restores only those")
+
+	cm, found := recordOf(c, cl)
+	c.Assert(found, Equals, true)
+	c.Check(*cm.Immutable, Equals, true)
+	c.Check(cm.Labels[v1alpha1.NabOriginNACUUIDLabel], Equals, "uuid-1")
+	c.Check(cm.Annotations[v1alpha1.NabOriginNamespaceAnnotation], Equals, "team")
+	c.Check(cm.Annotations[v1alpha1.NabOriginNameAnnotation], Equals, "nightly")
+	c.Check(cm.Annotations[itemdigest.BackupAnnotation], Equals, "b")
+	c.Check(cm.Annotations[itemdigest.BackupUIDAnnotation], Equals, "backup-uid")
+	c.Check(cm.OwnerReferences, DeepEquals, []metav1.OwnerReference{{APIVersion: "velero.io/v1", Kind: "Backup", Name: "b", UID: "backup-uid"}},
+		Commentf("it goes with its Backup object"))
+	m, err := itemdigest.FromConfigMap(cm)
+	c.Assert(err, IsNil)
+	c.Check(m.Set.Len(), Equals, 4)
+	for _, item := range []string{verifiedCM, verifiedCMv1, verifiedOther, verifiedBinding, verifiedAlpha} {
+		c.Check(m.Set.Contains(digestOf(c, item)), Equals, true, Commentf("%s", item))
+	}
+	for _, item := range []string{`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"txt"}}`, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"outside"}}`,
+		`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm","namespace":"team"},"data":{"n":"2"}}`} {
+		c.Check(m.Set.Contains(digestOf(c, item)), Equals, false, Commentf("%s", item))
+	}
+	c.Check(apierrors.IsNotFound(cl.Get(context.Background(), client.ObjectKey{Namespace: "oadp", Name: v1alpha1.NACObjectName("team", "nightly", "uuid-1") + "c"},
+		&velerov1.DownloadRequest{})), Equals, true, Commentf("the contents DownloadRequest is deleted once read"))
+	c.Check(apierrors.IsNotFound(cl.Get(context.Background(), client.ObjectKey{Namespace: "oadp", Name: v1alpha1.NACObjectName("team", "nightly", "uuid-1")},
+		&velerov1.DownloadRequest{})), Equals, false, Commentf("the resource list's is left to Velero"))
+
+	// What the restore side reads: the record of this very Backup.
+	op := &engine.Operation{Object: &v1alpha1.NonAdminRestore{ObjectMeta: metav1.ObjectMeta{Name: "r", Namespace: "team"}}, OADPNamespace: "oadp", APIReader: cl, Client: cl}
+	backup := &velerov1.Backup{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "oadp", UID: "backup-uid"}}
+	got, ok, err := verifiedItemsFor(context.Background(), op, backup)
+	c.Assert(err, IsNil)
+	c.Check(ok, Equals, true)
+	c.Check(got, Equals, name)
+	backup.UID = "recreated"
+	_, ok, err = verifiedItemsFor(context.Background(), op, backup)
+	c.Assert(err, IsNil)
+	c.Check(ok, Equals, false)
+	_, why, _ := readVerifiedItems(context.Background(), op, backup)
+	c.Check(why, Equals, "ConfigMap oadp/"+name+" records the items of another Velero Backup b (UID backup-uid, not recreated)")
+	op.Object = &v1alpha1.NonAdminRestore{ObjectMeta: metav1.ObjectMeta{Name: "r", Namespace: "elsewhere"}}
+	backup.UID = "backup-uid"
+	_, why, _ = readVerifiedItems(context.Background(), op, backup)
+	c.Check(why, Matches, `ConfigMap oadp/b-verified-items, the record of the items of Velero Backup b, was not made for namespace elsewhere .*`)
+	backup.Name = "never-verified"
+	_, ok, err = verifiedItemsFor(context.Background(), op, backup)
+	c.Check(err, IsNil)
+	c.Check(ok, Equals, false)
+	_, why, _ = readVerifiedItems(context.Background(), op, backup)
+	c.Check(why, Equals, "nacflow holds no record of the items of Velero Backup never-verified (no ConfigMap oadp/never-verified-verified-items): it was not verified by nacflow, or was verified before nacflow recorded item digests")
+}
+
+// TestVerifyRecordsNothingItNeedNot: a backup on the admin's location gets
+// no record (no restore needs one) and no contents download; Verified is
+// as before.
+func (s *VerifyInternalSuite) TestVerifyRecordsNothingItNeedNot(c *C) {
+	srv := verifyStore(c, tarball(c, "resources/configmaps/namespaces/team/cm.json", verifiedCM))
+	defer srv.Close()
+	nab, cl, res, err := runVerify(c, srv, false, true, time.Second, velerov1.BackupPhaseCompleted)
+	c.Assert(err, IsNil)
+	c.Check(res.Output, DeepEquals, map[string]string{"items": "3", "unexpected": "0"})
+	cond := apimeta.FindStatusCondition(nab.Status.Conditions, v1alpha1.ConditionVerified)
+	c.Assert(cond, NotNil)
+	c.Check(cond.Message, Equals, "3 items of Velero Backup b checked: all belong to namespace team")
+	_, found := recordOf(c, cl)
+	c.Check(found, Equals, false)
+
+	// A backup still running is not verified (the backup action's wait
+	// for it timed out, onTimeout: continue); a schedule's run still
+	// running is waited for (the adopt action: waitToFinish).
+	_, _, res, err = runVerify(c, srv, true, true, time.Second, velerov1.BackupPhaseInProgress)
+	c.Assert(err, IsNil)
+	c.Check(res.Wait, Equals, false)
+	c.Check(res.Message, Equals, "Velero Backup b is InProgress: only Completed and PartiallyFailed backups are verified")
+	_, _, res, err = runVerifyArgs(c, srv, true, true, time.Second, velerov1.BackupPhaseInProgress, VerifyBackupContentsArgs{Name: "b", WaitToFinish: true})
+	c.Assert(err, IsNil)
+	c.Check(res.Wait, Equals, true)
+	c.Check(res.Message, Equals, "waiting for Velero Backup b to finish before verifying it (InProgress)")
+}
+
+// TestVerifyRecordsWhyNot: more than 60,000 distinct items, contents that
+// are no tarball (the tests' played Velero serves such), or contents
+// Velero did not serve in time: the ConfigMap records why there are no
+// digests, and Verified says it; the verification itself completes.
+func (s *VerifyInternalSuite) TestVerifyRecordsWhyNot(c *C) {
+	files := make([]string, 0, 2*(itemdigest.MaxDigests+1))
+	for i := 0; i <= itemdigest.MaxDigests; i++ {
+		files = append(files, fmt.Sprintf("resources/configmaps/namespaces/team/cm-%d.json", i),
+			fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm-%d","namespace":"team"}}`, i))
+	}
+	many := verifyStore(c, tarball(c, files...))
+	defer many.Close()
+	notTar := verifyStore(c, func() []byte {
+		var b bytes.Buffer
+		gz := gzip.NewWriter(&b)
+		_, _ = gz.Write([]byte(`{"BackupContents": "b"}` + "\n"))
+		_ = gz.Close()
+		return b.Bytes()
+	}())
+	defer notTar.Close()
+	for _, t := range []struct {
+		srv     *httptest.Server
+		served  bool
+		created time.Duration
+		why     string
+	}{
+		{many, true, time.Second, "the backup holds more than 60000 distinct items: nacflow records the digests of at most 60000"},
+		{notTar, true, time.Second, "reading its contents: unexpected EOF"},
+		{notTar, false, time.Hour, "Velero did not serve the contents of Backup b within 2m0s"},
+	} {
+		nab, cl, res, err := runVerify(c, t.srv, true, t.served, t.created, velerov1.BackupPhaseCompleted)
+		c.Assert(err, IsNil, Commentf(t.why))
+		c.Check(res.Wait, Equals, false, Commentf(t.why))
+		c.Check(res.Output, DeepEquals, map[string]string{"items": "3", "unexpected": "0"})
+		cond := apimeta.FindStatusCondition(nab.Status.Conditions, v1alpha1.ConditionVerified)
+		c.Assert(cond, NotNil)
+		c.Check(cond.Status, Equals, metav1.ConditionTrue)
+		c.Check(cond.Message, Equals, "3 items of Velero Backup b checked: all belong to namespace team. No item digests recorded ("+t.why+
+			"): nacflow refuses to restore the backup as its requester from a bucket a tenant writes")
+		c.Check(strings.Contains(res.Message, ";"), Equals, false, Commentf("the plan's story joins phases with semicolons"))
+		cm, found := recordOf(c, cl)
+		c.Assert(found, Equals, true)
+		c.Check(cm.BinaryData, IsNil)
+		m, err := itemdigest.FromConfigMap(cm)
+		c.Assert(err, IsNil)
+		c.Check(m.Unrecorded, Equals, t.why)
+	}
 }

@@ -15,18 +15,16 @@ import (
 )
 
 // restoreModifiers returns the resource modifiers Velero will apply to
-// nar's items: the tenant's (tenantModifiers: its ConfigMap, checked), else
-// the admin's enforced ones (a ConfigMap of the OADP namespace), nil when
-// none. refusal is the tenant's modifiers' refusal. Errors: the API
-// server's, and an admin's ConfigMap Velero could not read.
+// nar's items: the tenant's, as its requester's record holds them
+// (requesterVerdict.recordedModifiers: the ConfigMap recorded at admission,
+// unchanged since), else the admin's enforced ones (the accepted spec's,
+// a ConfigMap of the OADP namespace: validation keeps no tenant's name
+// there), nil when none. refusal is the tenant's modifiers' refusal.
+// Errors: the API server's, and an admin's ConfigMap Velero could not read.
 func restoreModifiers(ctx context.Context, op *engine.Operation, nar *v1alpha1.NonAdminRestore, who requesterVerdict) (m *tenantmodifiers.Modifiers, refusal, err error) {
-	cm, refusal, err := tenantModifiers(ctx, op, nar, nil, who)
-	if err != nil || refusal != nil {
-		return nil, refusal, err
-	}
-	if cm != nil {
-		m, err := tenantmodifiers.Parse(cm)
-		return m, err, nil
+	cm, m, refusal, err := who.recordedModifiers(ctx, op, nar)
+	if err != nil || refusal != nil || cm != nil {
+		return m, refusal, err
 	}
 	spec := nar.AcceptedRestoreSpec()
 	if spec == nil || spec.ResourceModifier == nil || !strings.EqualFold(spec.ResourceModifier.Kind, "configmap") {
@@ -41,18 +39,12 @@ func restoreModifiers(ctx context.Context, op *engine.Operation, nar *v1alpha1.N
 }
 
 // asCreated is walkContents' view of an item as Velero creates it under m
-// (tenantmodifiers.AsCreated with the cluster's RESTMapper).
-func asCreated(op *engine.Operation, m *tenantmodifiers.Modifiers) func(schema.GroupResource, map[string]any) (map[string]any, schema.GroupResource, string) {
+// (tenantmodifiers.AsCreated).
+func asCreated(m *tenantmodifiers.Modifiers) func(schema.GroupResource, map[string]any) (map[string]any, schema.GroupResource, string) {
 	if m == nil {
 		return nil
 	}
 	return func(gr schema.GroupResource, obj map[string]any) (map[string]any, schema.GroupResource, string) {
-		return tenantmodifiers.AsCreated(m, obj, gr, func(gvk schema.GroupVersionKind) (schema.GroupResource, error) {
-			mapping, err := op.Client.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
-			if err != nil {
-				return schema.GroupResource{}, err
-			}
-			return mapping.Resource.GroupResource(), nil
-		})
+		return tenantmodifiers.AsCreated(m, obj, gr)
 	}
 }

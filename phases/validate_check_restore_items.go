@@ -26,6 +26,7 @@ import (
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/engine"
+	"github.com/nacflow/nacflow/internal/policy/itemdigest"
 	"github.com/nacflow/nacflow/internal/policy/restorepolicy"
 )
 
@@ -67,15 +68,32 @@ type CheckRestoreItemsArgs struct {
 // its bucket between this check and Velero's read. This phase tells the
 // tenant in advance, and lets an admin refuse such restores outright.
 //
+// Restore only what was verified: when the backup is kept in a bucket a
+// tenant writes (backupInTenantBucket) and the requester is known, the
+// restore needs nacflow's record of the backup's items (the ConfigMap
+// itemdigest.Name(backup) VerifyBackupContents wrote, for this Backup's
+// UID and this namespace): without one (not verified by nacflow, verified
+// before digests were recorded, over 60,000 items, contents unreadable
+// then) the restore is refused (Accepted=False, ItemsExcluded, naming
+// why), and so is a restore of which one item — either copy, plain or
+// preferred-version — is not as recorded ("changed since nacflow verified
+// it", naming the first 10): written into the bucket by someone other than
+// the requester. The record's name is the output verifiedItems, for the
+// Velero Restore's annotation itemdigest.RestoreAnnotation, with which the
+// plugin restores only recorded items. Without a known requester nothing
+// changes.
+//
 // Sets condition RestoreItemsChecked: True/ItemsAllowed with the count;
 // False/ItemsExcluded naming the first 10 items and why, with a Warning
 // event ItemsExcluded; Unknown/ItemsNotChecked when Velero did not serve the
 // contents in time or they could not be read. With --restore-precheck=false
 // it does nothing.
 //
-// Outputs: items, excluded (counts). Errors: the plugin missing, and with
-// onExcluded refuse any excluded item or unread contents, are terminal
-// (Accepted=False); API errors are retryable.
+// Outputs: items, excluded (counts); verifiedItems (the record's
+// ConfigMap, when the restore needs it). Errors: the plugin missing, a
+// restore from a tenant's bucket without a usable record or with an item
+// changed since, and with onExcluded refuse any excluded item or unread
+// contents, are terminal (Accepted=False); API errors are retryable.
 type CheckRestoreItems struct {
 	restoreRules
 	tools   tools
@@ -160,6 +178,9 @@ func (f *CheckRestoreItems) Run(ctx context.Context, op *engine.Operation, nar *
 			"Velero does not run nacflow's plugin %s (velero-plugin-nacflow), which keeps a tenant's restore within the tenant's rights: refusing to restore; the cluster admin must install it (docs/admin-guide.md)", restorepolicy.PluginName))
 	}
 
+	// verified is the backup's record of verified items, when the restore
+	// needs one (below).
+	var verified *verifiedItems
 	notChecked := func(why string) (engine.Result, error) {
 		if err := cleanup(); err != nil {
 			return engine.Result{}, err
@@ -168,7 +189,11 @@ func (f *CheckRestoreItems) Run(ctx context.Context, op *engine.Operation, nar *
 		if a.OnExcluded == "refuse" {
 			return engine.Result{}, refuse(nar, v1alpha1.ReasonItemsNotChecked, errors.New(why+": refusing to restore (onExcluded: refuse)"))
 		}
-		return engine.Done("not checked: "+why, nil), nil
+		var out map[string]string
+		if verified != nil {
+			out = map[string]string{"verifiedItems": verified.name}
+		}
+		return engine.Done("not checked: "+why, out), nil
 	}
 	if wait, expired := awaitServed(dr, "the contents of Backup "+a.BackupName, timeout, f.tools.serving); expired {
 		return notChecked(fmt.Sprintf("Velero did not serve the contents of Backup %s within %s", a.BackupName, timeout))
@@ -184,7 +209,7 @@ func (f *CheckRestoreItems) Run(ctx context.Context, op *engine.Operation, nar *
 	if err != nil {
 		return engine.Result{}, err
 	}
-	who, err := f.requesters.verify(ctx, nar, f.tenantRoleName())
+	who, err := f.requesters.verify(ctx, op, nar, f.tenantRoleName())
 	if err != nil {
 		return engine.Result{}, err
 	}
@@ -194,6 +219,25 @@ func (f *CheckRestoreItems) Run(ctx context.Context, op *engine.Operation, nar *
 		}
 		setRequesterCondition(nar, who)
 		return engine.Result{}, refuse(nar, v1alpha1.ReasonInvalidRestoreSpec, who.forged)
+	}
+	// Restore only what was verified: from a bucket another editor of the
+	// namespace may write, a restore as its requester needs nacflow's
+	// record of the items (VerifyBackupContents), and every item must be
+	// as recorded.
+	if bucketOnly && who.user != nil {
+		var why string
+		if verified, why, err = verifiedItemsOf(ctx, op, a.BackupName); err != nil {
+			return engine.Result{}, err
+		}
+		if verified == nil {
+			if err := cleanup(); err != nil {
+				return engine.Result{}, err
+			}
+			msg := fmt.Sprintf("Velero Backup %s is kept in a bucket another editor of the namespace may write, and nacflow restores from such a bucket as %s only the items it verified: %s",
+				a.BackupName, who.user.Username, why)
+			setItemsChecked(nar, metav1.ConditionFalse, v1alpha1.ReasonItemsExcluded, msg)
+			return engine.Result{}, refuse(nar, v1alpha1.ReasonItemsExcluded, errors.New(msg+": refusing to restore"))
+		}
 	}
 	spec := nar.AcceptedRestoreSpec()
 	p := restorepolicy.Policy{Namespace: nar.Namespace, Bound: bound, AdminOwned: f.adminOwned, Requester: who.user,
@@ -222,8 +266,13 @@ func (f *CheckRestoreItems) Run(ctx context.Context, op *engine.Operation, nar *
 		within += ", as the resource modifiers make them"
 	}
 	skip := restoreSkips(nar)
-	total, excluded, err := checkContents(ctx, f.tools.store, dr.Status.DownloadURL, p, skip,
-		precheckLookup{op: op, reviews: f.requesters.reviews(), modify: asCreated(op, mods)})
+	var set *itemdigest.Set
+	if verified != nil {
+		set = &verified.set
+		within += ", each as nacflow verified it"
+	}
+	total, excluded, changed, err := checkContents(ctx, f.tools.store, dr.Status.DownloadURL, p, skip,
+		precheckLookup{op: op, reviews: f.requesters.reviews(), modify: asCreated(mods)}, set)
 	var apiErr apiError
 	if errors.As(err, &apiErr) {
 		return engine.Result{}, apiErr.err
@@ -234,7 +283,28 @@ func (f *CheckRestoreItems) Run(ctx context.Context, op *engine.Operation, nar *
 	if err := cleanup(); err != nil {
 		return engine.Result{}, err
 	}
+	if len(changed) > 0 {
+		// Written into the bucket after nacflow verified the backup, by
+		// someone other than the requester: all or nothing.
+		shown := changed
+		if len(shown) > maxListedItems {
+			shown = shown[:maxListedItems]
+		}
+		msg := fmt.Sprintf("%d items of Velero Backup %s changed since nacflow verified it: %s", len(changed), a.BackupName, strings.Join(shown, "; "))
+		if len(changed) > len(shown) {
+			msg += fmt.Sprintf("; and %d more", len(changed)-len(shown))
+		}
+		setItemsChecked(nar, metav1.ConditionFalse, v1alpha1.ReasonItemsExcluded, msg)
+		if f.tools.recorder != nil {
+			f.tools.recorder.Event(op.Object, corev1.EventTypeWarning, v1alpha1.ReasonItemsExcluded, msg)
+		}
+		return engine.Result{}, refuse(nar, v1alpha1.ReasonItemsExcluded, fmt.Errorf(
+			"%s: refusing the whole restore (the backup is kept in a bucket another editor of the namespace may write, and nacflow restores from it as %s only what it verified)", msg, who.user.Username))
+	}
 	out := map[string]string{"items": fmt.Sprint(total), "excluded": fmt.Sprint(len(excluded))}
+	if verified != nil {
+		out["verifiedItems"] = verified.name
+	}
 	if len(excluded) == 0 {
 		msg := fmt.Sprintf("%d items of Velero Backup %s checked: all within what %s", total, a.BackupName, within)
 		setItemsChecked(nar, metav1.ConditionTrue, v1alpha1.ReasonItemsAllowed, msg)
@@ -380,20 +450,57 @@ func (l precheckLookup) RoleRules(ctx context.Context, kind, ns, name string) ([
 // checkContents downloads the backup tarball at url and decides every item
 // Velero would restore (skip says which group-resources it would not).
 // It returns the items decided and the excluded ones, sorted, as
-// "<resource> <namespace/name>: <reason>". Errors: walkContents'.
-func checkContents(ctx context.Context, hc *storeClient, url string, p restorepolicy.Policy, skip func(schema.GroupResource) bool, lk precheckLookup) (int, []string, error) {
-	var excluded []string
-	total, err := walkContents(ctx, hc, url, maxContents, p, skip, lk, func(it contentItem) error {
+// "<resource> <namespace/name>: <reason>". With verified, it also returns,
+// sorted, the items ("<resource> <namespace/name>") one of whose copies
+// (plain or preferred-version) has a digest verified does not hold, or is
+// over maxDigestItemBytes; a copy Velero could not decode is no item it
+// restores. Errors: walkContents'.
+func checkContents(ctx context.Context, hc *storeClient, url string, p restorepolicy.Policy, skip func(schema.GroupResource) bool, lk precheckLookup,
+	verified *itemdigest.Set) (total int, excluded, changed []string, err error) {
+	var digested func(string, []byte)
+	if verified != nil {
+		marked := map[string]bool{}
+		digested = func(key string, raw []byte) {
+			if marked[key] {
+				return
+			}
+			if raw == nil {
+				marked[key] = true
+				changed = append(changed, fmt.Sprintf("%s (over %d bytes: not read)", key, maxDigestItemBytes))
+				return
+			}
+			d, err := itemdigest.Of(raw)
+			if err != nil || verified.Contains(d) {
+				return
+			}
+			marked[key] = true
+			changed = append(changed, key)
+		}
+	}
+	total, err = walkContentsDigesting(ctx, hc, url, maxContents, p, skip, lk, func(it contentItem) error {
 		if !it.decision.Allowed {
 			excluded = append(excluded, it.key+": "+it.decision.Reason)
 		}
 		return nil
-	})
+	}, digested)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, nil, err
 	}
 	sort.Strings(excluded)
-	return total, excluded, nil
+	sort.Strings(changed)
+	return total, excluded, changed, nil
+}
+
+// verifiedItemsOf reads the Velero Backup name of the OADP namespace and
+// its record of verified items (readVerifiedItems): the record, or nil and
+// why there is none. Errors are the API server's.
+func verifiedItemsOf(ctx context.Context, op *engine.Operation, name string) (*verifiedItems, string, error) {
+	backup := &velerov1.Backup{}
+	found, err := read(ctx, op.APIReader, op.OADPNamespace, name, backup)
+	if err != nil || !found {
+		return nil, fmt.Sprintf("Velero Backup %s/%s not found", op.OADPNamespace, name), err
+	}
+	return readVerifiedItems(ctx, op, backup)
 }
 
 // contentItem is one item of a backup's contents, decided.
@@ -421,18 +528,16 @@ type contentItem struct {
 // more than maxCheckedItems items, visit's; a Lookup error comes wrapped in
 // apiError.
 func walkContents(ctx context.Context, hc *storeClient, url string, limit int64, p restorepolicy.Policy, skip func(schema.GroupResource) bool, lk precheckLookup, visit func(contentItem) error) (int, error) {
-	ctx, cancel := context.WithTimeout(ctx, contentsDownloadTimeout)
-	defer cancel()
-	body, err := getBackupFile(ctx, hc, url)
-	if err != nil {
-		return 0, err
-	}
-	defer body.Close()
-	gz, err := gzip.NewReader(&limitedReader{r: body, left: limit, limit: limit})
-	if err != nil {
-		return 0, err
-	}
-	tr := tar.NewReader(gz)
+	return walkContentsDigesting(ctx, hc, url, limit, p, skip, lk, visit, nil)
+}
+
+// walkContentsDigesting is walkContents that also hands digested the key
+// and bytes of every copy of every item it would visit (the plain and the
+// preferred-version one: Velero may restore either), as the tarball holds
+// them (nil for a file over maxDigestItemBytes, not read), before the item
+// is decided; digested nil reads no copy.
+func walkContentsDigesting(ctx context.Context, hc *storeClient, url string, limit int64, p restorepolicy.Policy, skip func(schema.GroupResource) bool, lk precheckLookup,
+	visit func(contentItem) error, digested func(key string, raw []byte)) (int, error) {
 	seen := map[string]bool{}
 	lk.backupRole = map[string][]rbacv1.PolicyRule{}
 	var deferred []contentItem
@@ -453,54 +558,59 @@ func walkContents(ctx context.Context, hc *storeClient, url string, limit int64,
 		it.decision = d
 		return visit(it)
 	}
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return 0, err
-		}
+	err := contentFiles(ctx, hc, url, limit, func(h *tar.Header, r io.Reader) error {
 		gr, ns, name, ok := itemPath(h.Name)
 		if !ok || h.Typeflag != tar.TypeReg || skip(gr) || (ns == "" && gr.String() != "persistentvolumes") || (ns != "" && ns != p.Namespace) {
-			continue
+			return nil
 		}
 		it := contentItem{gr: gr, ns: ns, name: name, key: gr.String() + " " + path.Join(ns, name)}
-		if seen[it.key] {
-			continue // the plain and the preferred-version copy of one item
+		copied := seen[it.key] // the plain and the preferred-version copy of one item
+		if copied && digested == nil {
+			return nil
+		}
+		var raw []byte
+		if digested != nil {
+			if h.Size > maxDigestItemBytes {
+				digested(it.key, nil)
+			} else {
+				var err error
+				if raw, err = io.ReadAll(io.LimitReader(r, maxDigestItemBytes+1)); err != nil {
+					return err
+				}
+				digested(it.key, raw)
+			}
+		}
+		if copied {
+			return nil
 		}
 		seen[it.key] = true
 		if total++; total > maxCheckedItems {
-			return 0, fmt.Errorf("more than %d items: not all checked", maxCheckedItems)
+			return fmt.Errorf("more than %d items: not all checked", maxCheckedItems)
 		}
 		if h.Size > maxItemBytes {
 			it.decision.Reason = fmt.Sprintf("not read, larger than %d bytes", maxItemBytes)
-			if err := visit(it); err != nil {
-				return 0, err
-			}
-			continue
+			return visit(it)
 		}
-		raw, err := io.ReadAll(io.LimitReader(tr, maxItemBytes+1))
-		if err != nil {
-			return 0, err
+		if raw == nil {
+			var err error
+			if raw, err = io.ReadAll(io.LimitReader(r, maxItemBytes+1)); err != nil {
+				return err
+			}
 		}
 		if err := json.Unmarshal(raw, &it.obj); err != nil || it.obj == nil {
 			it.obj, it.decision.Reason = nil, "not a JSON object"
-			if err := visit(it); err != nil {
-				return 0, err
-			}
-			continue
+			return visit(it)
 		}
 		switch gr.String() {
 		case "rolebindings.rbac.authorization.k8s.io":
 			if kind, _ := dig(it.obj, "roleRef", "kind"); kind == "Role" && len(deferred) < maxDeferredBindings {
 				deferred = append(deferred, it)
-				continue
+				return nil
 			}
 		case "roles.rbac.authorization.k8s.io":
 			d, err := restorepolicy.Decide(ctx, p, restorepolicy.Item{Resource: gr, Object: it.obj}, lk)
 			if err != nil {
-				return 0, apiError{err}
+				return apiError{err}
 			}
 			if d.Allowed {
 				var role rbacv1.Role
@@ -509,14 +619,12 @@ func walkContents(ctx context.Context, hc *storeClient, url string, limit int64,
 				}
 			}
 			it.decision = d
-			if err := visit(it); err != nil {
-				return 0, err
-			}
-			continue
+			return visit(it)
 		}
-		if err := decide(it); err != nil {
-			return 0, err
-		}
+		return decide(it)
+	})
+	if err != nil {
+		return 0, err
 	}
 	for _, it := range deferred {
 		n, _ := dig(it.obj, "metadata", "name")
@@ -526,6 +634,38 @@ func walkContents(ctx context.Context, hc *storeClient, url string, limit int64,
 		}
 	}
 	return total, nil
+}
+
+// contentFiles downloads the backup tarball at url (getBackupFile, within
+// contentsDownloadTimeout, at most limit bytes compressed) and calls each
+// with every entry of the tar, in order, and a reader of its data. Errors:
+// the download, gzip and tar errors, a tarball over limit bytes (a
+// *contentsTooLarge), each's.
+func contentFiles(ctx context.Context, hc *storeClient, url string, limit int64, each func(h *tar.Header, r io.Reader) error) error {
+	ctx, cancel := context.WithTimeout(ctx, contentsDownloadTimeout)
+	defer cancel()
+	body, err := getBackupFile(ctx, hc, url)
+	if err != nil {
+		return err
+	}
+	defer body.Close()
+	gz, err := gzip.NewReader(&limitedReader{r: body, left: limit, limit: limit})
+	if err != nil {
+		return err
+	}
+	tr := tar.NewReader(gz)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := each(h, tr); err != nil {
+			return err
+		}
+	}
 }
 
 // itemPath parses a tarball path of Velero's layout (pkg/archive):
@@ -596,9 +736,9 @@ func (l *limitedReader) Read(b []byte) (int, error) {
 // Doc implements engine.Documented.
 func (*CheckRestoreItems) Doc() engine.FuncDoc {
 	return engine.FuncDoc{
-		Summary: "Before a NonAdminRestore's Velero Restore: checks that Velero runs nacflow's plugin nacflow.io/restore-as-tenant (a ServerStatusRequest; refused without it), then streams the backup's contents (a DownloadRequest BackupContents; at most 256 MiB, items of 1 MiB, 100,000 items) and judges every item Velero would restore against the tenant role (--tenant-role): create rights, Kubernetes' escalation rule for Roles and RoleBindings, PersistentVolume sources. Sets RestoreItemsChecked (True with the count; False naming the items left out, with a Warning event ItemsExcluded; Unknown when the contents could not be read). The plugin enforces the same rules on what Velero really restores. Does nothing with --restore-precheck=false.",
-		Outputs: []string{"items: items checked", "excluded: items the tenant could not create"},
-		Errors:  "Velero without the plugin, and with args.onExcluded refuse an excluded item or unread contents, are terminal (Accepted=False); " + apiRetried,
+		Summary: "Before a NonAdminRestore's Velero Restore: checks that Velero runs nacflow's plugin nacflow.io/restore-as-tenant (a ServerStatusRequest; refused without it), then streams the backup's contents (a DownloadRequest BackupContents; at most 256 MiB, items of 1 MiB, 100,000 items) and judges every item Velero would restore against the tenant role (--tenant-role): create rights, Kubernetes' escalation rule for Roles and RoleBindings, PersistentVolume sources. Sets RestoreItemsChecked (True with the count; False naming the items left out, with a Warning event ItemsExcluded; Unknown when the contents could not be read). The plugin enforces the same rules on what Velero really restores. From a bucket a tenant writes, with a known requester, restores only what nacflow verified: refused without the backup's record of item digests (VerifyBackupContents) or when an item changed since. Does nothing with --restore-precheck=false.",
+		Outputs: []string{"items: items checked", "excluded: items the tenant could not create", "verifiedItems: the ConfigMap of the backup's verified item digests, when the restore needs it"},
+		Errors:  "Velero without the plugin, a restore from a tenant's bucket without a record of verified items or with an item changed since, and with args.onExcluded refuse an excluded item or unread contents, are terminal (Accepted=False); " + apiRetried,
 		Waits:   true,
 	}
 }

@@ -11,6 +11,8 @@ import (
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	. "gopkg.in/check.v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -25,6 +27,8 @@ import (
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/engine"
+	"github.com/nacflow/nacflow/internal/policy/itemdigest"
+	"github.com/nacflow/nacflow/internal/policy/requester"
 	"github.com/nacflow/nacflow/internal/policy/restorepolicy"
 )
 
@@ -93,7 +97,7 @@ func (s *CheckRestoreItemsSuite) TestCheckContents(c *C) {
 	srv := serve(body)
 	defer srv.Close()
 	p := restorepolicy.Policy{Namespace: "team", Bound: checkBound, AdminOwned: restorepolicy.DefaultAdminOwned}
-	total, excluded, err := checkContents(context.Background(), loopbackStore, srv.URL, p, restoreSkips(&v1alpha1.NonAdminRestore{}), checkLookup())
+	total, excluded, _, err := checkContents(context.Background(), loopbackStore, srv.URL, p, restoreSkips(&v1alpha1.NonAdminRestore{}), checkLookup(), nil)
 	c.Assert(err, IsNil)
 	c.Check(total, Equals, 11)
 	c.Check(excluded, DeepEquals, []string{
@@ -108,7 +112,7 @@ func (s *CheckRestoreItemsSuite) TestCheckContents(c *C) {
 
 	// The restore's own filters count too.
 	nar := &v1alpha1.NonAdminRestore{Spec: v1alpha1.NonAdminRestoreSpec{RestoreSpec: &velerov1.RestoreSpec{IncludedResources: []string{"configmaps"}}}}
-	total, excluded, err = checkContents(context.Background(), loopbackStore, srv.URL, p, restoreSkips(nar), checkLookup())
+	total, excluded, _, err = checkContents(context.Background(), loopbackStore, srv.URL, p, restoreSkips(nar), checkLookup(), nil)
 	c.Assert(err, IsNil)
 	c.Check(total, Equals, 2)
 	c.Check(excluded, DeepEquals, []string{"configmaps team/broken: not a JSON object"})
@@ -119,7 +123,7 @@ func (s *CheckRestoreItemsSuite) TestCheckContents(c *C) {
 func (s *CheckRestoreItemsSuite) TestCheckContentsBounds(c *C) {
 	p := restorepolicy.Policy{Namespace: "team", Bound: checkBound}
 	srv := serve([]byte("not gzip"))
-	_, _, err := checkContents(context.Background(), loopbackStore, srv.URL, p, restoreSkips(&v1alpha1.NonAdminRestore{}), checkLookup())
+	_, _, _, err := checkContents(context.Background(), loopbackStore, srv.URL, p, restoreSkips(&v1alpha1.NonAdminRestore{}), checkLookup(), nil)
 	srv.Close()
 	c.Check(err, ErrorMatches, "unexpected EOF|gzip: invalid header")
 
@@ -132,13 +136,13 @@ func (s *CheckRestoreItemsSuite) TestCheckContentsBounds(c *C) {
 	_, _ = gz.Write(plain.Bytes()[:530])
 	_ = gz.Close()
 	srv = serve(buf.Bytes())
-	_, _, err = checkContents(context.Background(), loopbackStore, srv.URL, p, restoreSkips(&v1alpha1.NonAdminRestore{}), checkLookup())
+	_, _, _, err = checkContents(context.Background(), loopbackStore, srv.URL, p, restoreSkips(&v1alpha1.NonAdminRestore{}), checkLookup(), nil)
 	srv.Close()
 	c.Check(err, NotNil)
 
 	big := `{"metadata":{"name":"cm","namespace":"team"},"data":{"k":"` + string(bytes.Repeat([]byte("x"), maxItemBytes)) + `"}}`
 	srv = serve(tarball(c, "resources/configmaps/namespaces/team/big.json", big))
-	_, excluded, err := checkContents(context.Background(), loopbackStore, srv.URL, p, restoreSkips(&v1alpha1.NonAdminRestore{}), checkLookup())
+	_, excluded, _, err := checkContents(context.Background(), loopbackStore, srv.URL, p, restoreSkips(&v1alpha1.NonAdminRestore{}), checkLookup(), nil)
 	srv.Close()
 	c.Assert(err, IsNil)
 	c.Check(excluded, DeepEquals, []string{"configmaps team/big: not read, larger than 1048576 bytes"})
@@ -186,7 +190,7 @@ func FuzzCheckContents(f *testing.F) {
 		srv := serve(body)
 		defer srv.Close()
 		p := restorepolicy.Policy{Namespace: "team", Bound: checkBound}
-		_, _, _ = checkContents(context.Background(), loopbackStore, srv.URL, p, restoreSkips(&v1alpha1.NonAdminRestore{}), checkLookup())
+		_, _, _, _ = checkContents(context.Background(), loopbackStore, srv.URL, p, restoreSkips(&v1alpha1.NonAdminRestore{}), checkLookup(), nil)
 	})
 }
 
@@ -311,4 +315,167 @@ func (s *CheckRestoreItemsSuite) TestRestoreCarriesSettings(c *C) {
 		c.Check(got, DeepEquals, t.want, Commentf(t.role))
 		c.Check(r.Annotations[v1alpha1.NarOriginNamespaceAnnotation], Equals, "team")
 	}
+}
+
+const (
+	checkedCM      = `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm","namespace":"team"},"data":{"n":"1"}}`
+	checkedChanged = `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm","namespace":"team"},"data":{"n":"1","injected":"yes"}}`
+	checkedBinding = `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"RoleBinding","metadata":{"name":"evil","namespace":"team"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"edit"},"subjects":[{"kind":"User","name":"mallory"}]}`
+)
+
+// verifiedTarball is the backup as Velero wrote it and nacflow verified it.
+func verifiedTarball(c *C) []byte {
+	return tarball(c,
+		"resources/configmaps/namespaces/team/cm.json", checkedCM,
+		"resources/configmaps/v1-preferredversion/namespaces/team/cm.json", checkedCM,
+		"resources/configmaps/namespaces/team/other.json", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"other","namespace":"team"},"data":{"f":1.5,"u":"ü"}}`)
+}
+
+// recordOfTarball is the record VerifyBackupContents makes of body.
+func recordOfTarball(c *C, body []byte) itemdigest.Set {
+	srv := serve(body)
+	defer srv.Close()
+	set, large, why := digestContents(context.Background(), loopbackStore, srv.URL)
+	c.Assert(why, Equals, "")
+	c.Assert(large, Equals, 0)
+	return set
+}
+
+// TestCheckContentsVerified: with a record, an item one of whose copies is
+// not as recorded, or that the record does not hold, is named; an item
+// Velero could not decode is no item it restores.
+func (s *CheckRestoreItemsSuite) TestCheckContentsVerified(c *C) {
+	set := recordOfTarball(c, verifiedTarball(c))
+	p := restorepolicy.Policy{Namespace: "team", Bound: checkBound, AdminOwned: restorepolicy.DefaultAdminOwned}
+	for _, t := range []struct {
+		body    []byte
+		changed []string
+	}{
+		{verifiedTarball(c), nil},
+		{tarball(c,
+			"resources/configmaps/namespaces/team/cm.json", checkedCM,
+			"resources/configmaps/v1-preferredversion/namespaces/team/cm.json", checkedChanged,
+			"resources/rolebindings.rbac.authorization.k8s.io/namespaces/team/evil.json", checkedBinding,
+			"resources/configmaps/namespaces/team/broken.json", `{"metadata":{"name":"no-kind","namespace":"team"}}`,
+			"resources/configmaps/namespaces/other/elsewhere.json", checkedChanged),
+			[]string{"configmaps team/cm", "rolebindings.rbac.authorization.k8s.io team/evil"}},
+	} {
+		srv := serve(t.body)
+		_, _, changed, err := checkContents(context.Background(), loopbackStore, srv.URL, p, restoreSkips(&v1alpha1.NonAdminRestore{}), checkLookup(), &set)
+		srv.Close()
+		c.Assert(err, IsNil)
+		c.Check(changed, DeepEquals, t.changed)
+	}
+}
+
+// runVerifiedCheck runs CheckRestoreItems for NonAdminRestore team/back,
+// asked for by alice (a requester nacflow's webhook recorded, when
+// requested), of Velero Backup b (UID backup-uid) kept in a tenant's
+// bucket whose contents url serves, with record (nil: none) as nacflow's
+// record of its items.
+func runVerifiedCheck(c *C, url string, requested bool, verified *itemdigest.Manifest) (*v1alpha1.NonAdminRestore, engine.Result, error) {
+	nar := &v1alpha1.NonAdminRestore{ObjectMeta: metav1.ObjectMeta{Name: "back", Namespace: "team", UID: "u1", CreationTimestamp: metav1.Now()},
+		Spec: v1alpha1.NonAdminRestoreSpec{RestoreSpec: &velerov1.RestoreSpec{BackupName: "nab"}}}
+	signer, err := requester.NewSigner(bytes.Repeat([]byte("k"), requester.MinKeyLength))
+	c.Assert(err, IsNil)
+	if requested {
+		nar.Annotations, err = signer.Annotations("NonAdminRestore", nar, requester.Record{User: authenticationv1.UserInfo{Username: "alice", Groups: []string{"system:authenticated"}},
+			At: nar.CreationTimestamp, Spec: v1alpha1.SpecHash(nar.Spec.RestoreSpec)})
+		c.Assert(err, IsNil)
+	}
+	op := &engine.Operation{Object: nar, OADPNamespace: "oadp", UUID: "uuid-1"}
+	labels, annotations := op.OwnerMeta()
+	name := v1alpha1.NACObjectName("team", "back", "uuid-1")
+	meta := metav1.ObjectMeta{Name: name, Namespace: "oadp", Labels: labels, Annotations: annotations, CreationTimestamp: metav1.Now()}
+	scheme := runtime.NewScheme()
+	c.Assert(clientgoscheme.AddToScheme(scheme), IsNil)
+	c.Assert(velerov1.AddToScheme(scheme), IsNil)
+	objs := []client.Object{
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "admin"}, Rules: checkBound},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "edit"}, Rules: checkBound[:1]},
+		&velerov1.ServerStatusRequest{ObjectMeta: meta, Status: velerov1.ServerStatusRequestStatus{Phase: velerov1.ServerStatusRequestPhaseProcessed, Plugins: ourPlugin}},
+		&velerov1.DownloadRequest{ObjectMeta: meta, Status: velerov1.DownloadRequestStatus{Phase: velerov1.DownloadRequestPhaseProcessed, DownloadURL: url}},
+		&velerov1.Backup{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "oadp", UID: "backup-uid"}, Spec: velerov1.BackupSpec{StorageLocation: "team-loc"}},
+		&velerov1.BackupStorageLocation{ObjectMeta: metav1.ObjectMeta{Name: "team-loc", Namespace: "oadp", Labels: map[string]string{v1alpha1.NabslOriginNACUUIDLabel: "loc-uuid"}}},
+	}
+	if verified != nil {
+		objs = append(objs, verified.ConfigMap(metav1.ObjectMeta{Name: itemdigest.Name("b"), Namespace: "oadp",
+			Labels: map[string]string{v1alpha1.NabOriginNACUUIDLabel: "nab-uuid"}, Annotations: map[string]string{v1alpha1.NabOriginNamespaceAnnotation: "team"}}))
+	}
+	cl := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()
+	op.Client, op.APIReader = cl, cl
+	// alice may do what the tenant role allows in team, and create no
+	// Velero Restore (she is a tenant).
+	review := func(_ context.Context, sar *authorizationv1.SubjectAccessReview) error {
+		sar.Status.Allowed = sar.Spec.ResourceAttributes != nil && sar.Spec.ResourceAttributes.Namespace == "team"
+		return nil
+	}
+	f := bind(&CheckRestoreItems{tools: tools{recorder: record.NewFakeRecorder(10), recent: newRecentCreates(), store: loopbackStore}, enabled: true,
+		restoreRules: restoreRules{tenantRole: "admin", adminOwned: restorepolicy.DefaultAdminOwned, requesters: Requesters{Signer: signer, Review: review}}})
+	res, err := f.Run(context.Background(), op, &CheckRestoreItemsArgs{BackupName: "b"})
+	return nar, res, err
+}
+
+// TestRunRestoresOnlyWhatWasVerified: from a tenant's bucket, as a known
+// requester, a backup as nacflow verified it is checked and its record
+// named for the Velero Restore; one item changed and one added since, and
+// the whole restore is refused naming them; no record, or a record of no
+// digests, refuses it naming why. Without a known requester nothing
+// changes.
+func (s *CheckRestoreItemsSuite) TestRunRestoresOnlyWhatWasVerified(c *C) {
+	verified := verifiedTarball(c)
+	record := &itemdigest.Manifest{Backup: "b", BackupUID: "backup-uid", Set: recordOfTarball(c, verified)}
+	same := serve(verified)
+	defer same.Close()
+	changed := serve(tarball(c,
+		"resources/configmaps/namespaces/team/cm.json", checkedChanged,
+		"resources/configmaps/v1-preferredversion/namespaces/team/cm.json", checkedChanged,
+		"resources/configmaps/namespaces/team/other.json", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"other","namespace":"team"},"data":{"f":1.5,"u":"ü"}}`,
+		"resources/rolebindings.rbac.authorization.k8s.io/namespaces/team/evil.json", checkedBinding))
+	defer changed.Close()
+
+	nar, res, err := runVerifiedCheck(c, same.URL, true, record)
+	c.Assert(err, IsNil)
+	c.Check(res.Output, DeepEquals, map[string]string{"items": "2", "excluded": "0", "verifiedItems": "b-verified-items"})
+	cond := apimeta.FindStatusCondition(nar.Status.Conditions, v1alpha1.ConditionRestoreItemsChecked)
+	c.Assert(cond, NotNil)
+	c.Check(cond.Status, Equals, metav1.ConditionTrue)
+	c.Check(cond.Message, Equals, "2 items of Velero Backup b checked: all within what ClusterRole admin allows in namespace team and alice may do there, each as nacflow verified it")
+
+	// alice may create the RoleBinding: only the record stops it.
+	nar, _, err = runVerifiedCheck(c, changed.URL, true, record)
+	c.Check(engine.IsTerminal(err), Equals, true)
+	accepted := apimeta.FindStatusCondition(nar.Status.Conditions, v1alpha1.ConditionAccepted)
+	c.Assert(accepted, NotNil)
+	c.Check(accepted.Status, Equals, metav1.ConditionFalse)
+	c.Check(accepted.Reason, Equals, v1alpha1.ReasonItemsExcluded)
+	c.Check(accepted.Message, Equals, "2 items of Velero Backup b changed since nacflow verified it: configmaps team/cm; rolebindings.rbac.authorization.k8s.io team/evil: "+
+		"refusing the whole restore (the backup is kept in a bucket another editor of the namespace may write, and nacflow restores from it as alice only what it verified)")
+	cond = apimeta.FindStatusCondition(nar.Status.Conditions, v1alpha1.ConditionRestoreItemsChecked)
+	c.Assert(cond, NotNil)
+	c.Check(cond.Status, Equals, metav1.ConditionFalse)
+
+	for _, t := range []struct {
+		record *itemdigest.Manifest
+		why    string
+	}{
+		{nil, `nacflow holds no record of the items of Velero Backup b \(no ConfigMap oadp/b-verified-items\): it was not verified by nacflow, or was verified before nacflow recorded item digests`},
+		{&itemdigest.Manifest{Backup: "b", BackupUID: "backup-uid", Unrecorded: "the backup holds more than 60000 distinct items: nacflow records the digests of at most 60000"},
+			`nacflow recorded no item digests for Velero Backup b when it verified it: the backup holds more than 60000 distinct items: .*`},
+		{&itemdigest.Manifest{Backup: "b", BackupUID: "an-older-b", Set: record.Set}, `ConfigMap oadp/b-verified-items records the items of another Velero Backup b .*`},
+	} {
+		nar, _, err = runVerifiedCheck(c, same.URL, true, t.record)
+		c.Check(engine.IsTerminal(err), Equals, true, Commentf(t.why))
+		accepted = apimeta.FindStatusCondition(nar.Status.Conditions, v1alpha1.ConditionAccepted)
+		c.Assert(accepted, NotNil)
+		c.Check(accepted.Reason, Equals, v1alpha1.ReasonItemsExcluded)
+		c.Check(accepted.Message, Matches, `Velero Backup b is kept in a bucket another editor of the namespace may write, and nacflow restores from such a bucket as alice only the items it verified: `+
+			t.why+`: refusing to restore`)
+	}
+
+	// No requester known: as before (the tenant role bounds the restore).
+	nar, res, err = runVerifiedCheck(c, changed.URL, false, nil)
+	c.Assert(err, IsNil)
+	c.Check(res.Output, DeepEquals, map[string]string{"items": "3", "excluded": "0"})
+	c.Check(apimeta.FindStatusCondition(nar.Status.Conditions, v1alpha1.ConditionAccepted), IsNil)
 }

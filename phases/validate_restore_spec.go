@@ -13,7 +13,6 @@ import (
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/engine"
-	"github.com/nacflow/nacflow/internal/velero/tenantmodifiers"
 )
 
 // ValidateRestoreSpecArgs are the args of ValidateRestoreSpec.
@@ -93,10 +92,13 @@ type restoreDecision struct {
 func (f *ValidateRestoreSpec) decide(ctx context.Context, op *engine.Operation, nar *v1alpha1.NonAdminRestore, own *EnforcedRestoreSpec) (restoreDecision, error) {
 	var d restoreDecision
 	var err error
-	if d.requester, err = f.requesters.verify(ctx, nar, f.tenantRoleName()); err != nil {
+	if d.requester, err = f.requesters.verify(ctx, op, nar, f.tenantRoleName()); err != nil {
 		return d, err
 	}
 	d.refusal = d.requester.forged
+	if d.refusal == nil {
+		d.refusal = d.requester.askedFor(nar)
+	}
 	if d.refusal == nil {
 		d.refusal = validateRestoreSpec(nar)
 	}
@@ -126,7 +128,7 @@ func (f *ValidateRestoreSpec) decide(ctx context.Context, op *engine.Operation, 
 		}
 	}
 	if d.refusal == nil {
-		if _, d.refusal, err = tenantModifiers(ctx, op, nar, d.enforce, d.requester); err != nil {
+		if d.refusal, err = tenantModifiers(ctx, op, nar, d); err != nil {
 			return d, err
 		}
 	}
@@ -181,40 +183,38 @@ func (f *ValidateRestoreSpec) checkMapping(ctx context.Context, op *engine.Opera
 	return nil, nil
 }
 
-// tenantModifiers reads and checks the resource modifiers a tenant names
-// in spec.restoreSpec.resourceModifier: a ConfigMap of the
-// NonAdminRestore's own namespace (Velero's format: one data key, YAML,
-// version v1; tenantmodifiers.Parse's rules), for a known requester (each
-// item is checked as it will be created, as that user), and none enforced
-// by the admin (Velero takes one). It returns the parsed modifiers and the
-// ConfigMap (nil when the spec names none), or the refusal. Errors: the
-// API server's.
-func tenantModifiers(ctx context.Context, op *engine.Operation, nar *v1alpha1.NonAdminRestore, enforce *EnforcedRestoreSpec, who requesterVerdict) (*corev1.ConfigMap, error, error) {
+// tenantModifiers checks the resource modifiers a tenant names in
+// spec.restoreSpec.resourceModifier (d.effective, the spec as asked with
+// the admin's values applied): a ConfigMap of the NonAdminRestore's own
+// namespace (Velero's format, one data key, YAML, version v1, and nacflow's
+// rules, tenantmodifiers.Parse), for a known requester (each item is
+// checked as it will be created, as that user), exactly as the requester's
+// record holds it (requesterVerdict.recordedModifiers), and none enforced by
+// the admin (Velero takes one). It takes the tenant's name out of
+// d.effective — the accepted spec names only the admin's modifiers; later
+// phases read the tenant's from the record — and returns the refusal, nil
+// when the spec names none. Errors: the API server's.
+func tenantModifiers(ctx context.Context, op *engine.Operation, nar *v1alpha1.NonAdminRestore, d restoreDecision) (error, error) {
 	ref := nar.Spec.RestoreSpec.ResourceModifier
 	if ref == nil {
-		return nil, nil, nil
+		return nil, nil
 	}
 	const field = "spec.restoreSpec.resourceModifier"
-	if enforce != nil && enforce.Spec.ResourceModifier != nil {
-		return nil, fmt.Errorf("%s: the admin enforces resource modifiers (ConfigMap %s of the OADP namespace), and Velero applies one set", field, enforce.Spec.ResourceModifier.Name), nil
+	if d.enforce != nil && d.enforce.Spec.ResourceModifier != nil {
+		return fmt.Errorf("%s: the admin enforces resource modifiers (ConfigMap %s of the OADP namespace), and Velero applies one set", field, d.enforce.Spec.ResourceModifier.Name), nil
 	}
 	if !strings.EqualFold(ref.Kind, "configmap") || (ref.APIGroup != nil && *ref.APIGroup != "") {
-		return nil, fmt.Errorf("%s.kind %q: name a ConfigMap of namespace %s", field, ref.Kind, nar.Namespace), nil
+		return fmt.Errorf("%s.kind %q: name a ConfigMap of namespace %s", field, ref.Kind, nar.Namespace), nil
 	}
-	if who.user == nil {
-		return nil, fmt.Errorf("%s: a tenant's resource modifiers need a known requester, as whom every item is checked as the modifiers make it (condition RequesterVerified: %s)", field, who.reason), nil
+	who := d.requester
+	if who.user == nil || who.record == nil || who.record.Modifiers == nil || who.record.Modifiers.Name != ref.Name {
+		return fmt.Errorf("%s: a tenant's resource modifiers need a known requester, as whom every item is checked as the modifiers make it (condition RequesterVerified: %s)", field, who.reason), nil
 	}
-	cm := &corev1.ConfigMap{}
-	switch err := op.APIReader.Get(ctx, client.ObjectKey{Namespace: nar.Namespace, Name: ref.Name}, cm); {
-	case apierrors.IsNotFound(err):
-		return nil, fmt.Errorf("%s.name: no ConfigMap %q in namespace %s", field, ref.Name, nar.Namespace), nil
-	case err != nil:
-		return nil, nil, fmt.Errorf("reading ConfigMap %s/%s: %w", nar.Namespace, ref.Name, err)
+	_, _, refusal, err := who.recordedModifiers(ctx, op, nar)
+	if refusal == nil && err == nil {
+		d.effective.ResourceModifier = nil
 	}
-	if _, err := tenantmodifiers.Parse(cm); err != nil {
-		return nil, fmt.Errorf("%s: %v", field, err), nil
-	}
-	return cm, nil, nil
+	return refusal, err
 }
 
 // SafetyExceptions implements engine.Excepted: a restore into another

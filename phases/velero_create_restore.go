@@ -14,6 +14,8 @@ import (
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/engine"
+	"github.com/nacflow/nacflow/internal/policy/itemdigest"
+	"github.com/nacflow/nacflow/internal/policy/requester"
 	"github.com/nacflow/nacflow/internal/policy/restorepolicy"
 )
 
@@ -22,6 +24,10 @@ type CreateVeleroRestoreArgs struct {
 	// BackupName is the Velero Backup to restore, usually
 	// {{ .Phases.<wait phase>.Output.name }}.
 	BackupName string `json:"backupName" doc:"the Velero Backup to restore, usually {{ .Phases.<wait phase>.Output.name }}"`
+	// BackupUID pins the Velero Backup: one of that name with another UID
+	// (deleted and made again since the wait saw it) is refused. Usually
+	// {{ .Phases.<wait phase>.Output.uid }}; empty: not pinned.
+	BackupUID string `json:"backupUID,omitempty" doc:"the Velero Backup's UID, usually {{ .Phases.<wait phase>.Output.uid }}: a Backup of that name with another UID is refused (empty: not pinned)"`
 	// ObjectMetaArgs: optional labels and annotations for the Velero Restore.
 	ObjectMetaArgs `json:",inline"`
 }
@@ -46,12 +52,22 @@ type CreateVeleroRestoreArgs struct {
 // (a blueprint's args.annotations may set them too), which Velero's plugin
 // velero-plugin-nacflow follows on every item (defaults when absent), and
 // restorepolicy.RequesterAnnotation with the verified requester (Requesters),
-// as whom the plugin checks every item too. Sets status.phase Created and
-// Queued=True/RestoreScheduled.
+// as whom the plugin checks every item too. What the restore was decided on
+// is pinned for the plugin: the Velero Backup's UID
+// (v1alpha1.RestoreBackupUIDAnnotation; args.backupUID, when given, must be
+// that UID), the tenant's resource modifiers as their requester asked for
+// them (requesterVerdict.recordedModifiers: copied immutable into the OADP
+// namespace, their digest in v1alpha1.RestoreModifiersDigestAnnotation; the
+// accepted spec never names a tenant's ConfigMap) and, for a backup kept in
+// a bucket a tenant writes restored as its requester, the record of the
+// items nacflow verified (itemdigest.RestoreAnnotation; refused without
+// one). Sets status.phase Created and Queued=True/RestoreScheduled.
 //
-// Outputs: name. Errors: a foreign or missing backup, a current spec that
-// breaks a rule of ValidateRestoreSpec and a name taken by another object
-// are terminal; API errors are retryable.
+// Outputs: name. Errors: a foreign, missing or replaced backup, a current
+// spec that breaks a rule of ValidateRestoreSpec, modifiers other than the
+// requester asked for, a tenant bucket's backup without a record of its
+// verified items and a name taken by another object are terminal; API
+// errors are retryable.
 type CreateVeleroRestore struct {
 	restoreRules
 	tools tools
@@ -68,6 +84,10 @@ func (f *CreateVeleroRestore) Run(ctx context.Context, op *engine.Operation, nar
 	backup := &velerov1.Backup{}
 	if err := op.APIReader.Get(ctx, client.ObjectKey{Namespace: op.OADPNamespace, Name: a.BackupName}, backup); err != nil {
 		return engine.Result{}, fmt.Errorf("reading Velero Backup %s/%s: %w", op.OADPNamespace, a.BackupName, err)
+	}
+	if a.BackupUID != "" && string(backup.UID) != a.BackupUID {
+		return engine.Result{}, refuse(nar, v1alpha1.ReasonInvalidRestoreSpec,
+			fmt.Errorf("spec.restoreSpec.backupName: Velero Backup %s was replaced since the restore waited for it (UID %s, now %s): refusing to restore another backup than the one checked", a.BackupName, a.BackupUID, backup.UID))
 	}
 	if origin := backup.Annotations[v1alpha1.NabOriginNamespaceAnnotation]; origin != nar.Namespace {
 		return engine.Result{}, refuse(nar, v1alpha1.ReasonInvalidRestoreSpec,
@@ -121,9 +141,11 @@ func (f *CreateVeleroRestore) Run(ctx context.Context, op *engine.Operation, nar
 	}
 	meta := op.ObjectMeta(v1alpha1.NACObjectName(nar.Namespace, nar.Name, op.UUID))
 	annotations := meta.Annotations
+	// velero-plugin-nacflow restores nothing of a Backup with another UID.
+	annotations[v1alpha1.RestoreBackupUIDAnnotation] = string(backup.UID)
 	// Who asked, verified again: a record forged after validation (where no
 	// webhook keeps it) never reaches Velero's plugin.
-	who, err := f.requesters.verify(ctx, nar, f.tenantRoleName())
+	who, err := f.requesters.verify(ctx, op, nar, f.tenantRoleName())
 	if err != nil {
 		return engine.Result{}, err
 	}
@@ -138,11 +160,30 @@ func (f *CreateVeleroRestore) Run(ctx context.Context, op *engine.Operation, nar
 		}
 		annotations[restorepolicy.RequesterAnnotation] = string(b)
 	}
-	// A tenant's resource modifiers: Velero reads them only from the
-	// Restore's namespace, so they are copied there, read and checked once
-	// more, immutable (what Velero and velero-plugin-nacflow read is what
-	// was checked), and deleted with the NonAdminRestore.
-	cm, refusal, err := tenantModifiers(ctx, op, nar, nil, who)
+	if bucketOnly && who.user != nil {
+		// Checked as its requester, who may hold more than the bucket's
+		// writers: only the items nacflow verified are restored, as the
+		// record the plugin follows says (the pre-check, which may be
+		// off, refuses a tarball changed since).
+		items, found, err := verifiedItemsFor(ctx, op, backup)
+		if err != nil {
+			return engine.Result{}, err
+		}
+		if !found {
+			return engine.Result{}, refuse(nar, v1alpha1.ReasonInvalidRestoreSpec, fmt.Errorf(
+				"spec.restoreSpec.backupName: Velero Backup %s is kept in a bucket the tenant writes and nacflow holds no record of its items as it verified them: a restore checked as %s restores only verified items; back the namespace up again",
+				a.BackupName, who.user.Username))
+		}
+		annotations[itemdigest.RestoreAnnotation] = items
+	}
+	// A tenant's resource modifiers, as its requester asked them (the
+	// record, never the spec or the ConfigMap as they are now): Velero
+	// reads them only from the Restore's namespace, so they are copied
+	// there, immutable, checked once more against the record (what Velero
+	// and velero-plugin-nacflow read is what was asked), and deleted with
+	// the NonAdminRestore. Without them the Restore names only what the
+	// accepted spec does: the admin's enforced modifiers, or none.
+	cm, _, refusal, err := who.recordedModifiers(ctx, op, nar)
 	if err != nil {
 		return engine.Result{}, err
 	}
@@ -151,12 +192,18 @@ func (f *CreateVeleroRestore) Run(ctx context.Context, op *engine.Operation, nar
 	}
 	if cm != nil {
 		immutable := true
-		copied := &corev1.ConfigMap{ObjectMeta: op.ObjectMeta(meta.Name + "-modifiers"), Data: cm.Data, Immutable: &immutable}
+		copied := &corev1.ConfigMap{ObjectMeta: op.ObjectMeta(meta.Name + "-modifiers"), Data: cm.Data, BinaryData: cm.BinaryData, Immutable: &immutable}
 		obj, _, err := createOrAdopt(ctx, op, f.tools.recent, "ConfigMap", copied)
 		if err != nil {
 			return engine.Result{}, err
 		}
-		spec.ResourceModifier = &corev1.TypedLocalObjectReference{Kind: "ConfigMap", Name: obj.GetName()}
+		got := obj.(*corev1.ConfigMap)
+		if requester.ConfigMapDigest(got) != who.record.Modifiers.Digest {
+			return engine.Result{}, refuse(nar, v1alpha1.ReasonInvalidRestoreSpec, fmt.Errorf(
+				"spec.restoreSpec.resourceModifier: nacflow's copy %s/%s does not hold what %s asked for: refusing to restore", got.Namespace, got.Name, who.record.User.Username))
+		}
+		spec.ResourceModifier = &corev1.TypedLocalObjectReference{Kind: "ConfigMap", Name: got.Name}
+		annotations[v1alpha1.RestoreModifiersDigestAnnotation] = who.record.Modifiers.Digest
 	}
 	// Only settings that differ from the plugin's defaults are written: a
 	// default restore carries OADP's metadata alone.

@@ -56,8 +56,9 @@ type WaitForArgs struct {
 //     server (not only from the cache) is a terminal error: it was deleted
 //     before it finished.
 //   - RestorableBackup (name: a NonAdminBackup in the operation's own
-//     namespace): its Velero Backup is Completed or PartiallyFailed (output
-//     name); Failed or gone is terminal.
+//     namespace): its Velero Backup is Completed or PartiallyFailed (outputs
+//     name and uid: later phases pin the restore to that very Backup);
+//     Failed or gone is terminal.
 //   - Restore: its phase is terminal. Output: phase. Meanwhile the
 //     NonAdminRestore's status counts DataDownloads and PodVolumeRestores
 //     (dataMoverDataDownloads, fileSystemPodVolumeRestores): "2 of 2 volumes
@@ -200,7 +201,7 @@ func (f *WaitFor) restorable(ctx context.Context, op *engine.Operation, name str
 	switch b.Status.Phase {
 	case velerov1.BackupPhaseCompleted, velerov1.BackupPhasePartiallyFailed:
 		return engine.Done(fmt.Sprintf("Velero Backup %s of NonAdminBackup %s is %s", b.Name, name, b.Status.Phase),
-			map[string]string{"name": b.Name, "phase": string(b.Status.Phase)}), nil
+			map[string]string{"name": b.Name, "uid": string(b.UID), "phase": string(b.Status.Phase)}), nil
 	case velerov1.BackupPhaseFailed, velerov1.BackupPhaseFailedValidation, velerov1.BackupPhaseDeleting:
 		return engine.Result{}, refuse(op.Object, v1alpha1.ReasonInvalidRestoreSpec,
 			fmt.Errorf("spec.restoreSpec.backupName: the Velero Backup %s of NonAdminBackup %s is %s: only Completed or PartiallyFailed backups can be restored", b.Name, name, b.Status.Phase))

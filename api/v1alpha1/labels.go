@@ -63,6 +63,21 @@ const (
 	RequesterSignatureAnnotation = "openshift.io/oadp-nacflow-requester-signature"
 )
 
+// What a Velero Restore nacflow made is pinned to, for Velero's plugin
+// velero-plugin-nacflow (Velero Restores live in the OADP namespace, where
+// tenants have no rights: these are the admin's word).
+const (
+	// RestoreBackupUIDAnnotation is the UID of the Velero Backup the
+	// restore was checked against: the plugin restores nothing of a
+	// Backup of that name with another UID.
+	RestoreBackupUIDAnnotation = "nacflow.io/restore-backup-uid"
+	// RestoreModifiersDigestAnnotation is the digest of the tenant's
+	// resource modifiers its requester asked for (requester.ConfigMapDigest):
+	// the plugin applies the ConfigMap that spec.resourceModifier names
+	// only when its content has this digest.
+	RestoreModifiersDigestAnnotation = "nacflow.io/restore-modifiers-digest"
+)
+
 // RestoreTestLabel marks what a restore test of a NonAdminBackup made (the
 // sandbox Namespace, its ResourceQuota, the Velero Restore); its value is
 // that NonAdminBackup's NACUUID, and the NAB origin annotations name it

@@ -15,9 +15,18 @@ type NonAdminRestoreSpec struct {
 	// Backup. nacflow restores into the NonAdminRestore's own namespace only,
 	// and nothing cluster-scoped: includeClusterResources may not be true and
 	// includedResources may not name a cluster-scoped kind.
-	// nacflow acts on it once: a later change is reported (condition
-	// SpecChanged) and never acted on.
+	// nacflow acts on it once, as it was when the NonAdminRestore was
+	// created (nacflow's webhook records its digest with the requester and
+	// refuses any later change; zero values another client writes, as
+	// OADP NAC's updates do, are no change). This rule keeps
+	// resourceModifier and namespaceMapping from being added, removed or
+	// renamed where no webhook runs (a rule comparing the whole spec would
+	// refuse OADP NAC's updates, and one comparing Velero's unbounded
+	// lists and maps field by field exceeds the API server's CEL cost
+	// budget); any other later change is reported (condition SpecChanged)
+	// and never acted on.
 	// +required
+	// +kubebuilder:validation:XValidation:rule="has(self.namespaceMapping) == has(oldSelf.namespaceMapping) && has(self.resourceModifier) == has(oldSelf.resourceModifier) && (!has(self.resourceModifier) || self.resourceModifier.name == oldSelf.resourceModifier.name)",message="spec.restoreSpec is immutable: namespaceMapping and resourceModifier can not be added, removed or changed; create a new NonAdminRestore instead"
 	// +kubebuilder:validation:XValidation:rule="has(self.backupName) && size(self.backupName) > 0",message="spec.restoreSpec.backupName is required: the name of a NonAdminBackup in this namespace"
 	// +kubebuilder:validation:XValidation:rule="!has(self.includeClusterResources) || !self.includeClusterResources",message="spec.restoreSpec.includeClusterResources can not be true: a NonAdminRestore may not restore cluster-scoped resources"
 	RestoreSpec *velerov1.RestoreSpec `json:"restoreSpec"`
@@ -170,6 +179,12 @@ const (
 	// the object carries a requester record nacflow's webhook did not
 	// write for it.
 	ReasonRequesterForged = "RequesterForged"
+	// ReasonRequesterNotATenant: RequesterVerified=False; the record names
+	// an identity that acts for the admin (Velero, nacflow, a member of
+	// system:masters, one the admin lists, anyone who may create Velero
+	// Restores in the OADP namespace): the tenant role alone bounds the
+	// restore, as without a webhook.
+	ReasonRequesterNotATenant = "RequesterNotATenant"
 )
 
 // VeleroRestore links a NonAdminRestore to its Velero Restore and mirrors it.

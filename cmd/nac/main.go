@@ -18,6 +18,7 @@ import (
 
 	"github.com/google/uuid"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -138,6 +139,8 @@ type options struct {
 	// --protected-namespace-selector.
 	protectedNames    string
 	protectedSelector string
+	// notTenants are --non-tenant-users and --non-tenant-groups.
+	notTenants phases.NotTenants
 	// endpoints are the --endpoint-* flags; unchecked is
 	// --unchecked-credential-providers.
 	endpoints endpoint.Lists
@@ -296,6 +299,10 @@ func registerFlags(fs *flag.FlagSet, o *options) *zap.Options {
 		"Comma-separated namespace name patterns (kube-*) no NonAdminRestore restores into with namespaceMapping, besides the OADP namespace.")
 	fs.StringVar(&o.protectedSelector, "protected-namespace-selector", "",
 		"Label selector of namespaces no NonAdminRestore restores into with namespaceMapping (e.g. nacflow.io/protected=true); empty: none.")
+	listFlag(fs, &o.notTenants.Users, "non-tenant-users",
+		"Comma-separated user names that are never a NonAdminRestore's requester (besides members of system:masters, the OADP namespace's service accounts, system identities and anyone who may create Velero Restores in the OADP namespace): their NonAdminRestores are bounded by --tenant-role alone and may not map namespaces or carry resource modifiers. May be repeated.")
+	listFlag(fs, &o.notTenants.Groups, "non-tenant-groups",
+		"Comma-separated groups whose members are never a NonAdminRestore's requester, as --non-tenant-users. May be repeated.")
 	fs.IntVar(&o.webhookPort, "webhook-port", 0,
 		"HTTPS port of the requester admission webhook, which records on each NonAdminRestore who created it (every restored item is then checked as that user too); its certificate is made and rotated in Secret "+webhooks.CertSecret+" of the OADP namespace and its CA injected into --webhook-configuration. config/webhook and make run serve it on 9443. 0: not served (a NonAdminRestore made without it is bounded by --tenant-role alone).")
 	fs.StringVar(&o.webhookHost, "webhook-host", "", "Address the webhook server binds (empty: every address).")
@@ -605,7 +612,7 @@ func setupRequesterWebhook(mgr ctrl.Manager, cfg *rest.Config, scheme *runtime.S
 		return phases.Requesters{}, err
 	}
 	reader := mgr.GetAPIReader()
-	r := phases.Requesters{Signer: signer, Installed: func(ctx context.Context) (bool, string, error) {
+	r := phases.Requesters{Signer: signer, NotTenants: o.notTenants, Installed: func(ctx context.Context) (bool, string, error) {
 		c := &admissionregistrationv1.MutatingWebhookConfiguration{}
 		err := reader.Get(ctx, client.ObjectKey{Name: o.webhookConfiguration}, c)
 		switch {
@@ -622,7 +629,13 @@ func setupRequesterWebhook(mgr ctrl.Manager, cfg *rest.Config, scheme *runtime.S
 	}
 	err = webhooks.Setup(ctx, mgr, cl, webhooks.Options{Namespace: o.oadpNamespace, Port: o.webhookPort, Host: o.webhookHost,
 		CertDir: o.webhookCertDir, Service: o.webhookService, Configuration: o.webhookConfiguration,
-		Handlers: map[string]admission.Handler{webhooks.RequesterPath: &requester.Handler{Signer: signer}}})
+		Handlers: map[string]admission.Handler{webhooks.RequesterPath: &requester.Handler{Signer: signer,
+			// Read from the API server: a restore's record is of the
+			// modifiers as they exist at admission.
+			ConfigMaps: func(ctx context.Context, ns, name string) (*corev1.ConfigMap, error) {
+				cm := &corev1.ConfigMap{}
+				return cm, reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, cm)
+			}}}})
 	return r, err
 }
 

@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
+	"github.com/nacflow/nacflow/internal/policy/requester"
 	"github.com/nacflow/nacflow/internal/policy/restorepolicy"
 	"github.com/nacflow/nacflow/internal/velero/tenantmodifiers"
 )
@@ -122,6 +123,9 @@ func (a *action) Execute(in *velero.RestoreItemActionExecuteInput) (*velero.Rest
 	if err != nil {
 		return nil, err
 	}
+	if left, err := a.verified(ctx, c, in, bucketOnly); left != nil || err != nil { // restore only what nacflow verified (verified.go)
+		return left, err
+	}
 	obj := in.Item.UnstructuredContent()
 	gvk := schema.FromAPIVersionAndKind(str(obj["apiVersion"]), str(obj["kind"]))
 	mapping, err := c.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
@@ -140,18 +144,13 @@ func (a *action) Execute(in *velero.RestoreItemActionExecuteInput) (*velero.Rest
 		}
 	}
 	// Velero applies the restore's resource modifiers after every restore
-	// item action: the item is judged as they will make it.
+	// item action: the item is judged as they will make it (never as
+	// another kind, name or namespace: AsCreated refuses such a change).
 	mods, err := a.modifiersOf(ctx, c, r)
 	if err != nil {
 		return nil, err
 	}
-	checked, cgr, why := tenantmodifiers.AsCreated(mods, obj, gr, func(gvk schema.GroupVersionKind) (schema.GroupResource, error) {
-		m, err := c.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
-		if err != nil {
-			return schema.GroupResource{}, err
-		}
-		return m.Resource.GroupResource(), nil
-	})
+	checked, cgr, why := tenantmodifiers.AsCreated(mods, obj, gr)
 	if why != "" {
 		a.log.WithFields(logrus.Fields{"resource": gr.String(), "name": name(obj), "tenantNamespace": ns}).
 			Warnf("nacflow: not restoring %s %s: %s", gr, name(obj), why)
@@ -173,46 +172,57 @@ func (a *action) Execute(in *velero.RestoreItemActionExecuteInput) (*velero.Rest
 			Warnf("nacflow: not restoring %s %s: %s", item.Resource, name(obj), d.Reason)
 		return out.WithoutRestore(), nil
 	}
-	// Velero writes a restored item's status back with its own rights when
-	// the restore's restoreStatus names the resource or the item asks for
-	// it (StatusRestoreAnnotation, any value but "false" read as Velero
-	// reads it), after this action: the annotation set to "false" here wins
-	// over both. Items that ask nothing are returned as they are.
-	annotations, _ := nestedMap(checked, "metadata", "annotations")
-	asked, annotated := annotations[restorepolicy.StatusRestoreAnnotation]
-	_, hasStatus := checked["status"]
-	writes := hasStatus && (annotated && asked != "false" || !annotated && r.Spec.RestoreStatus != nil)
-	status := restorepolicy.Decision{Allowed: true}
-	if writes {
-		if status, err = restorepolicy.MayWriteStatus(ctx, p, item.Resource, name(obj), lk); err != nil {
-			return nil, fmt.Errorf("restore %s: deciding on the status of %s %s: %w", r.Name, item.Resource, name(obj), err)
-		}
+	// Velero strips an item's status before any restore item action, and
+	// after creating the item writes back the status the backup holds, with
+	// its own rights, when the item's StatusRestoreAnnotation (as Velero
+	// reads the created item: "true"/"false", case and spaces aside) or,
+	// without it, the restore's restoreStatus asks for it. So the status is
+	// decided on the item from the backup (unknown: it may have one),
+	// whatever the item asks now: when the tenant role (and the requester)
+	// may not update the status subresource, the annotation is set to
+	// "false", which wins over both. The item itself is restored (the
+	// pre-check's verdict is the plugin's): tenant modifiers may not touch
+	// the status or the annotation (tenantmodifiers.Parse).
+	if !backupHasStatus(in.ItemFromBackup) {
+		return out, nil
 	}
-	if !status.Allowed && mods != nil {
-		// The modifiers run after this action and could set the
-		// annotation back: the item is left out instead.
-		a.log.WithFields(logrus.Fields{"resource": item.Resource.String(), "name": name(obj), "tenantNamespace": ns}).
-			Warnf("nacflow: not restoring %s %s: Velero would restore its status, and %s", item.Resource, name(obj), status.Reason)
-		return out.WithoutRestore(), nil
+	itemMeta, _ := nestedMap(obj, "metadata")
+	status, err := restorepolicy.MayWriteStatus(ctx, p, item.Resource, str(itemMeta["name"]), lk)
+	if err != nil {
+		return nil, fmt.Errorf("restore %s: deciding on the status of %s %s: %w", r.Name, item.Resource, name(obj), err)
 	}
-	if !status.Allowed {
-		u := out.UpdatedItem.DeepCopyObject().(runtime.Unstructured)
-		content := u.UnstructuredContent()
-		md, ok := content["metadata"].(map[string]any)
-		if !ok {
-			return nil, fmt.Errorf("restore %s: item %s has no metadata", r.Name, name(obj))
-		}
-		an, _ := md["annotations"].(map[string]any)
-		if an == nil {
-			an = map[string]any{}
-			md["annotations"] = an
-		}
-		an[restorepolicy.StatusRestoreAnnotation] = "false"
-		a.log.WithFields(logrus.Fields{"resource": item.Resource.String(), "name": name(obj), "tenantNamespace": ns}).
-			Warnf("nacflow: not restoring the status of %s %s: %s", item.Resource, name(obj), status.Reason)
-		return velero.NewRestoreItemActionExecuteOutput(u), nil
+	if status.Allowed {
+		return out, nil
 	}
-	return out, nil
+	u := out.UpdatedItem.DeepCopyObject().(runtime.Unstructured)
+	content := u.UnstructuredContent()
+	md, ok := content["metadata"].(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("restore %s: item %s has no metadata", r.Name, name(obj))
+	}
+	an, _ := md["annotations"].(map[string]any)
+	if an == nil {
+		an = map[string]any{}
+		md["annotations"] = an
+	}
+	an[restorepolicy.StatusRestoreAnnotation] = "false"
+	a.log.WithFields(logrus.Fields{"resource": item.Resource.String(), "name": name(obj), "tenantNamespace": ns}).
+		Warnf("nacflow: not restoring the status of %s %s: %s", item.Resource, name(obj), status.Reason)
+	return velero.NewRestoreItemActionExecuteOutput(u), nil
+}
+
+// backupHasStatus reports whether the item from the backup has a status
+// (Velero's test: the field is present, whatever its value); deny by
+// default, true when the item from the backup is unknown.
+func backupHasStatus(fromBackup runtime.Unstructured) bool {
+	if fromBackup == nil {
+		return true
+	}
+	if u, ok := fromBackup.(*unstructured.Unstructured); ok && u == nil {
+		return true
+	}
+	_, has := fromBackup.UnstructuredContent()["status"]
+	return has
 }
 
 // nestedMap returns the map at path of obj (nil when absent or not a map).
@@ -247,7 +257,22 @@ func (a *action) modifiersOf(ctx context.Context, c clusterClient, r *velerov1.R
 	if err := c.Get(ctx, types.NamespacedName{Namespace: r.Namespace, Name: ref.Name}, cm); err != nil {
 		return nil, fmt.Errorf("restore %s: reading its resource modifiers, ConfigMap %s/%s: %w", r.Name, r.Namespace, ref.Name, err)
 	}
-	m, err := tenantmodifiers.ParseAsVelero(cm)
+	// nacflow's copy of a tenant's modifiers (labelled with the
+	// NonAdminRestore's NACUUID, in the OADP namespace where tenants write
+	// nothing) is read with nacflow's rules for a tenant's modifiers, as
+	// the pre-check read it; the admin's enforced ones as Velero reads them.
+	parse := tenantmodifiers.ParseAsVelero
+	if cm.Labels[v1alpha1.NarOriginNACUUIDLabel] != "" {
+		parse = tenantmodifiers.Parse
+		// What the requester asked for, recorded at admission: a copy
+		// with other content is not applied (deny by default: a copy
+		// without the digest on its Restore neither).
+		if want := r.Annotations[v1alpha1.RestoreModifiersDigestAnnotation]; want == "" || requester.ConfigMapDigest(cm) != want {
+			return nil, fmt.Errorf("restore %s: its resource modifiers, ConfigMap %s/%s, are not what its requester asked for (annotation %s): not restoring its items",
+				r.Name, cm.Namespace, cm.Name, v1alpha1.RestoreModifiersDigestAnnotation)
+		}
+	}
+	m, err := parse(cm)
 	if err != nil {
 		return nil, fmt.Errorf("restore %s: %w", r.Name, err)
 	}
@@ -333,6 +358,11 @@ func (a *action) bucketOnly(ctx context.Context, c clusterClient, r *velerov1.Re
 	backup, found, err := read("Backup", r.Spec.BackupName)
 	if err != nil {
 		return false, err
+	}
+	// Pinned by nacflow to the Backup it checked: one made again under
+	// that name since is not restored from.
+	if uid := r.Annotations[v1alpha1.RestoreBackupUIDAnnotation]; uid != "" && (!found || string(backup.GetUID()) != uid) {
+		return false, fmt.Errorf("restore %s: Velero Backup %s is not the one nacflow checked (UID %s): not restoring its items", r.Name, r.Spec.BackupName, uid)
 	}
 	var location string
 	if found {

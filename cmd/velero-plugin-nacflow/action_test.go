@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/sirupsen/logrus"
@@ -11,6 +13,7 @@ import (
 	"github.com/vmware-tanzu/velero/pkg/plugin/velero"
 	. "gopkg.in/check.v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
+	"github.com/nacflow/nacflow/internal/policy/requester"
 	"github.com/nacflow/nacflow/internal/policy/restorepolicy"
 )
 
@@ -55,6 +59,7 @@ func (s *ActionSuite) SetUpTest(c *C) {
 		{rbacv1.SchemeGroupVersion.WithKind("RoleBinding"), meta.RESTScopeNamespace},
 		{rbacv1.SchemeGroupVersion.WithKind("Role"), meta.RESTScopeNamespace},
 		{rbacv1.SchemeGroupVersion.WithKind("ClusterRole"), meta.RESTScopeRoot},
+		{networkingv1.SchemeGroupVersion.WithKind("Ingress"), meta.RESTScopeNamespace},
 		{corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim"), meta.RESTScopeNamespace},
 		{velerov1.SchemeGroupVersion.WithKind("Backup"), meta.RESTScopeNamespace},
 		{velerov1.SchemeGroupVersion.WithKind("BackupStorageLocation"), meta.RESTScopeNamespace},
@@ -68,7 +73,7 @@ func (s *ActionSuite) SetUpTest(c *C) {
 		// The admin's location and a backup on it; a tenant's location
 		// (OADP's NABSL label) and a backup on it.
 		&velerov1.BackupStorageLocation{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: "openshift-adp"}},
-		&velerov1.Backup{ObjectMeta: metav1.ObjectMeta{Name: "on-admin", Namespace: "openshift-adp"}, Spec: velerov1.BackupSpec{StorageLocation: "default"}},
+		&velerov1.Backup{ObjectMeta: metav1.ObjectMeta{Name: "on-admin", Namespace: "openshift-adp", UID: "b-admin"}, Spec: velerov1.BackupSpec{StorageLocation: "default"}},
 		&velerov1.BackupStorageLocation{ObjectMeta: metav1.ObjectMeta{Name: "team-own-1", Namespace: "openshift-adp",
 			Labels: map[string]string{v1alpha1.NabslOriginNACUUIDLabel: "team-own-1"}}},
 		&velerov1.Backup{ObjectMeta: metav1.ObjectMeta{Name: "on-tenant", Namespace: "openshift-adp"}, Spec: velerov1.BackupSpec{StorageLocation: "team-own-1"}},
@@ -192,12 +197,12 @@ func (s *ActionSuite) TestFailsClosed(c *C) {
 	c.Check(err, ErrorMatches, `nacflow restore plugin: connecting to the cluster: no route`)
 }
 
-// TestStatusNotRestoredBeyondTheTenant: an item that asks Velero to restore
-// its status (velero.io/restore-status "true"), or any item when the
-// restore sets restoreStatus, comes back with the annotation "false" — which
-// Velero reads after this action and which wins over both — when the tenant
-// role may not update its status subresource; an item that asks nothing,
-// or whose status the tenant may write, is returned as it is.
+// TestStatusNotRestoredBeyondTheTenant: an item whose backup holds a status
+// — whether it asks Velero to restore it (velero.io/restore-status "true"),
+// the restore sets restoreStatus, or it asks nothing — comes back with the
+// annotation "false" (which Velero reads after this action and which wins
+// over both) when the tenant role may not update its status subresource;
+// an item whose status the tenant may write is returned as it is.
 func (s *ActionSuite) TestStatusNotRestoredBeyondTheTenant(c *C) {
 	const (
 		asking  = `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"lb","namespace":"team","annotations":{"velero.io/restore-status":"true"}},"status":{"x":"forged"}}`
@@ -210,9 +215,11 @@ func (s *ActionSuite) TestStatusNotRestoredBeyondTheTenant(c *C) {
 	c.Check(out.UpdatedItem.(*unstructured.Unstructured).GetAnnotations()[restorepolicy.StatusRestoreAnnotation], Equals, "false")
 	c.Check(s.log.LastEntry().Message, Equals, "nacflow: not restoring the status of configmaps team/lb: the tenant role does not allow update on configmaps/status")
 
+	// An item that asks nothing gets "false" too: another action could ask
+	// after this one, and Velero decides on the item as it creates it.
 	out, err = s.execute(c, tenantRestore(nil, ""), quiet)
 	c.Assert(err, IsNil)
-	c.Check(out.UpdatedItem.UnstructuredContent(), DeepEquals, item(quiet).Object)
+	c.Check(out.UpdatedItem.(*unstructured.Unstructured).GetAnnotations(), DeepEquals, map[string]string{restorepolicy.StatusRestoreAnnotation: "false"})
 
 	r := tenantRestore(nil, "")
 	r.Spec.RestoreStatus = &velerov1.RestoreStatusSpec{IncludedResources: []string{"configmaps"}}
@@ -265,4 +272,133 @@ func (s *ActionSuite) TestBucketOnly(c *C) {
 	out, err := s.execute(c, r, claim)
 	c.Assert(err, IsNil)
 	c.Check(out.UpdatedItem.UnstructuredContent(), DeepEquals, item(claim).Object)
+}
+
+// withModifiers returns a tenant restore whose resource modifiers are the
+// ConfigMap nacflow copies into the OADP namespace (labelled with the
+// restore's NACUUID), holding rules, with their digest on the restore as
+// nacflow writes it.
+func (s *ActionSuite) withModifiers(c *C, uid, rules string, annotations map[string]string) *velerov1.Restore {
+	r := tenantRestore(annotations, "")
+	r.UID = types.UID(uid)
+	name := "r-" + uid + "-modifiers"
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "openshift-adp",
+		Labels: map[string]string{v1alpha1.NarOriginNACUUIDLabel: "id"}}, Data: map[string]string{"m.yaml": "version: v1\nresourceModifierRules:\n" + rules}}
+	c.Assert(s.kube.Create(context.Background(), cm), IsNil)
+	r.Spec.ResourceModifier = &corev1.TypedLocalObjectReference{Kind: "ConfigMap", Name: name}
+	r.Annotations[v1alpha1.RestoreModifiersDigestAnnotation] = requester.ConfigMapDigest(cm)
+	return r
+}
+
+// TestModifiersAsAsked: nacflow's copy of a tenant's modifiers is applied
+// only when its content is what the requester asked for (the digest on the
+// Restore): other content, or no digest, fails every item.
+func (s *ActionSuite) TestModifiersAsAsked(c *C) {
+	const rules = "- conditions: {groupResource: configmaps}\n  mergePatches: [{patchData: '{\"data\": {\"k\": \"v\"}}'}]\n"
+	r := s.withModifiers(c, "u-asked", rules, nil)
+	_, err := s.execute(c, r, oldConfigMap)
+	c.Check(err, IsNil)
+	for about, digest := range map[string]string{"other content": "sha256:0000", "no digest": ""} {
+		r := s.withModifiers(c, "u-"+strings.ReplaceAll(about, " ", "-"), rules, nil)
+		if digest == "" {
+			delete(r.Annotations, v1alpha1.RestoreModifiersDigestAnnotation)
+		} else {
+			r.Annotations[v1alpha1.RestoreModifiersDigestAnnotation] = digest
+		}
+		_, err := s.execute(c, r, oldConfigMap)
+		c.Check(err, ErrorMatches, `restore r: its resource modifiers, ConfigMap openshift-adp/r-u-.*-modifiers, are not what its requester asked for .*`, Commentf(about))
+	}
+}
+
+// TestBackupPinned: a Restore pinned to a Backup's UID restores nothing of
+// a Backup of that name with another UID (made again since nacflow
+// checked it).
+func (s *ActionSuite) TestBackupPinned(c *C) {
+	r := tenantRestore(map[string]string{v1alpha1.RestoreBackupUIDAnnotation: "b-admin"}, "")
+	_, err := s.execute(c, r, oldConfigMap)
+	c.Check(err, IsNil)
+	r = tenantRestore(map[string]string{v1alpha1.RestoreBackupUIDAnnotation: "b-before"}, "")
+	r.UID = "u-pinned"
+	_, err = s.execute(c, r, oldConfigMap)
+	c.Check(err, ErrorMatches, `restore r: Velero Backup on-admin is not the one nacflow checked \(UID b-before\): not restoring its items`)
+}
+
+// TestTenantModifiersRefusedAtParse: a tenant's modifiers (nacflow's copy
+// in the OADP namespace) are read with nacflow's rules for a tenant's
+// modifiers, as the pre-check reads them: a rule with a matches condition
+// (here on an annotation the item carries, which Velero may have stripped
+// by the time it evaluates it) refuses every item of the restore, whatever
+// the item.
+func (s *ActionSuite) TestTenantModifiersRefusedAtParse(c *C) {
+	r := s.withModifiers(c, "u-matches", "- conditions: {groupResource: configmaps, matches: [{path: /metadata/annotations/velero.io~1must-include-additional-items, value: \"true\"}]}\n"+
+		"  patches: [{operation: add, path: /data/k, value: '\"v\"'}]\n", nil)
+	const annotated = `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","namespace":"team","annotations":{"velero.io/must-include-additional-items":"true"}},"data":{}}`
+	_, err := s.execute(c, r, annotated)
+	c.Check(err, ErrorMatches, `restore r: ConfigMap r-u-matches-modifiers: resourceModifierRules\[0\]: conditions.matches: Velero evaluates it on the item after .*`)
+	// The admin's enforced modifiers (no NAR label) are Velero's to accept.
+	c.Assert(s.kube.Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "enforced", Namespace: "openshift-adp"},
+		Data: map[string]string{"m.yaml": "version: v1\nresourceModifierRules:\n- conditions: {groupResource: configmaps, matches: [{path: /data/k, value: v}]}\n  patches: [{operation: add, path: /data/j, value: '\"w\"'}]\n"}}), IsNil)
+	r = tenantRestore(nil, "")
+	r.UID = "u-enforced"
+	r.Spec.ResourceModifier = &corev1.TypedLocalObjectReference{Kind: "ConfigMap", Name: "enforced"}
+	out, err := s.execute(c, r, annotated)
+	c.Assert(err, IsNil)
+	c.Check(out.SkipRestore, Equals, false)
+}
+
+// ingressAdmin may create ingresses but not update their status, as
+// Kubernetes' admin role.
+var ingressAdmin = &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "ingress-admin"}, Rules: append([]rbacv1.PolicyRule{
+	{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"ingresses"}, Verbs: []string{"create", "get", "update", "patch"}},
+}, nsAdmin...)}
+
+// TestStatusDecidedOnTheBackup: Velero strips an item's status before any
+// restore item action and writes the backup's afterwards, with its own
+// rights: whether the status is written is decided on the item from the
+// backup. An Ingress whose backup holds a status.loadBalancer and asks for
+// it (velero.io/restore-status "true") comes back, for a tenant role that
+// may not update ingresses/status, with the annotation "false" — with or
+// without resource modifiers (never left out for its status), when only
+// the backup's copy has the status, and when the backup's copy is unknown
+// (deny by default); an item whose backup copy has no status is returned
+// as it is.
+func (s *ActionSuite) TestStatusDecidedOnTheBackup(c *C) {
+	c.Assert(s.kube.Create(context.Background(), ingressAdmin.DeepCopy()), IsNil)
+	role := map[string]string{restorepolicy.TenantRoleAnnotation: "ingress-admin"}
+	const (
+		stripped = `{"apiVersion":"networking.k8s.io/v1","kind":"Ingress","metadata":{"name":"web","namespace":"team","annotations":{"velero.io/restore-status":"true"}},"spec":{}}`
+		backedUp = `{"apiVersion":"networking.k8s.io/v1","kind":"Ingress","metadata":{"name":"web","namespace":"team","annotations":{"velero.io/restore-status":"true"}},"spec":{},"status":{"loadBalancer":{"ingress":[{"ip":"10.0.0.1"}]}}}`
+		noStatus = `{"apiVersion":"networking.k8s.io/v1","kind":"Ingress","metadata":{"name":"web","namespace":"team"},"spec":{}}`
+	)
+	annotation := func(out *velero.RestoreItemActionExecuteOutput) string {
+		return out.UpdatedItem.(*unstructured.Unstructured).GetAnnotations()[restorepolicy.StatusRestoreAnnotation]
+	}
+	const logged = "nacflow: not restoring the status of ingresses.networking.k8s.io team/web: the tenant role does not allow update on ingresses.networking.k8s.io/status"
+
+	// Only the backup's copy has the status, as Velero hands the item over.
+	s.log.Reset()
+	out, err := s.act.Execute(&velero.RestoreItemActionExecuteInput{Item: item(stripped), ItemFromBackup: item(backedUp), Restore: tenantRestore(role, "")})
+	c.Assert(err, IsNil)
+	c.Check(out.SkipRestore, Equals, false)
+	c.Check(annotation(out), Equals, "false")
+	if c.Check(s.log.LastEntry(), NotNil) {
+		c.Check(s.log.LastEntry().Message, Equals, logged)
+	}
+
+	// With the tenant's resource modifiers: the same, never left out.
+	r := s.withModifiers(c, "u-status", "- conditions: {groupResource: ingresses.networking.k8s.io}\n  mergePatches:\n  - patchData: '{\"metadata\":{\"labels\":{\"restored\":\"yes\"}}}'\n", role)
+	out, err = s.act.Execute(&velero.RestoreItemActionExecuteInput{Item: item(backedUp), ItemFromBackup: item(backedUp), Restore: r})
+	c.Assert(err, IsNil)
+	c.Check(out.SkipRestore, Equals, false)
+	c.Check(annotation(out), Equals, "false")
+
+	// The backup's copy unknown: it may have a status.
+	out, err = s.act.Execute(&velero.RestoreItemActionExecuteInput{Item: item(noStatus), Restore: tenantRestore(role, "")})
+	c.Assert(err, IsNil)
+	c.Check(annotation(out), Equals, "false")
+
+	// A backup copy without status: nothing to decide.
+	out, err = s.act.Execute(&velero.RestoreItemActionExecuteInput{Item: item(noStatus), ItemFromBackup: item(noStatus), Restore: tenantRestore(role, "")})
+	c.Assert(err, IsNil)
+	c.Check(out.UpdatedItem.UnstructuredContent(), DeepEquals, item(noStatus).Object)
 }

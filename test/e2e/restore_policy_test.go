@@ -125,7 +125,9 @@ const (
 // the binding to cluster-admin, the admin's quota as the admin set it, and
 // both volumes (the claims come back unbound, for new volumes); Velero
 // never tries a volume from the snapshot; the restore's log, in the
-// tenant's bucket, says why of each.
+// tenant's bucket, says why of each. The same restore asked by alice, the
+// namespace's admin, is refused whole: the tarball is not what nacflow
+// verified after Velero wrote it.
 func (s *E2ESuite) TestRestoreAsTenantWithRealVelero(c *C) {
 	const ns = "tenant-r"
 	s3 := s.s3URL(c)
@@ -140,6 +142,12 @@ func (s *E2ESuite) TestRestoreAsTenantWithRealVelero(c *C) {
 		return out == "Created|Available", out
 	})
 	name := s.nabCompletes(c, ns, "all", "own")
+	// nacflow verified it and recorded its items (the plan's verify phase).
+	e2estack.Eventually(c, 2*time.Minute, func() (bool, string) {
+		out := s.kubectl(c, "get", "nab", "-n", ns, "all", "-o", "jsonpath={.status.plan.state}")
+		return out == "complete", out
+	})
+	c.Check(s.kubectl(c, "get", "configmap", "-n", "openshift-adp", name+"-verified-items", "-o", `jsonpath={.metadata.annotations.nacflow\.io/verified-backup}`), Equals, name)
 
 	// After the backup: the admin revokes both bindings (to-edit only to see
 	// it come back) and tightens the quota; the tenant changes its ConfigMap.
@@ -169,6 +177,22 @@ func (s *E2ESuite) TestRestoreAsTenantWithRealVelero(c *C) {
 	c.Assert(zw.Close(), IsNil)
 	putObject(c, s3, "tenants", ns+"/mine/backups/"+name+"/"+name+"-volumesnapshots.json.gz", snapshots.Bytes())
 
+	// alice, the namespace's admin, restores it as herself: she holds more
+	// than whoever rewrote the bucket may, so only what nacflow verified
+	// after Velero wrote the backup is restored — the rewritten tarball is
+	// refused whole, and nothing reaches Velero.
+	s.kubectl(c, "create", "rolebinding", "-n", ns, "alice", "--clusterrole=admin", "--user=alice")
+	s.kubectlIn(c, "apiVersion: oadp.openshift.io/v1alpha1\nkind: NonAdminRestore\nmetadata: {name: as-alice, namespace: "+ns+"}\n"+
+		"spec:\n  restoreSpec: {backupName: all}\n", "--as", "alice", "create", "-f", "-")
+	e2estack.Eventually(c, 2*time.Minute, func() (bool, string) {
+		out := s.narCondition(c, ns, "as-alice", "Accepted")
+		return strings.HasPrefix(out, "False|"), out
+	})
+	c.Check(s.narCondition(c, ns, "as-alice", "Accepted"), Matches, `False\|ItemsExcluded\|.*changed since nacflow verified it.*`)
+	c.Check(s.kubectl(c, "get", "nar", "-n", ns, "as-alice", "-o", "jsonpath={.status.phase}|{.status.veleroRestore.name}"), Equals, "BackingOff|")
+	s.kubectl(c, "delete", "rolebinding", "-n", ns, "alice")
+
+	// The admin's restore (the admin is no tenant: the tenant role bounds it).
 	s.kubectlIn(c, "apiVersion: oadp.openshift.io/v1alpha1\nkind: NonAdminRestore\nmetadata: {name: back, namespace: "+ns+"}\n"+
 		"spec:\n  restoreSpec: {backupName: all, existingResourcePolicy: update}\n", "apply", "-f", "-")
 	var restore string

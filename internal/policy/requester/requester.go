@@ -6,8 +6,13 @@
 // The record is written by a mutating admission webhook (Handler) on the
 // API server's path of every create and update: on create it replaces
 // whatever the request carried with the requesting user (name, UID, groups,
-// extra) and the time, signed with a key only nacflow holds; on update it
-// puts back the values the object had. The signature is what lets nacflow
+// extra), the time and what the request was asked with — the digest of
+// spec.restoreSpec and of the content of the resource-modifier ConfigMap it
+// names, as they were at that moment — signed with a key only nacflow
+// holds; on update it puts back the values the object had, and refuses a
+// change of spec.restoreSpec. A restore is then decided once, on that
+// snapshot: what others change later (the spec, the ConfigMap) is refused
+// at use, never acted on. The signature is what lets nacflow
 // tell a record its webhook wrote from one a tenant wrote while the webhook
 // was not installed (an install without webhooks, OADP's image swap); the
 // time, checked against the object's creationTimestamp, keeps a record
@@ -19,6 +24,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -26,14 +32,21 @@ import (
 	"strings"
 	"time"
 
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
 )
+
+// Kinds whose requests carry more than who asked.
+const restoreKind = "NonAdminRestore"
 
 const (
 	// Annotation holds the record: the JSON of Record.
@@ -60,6 +73,38 @@ type Record struct {
 	User authenticationv1.UserInfo `json:"user"`
 	// At is when the webhook admitted the create, to the second (UTC).
 	At metav1.Time `json:"at"`
+	// Spec is, for a NonAdminRestore, v1alpha1.SpecHash of
+	// spec.restoreSpec as admitted (64 hex characters). Empty on records
+	// written before nacflow recorded it: such a record vouches for no
+	// spec, and its restore is treated as having no requester.
+	Spec string `json:"spec,omitempty"`
+	// Modifiers is, for a NonAdminRestore whose spec.restoreSpec names a
+	// resource-modifier ConfigMap, that ConfigMap as it was at admission.
+	Modifiers *ConfigMapRecord `json:"modifiers,omitempty"`
+}
+
+// ConfigMapRecord is a ConfigMap of the object's namespace as it was when
+// the object was admitted.
+type ConfigMapRecord struct {
+	// Name of the ConfigMap.
+	Name string `json:"name"`
+	// UID of the ConfigMap; empty when it did not exist.
+	UID types.UID `json:"uid,omitempty"`
+	// Digest is ConfigMapDigest of its content; empty when it did not
+	// exist.
+	Digest string `json:"digest,omitempty"`
+}
+
+// ConfigMapDigest returns "sha256:" and the hex SHA-256 of cm's content
+// (data and binaryData, JSON-encoded with sorted keys): what a restore's
+// resource modifiers are, whatever the ConfigMap's metadata says.
+func ConfigMapDigest(cm *corev1.ConfigMap) string {
+	b, _ := json.Marshal(struct {
+		Data       map[string]string `json:"data,omitempty"`
+		BinaryData map[string][]byte `json:"binaryData,omitempty"`
+	}{cm.Data, cm.BinaryData})
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
 // Errors of Verify.
@@ -107,11 +152,12 @@ func (s *Signer) sign(kind string, obj metav1.Object, record string) string {
 	return base64.StdEncoding.EncodeToString(m.Sum(nil))
 }
 
-// Annotations returns the two annotations that record user as the one who
-// asked, at at, for obj of kind (obj's name, or its generateName when it
-// has no name yet). Errors: JSON encoding's (none for a UserInfo).
-func (s *Signer) Annotations(kind string, obj metav1.Object, user authenticationv1.UserInfo, at time.Time) (map[string]string, error) {
-	b, err := json.Marshal(Record{User: user, At: metav1.NewTime(at.UTC().Truncate(time.Second))})
+// Annotations returns the two annotations that record r (its time truncated
+// to the second, in UTC) for obj of kind (obj's name, or its generateName
+// when it has no name yet). Errors: JSON encoding's (none for a Record).
+func (s *Signer) Annotations(kind string, obj metav1.Object, r Record) (map[string]string, error) {
+	r.At = metav1.NewTime(r.At.UTC().Truncate(time.Second))
+	b, err := json.Marshal(r)
 	if err != nil {
 		return nil, fmt.Errorf("encoding the requester record: %w", err)
 	}
@@ -156,19 +202,68 @@ func (s *Signer) Verify(kind string, obj metav1.Object) (Record, error) {
 // (controller-runtime's admission.Handler; served for the NAC kinds whose
 // decisions depend on who asked, on create and update). On create it
 // replaces the request's record, if any, with the requesting user's, signed
-// for the object; on update it puts back the record the object had (none
-// when it had none), whatever the update says. It never refuses: what it
-// cannot decode it answers with an error (400), which the API server treats
-// as its failure policy says.
+// for the object; for a NonAdminRestore the record also holds the digest of
+// spec.restoreSpec and the resource-modifier ConfigMap the spec names, read
+// from the API server at that moment. On update it puts back the record the
+// object had (none when it had none), whatever the update says, and refuses
+// an update of a NonAdminRestore that changes spec.restoreSpec
+// (v1alpha1.SpecHash: zero values another client writes are no change).
+// What it cannot decode or read it answers with an error (400 or 500),
+// which the API server treats as its failure policy says.
 type Handler struct {
 	// Signer signs the records.
 	Signer *Signer
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
+	// ConfigMaps reads a ConfigMap from the API server (not a cache: the
+	// record is of what exists at admission); a missing one is an error
+	// for which apierrors.IsNotFound holds. nil: no ConfigMap is recorded,
+	// and a restore naming resource modifiers is refused at use.
+	ConfigMaps func(ctx context.Context, namespace, name string) (*corev1.ConfigMap, error)
+}
+
+// restoreSpecOf decodes the restoreSpec of a NonAdminRestore's JSON.
+func restoreSpecOf(raw []byte) (*velerov1.RestoreSpec, error) {
+	var nar struct {
+		Spec struct {
+			RestoreSpec *velerov1.RestoreSpec `json:"restoreSpec"`
+		} `json:"spec"`
+	}
+	if err := json.Unmarshal(raw, &nar); err != nil {
+		return nil, err
+	}
+	return nar.Spec.RestoreSpec, nil
+}
+
+// snapshot fills r with what the NonAdminRestore of raw in namespace ns was
+// asked with: its spec's digest and its resource-modifier ConfigMap.
+// Errors: decoding's, and the ConfigMap's read other than not found.
+func (h *Handler) snapshot(ctx context.Context, ns string, raw []byte, r *Record) error {
+	spec, err := restoreSpecOf(raw)
+	if err != nil {
+		return fmt.Errorf("decoding spec.restoreSpec: %w", err)
+	}
+	r.Spec = v1alpha1.SpecHash(spec)
+	if spec == nil || spec.ResourceModifier == nil || spec.ResourceModifier.Name == "" {
+		return nil
+	}
+	r.Modifiers = &ConfigMapRecord{Name: spec.ResourceModifier.Name}
+	if h.ConfigMaps == nil || !strings.EqualFold(spec.ResourceModifier.Kind, "configmap") {
+		return nil
+	}
+	cm, err := h.ConfigMaps(ctx, ns, spec.ResourceModifier.Name)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("reading ConfigMap %s/%s, the restore's resource modifiers: %w", ns, spec.ResourceModifier.Name, err)
+	}
+	r.Modifiers.UID, r.Modifiers.Digest = cm.UID, ConfigMapDigest(cm)
+	return nil
 }
 
 // Handle implements admission.Handler.
-func (h *Handler) Handle(_ context.Context, req admission.Request) admission.Response {
+func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.Response {
 	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
 		return admission.Allowed("")
 	}
@@ -183,8 +278,14 @@ func (h *Handler) Handle(_ context.Context, req admission.Request) admission.Res
 		if h.Now != nil {
 			now = h.Now
 		}
+		r := Record{User: req.UserInfo, At: metav1.NewTime(now())}
+		if req.Kind.Kind == restoreKind {
+			if err := h.snapshot(ctx, req.Namespace, req.Object.Raw, &r); err != nil {
+				return admission.Errored(http.StatusInternalServerError, err)
+			}
+		}
 		var err error
-		if want, err = h.Signer.Annotations(req.Kind.Kind, obj, req.UserInfo, now()); err != nil {
+		if want, err = h.Signer.Annotations(req.Kind.Kind, obj, r); err != nil {
 			return admission.Errored(http.StatusInternalServerError, err)
 		}
 	case admissionv1.Update:
@@ -195,6 +296,16 @@ func (h *Handler) Handle(_ context.Context, req admission.Request) admission.Res
 		for _, k := range []string{Annotation, SignatureAnnotation} {
 			if v, ok := old.GetAnnotations()[k]; ok {
 				want[k] = v
+			}
+		}
+		if req.Kind.Kind == restoreKind {
+			was, err1 := restoreSpecOf(req.OldObject.Raw)
+			is, err2 := restoreSpecOf(req.Object.Raw)
+			if err := errors.Join(err1, err2); err != nil {
+				return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding spec.restoreSpec: %w", err))
+			}
+			if v1alpha1.SpecHash(was) != v1alpha1.SpecHash(is) {
+				return admission.Denied("spec.restoreSpec is immutable: a restore is decided on what was asked when the NonAdminRestore was created; create a new NonAdminRestore instead")
 			}
 		}
 	}

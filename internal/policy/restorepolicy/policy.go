@@ -164,6 +164,11 @@ const maxBreakdown = 100000
 // Decide applies p to item and returns whether Velero may restore it. Rules,
 // in order:
 //
+//   - an item of a NAC kind (group oadp.openshift.io) or of Velero's
+//     (velero.io, or a sub-group of either) is refused, whoever asks and
+//     whatever the tenant role: a restore made for a tenant never creates a
+//     NAC or Velero object (the pre-check, the preview and the plugin all
+//     get the rule here);
 //   - a cluster-scoped item is refused unless it is a PersistentVolume
 //     (nacflow excludes every other cluster-scoped type from tenant
 //     restores), which follows decidePV, and none when p.BucketOnly; a
@@ -188,6 +193,9 @@ const maxBreakdown = 100000
 //
 // Errors are the Lookup's only; a malformed item is a Decision, not an error.
 func Decide(ctx context.Context, p Policy, item Item, lk Lookup) (Decision, error) {
+	if nacOrVelero(item.Resource.Group) {
+		return deny("%s is a NAC or Velero kind: a restore made for a tenant never creates a NAC or Velero object", item.Resource), nil
+	}
 	name, ok := str(item.Object, "metadata", "name")
 	if !ok || name == "" {
 		return deny("metadata.name is missing or not a string"), nil
@@ -241,6 +249,21 @@ func Decide(ctx context.Context, p Policy, item Item, lk Lookup) (Decision, erro
 	return allow(), nil
 }
 
+// veleroGroup is Velero's API group (velero.io/v1, v2alpha1).
+const veleroGroup = "velero.io"
+
+// nacOrVelero reports whether group is NAC's (oadp.openshift.io), Velero's
+// (velero.io) or a sub-group of either.
+func nacOrVelero(group string) bool {
+	g := strings.ToLower(group)
+	for _, own := range []string{v1alpha1.GroupVersion.Group, veleroGroup} {
+		if g == own || strings.HasSuffix(g, "."+own) {
+			return true
+		}
+	}
+	return false
+}
+
 func (p Policy) target() string {
 	if p.Target != "" {
 		return p.Target
@@ -268,7 +291,10 @@ func (p Policy) requesterMay(ctx context.Context, lk Lookup, verb string, gr sch
 	if err != nil || ok {
 		return nil, err
 	}
-	what := gr.String()
+	what := schema.GroupResource{Group: gr.Group, Resource: resource}.String()
+	if sub != "" {
+		what += "/" + sub
+	}
 	if name != "" {
 		what += " " + name
 	}
@@ -341,7 +367,7 @@ const StatusRestoreAnnotation = "velero.io/restore-status"
 func MayWriteStatus(ctx context.Context, p Policy, gr schema.GroupResource, name string, lk Lookup) (Decision, error) {
 	status := schema.GroupResource{Group: gr.Group, Resource: gr.Resource + "/status"}
 	if !may(p.Bound, status, "update", name) {
-		return deny("the tenant role does not allow update on %s", status.String()), nil
+		return deny("the tenant role does not allow update on %s/status", gr), nil
 	}
 	d, err := p.requesterMay(ctx, lk, "update", status, p.target(), name)
 	if d != nil || err != nil {

@@ -444,3 +444,30 @@ func (s *PolicySuite) TestReviewsAsksOnce(c *C) {
 	c.Check(err, IsNil)
 	c.Check(sent, HasLen, 4)
 }
+
+// TestNACAndVeleroKindsNeverRestored: an item of a NAC kind
+// (oadp.openshift.io) or of Velero's (velero.io and its subgroups) is
+// refused whoever asks, even with a tenant role and a requester that may do
+// everything: a restore made for a tenant never creates a NAC or Velero
+// object.
+func (s *PolicySuite) TestNACAndVeleroKindsNeverRestored(c *C) {
+	all := []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}}}
+	lk := lookup
+	lk.users = map[string][]rbacv1.PolicyRule{"root/team": all}
+	for _, res := range []string{"nonadminbackups.oadp.openshift.io", "nonadminrestores.oadp.openshift.io", "blueprints.oadp.openshift.io",
+		"dataprotectionapplications.oadp.openshift.io", "restores.velero.io", "backupstoragelocations.velero.io", "podvolumerestores.velero.io",
+		"datadownloads.velero.io", "widgets.sub.velero.io"} {
+		for _, requester := range []*authenticationv1.UserInfo{nil, {Username: "root"}} {
+			p := restorepolicy.Policy{Namespace: "team", Bound: all, Requester: requester}
+			d, err := restorepolicy.Decide(context.Background(), p, restorepolicy.Item{Resource: gr(res), Object: obj(`{"metadata":{"name":"x","namespace":"team"}}`)}, lk)
+			c.Assert(err, IsNil, Commentf(res))
+			c.Check(d.Allowed, Equals, false, Commentf(res))
+			c.Check(d.Reason, Equals, res+" is a NAC or Velero kind: a restore made for a tenant never creates a NAC or Velero object", Commentf(res))
+		}
+	}
+	// Groups that merely end alike are not Velero's.
+	p := restorepolicy.Policy{Namespace: "team", Bound: all}
+	d, err := restorepolicy.Decide(context.Background(), p, restorepolicy.Item{Resource: gr("widgets.notvelero.io"), Object: obj(`{"metadata":{"name":"x","namespace":"team"}}`)}, lookup)
+	c.Assert(err, IsNil)
+	c.Check(d.Allowed, Equals, true)
+}
