@@ -54,11 +54,14 @@ type action struct {
 	reviews map[types.UID]*restorepolicy.Reviews
 	// modifiers are each restore's resource modifiers.
 	modifiers map[types.UID]*tenantmodifiers.Modifiers
+	// verifiedRecords are each restore's record of the items nacflow
+	// verified (verified.go).
+	verifiedRecords map[types.UID]*verifiedRecord
 }
 
 func newAction(log logrus.FieldLogger, newClient func() (clusterClient, error)) *action {
 	return &action{log: log, newClient: newClient, bounds: map[string][]rbacv1.PolicyRule{}, buckets: map[types.UID]bool{},
-		reviews: map[types.UID]*restorepolicy.Reviews{}, modifiers: map[types.UID]*tenantmodifiers.Modifiers{}}
+		reviews: map[types.UID]*restorepolicy.Reviews{}, modifiers: map[types.UID]*tenantmodifiers.Modifiers{}, verifiedRecords: map[types.UID]*verifiedRecord{}}
 }
 
 // AppliesTo implements Velero's RestoreItemAction: every resource (the zero

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	"github.com/sirupsen/logrus"
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
@@ -17,20 +16,6 @@ import (
 	"github.com/nacflow/nacflow/internal/policy/itemdigest"
 	"github.com/nacflow/nacflow/internal/policy/restorepolicy"
 )
-
-// verifiedRecords are the records of verified items each action read,
-// by restore UID: kept beside the action (whose other per-restore caches
-// are its fields) so that this check stays in this file.
-var verifiedRecords = struct {
-	sync.Mutex
-	m map[verifiedKey]*verifiedRecord
-}{m: map[verifiedKey]*verifiedRecord{}}
-
-// verifiedKey is an action and a restore UID.
-type verifiedKey struct {
-	a   *action
-	uid types.UID
-}
 
 // verifiedRecord is a restore's record of verified items, read once.
 type verifiedRecord struct {
@@ -96,10 +81,9 @@ func (a *action) verified(ctx context.Context, c clusterClient, in *velero.Resto
 // it: a Backup that cannot be found refuses), or records no digests.
 // Errors are the API server's (not kept: the next item reads again).
 func (a *action) verifiedRecordOf(ctx context.Context, c clusterClient, r *velerov1.Restore, cmName string) (*verifiedRecord, error) {
-	key := verifiedKey{a, r.UID}
-	verifiedRecords.Lock()
-	rec, ok := verifiedRecords.m[key]
-	verifiedRecords.Unlock()
+	a.mu.Lock()
+	rec, ok := a.verifiedRecords[r.UID]
+	a.mu.Unlock()
 	if ok {
 		return rec, nil
 	}
@@ -133,8 +117,8 @@ func (a *action) verifiedRecordOf(ctx context.Context, c clusterClient, r *veler
 			rec = &verifiedRecord{backup: r.Spec.BackupName, set: m.Set}
 		}
 	}
-	verifiedRecords.Lock()
-	verifiedRecords.m[key] = rec
-	verifiedRecords.Unlock()
+	a.mu.Lock()
+	a.verifiedRecords[r.UID] = rec
+	a.mu.Unlock()
 	return rec, nil
 }
