@@ -18,7 +18,14 @@ import (
 func (s *E2ESuite) TestHostileTenantModifiers(c *C) {
 	const ns = "hostile-a"
 	s.tenant(c, ns)
+	// The tenant roles give namespace admins the NAC kinds (another test
+	// removes them with make undeploy).
+	s.kubectl(c, "apply", "-f", "config/rbac/tenant_roles.yaml")
 	s.kubectl(c, "create", "rolebinding", "-n", ns, "alice", "--clusterrole=admin", "--user=alice")
+	e2estack.Eventually(c, 30*time.Second, func() (bool, string) {
+		got := s.canI("create", "nonadminrestores.oadp.openshift.io", ns, "alice")
+		return got == "yes", "alice may create NARs: " + got
+	})
 	s.nabCompletes(c, ns, "all", "")
 
 	for _, t := range []struct{ name, rules, want string }{
@@ -54,7 +61,14 @@ func (s *E2ESuite) TestPlantedRestoreRecreatedByVelero(c *C) {
 	const ns, victim = "hostile-b", "hostile-b-victim"
 	s.tenant(c, ns)
 	s.kubectl(c, "create", "namespace", victim)
+	// The tenant roles give namespace admins the NAC kinds (another test
+	// removes them with make undeploy).
+	s.kubectl(c, "apply", "-f", "config/rbac/tenant_roles.yaml")
 	s.kubectl(c, "create", "rolebinding", "-n", ns, "alice", "--clusterrole=admin", "--user=alice")
+	e2estack.Eventually(c, 30*time.Second, func() (bool, string) {
+		got := s.canI("create", "nonadminrestores.oadp.openshift.io", ns, "alice")
+		return got == "yes", "alice may create NARs: " + got
+	})
 	s.nabCompletes(c, ns, "all", "")
 	planted := "apiVersion: oadp.openshift.io/v1alpha1\nkind: NonAdminRestore\nmetadata: {name: planted, namespace: " + ns + "}\n" +
 		"spec:\n  restoreSpec: {backupName: all, namespaceMapping: {" + ns + ": " + victim + "}}\n"

@@ -181,7 +181,12 @@ func (s *E2ESuite) TestRestoreAsTenantWithRealVelero(c *C) {
 	// than whoever rewrote the bucket may, so only what nacflow verified
 	// after Velero wrote the backup is restored — the rewritten tarball is
 	// refused whole, and nothing reaches Velero.
+	s.kubectl(c, "apply", "-f", "config/rbac/tenant_roles.yaml")
 	s.kubectl(c, "create", "rolebinding", "-n", ns, "alice", "--clusterrole=admin", "--user=alice")
+	e2estack.Eventually(c, 30*time.Second, func() (bool, string) {
+		got := s.canI("create", "nonadminrestores.oadp.openshift.io", ns, "alice")
+		return got == "yes", "alice may create NARs: " + got
+	})
 	s.kubectlIn(c, "apiVersion: oadp.openshift.io/v1alpha1\nkind: NonAdminRestore\nmetadata: {name: as-alice, namespace: "+ns+"}\n"+
 		"spec:\n  restoreSpec: {backupName: all}\n", "--as", "alice", "create", "-f", "-")
 	e2estack.Eventually(c, 2*time.Minute, func() (bool, string) {
