@@ -190,6 +190,9 @@ func (f *CreateVeleroRestore) Run(ctx context.Context, op *engine.Operation, nar
 	if refusal != nil {
 		return engine.Result{}, refuse(nar, v1alpha1.ReasonInvalidRestoreSpec, refusal)
 	}
+	if refusal := unbacked(nar, spec, who, cm != nil); refusal != nil {
+		return engine.Result{}, refuse(nar, v1alpha1.ReasonInvalidRestoreSpec, refusal)
+	}
 	if cm != nil {
 		immutable := true
 		copied := &corev1.ConfigMap{ObjectMeta: op.ObjectMeta(meta.Name + "-modifiers"), Data: cm.Data, BinaryData: cm.BinaryData, Immutable: &immutable}
@@ -232,6 +235,25 @@ func (f *CreateVeleroRestore) Run(ctx context.Context, op *engine.Operation, nar
 		fmt.Sprintf("Created Velero Restore object %s", got.Name))
 	return engine.Done(fmt.Sprintf("%s Velero Restore %s/%s of Velero Backup %s%s", verb, got.Namespace, got.Name, a.BackupName, note),
 		map[string]string{"name": got.Name}), nil
+}
+
+// unbacked returns the refusal of an accepted spec that asks for more than
+// who vouches for at the moment of use: a mapping into another namespace
+// without a known requester, or a tenant's resource modifiers without the
+// record that holds them (recorded: they were found). Validation never
+// accepts either; an accepted spec written otherwise (by a nacflow that
+// kept the tenant's modifiers in it, or a requester who is no tenant any
+// more) is refused, never acted on. A resourceModifier in both the
+// accepted spec and the tenant's spec is the tenant's: validation refuses
+// one next to the admin's.
+func unbacked(nar *v1alpha1.NonAdminRestore, spec *velerov1.RestoreSpec, who requesterVerdict, recorded bool) error {
+	if to := spec.NamespaceMapping[nar.Namespace]; to != "" && to != nar.Namespace && who.user == nil {
+		return fmt.Errorf("spec.restoreSpec.namespaceMapping: %s to %s: a restore into another namespace is held to the rights there of whoever asked, and no one is known now (condition RequesterVerified: %s)", nar.Namespace, to, who.reason)
+	}
+	if !recorded && spec.ResourceModifier != nil && nar.Spec.RestoreSpec != nil && nar.Spec.RestoreSpec.ResourceModifier != nil {
+		return fmt.Errorf("spec.restoreSpec.resourceModifier: a tenant's resource modifiers need a known requester whose record holds them (condition RequesterVerified: %s)", who.reason)
+	}
+	return nil
 }
 
 // inTenantBucket reports whether the Velero Backup is kept in a bucket a

@@ -6,6 +6,8 @@ import (
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	. "gopkg.in/check.v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -115,4 +117,25 @@ func (s *CreateRestoreSuite) TestPersistentVolumesOfTenantBuckets(c *C) {
 				` is kept in a bucket the tenant writes \(location ".*"\), so its volumes come back only from data in that bucket \(file-system backup, data mover\), never from a snapshot it names`, Commentf(t.backup))
 		}
 	}
+}
+
+// TestUnbackedAcceptedSpec: an accepted spec that maps elsewhere or names
+// the tenant's modifiers (as a nacflow before the record kept them there)
+// is refused when no requester vouches for it at the moment of use; the
+// admin's enforced modifiers alone, and a known requester's mapping, pass.
+func (s *CreateRestoreSuite) TestUnbackedAcceptedSpec(c *C) {
+	mods := &corev1.TypedLocalObjectReference{Kind: "ConfigMap", Name: "mods"}
+	tenant := &v1alpha1.NonAdminRestore{ObjectMeta: metav1.ObjectMeta{Name: "back", Namespace: "team"},
+		Spec: v1alpha1.NonAdminRestoreSpec{RestoreSpec: &velerov1.RestoreSpec{BackupName: "nightly", ResourceModifier: mods}}}
+	plain := &v1alpha1.NonAdminRestore{ObjectMeta: metav1.ObjectMeta{Name: "back", Namespace: "team"},
+		Spec: v1alpha1.NonAdminRestoreSpec{RestoreSpec: &velerov1.RestoreSpec{BackupName: "nightly"}}}
+	nobody := requesterVerdict{reason: v1alpha1.ReasonRequesterNotRecorded}
+	alice := requesterVerdict{user: &authenticationv1.UserInfo{Username: "alice"}, reason: v1alpha1.ReasonRequesterRecorded}
+	mapped := &velerov1.RestoreSpec{NamespaceMapping: map[string]string{"team": "other"}}
+	c.Check(unbacked(plain, mapped, nobody, false), ErrorMatches, `spec.restoreSpec.namespaceMapping: team to other: .* no one is known now \(condition RequesterVerified: RequesterNotRecorded\)`)
+	c.Check(unbacked(plain, mapped, alice, false), IsNil)
+	c.Check(unbacked(tenant, &velerov1.RestoreSpec{ResourceModifier: mods}, nobody, false), ErrorMatches, `spec.restoreSpec.resourceModifier: a tenant's resource modifiers need a known requester .*`)
+	c.Check(unbacked(tenant, &velerov1.RestoreSpec{ResourceModifier: mods}, alice, false), NotNil, Commentf("a requester whose record holds no modifiers"))
+	c.Check(unbacked(tenant, &velerov1.RestoreSpec{ResourceModifier: mods}, alice, true), IsNil)
+	c.Check(unbacked(plain, &velerov1.RestoreSpec{ResourceModifier: mods}, nobody, false), IsNil, Commentf("the admin's enforced modifiers"))
 }
