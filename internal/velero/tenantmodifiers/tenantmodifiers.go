@@ -30,6 +30,7 @@ package tenantmodifiers
 import (
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 
@@ -373,7 +374,7 @@ func Apply(m *Modifiers, obj map[string]any, gr schema.GroupResource) (out map[s
 	u := (&unstructured.Unstructured{Object: obj}).DeepCopy()
 	before := u.DeepCopy()
 	log := logrus.New()
-	log.Out = discard{}
+	log.Out = io.Discard
 	errs = m.ApplyResourceModifierRules(u, gr.String(), scheme, log)
 	return u.Object, !equal(before, u), errs
 }
@@ -383,10 +384,6 @@ func equal(a, b *unstructured.Unstructured) bool {
 	y, err2 := b.MarshalJSON()
 	return err1 == nil && err2 == nil && string(x) == string(y)
 }
-
-type discard struct{}
-
-func (discard) Write(p []byte) (int, error) { return len(p), nil }
 
 // AsCreated returns item obj of group-resource gr as Velero will create it
 // under m (nil m: as it is), with its group-resource (always gr: a change
