@@ -72,15 +72,22 @@ func DescribeBackup(w io.Writer, nab *v1alpha1.NonAdminBackup, details *Details,
 	fmt.Fprintln(w)
 	d.describeResult(op)
 	if dbr := nab.Status.VeleroDeleteBackupRequest; dbr != nil && dbr.Name != "" {
-		phase := "<unknown>"
-		if dbr.Status != nil && dbr.Status.Phase != "" {
+		var phase string
+		if dbr.Status != nil {
 			phase = string(dbr.Status.Phase)
 		}
-		d.line(0, "Delete Request", fmt.Sprintf("%s/%s (%s)", dbr.Namespace, dbr.Name, phase))
+		d.veleroObject("Delete Request", dbr.Namespace, dbr.Name, phase)
 	}
 	d.restoreTest(nab.Status.RestoreTest)
 	d.conditions(nab.Status.Conditions)
 	d.details(details)
+}
+
+// veleroObject writes the line title of a Velero object an operation made:
+// "<namespace>/<name> (<phase>)", the phase <unknown> while none is
+// mirrored.
+func (d *describer) veleroObject(title, namespace, name, phase string) {
+	d.line(0, title, fmt.Sprintf("%s/%s (%s)", namespace, name, or(phase, "<unknown>")))
 }
 
 // restoreTest writes a backup's restore test (TestRestore): its result,

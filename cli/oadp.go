@@ -24,7 +24,7 @@ const helpPathAnnotation = "nacflow.io/help-path"
 // nounGroups builds fresh trees of the tenant's command groups, each with
 // its help path set, for the alias trees (a cobra command has one parent).
 func nounGroups(o *Options) []*cobra.Command {
-	groups := []*cobra.Command{backups().command(o), restores().command(o), schedules().command(o), storageLocations().command(o)}
+	groups := tenantGroups(o, false)
 	for _, g := range groups {
 		markHelpPaths(g, "kubectl nac")
 	}

@@ -20,13 +20,6 @@ const (
 	AnnotationRejectionReason = "openshift.io/oadp-rejection-reason"
 )
 
-// newBSLCommand is `kubectl nac bsl` with its request subgroup.
-func newBSLCommand(o *Options) *cobra.Command {
-	cmd := storageLocations().command(o)
-	cmd.AddCommand(newBSLRequestCommand(o))
-	return cmd
-}
-
 func newBSLRequestCommand(o *Options) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "request",

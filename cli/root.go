@@ -123,11 +123,8 @@ func NewRootCommand(o *Options) *cobra.Command {
 	flags := root.PersistentFlags()
 	o.ConfigFlags.AddFlags(flags)
 	flags.StringVar(&o.OADPNamespace, "oadp-namespace", o.OADPNamespace, "The OADP namespace, where Velero and the admin's objects live ($"+namespaceEnvVar+" when set).")
+	root.AddCommand(tenantGroups(o, true)...)
 	root.AddCommand(
-		backups().command(o),
-		restores().command(o),
-		schedules().command(o),
-		newBSLCommand(o),
 		newBlueprintCommand(o),
 		newPlanCommand(o),
 		newFuncsCommand(o),

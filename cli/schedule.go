@@ -16,13 +16,14 @@ import (
 	"github.com/nacflow/nacflow/api/v1alpha1"
 )
 
+func init() { addGroup(schedules) }
+
 // schedules is `kubectl nac schedule`: a NonAdminSchedule's runs are
 // NonAdminBackups of the namespace, which deleting the schedule leaves in
 // place; pause and unpause set spec.paused (OADP's `schedule pause`).
 func schedules() *tenantKind[*v1alpha1.NonAdminSchedule] {
 	return &tenantKind[*v1alpha1.NonAdminSchedule]{
-		name: "schedule", aliases: []string{"schedules"},
-		create: newScheduleCreateCommand, columns: scheduleColumns,
+		aliases: []string{"schedules"}, create: newScheduleCreateCommand, columns: scheduleColumns,
 		describeTo: func(w io.Writer, nas *v1alpha1.NonAdminSchedule, _ *Details, now time.Time) {
 			DescribeSchedule(w, nas, now)
 		},
@@ -199,11 +200,11 @@ func DescribeSchedule(w io.Writer, nas *v1alpha1.NonAdminSchedule, now time.Time
 	d.plan(nas.Status.Plan)
 	fmt.Fprintln(w)
 	if v := nas.Status.VeleroSchedule; v != nil && v.Name != "" {
-		phase := "<unknown>"
-		if v.Status != nil && v.Status.Phase != "" {
+		var phase string
+		if v.Status != nil {
 			phase = string(v.Status.Phase)
 		}
-		d.line(0, "Velero Schedule", fmt.Sprintf("%s/%s (%s)", v.Namespace, v.Name, phase))
+		d.veleroObject("Velero Schedule", v.Namespace, v.Name, phase)
 	} else {
 		d.line(0, "Velero Schedule", "<none yet>")
 	}

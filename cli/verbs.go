@@ -15,14 +15,16 @@ import (
 )
 
 // tenantKind describes the command group of one NAC kind a tenant works
-// with in their own namespace: the kind itself comes from the kind registry
-// (by T), the rest is what the verbs need of it. command builds the group
-// from it: every kind gets the same get and describe, and create, logs and
-// delete when it says how, so a verb is written once for every kind. The
-// commands' help is in help.txt, by command path.
+// with in their own namespace: the kind itself and the group's name come
+// from the kind registry (by T), the rest is what the verbs need of it.
+// command builds the group from it: every kind gets the same get and
+// describe, and create, logs and delete when it says how, so a verb is
+// written once for every kind. The commands' help is in help.txt, by
+// command path.
 type tenantKind[T v1alpha1.Object] struct {
-	// name is the group's command name ("backup"); it is also the noun of
-	// prompts and messages ("No backups found", "delete 2 backups").
+	// name is the group's command name, the registry's Kind.Command
+	// ("backup"), set by command; it is also the noun of prompts and
+	// messages ("No backups found", "delete 2 backups").
 	name string
 	// aliases are the group's other names besides the kind's short name.
 	aliases []string
@@ -43,6 +45,11 @@ type tenantKind[T v1alpha1.Object] struct {
 	delete *deleteVerb
 	// more are the kind's own commands besides the shared verbs.
 	more []func(o *Options, k *tenantKind[T]) *cobra.Command
+	// admin are the admin's subgroups under the group in kubectl nac
+	// (`kubectl nac bsl request`); the group under OADP's nonadmin words
+	// leaves them out, as OADP's CLI has its own words for them
+	// (nabsl-request).
+	admin []func(o *Options) *cobra.Command
 
 	// kind is T's registry entry, set by command.
 	kind v1alpha1.Kind
@@ -79,14 +86,15 @@ type markForDeletion struct {
 // group's command was made (command).
 func (k *tenantKind[T]) registryKind() v1alpha1.Kind { return k.kind }
 
-// command returns the kind's command group over o. A kind the registry
-// lacks (a build defect) gets a group that says so when run.
+// command returns the kind's command group over o, named by the
+// registry's Kind.Command. A kind the registry lacks (a build defect) gets
+// a group that says so when run.
 func (k *tenantKind[T]) command(o *Options) *cobra.Command {
 	kind, err := v1alpha1.KindFor[T]()
 	if err != nil {
-		return &cobra.Command{Use: k.name, RunE: func(*cobra.Command, []string) error { return err }}
+		return &cobra.Command{Use: fmt.Sprintf("%T", *new(T)), RunE: func(*cobra.Command, []string) error { return err }}
 	}
-	k.kind = kind
+	k.kind, k.name = kind, kind.Command
 	cmd := &cobra.Command{Use: k.name, Aliases: append(append([]string(nil), k.aliases...), k.registryKind().Short)}
 	if k.create != nil {
 		cmd.AddCommand(k.create(o, k))

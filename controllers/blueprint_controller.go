@@ -20,6 +20,7 @@ import (
 	"github.com/nacflow/nacflow/engine"
 	"github.com/nacflow/nacflow/internal/metrics"
 	"github.com/nacflow/nacflow/internal/runtime/patch"
+	"github.com/nacflow/nacflow/internal/text"
 )
 
 // Event reasons of the Blueprint controller.
@@ -71,7 +72,7 @@ func (r *BlueprintReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		bp.Status.LastValid = &v1alpha1.LastValidBlueprint{Generation: bp.Generation, Actions: actions}
 	} else {
 		cond.Status, cond.Reason = metav1.ConditionFalse, v1alpha1.ReasonValidationFailed
-		cond.Message = bounded(fmt.Sprintf("%d error(s): %s", len(errs), strings.Join(errs, "; ")), 32*1024)
+		cond.Message = text.Truncate(fmt.Sprintf("%d error(s): %s", len(errs), strings.Join(errs, "; ")), 32*1024)
 		if len(errs) > maxReportedErrors {
 			errs = errs[:maxReportedErrors]
 		}
@@ -113,14 +114,6 @@ func droppedSafety(kind string, actions map[string]v1alpha1.BlueprintAction) boo
 		}
 	}
 	return false
-}
-
-// bounded cuts s to n bytes.
-func bounded(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-3] + "..."
 }
 
 // SetupWithManager registers the reconciler for Blueprints of the OADP

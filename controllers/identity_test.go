@@ -120,7 +120,7 @@ func (s *IdentitySuite) TestOperationIdentity(c *C) {
 			[]string{`status.veleroBackup: name "tenant-a-nightly-old" (Velero Backup oadp/tenant-a-nightly-old is not this NonAdminBackup's) to "` + own + `", nacuuid "tenant-a-nightly-old" to "` + derived + `"`}},
 	} {
 		n := nab(tc.about, tc.in)
-		uuid, corrected, err := operationIdentity(ctx, cl, idOADP, "NonAdminBackup", n, backupRefs(n), true)
+		uuid, corrected, err := correctRefs(operationIdentity(ctx, cl, idOADP, "NonAdminBackup", n, backupRefs(n), backupAdoption(n)))
 		c.Assert(err, IsNil, Commentf(tc.about))
 		c.Check(uuid, Equals, tc.uuid, Commentf(tc.about))
 		c.Check(*n.Status.VeleroBackup, DeepEquals, tc.want, Commentf(tc.about))
@@ -153,7 +153,7 @@ func (s *IdentitySuite) TestOperationIdentity(c *C) {
 	} {
 		nar := &v1alpha1.NonAdminRestore{ObjectMeta: metav1.ObjectMeta{Namespace: idTenant, Name: "back", UID: uid, CreationTimestamp: metav1.NewTime(nabCreated)}}
 		nar.Status.VeleroRestore = &v1alpha1.VeleroRestore{NACUUID: tc.nacuuid, Name: tc.nacuuid}
-		uuid, _, err := operationIdentity(ctx, rcl, idOADP, "NonAdminRestore", nar, restoreRefs(nar), true)
+		uuid, _, err := correctRefs(operationIdentity(ctx, rcl, idOADP, "NonAdminRestore", nar, restoreRefs(nar), adoptYounger))
 		c.Assert(err, IsNil, Commentf(tc.about))
 		c.Check(uuid, Equals, tc.want, Commentf(tc.about))
 	}
@@ -186,7 +186,7 @@ func (s *IdentitySuite) TestOperationIdentity(c *C) {
 		{"none made", "none", false},
 	} {
 		nadr := &v1alpha1.NonAdminDownloadRequest{ObjectMeta: metav1.ObjectMeta{Namespace: idTenant, Name: "logs", UID: uids[tc.uid], CreationTimestamp: metav1.NewTime(nabCreated)}}
-		uuid, _, err := operationIdentity(ctx, dcl, idOADP, "NonAdminDownloadRequest", nadr, downloadRefs(nadr), true)
+		uuid, _, err := correctRefs(operationIdentity(ctx, dcl, idOADP, "NonAdminDownloadRequest", nadr, downloadRefs(nadr), adoptYounger))
 		c.Assert(err, IsNil, Commentf(tc.about))
 		want := v1alpha1.NACUUIDOf(uids[tc.uid])
 		if tc.adopted {
@@ -245,7 +245,7 @@ func (s *IdentitySuite) TestLocationIdentity(c *C) {
 		if tc.in == bare {
 			reader = lcl
 		}
-		uuid, _, err := operationIdentity(ctx, reader, idOADP, "NonAdminBackupStorageLocation", n, bslRefs(n), true)
+		uuid, _, err := correctRefs(operationIdentity(ctx, reader, idOADP, "NonAdminBackupStorageLocation", n, bslRefs(n), adoptYounger))
 		c.Assert(err, IsNil, Commentf(tc.about))
 		c.Check(uuid, Equals, tc.uuid, Commentf(tc.about))
 		c.Check(v1alpha1.OperationObjectName(n, uuid), Equals, tc.name, Commentf(tc.about))

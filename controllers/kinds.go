@@ -2,13 +2,11 @@ package controllers
 
 import (
 	"context"
-	"strings"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -17,22 +15,6 @@ import (
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
 )
-
-// nacController starts the controller of the NAC kind T: named for the kind
-// in lower case (nonadminbackup, ...), with d's options, watching objects of
-// the kind cluster-wide on spec changes only, so that its own status
-// patches do not retrigger it. The caller adds the watches of what the kind
-// makes in the OADP namespace and completes it.
-func nacController[T v1alpha1.Object](mgr ctrl.Manager, d *Deps) (*builder.Builder, error) {
-	kind, err := v1alpha1.KindFor[T]()
-	if err != nil {
-		return nil, err
-	}
-	return ctrl.NewControllerManagedBy(mgr).
-		Named(strings.ToLower(kind.Kind)).
-		WithOptions(d.controllerOptions()).
-		For(kind.New(), builder.WithPredicates(predicate.GenerationChangedPredicate{})), nil
-}
 
 // inOADP is the predicate of objects of the OADP namespace.
 func (d *Deps) inOADP() predicate.Predicate {
@@ -75,6 +57,57 @@ func toOrigin[T v1alpha1.Object]() handler.EventHandler {
 	return handler.EnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []reconcile.Request {
 		return originOf[T](obj)
 	})
+}
+
+// volumeToOrigin maps the node agent's volume work (a DataUpload,
+// PodVolumeBackup, DataDownload or PodVolumeRestore of the OADP namespace)
+// to the NAC object of kind T that the Velero object its label nameLabel
+// names (a Backup, a Restore: newObject's kind) was made for: one carrying
+// the OADP label and T's NACUUID label (none for an admin's).
+func volumeToOrigin[T v1alpha1.Object](c client.Reader, oadpNamespace, nameLabel string, newObject func() client.Object) handler.EventHandler {
+	var kind T // OriginKeys depends on the kind alone
+	label := kind.OriginKeys().Label
+	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
+		name := obj.GetLabels()[nameLabel]
+		if name == "" {
+			return nil
+		}
+		v := newObject()
+		if err := c.Get(ctx, client.ObjectKey{Namespace: oadpNamespace, Name: name}, v); err != nil ||
+			v.GetLabels()[v1alpha1.OADPLabel] != v1alpha1.OADPLabelValue || v.GetLabels()[label] == "" {
+			return nil
+		}
+		return originOf[T](v)
+	})
+}
+
+// requests is a controller's work queue.
+type requests = workqueue.TypedRateLimitingInterface[reconcile.Request]
+
+// freed maps the events of Velero objects of kind V (Backup, Restore) that
+// free a place in Velero's queue — an unfinished one that finishes, or is
+// deleted — to wake with the namespace it was made for (origin: "" for an
+// admin's, which wakes no one).
+func freed[V client.Object](finished func(V) bool, origin func(V) string, wake func(context.Context, requests, string)) handler.TypedEventHandler[client.Object, reconcile.Request] {
+	call := func(ctx context.Context, q requests, v V) {
+		if ns := origin(v); ns != "" {
+			wake(ctx, q, ns)
+		}
+	}
+	return handler.TypedFuncs[client.Object, reconcile.Request]{
+		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[client.Object], q requests) {
+			oldV, okOld := e.ObjectOld.(V)
+			newV, okNew := e.ObjectNew.(V)
+			if okOld && okNew && !finished(oldV) && finished(newV) {
+				call(ctx, q, oldV)
+			}
+		},
+		DeleteFunc: func(ctx context.Context, e event.TypedDeleteEvent[client.Object], q requests) {
+			if v, ok := e.Object.(V); ok {
+				call(ctx, q, v)
+			}
+		},
+	}
 }
 
 // toWaiters maps an object of the OADP namespace made for a NAC object of

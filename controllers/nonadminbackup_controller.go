@@ -11,56 +11,16 @@ import (
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	velerov2alpha1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v2alpha1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
-	"github.com/nacflow/nacflow/internal/runtime/staleness"
 	"github.com/nacflow/nacflow/internal/velero/veleroqueue"
 	"github.com/nacflow/nacflow/phases"
 )
-
-// NonAdminBackupReconciler runs the nonadminbackup blueprint for each
-// NonAdminBackup and mirrors its Velero Backup.
-type NonAdminBackupReconciler struct {
-	Deps
-	// QueueRefreshWindow is how long waiting NABs' queue positions may lag a
-	// completion; completions within it cost one refresh. 0 means
-	// veleroqueue.DefaultRefreshWindow.
-	QueueRefreshWindow time.Duration
-	// Queue indexes the unfinished Velero Backups for queue positions (shared
-	// with the phases, which set the first position); nil: no positions
-	// beyond Velero's own and 0 once finished.
-	Queue *veleroqueue.BackupQueue
-	// Turns shares Velero's queue between namespaces (shared with
-	// WaitForTurn, which asks it for turns); the reconciler wakes the
-	// waiters whose turn a change may have brought. nil: no waiter is
-	// woken but by its timed recheck.
-	Turns *veleroqueue.Turns
-
-	// Usage measures status.usage once a backup's plan has ended (nil:
-	// not measured).
-	Usage *UsageMeter
-
-	reads staleness.Tracker
-	// refreshAt is when the scheduled queue refresh runs; until then further
-	// completions need no new one.
-	refreshMu sync.Mutex
-	refreshAt time.Time
-}
-
-func init() {
-	registerReconciler[*v1alpha1.NonAdminBackup](func(d Deps, s *Shared) Reconciler {
-		return &NonAdminBackupReconciler{Deps: d, QueueRefreshWindow: s.QueueRefreshWindow, Queue: s.Queue, Turns: s.Turns, Usage: s.Usage}
-	})
-}
 
 // +kubebuilder:rbac:groups=oadp.openshift.io,resources=nonadminbackups,verbs=get;list;watch;update;patch;delete
 // +kubebuilder:rbac:groups=oadp.openshift.io,resources=nonadminbackups/status;nonadminbackups/finalizers,verbs=get;update;patch
@@ -75,46 +35,52 @@ func init() {
 // +kubebuilder:rbac:groups="",resources=resourcequotas,verbs=create
 // +kubebuilder:rbac:groups=velero.io,namespace=openshift-adp,resources=restores,verbs=get;list;watch;create;delete
 
-// Reconcile moves one NonAdminBackup forward with the shared NAC loop
-// (reconcileNAC): finalize once it is being deleted, delete when
-// spec.deleteBackup is true (then the NAB itself is deleted), backup
-// otherwise; the Velero Backup is mirrored after each run of backup.
-func (r *NonAdminBackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	return reconcileNAC(ctx, &r.Deps, &r.reads, r, req)
+// backupKind is the NonAdminBackup kind's part of its reconciler: it runs
+// the nonadminbackup blueprint for each NonAdminBackup, keeps the queue
+// positions of the waiting ones and measures the finished ones.
+type backupKind struct {
+	Deps
+	// queueRefreshWindow is how long waiting NABs' queue positions may lag
+	// a completion; completions within it cost one refresh. 0 means
+	// veleroqueue.DefaultRefreshWindow.
+	queueRefreshWindow time.Duration
+	// queue indexes the unfinished Velero Backups for queue positions
+	// (shared with the phases, which set the first position); nil: no
+	// positions beyond Velero's own and 0 once finished.
+	queue *veleroqueue.BackupQueue
+	// turns shares Velero's queue between namespaces (shared with
+	// WaitForTurn, which asks it for turns); the reconciler wakes the
+	// waiters whose turn a change may have brought. nil: no waiter is
+	// woken but by its timed recheck.
+	turns *veleroqueue.Turns
+	// usage measures status.usage once a backup's plan has ended (nil: not
+	// measured).
+	usage *UsageMeter
+
+	// refreshAt is when the scheduled queue refresh runs; until then further
+	// completions need no new one.
+	refreshMu sync.Mutex
+	refreshAt time.Time
 }
 
-// Action picks a NonAdminBackup's action (actionFor).
-func (r *NonAdminBackupReconciler) Action(nab *v1alpha1.NonAdminBackup) string { return actionFor(nab) }
-
-// Refs are a NonAdminBackup's status references (backupRefs).
-func (r *NonAdminBackupReconciler) Refs(nab *v1alpha1.NonAdminBackup) []statusRef {
-	return backupRefs(nab)
-}
-
-// AfterRun mirrors the Velero Backup after each run of backup or adopt and,
-// once the plan has ended, measures the backup's usage (when it asks to
-// measure again later, the duration says when).
-func (r *NonAdminBackupReconciler) AfterRun(ctx context.Context, nab *v1alpha1.NonAdminBackup, action string, finished bool) (time.Duration, error) {
-	if action != v1alpha1.ActionBackup && action != v1alpha1.ActionAdopt {
-		return 0, nil
-	}
-	if err := r.mirror(ctx, nab, finished); err != nil || !finished {
-		return 0, err
-	}
-	return r.Usage.Measure(ctx, nab, v1alpha1.NACUUIDOf(nab.UID))
-}
-
-// Policy: NonAdminBackups adopt (backup sync, schedules, OADP NAC), report
-// later changes of spec.backupSpec, are deleted once their delete action
+// NonAdminBackups adopt (backup sync, schedules, OADP NAC), have their
+// Velero Backup mirrored after each run of backup or adopt, report later
+// changes of spec.backupSpec, are deleted once their delete action
 // completes or their forceDelete action ends — a plan that failed leaves the
 // Velero objects to the finalize action —, and log at spec.logLevel.
-func (r *NonAdminBackupReconciler) Policy() kindPolicy[*v1alpha1.NonAdminBackup] {
-	return kindPolicy[*v1alpha1.NonAdminBackup]{
-		adopts: true, decided: backupSpecDecided,
-		deleteWhenComplete: []string{v1alpha1.ActionDelete},
-		deleteWhenEnded:    []string{v1alpha1.ActionForceDelete},
-		logLevel:           func(nab *v1alpha1.NonAdminBackup) string { return nab.Spec.LogLevel },
-	}
+func init() {
+	registerReconciler[*v1alpha1.NonAdminBackup](func(d Deps, s *Shared) Reconciler {
+		k := &backupKind{Deps: d, queueRefreshWindow: s.QueueRefreshWindow, queue: s.Queue, turns: s.Turns, usage: s.Usage}
+		return newNACReconciler(d, kindHooks[*v1alpha1.NonAdminBackup]{action: actionFor, refs: backupRefs, afterRun: k.afterRun, watches: k.watches},
+			kindPolicy[*v1alpha1.NonAdminBackup]{
+				adopts: backupAdoption, decided: backupSpecDecided,
+				mirror:             "Backup",
+				mirrorAfter:        []string{v1alpha1.ActionBackup, v1alpha1.ActionAdopt},
+				deleteWhenComplete: []string{v1alpha1.ActionDelete},
+				deleteWhenEnded:    []string{v1alpha1.ActionForceDelete},
+				logLevel:           func(nab *v1alpha1.NonAdminBackup) string { return nab.Spec.LogLevel },
+			})
+	})
 }
 
 // backupRefs are a NonAdminBackup's references: its Velero Backup and its
@@ -122,12 +88,10 @@ func (r *NonAdminBackupReconciler) Policy() kindPolicy[*v1alpha1.NonAdminBackup]
 func backupRefs(nab *v1alpha1.NonAdminBackup) []statusRef {
 	var refs []statusRef
 	if v := nab.Status.VeleroBackup; v != nil {
-		refs = append(refs, statusRef{"status.veleroBackup", "Backup", &v.NACUUID, &v.Name, &v.Namespace,
-			func() client.Object { return &velerov1.Backup{} }})
+		refs = append(refs, refTo[velerov1.Backup]("status.veleroBackup", &v.NACUUID, &v.Name, &v.Namespace))
 	}
 	if v := nab.Status.VeleroDeleteBackupRequest; v != nil {
-		refs = append(refs, statusRef{"status.veleroDeleteBackupRequest", "DeleteBackupRequest", &v.NACUUID, &v.Name, &v.Namespace,
-			func() client.Object { return &velerov1.DeleteBackupRequest{} }})
+		refs = append(refs, refTo[velerov1.DeleteBackupRequest]("status.veleroDeleteBackupRequest", &v.NACUUID, &v.Name, &v.Namespace))
 	}
 	return refs
 }
@@ -166,127 +130,97 @@ func actionFor(nab *v1alpha1.NonAdminBackup) string {
 	}
 }
 
-// mirror copies the linked Velero Backup's spec and status into the NAB, so
-// status.veleroBackup stays current while and after the plan runs. Once the
-// plan has ended, a Velero Backup that is gone from the API server (deleted
-// outside nacflow) turns the NAB BackingOff with a message saying so.
-func (r *NonAdminBackupReconciler) mirror(ctx context.Context, nab *v1alpha1.NonAdminBackup, planEnded bool) error {
+// backupAdoption: a NonAdminBackup adopts what OADP NAC began for it and,
+// when it was made for an existing Velero Backup (backup sync's, a
+// schedule's runs: older than the NAB), that Backup.
+func backupAdoption(nab *v1alpha1.NonAdminBackup) adoption {
+	if nab.Labels[v1alpha1.NabSyncedFromNACUUIDLabel] != "" || nab.Labels[v1alpha1.NonAdminScheduleLabel] != "" {
+		return adoptOlder
+	}
+	return adoptYounger
+}
+
+// afterRun, after each run of backup or adopt, shows the queue position of
+// a mirrored Velero Backup and, once the plan has ended, measures the
+// backup's usage (when it asks to measure again later, the duration says
+// when).
+func (k *backupKind) afterRun(ctx context.Context, nab *v1alpha1.NonAdminBackup, run ran[*v1alpha1.NonAdminBackup]) (time.Duration, error) {
+	if run.action != v1alpha1.ActionBackup && run.action != v1alpha1.ActionAdopt {
+		return 0, nil
+	}
+	if err := k.showQueuePosition(ctx, nab, run); err != nil || !run.finished {
+		return 0, err
+	}
+	return k.usage.Measure(ctx, nab, v1alpha1.NACUUIDOf(nab.UID))
+}
+
+// showQueuePosition writes nacflow's estimate of the queue position of a
+// mirrored Velero Backup that has not finished and has no position from
+// Velero (phases.ShowQueuePosition, its one writer): the figure is
+// rewritten when it drifted, or for free when the mirror changed in this
+// run, since the status is written anyway.
+func (k *backupKind) showQueuePosition(ctx context.Context, nab *v1alpha1.NonAdminBackup, run ran[*v1alpha1.NonAdminBackup]) error {
 	vb := nab.Status.VeleroBackup
-	if vb == nil || vb.Name == "" {
+	if k.queue == nil || !run.mirrored || vb.Status == nil || v1alpha1.BackupFinished(vb.Status.Phase) || vb.Status.QueuePosition != 0 {
 		return nil
 	}
-	key := client.ObjectKey{Namespace: r.OADPNamespace, Name: vb.Name}
 	b := &velerov1.Backup{}
-	err := r.Client.Get(ctx, key, b)
-	if apierrors.IsNotFound(err) && planEnded {
-		err = r.APIReader.Get(ctx, key, b) // the cache may lag; the API server decides
-		if apierrors.IsNotFound(err) {
-			nab.Status.Phase = v1alpha1.NonAdminPhaseBackingOff
-			meta.SetStatusCondition(&nab.Status.Conditions, metav1.Condition{
-				Type: v1alpha1.ConditionQueued, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonVeleroBackupNotFound,
-				Message:            fmt.Sprintf("Velero Backup %s no longer exists in %s: it was deleted outside nacflow", vb.Name, r.OADPNamespace),
-				ObservedGeneration: nab.Generation,
-			})
-			return nil
-		}
-	}
-	if apierrors.IsNotFound(err) {
+	if err := k.Client.Get(ctx, client.ObjectKey{Namespace: k.OADPNamespace, Name: vb.Name}, b); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("reading Velero Backup %s/%s: %w", k.OADPNamespace, vb.Name, err)
+	} else if err != nil {
 		return nil
 	}
-	if err != nil {
-		return fmt.Errorf("reading Velero Backup %s: %w", key, err)
-	}
-	if !madeFor(b, nab, v1alpha1.NabOriginNACUUIDLabel, v1alpha1.NabOriginNamespaceAnnotation, vb.NACUUID) {
-		return nil // not this NAB's (runAction corrects such a status reference)
-	}
-	// Below (not finished, no position from Velero) MirrorBackup leaves
-	// queueInfo alone: its answer is whether the mirror changed.
-	mirrorChanged := nab.MirrorBackup(b)
-	if r.Queue != nil && !v1alpha1.BackupFinished(b.Status.Phase) && b.Status.QueuePosition == 0 {
-		r.Queue.Observe(b)
-		// The figure is an estimate: rewritten when it drifted, or for free
-		// when the status is written anyway.
-		phases.ShowQueuePosition(r.Queue, nab, b, mirrorChanged)
-	}
+	k.queue.Observe(b)
+	changed := !equality.Semantic.DeepEqual(run.before.Status.VeleroBackup, vb) ||
+		!equality.Semantic.DeepEqual(run.before.Status.QueueInfo, nab.Status.QueueInfo)
+	phases.ShowQueuePosition(k.queue, nab, b, changed)
 	return nil
 }
 
-// SetupWithManager registers the reconciler: NonAdminBackups cluster-wide
-// (spec changes only, so status patches do not retrigger it), and Velero
-// Backups and DeleteBackupRequests in the OADP namespace carrying the NAC
-// labels, mapped back to their NAB by the origin annotations.
-func (r *NonAdminBackupReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if r.Turns != nil {
+// watches: Velero Backups and DeleteBackupRequests in the OADP namespace
+// carrying the NAC labels, mapped back to their NAB by the origin
+// annotations, and what the NAB's phases wait on.
+func (k *backupKind) watches(mgr ctrl.Manager, b *builder.Builder) (*builder.Builder, error) {
+	if k.turns != nil {
 		if err := veleroqueue.IndexTurns(context.Background(), mgr.GetFieldIndexer()); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	b, err := nacController[*v1alpha1.NonAdminBackup](mgr, &r.Deps)
-	if err != nil {
-		return err
-	}
+	turns := turnWaker{turns: k.turns, kind: "NonAdminBackup"}
+	made := builder.WithPredicates(madeForKind[*v1alpha1.NonAdminBackup](k.OADPNamespace))
 	return b.
 		// Status changes only where they change the turns: a waiter
 		// coming, going or admitted wakes the next one.
-		Watches(&v1alpha1.NonAdminBackup{}, turnWaker{turns: r.Turns, kind: "NonAdminBackup"}.turnEvents()).
+		Watches(&v1alpha1.NonAdminBackup{}, turns.turnEvents()).
 		// Every Backup of the OADP namespace: an admin's own backup finishing
 		// moves tenants up the queue too.
-		Watches(&velerov1.Backup{}, r.backupEvents(),
-			builder.WithPredicates(predicate.NewPredicateFuncs(r.inOADPNamespace))).
-		Watches(&velerov1.DeleteBackupRequest{}, handler.EnqueueRequestsFromMapFunc(r.backupToNAB),
-			builder.WithPredicates(predicate.NewPredicateFuncs(r.isNACObject))).
+		Watches(&velerov1.Backup{}, k.backupEvents(), builder.WithPredicates(k.inOADP())).
+		Watches(&velerov1.Backup{}, freed(backupFinished, veleroqueue.UnfinishedOrigin, turns.wake), builder.WithPredicates(k.inOADP())).
+		Watches(&velerov1.DeleteBackupRequest{}, toOrigin[*v1alpha1.NonAdminBackup](), made).
 		// A location approved, created or turned Available wakes the NABs
 		// waiting to use it.
-		Watches(&v1alpha1.NonAdminBackupStorageLocation{}, toUsers[*v1alpha1.NonAdminBackup](r.Client, usesLocation)).
+		Watches(&v1alpha1.NonAdminBackupStorageLocation{}, toUsers[*v1alpha1.NonAdminBackup](k.Client, usesLocation)).
 		// The DownloadRequests VerifyBackupContents waits on: Velero serving
 		// one wakes its NAB (no polling).
 		Watches(&velerov1.DownloadRequest{}, toOrigin[*v1alpha1.NonAdminBackup](),
-			builder.WithPredicates(madeForKind[*v1alpha1.NonAdminBackup](r.OADPNamespace), veleroAnswered())).
+			builder.WithPredicates(madeForKind[*v1alpha1.NonAdminBackup](k.OADPNamespace), veleroAnswered())).
 		// The Velero Restores of restore tests (TestRestore) finishing wake
 		// their NAB.
-		Watches(&velerov1.Restore{}, toOrigin[*v1alpha1.NonAdminBackup](),
-			builder.WithPredicates(madeForKind[*v1alpha1.NonAdminBackup](r.OADPNamespace))).
+		Watches(&velerov1.Restore{}, toOrigin[*v1alpha1.NonAdminBackup](), made).
 		// The node agent's volume work: the NAB's progress counters.
-		Watches(&velerov2alpha1.DataUpload{}, handler.EnqueueRequestsFromMapFunc(r.volumeToNAB),
-			builder.WithPredicates(predicate.NewPredicateFuncs(r.inOADPNamespace))).
-		Watches(&velerov1.PodVolumeBackup{}, handler.EnqueueRequestsFromMapFunc(r.volumeToNAB),
-			builder.WithPredicates(predicate.NewPredicateFuncs(r.inOADPNamespace))).
-		Complete(r)
+		Watches(&velerov2alpha1.DataUpload{}, k.volumeToNAB(), builder.WithPredicates(k.inOADP())).
+		Watches(&velerov1.PodVolumeBackup{}, k.volumeToNAB(), builder.WithPredicates(k.inOADP())), nil
 }
 
 // volumeToNAB maps a DataUpload or PodVolumeBackup to the NonAdminBackup of
-// the Velero Backup its velero.io/backup-name label names (none for an
-// admin's backup).
-func (r *NonAdminBackupReconciler) volumeToNAB(ctx context.Context, obj client.Object) []reconcile.Request {
-	name := obj.GetLabels()[velerov1.BackupNameLabel]
-	if name == "" {
-		return nil
-	}
-	b := &velerov1.Backup{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.OADPNamespace, Name: name}, b); err != nil || !r.isNACObject(b) {
-		return nil
-	}
-	return r.backupToNAB(ctx, b)
+// the Velero Backup its velero.io/backup-name label names.
+func (k *backupKind) volumeToNAB() handler.EventHandler {
+	return volumeToOrigin[*v1alpha1.NonAdminBackup](k.Client, k.OADPNamespace, velerov1.BackupNameLabel,
+		func() client.Object { return &velerov1.Backup{} })
 }
 
-// inOADPNamespace reports whether obj lives in the OADP namespace.
-func (r *NonAdminBackupReconciler) inOADPNamespace(obj client.Object) bool {
-	return obj.GetNamespace() == r.OADPNamespace
-}
-
-// isNACObject reports whether obj lives in the OADP namespace and carries the
-// NAC labels.
-func (r *NonAdminBackupReconciler) isNACObject(obj client.Object) bool {
-	return obj.GetNamespace() == r.OADPNamespace &&
-		obj.GetLabels()[v1alpha1.OADPLabel] == v1alpha1.OADPLabelValue &&
-		obj.GetLabels()[v1alpha1.NabOriginNACUUIDLabel] != ""
-}
-
-// backupToNAB maps a Velero Backup to the NonAdminBackup named by its origin
-// annotations.
-func (r *NonAdminBackupReconciler) backupToNAB(_ context.Context, obj client.Object) []reconcile.Request {
-	return originOf[*v1alpha1.NonAdminBackup](obj)
-}
+// backupFinished reports whether Velero has finished b.
+func backupFinished(b *velerov1.Backup) bool { return v1alpha1.BackupFinished(b.Status.Phase) }
 
 // usesLocation reports whether nab, not ended, names the
 // NonAdminBackupStorageLocation location in its backupSpec.

@@ -412,16 +412,20 @@ type CrashSuite struct{}
 
 var _ = Suite(&CrashSuite{})
 
-// reconciler returns a NonAdminBackupReconciler over cl that records events
-// in a fake recorder.
-func reconciler(c *C, cl client.Client, oadp string) *controllers.NonAdminBackupReconciler {
+// reconciler returns the NonAdminBackup reconciler over cl that records
+// events in a fake recorder.
+func reconciler(c *C, cl client.Client, oadp string) controllers.Reconciler {
 	registry, err := phases.NewRegistry(phases.Clients{Client: cl, APIReader: cl}, phases.Options{})
 	c.Assert(err, IsNil)
 	rec := record.NewFakeRecorder(1000)
-	return &controllers.NonAdminBackupReconciler{Deps: controllers.Deps{
-		Client: cl, APIReader: cl, Runner: &engine.Runner{Registry: registry, Recorder: rec}, Recorder: rec, OADPNamespace: oadp,
-		Blueprints: &blueprints.Resolver{Reader: cl, Namespace: oadp},
-	}}
+	rs, err := controllers.NewReconcilers(&controllers.Shared{Deps: func(string) controllers.Deps {
+		return controllers.Deps{
+			Client: cl, APIReader: cl, Runner: &engine.Runner{Registry: registry, Recorder: rec}, Recorder: rec, OADPNamespace: oadp,
+			Blueprints: &blueprints.Resolver{Reader: cl, Namespace: oadp},
+		}
+	}})
+	c.Assert(err, IsNil)
+	return rs["NonAdminBackup"]
 }
 
 // TestCrashAfterCreateBeforeStatusWrite kills the controller between

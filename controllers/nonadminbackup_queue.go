@@ -5,7 +5,6 @@ import (
 	"time"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
-	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -17,18 +16,21 @@ import (
 )
 
 // backupEvents maps Velero Backup events to reconcile requests: updates and
-// deletions wake the Backup's own NonAdminBackup; a Backup that finishes or goes also
-// schedules, after the refresh window, every NonAdminBackup whose Backup is
-// still unfinished, so their queue positions move up. The workqueue keeps the
-// earliest schedule of a key, so a burst of completions within one window
-// refreshes each waiting NAB once — not once per completion per NAB, as OADP
-// NAC does.
-func (r *NonAdminBackupReconciler) backupEvents() handler.TypedEventHandler[client.Object, reconcile.Request] {
-	own := func(obj client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-		if b, ok := obj.(*velerov1.Backup); ok && r.Queue != nil {
-			r.Queue.Observe(b)
+// deletions wake the Backup's own NonAdminBackup; a Backup that finishes or
+// goes also schedules, after the refresh window, every NonAdminBackup whose
+// Backup is still unfinished, so their queue positions move up. The
+// workqueue keeps the earliest schedule of a key, so a burst of completions
+// within one window refreshes each waiting NAB once — not once per
+// completion per NAB, as OADP NAC does. (The turns a Backup frees are
+// freed's, a watch of their own.)
+func (k *backupKind) backupEvents() handler.TypedEventHandler[client.Object, reconcile.Request] {
+	observe := func(obj client.Object) {
+		if b, ok := obj.(*velerov1.Backup); ok && k.queue != nil {
+			k.queue.Observe(b)
 		}
-		for _, req := range r.backupToNAB(context.Background(), obj) {
+	}
+	own := func(obj client.Object, q requests) {
+		for _, req := range originOf[*v1alpha1.NonAdminBackup](obj) {
 			q.Add(req)
 		}
 	}
@@ -36,35 +38,22 @@ func (r *NonAdminBackupReconciler) backupEvents() handler.TypedEventHandler[clie
 		// A Backup's creation tells its NAB nothing new: the NAB made it (and
 		// recorded it in the same reconcile), or — after a rebuild — has no
 		// NAB yet; waking the NAB would only cost a reconcile on a stale cache.
-		CreateFunc: func(_ context.Context, e event.TypedCreateEvent[client.Object], _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			if b, ok := e.Object.(*velerov1.Backup); ok && r.Queue != nil {
-				r.Queue.Observe(b)
-			}
-		},
-		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		CreateFunc: func(_ context.Context, e event.TypedCreateEvent[client.Object], _ requests) { observe(e.Object) },
+		UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[client.Object], q requests) {
+			observe(e.ObjectNew)
 			own(e.ObjectNew, q)
 			oldB, okOld := e.ObjectOld.(*velerov1.Backup)
 			newB, okNew := e.ObjectNew.(*velerov1.Backup)
-			if okOld && okNew && !v1alpha1.BackupFinished(oldB.Status.Phase) && v1alpha1.BackupFinished(newB.Status.Phase) {
-				r.refreshWaiting(ctx, q)
-				if ns := veleroqueue.UnfinishedOrigin(oldB); ns != "" {
-					r.wakeTurns(ctx, q, ns)
-				}
+			if okOld && okNew && !backupFinished(oldB) && backupFinished(newB) {
+				k.refreshWaiting(q)
 			}
 		},
-		DeleteFunc: func(ctx context.Context, e event.TypedDeleteEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			if r.Queue != nil {
-				r.Queue.Forget(e.Object.GetName())
+		DeleteFunc: func(_ context.Context, e event.TypedDeleteEvent[client.Object], q requests) {
+			if k.queue != nil {
+				k.queue.Forget(e.Object.GetName())
 			}
-			for _, req := range r.backupToNAB(ctx, e.Object) {
-				q.Add(req)
-			}
-			r.refreshWaiting(ctx, q)
-			if b, ok := e.Object.(*velerov1.Backup); ok {
-				if ns := veleroqueue.UnfinishedOrigin(b); ns != "" {
-					r.wakeTurns(ctx, q, ns)
-				}
-			}
+			own(e.Object, q)
+			k.refreshWaiting(q)
 		},
 	}
 }
@@ -74,23 +63,23 @@ func (r *NonAdminBackupReconciler) backupEvents() handler.TypedEventHandler[clie
 // judged from the in-memory queue when the window ends, so that every
 // completion within it counts). While a refresh is already scheduled it does
 // nothing: that refresh runs after this completion too.
-func (r *NonAdminBackupReconciler) refreshWaiting(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	if r.Queue == nil {
+func (k *backupKind) refreshWaiting(q requests) {
+	if k.queue == nil {
 		return
 	}
-	window := r.QueueRefreshWindow
+	window := k.queueRefreshWindow
 	if window <= 0 {
 		window = veleroqueue.DefaultRefreshWindow
 	}
 	now := time.Now()
-	r.refreshMu.Lock()
-	defer r.refreshMu.Unlock()
-	if now.Before(r.refreshAt) {
+	k.refreshMu.Lock()
+	defer k.refreshMu.Unlock()
+	if now.Before(k.refreshAt) {
 		return
 	}
-	r.refreshAt = now.Add(window)
+	k.refreshAt = now.Add(window)
 	time.AfterFunc(window, func() {
-		for _, key := range r.Queue.StaleWaiting() {
+		for _, key := range k.queue.StaleWaiting() {
 			q.Add(reconcile.Request{NamespacedName: key})
 		}
 	})
@@ -111,40 +100,16 @@ type turnWaker struct {
 // For watch sees spec changes only).
 func (w turnWaker) turnEvents() handler.TypedEventHandler[client.Object, reconcile.Request] {
 	return handler.TypedFuncs[client.Object, reconcile.Request]{
-		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[client.Object], q requests) {
 			oldObj, okOld := e.ObjectOld.(v1alpha1.Object)
 			newObj, okNew := e.ObjectNew.(v1alpha1.Object)
 			if okOld && okNew && veleroqueue.TurnState(oldObj) != veleroqueue.TurnState(newObj) {
 				w.wake(ctx, q, newObj.GetNamespace())
 			}
 		},
-		DeleteFunc: func(ctx context.Context, e event.TypedDeleteEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		DeleteFunc: func(ctx context.Context, e event.TypedDeleteEvent[client.Object], q requests) {
 			if obj, ok := e.Object.(v1alpha1.Object); ok && veleroqueue.TurnState(obj) == 1 {
 				w.wake(ctx, q, obj.GetNamespace())
-			}
-		},
-	}
-}
-
-// restoreEvents maps Velero Restore events to the NonAdminRestores whose
-// turn may have come: a tenant's Restore that finishes or goes frees a
-// place of its namespace.
-func (w turnWaker) restoreEvents() handler.TypedEventHandler[client.Object, reconcile.Request] {
-	return handler.TypedFuncs[client.Object, reconcile.Request]{
-		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			oldR, okOld := e.ObjectOld.(*velerov1.Restore)
-			newR, okNew := e.ObjectNew.(*velerov1.Restore)
-			if okOld && okNew && !v1alpha1.RestoreFinished(oldR.Status.Phase) && v1alpha1.RestoreFinished(newR.Status.Phase) {
-				if ns := veleroqueue.UnfinishedRestoreOrigin(oldR); ns != "" {
-					w.wake(ctx, q, ns)
-				}
-			}
-		},
-		DeleteFunc: func(ctx context.Context, e event.TypedDeleteEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			if r, ok := e.Object.(*velerov1.Restore); ok {
-				if ns := veleroqueue.UnfinishedRestoreOrigin(r); ns != "" {
-					w.wake(ctx, q, ns)
-				}
 			}
 		},
 	}
@@ -153,7 +118,7 @@ func (w turnWaker) restoreEvents() handler.TypedEventHandler[client.Object, reco
 // wake adds the waiters veleroqueue.Turns.Wake names after a change in
 // namespace ns. A cache error is logged: the waiters' timed recheck is the
 // safety net.
-func (w turnWaker) wake(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], ns string) {
+func (w turnWaker) wake(ctx context.Context, q requests, ns string) {
 	if w.turns == nil {
 		return
 	}
@@ -165,10 +130,4 @@ func (w turnWaker) wake(ctx context.Context, q workqueue.TypedRateLimitingInterf
 	for _, k := range keys {
 		q.Add(reconcile.Request{NamespacedName: k})
 	}
-}
-
-// wakeTurns wakes the NonAdminBackups whose turn may have come after a
-// change in namespace ns.
-func (r *NonAdminBackupReconciler) wakeTurns(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], ns string) {
-	turnWaker{turns: r.Turns, kind: "NonAdminBackup"}.wake(ctx, q, ns)
 }

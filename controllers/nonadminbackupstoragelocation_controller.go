@@ -1,11 +1,12 @@
 package controllers
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -20,42 +21,50 @@ import (
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/dpa"
-	"github.com/nacflow/nacflow/internal/runtime/staleness"
 )
 
-// NonAdminBackupStorageLocationReconciler runs the
-// nonadminbackupstoragelocation blueprint for each
-// NonAdminBackupStorageLocation (seed design non_admin_backupstoragelocation
-// .md, OADP's approval flow) and mirrors its Velero BSL.
-type NonAdminBackupStorageLocationReconciler struct {
+// bslKind is the NonAdminBackupStorageLocation kind's part of its
+// reconciler: it runs the nonadminbackupstoragelocation blueprint for each
+// location (seed design non_admin_backupstoragelocation.md, OADP's approval
+// flow) and computes the revision its create action runs for.
+type bslKind struct {
 	Deps
-	// RequireApproval is --require-approval-for-bsl, used when Settings is
+	// requireApproval is --require-approval-for-bsl, used when settings is
 	// nil.
-	RequireApproval bool
-	// Settings, when set, resolves requireApprovalForBSL (the flag given on
+	requireApproval bool
+	// settings, when set, resolves requireApprovalForBSL (the flag given on
 	// the command line, else OADP's DataProtectionApplication); a change of
-	// the DPA re-runs every location within CredentialCheckPeriod.
-	Settings *dpa.Source
-	// CredentialCheckPeriod is how often a location looks again at its
-	// credential Secret's version, so that a rotation reaches the copy
-	// without watching Secrets (0: DefaultCredentialCheckPeriod).
-	CredentialCheckPeriod time.Duration
-	// EndpointRevision, when set, fingerprints what a location's endpoint
+	// the DPA re-runs every location within the credential-check period.
+	settings *dpa.Source
+	// period is how often a location looks again at its credential
+	// Secret's version, so that a rotation reaches the copy without
+	// watching Secrets (--credential-check-period).
+	period time.Duration
+	// endpointRevision, when set, fingerprints what a location's endpoint
 	// host names resolve to now (phases.EndpointRevision; cmd wires it). It
-	// is part of the revision, looked up at most once per
-	// CredentialCheckPeriod per location, so a name that comes to resolve
-	// elsewhere after validation re-runs the endpoint rules.
-	EndpointRevision func(ctx context.Context, spec *velerov1.BackupStorageLocationSpec) string
+	// is part of the revision, looked up at most once per period per
+	// location, so a name that comes to resolve elsewhere after validation
+	// re-runs the endpoint rules.
+	endpointRevision func(ctx context.Context, spec *velerov1.BackupStorageLocationSpec) string
 
-	reads        staleness.Tracker
 	adminStorage adminStorage
 	endpoints    endpointRevisions
 }
 
+// A location adopts (OADP NAC's), has its Velero BSL mirrored after each run
+// of create, runs create again when its revision changes (a rotated
+// credential, a DataProtectionApplication edit: revision) and is looked at
+// again within the credential-check period (DefaultCredentialCheckPeriod
+// when 0), waiting or not.
 func init() {
 	registerReconciler[*v1alpha1.NonAdminBackupStorageLocation](func(d Deps, s *Shared) Reconciler {
-		return &NonAdminBackupStorageLocationReconciler{Deps: d, RequireApproval: s.RequireApprovalForBSL, Settings: s.Settings,
-			CredentialCheckPeriod: s.CredentialCheckPeriod, EndpointRevision: s.EndpointRevision}
+		k := &bslKind{Deps: d, requireApproval: s.RequireApprovalForBSL, settings: s.Settings,
+			period: cmp.Or(max(s.CredentialCheckPeriod, 0), DefaultCredentialCheckPeriod), endpointRevision: s.EndpointRevision}
+		return newNACReconciler(d, kindHooks[*v1alpha1.NonAdminBackupStorageLocation]{
+			action: func(n *v1alpha1.NonAdminBackupStorageLocation) string { return finalizeOr(n, v1alpha1.ActionCreate) },
+			refs:   bslRefs, afterRun: k.afterRun, watches: k.watches,
+		}, kindPolicy[*v1alpha1.NonAdminBackupStorageLocation]{adopts: adoptsYounger[*v1alpha1.NonAdminBackupStorageLocation],
+			mirror: "BackupStorageLocation", mirrorAfter: []string{v1alpha1.ActionCreate}, revision: k.revision, recheck: k.period})
 	})
 }
 
@@ -132,7 +141,7 @@ func (a *adminStorage) get(ctx context.Context, r client.Reader, oadpNamespace s
 			where = append(where, list.Items[i].Name+"="+v1alpha1.StorageOf(&list.Items[i].Spec).String())
 		}
 	}
-	sort.Strings(where)
+	slices.Sort(where)
 	sum := sha256.Sum256([]byte(strings.Join(where, "\n")))
 	a.value, a.fetched = hex.EncodeToString(sum[:6]), time.Now()
 	return a.value, nil
@@ -148,52 +157,11 @@ func (a *adminStorage) get(ctx context.Context, r client.Reader, oadpNamespace s
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 // +kubebuilder:rbac:groups="",namespace=openshift-adp,resources=secrets,verbs=list;create;update;patch;delete;deletecollection
 
-// Reconcile moves one NonAdminBackupStorageLocation forward with the shared
-// NAC loop: finalize once it is being deleted, create otherwise — run again
-// whenever its spec, its credential Secret or the admin's decision changes
-// (the plan's revision), so rotation and approval changes flow through the
-// same phases.
-func (r *NonAdminBackupStorageLocationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	return reconcileNAC(ctx, &r.Deps, &r.reads, r, req)
-}
-
-// Action is create, finalize once the location is being deleted.
-func (r *NonAdminBackupStorageLocationReconciler) Action(n *v1alpha1.NonAdminBackupStorageLocation) string {
-	return finalizeOr(n, v1alpha1.ActionCreate)
-}
-
-// Refs are a NonAdminBackupStorageLocation's status references (bslRefs).
-func (r *NonAdminBackupStorageLocationReconciler) Refs(n *v1alpha1.NonAdminBackupStorageLocation) []statusRef {
-	return bslRefs(n)
-}
-
-// AfterRun mirrors the Velero BackupStorageLocation after each run of
-// create.
-func (r *NonAdminBackupStorageLocationReconciler) AfterRun(ctx context.Context, n *v1alpha1.NonAdminBackupStorageLocation, action string, _ bool) (time.Duration, error) {
-	if action != v1alpha1.ActionCreate {
-		return 0, nil
-	}
-	return 0, r.mirror(ctx, n)
-}
-
-// Policy: a location adopts (OADP NAC's), runs again when its revision
-// changes (a rotated credential, a DataProtectionApplication edit: revision)
-// and is looked at again within the credential-check period, waiting or
-// not.
-func (r *NonAdminBackupStorageLocationReconciler) Policy() kindPolicy[*v1alpha1.NonAdminBackupStorageLocation] {
-	period := r.CredentialCheckPeriod
-	if period <= 0 {
-		period = DefaultCredentialCheckPeriod
-	}
-	return kindPolicy[*v1alpha1.NonAdminBackupStorageLocation]{adopts: true, revision: r.revision, recheck: period}
-}
-
 // bslRefs are a NonAdminBackupStorageLocation's: its Velero
 // BackupStorageLocation.
 func bslRefs(n *v1alpha1.NonAdminBackupStorageLocation) []statusRef {
 	if v := n.Status.VeleroBackupStorageLocation; v != nil {
-		return []statusRef{{"status.veleroBackupStorageLocation", "BackupStorageLocation", &v.NACUUID, &v.Name, &v.Namespace,
-			func() client.Object { return &velerov1.BackupStorageLocation{} }}}
+		return []statusRef{refTo[velerov1.BackupStorageLocation]("status.veleroBackupStorageLocation", &v.NACUUID, &v.Name, &v.Namespace)}
 	}
 	return nil
 }
@@ -206,14 +174,14 @@ const DefaultCredentialCheckPeriod = time.Minute
 // admin's decision, the admin locations' storage (adminStorage) and what the
 // location's endpoint host names resolve to (EndpointRevision, when set and
 // the location names a host). Deleting runs are never restarted.
-func (r *NonAdminBackupStorageLocationReconciler) revision(ctx context.Context, n *v1alpha1.NonAdminBackupStorageLocation) (string, error) {
+func (k *bslKind) revision(ctx context.Context, n *v1alpha1.NonAdminBackupStorageLocation) (string, error) {
 	if !n.DeletionTimestamp.IsZero() {
 		return "", nil
 	}
 	secretRV := "none"
 	if spec := n.Spec.BackupStorageLocationSpec; spec != nil && spec.Credential != nil && spec.Credential.Name != "" {
 		s := &corev1.Secret{}
-		err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: n.Namespace, Name: spec.Credential.Name}, s)
+		err := k.APIReader.Get(ctx, client.ObjectKey{Namespace: n.Namespace, Name: spec.Credential.Name}, s)
 		switch {
 		case err == nil:
 			secretRV = s.ResourceVersion
@@ -221,13 +189,13 @@ func (r *NonAdminBackupStorageLocationReconciler) revision(ctx context.Context, 
 			return "", fmt.Errorf("reading Secret %s/%s: %w", n.Namespace, spec.Credential.Name, err)
 		}
 	}
-	required, settingsRev := r.RequireApproval, "none"
-	if r.Settings != nil {
+	required, settingsRev := k.requireApproval, "none"
+	if k.settings != nil {
 		var err error
-		if required, _, err = r.Settings.RequireApprovalForBSL(ctx); err != nil {
+		if required, _, err = k.settings.RequireApprovalForBSL(ctx); err != nil {
 			return "", err
 		}
-		if settingsRev, err = r.Settings.Revision(ctx); err != nil {
+		if settingsRev, err = k.settings.Revision(ctx); err != nil {
 			return "", err
 		}
 	}
@@ -239,49 +207,41 @@ func (r *NonAdminBackupStorageLocationReconciler) revision(ctx context.Context, 
 	// The request is the operation's own, named from the UID: never from
 	// status.
 	name := v1alpha1.OperationObjectName(n, v1alpha1.DerivedNACUUID(n))
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.OADPNamespace, Name: name}, req)
+	err := k.Client.Get(ctx, client.ObjectKey{Namespace: k.OADPNamespace, Name: name}, req)
 	switch {
 	case err == nil && req.Spec.ApprovalDecision != "":
 		decision = req.Spec.ApprovalDecision
 	case err != nil && !apierrors.IsNotFound(err):
-		return "", fmt.Errorf("reading NonAdminBackupStorageLocationRequest %s/%s: %w", r.OADPNamespace, name, err)
+		return "", fmt.Errorf("reading NonAdminBackupStorageLocationRequest %s/%s: %w", k.OADPNamespace, name, err)
 	}
-	period := r.CredentialCheckPeriod
-	if period <= 0 {
-		period = DefaultCredentialCheckPeriod
-	}
-	admin, err := r.adminStorage.get(ctx, r.APIReader, r.OADPNamespace, period)
+	admin, err := k.adminStorage.get(ctx, k.APIReader, k.OADPNamespace, k.period)
 	if err != nil {
 		return "", err
 	}
 	rev := fmt.Sprintf("generation=%d,secret=%s,decision=%s,admin=%s,dpa=%s", n.Generation, secretRV, decision, admin, settingsRev)
-	if spec := n.Spec.BackupStorageLocationSpec; r.EndpointRevision != nil && spec != nil {
-		if fp := r.endpoints.get(n, period, func() string { return r.EndpointRevision(ctx, spec) }); fp != "" {
+	if spec := n.Spec.BackupStorageLocationSpec; k.endpointRevision != nil && spec != nil {
+		if fp := k.endpoints.get(n, k.period, func() string { return k.endpointRevision(ctx, spec) }); fp != "" {
 			rev += ",endpoints=" + fp
 		}
 	}
 	return rev, nil
 }
 
-// mirror copies the linked Velero BSL's status into the location.
-func (r *NonAdminBackupStorageLocationReconciler) mirror(ctx context.Context, n *v1alpha1.NonAdminBackupStorageLocation) error {
-	if n.Status.VeleroBackupStorageLocation == nil {
-		return nil
+// afterRun, after each run of create of a location linked to its Velero
+// BSL, counts its usage (countUsage).
+func (k *bslKind) afterRun(ctx context.Context, n *v1alpha1.NonAdminBackupStorageLocation, run ran[*v1alpha1.NonAdminBackupStorageLocation]) (time.Duration, error) {
+	if run.action != v1alpha1.ActionCreate || n.Status.VeleroBackupStorageLocation == nil {
+		return 0, nil
 	}
-	if err := r.countUsage(ctx, n); err != nil {
-		return err
-	}
-	v := n.Status.VeleroBackupStorageLocation
-	return mirrorVelero(ctx, &r.Deps, "BackupStorageLocation", v.Name, &velerov1.BackupStorageLocation{}, n, v.NACUUID,
-		func(v *velerov1.BackupStorageLocation) { n.MirrorBSL(v) })
+	return 0, k.countUsage(ctx, n)
 }
 
 // countUsage sets n's status.usage: what the NonAdminBackups of its
 // namespace on it take (v1alpha1.UsageByLocation, from the cache), so that a
 // tenant reads it where it reads its location. Errors: the list's.
-func (r *NonAdminBackupStorageLocationReconciler) countUsage(ctx context.Context, n *v1alpha1.NonAdminBackupStorageLocation) error {
+func (k *bslKind) countUsage(ctx context.Context, n *v1alpha1.NonAdminBackupStorageLocation) error {
 	nabs := &v1alpha1.NonAdminBackupList{}
-	if err := r.Client.List(ctx, nabs, client.InNamespace(n.Namespace)); err != nil {
+	if err := k.Client.List(ctx, nabs, client.InNamespace(n.Namespace)); err != nil {
 		return fmt.Errorf("listing the NonAdminBackups of %s: %w", n.Namespace, err)
 	}
 	u := v1alpha1.UsageByLocation(nabs.Items)[n.Name]
@@ -292,19 +252,13 @@ func (r *NonAdminBackupStorageLocationReconciler) countUsage(ctx context.Context
 	return nil
 }
 
-// SetupWithManager registers the reconciler: locations cluster-wide (spec
-// changes only); their Velero BSLs and approval requests in the OADP
+// watches: the locations' Velero BSLs and approval requests in the OADP
 // namespace, mapped back by origin annotations. Secrets are not watched
 // (least privilege): each location rechecks its credential's version every
-// CredentialCheckPeriod.
-func (r *NonAdminBackupStorageLocationReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	b, err := nacController[*v1alpha1.NonAdminBackupStorageLocation](mgr, &r.Deps)
-	if err != nil {
-		return err
-	}
-	made := builder.WithPredicates(madeForKind[*v1alpha1.NonAdminBackupStorageLocation](r.OADPNamespace))
+// credential-check period.
+func (k *bslKind) watches(_ ctrl.Manager, b *builder.Builder) (*builder.Builder, error) {
+	made := builder.WithPredicates(madeForKind[*v1alpha1.NonAdminBackupStorageLocation](k.OADPNamespace))
 	return b.
 		Watches(&velerov1.BackupStorageLocation{}, toOrigin[*v1alpha1.NonAdminBackupStorageLocation](), made).
-		Watches(&v1alpha1.NonAdminBackupStorageLocationRequest{}, toOrigin[*v1alpha1.NonAdminBackupStorageLocation](), made).
-		Complete(r)
+		Watches(&v1alpha1.NonAdminBackupStorageLocationRequest{}, toOrigin[*v1alpha1.NonAdminBackupStorageLocation](), made), nil
 }

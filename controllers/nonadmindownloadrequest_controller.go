@@ -1,7 +1,6 @@
 package controllers
 
 import (
-	"context"
 	"time"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
@@ -10,57 +9,26 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
-	"github.com/nacflow/nacflow/internal/runtime/staleness"
 )
-
-// NonAdminDownloadRequestReconciler runs the nonadmindownloadrequest
-// blueprint for each NonAdminDownloadRequest (OADP NAC's download
-// workflow): a Velero DownloadRequest in the OADP namespace for a file of
-// the tenant's own NonAdminBackup or NonAdminRestore, its URL copied into
-// status; the request is deleted once the URL expires (OADP NAC's
-// behaviour), and its finalize action removes the Velero DownloadRequest.
-type NonAdminDownloadRequestReconciler struct {
-	Deps
-
-	reads staleness.Tracker
-}
-
-func init() {
-	registerReconciler[*v1alpha1.NonAdminDownloadRequest](func(d Deps, _ *Shared) Reconciler {
-		return &NonAdminDownloadRequestReconciler{Deps: d}
-	})
-}
 
 // +kubebuilder:rbac:groups=oadp.openshift.io,resources=nonadmindownloadrequests,verbs=get;list;watch;update;patch;delete
 // +kubebuilder:rbac:groups=oadp.openshift.io,resources=nonadmindownloadrequests/status;nonadmindownloadrequests/finalizers,verbs=get;update;patch
 // +kubebuilder:rbac:groups=velero.io,namespace=openshift-adp,resources=downloadrequests,verbs=get;list;watch;create;delete;deletecollection
 
-// Reconcile moves one NonAdminDownloadRequest forward with the shared NAC
-// loop: finalize once it is being deleted, download otherwise; a request
-// whose URL has expired is deleted.
-func (r *NonAdminDownloadRequestReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	return reconcileNAC(ctx, &r.Deps, &r.reads, r, req)
-}
-
-// Action is download, finalize once the request is being deleted.
-func (r *NonAdminDownloadRequestReconciler) Action(nadr *v1alpha1.NonAdminDownloadRequest) string {
-	return finalizeOr(nadr, v1alpha1.ActionDownload)
-}
-
-// Refs are a NonAdminDownloadRequest's status references (downloadRefs).
-func (r *NonAdminDownloadRequestReconciler) Refs(nadr *v1alpha1.NonAdminDownloadRequest) []statusRef {
-	return downloadRefs(nadr)
-}
-
-// AfterRun does nothing: the download phase writes the status itself.
-func (r *NonAdminDownloadRequestReconciler) AfterRun(context.Context, *v1alpha1.NonAdminDownloadRequest, string, bool) (time.Duration, error) {
-	return 0, nil
-}
-
-// Policy: a NonAdminDownloadRequest adopts the DownloadRequest OADP NAC
-// made for it (downloadRefs) and expires with its URL (downloadExpiry).
-func (r *NonAdminDownloadRequestReconciler) Policy() kindPolicy[*v1alpha1.NonAdminDownloadRequest] {
-	return kindPolicy[*v1alpha1.NonAdminDownloadRequest]{adopts: true, expiresAt: downloadExpiry}
+// NonAdminDownloadRequests (OADP NAC's download workflow) run the
+// nonadmindownloadrequest blueprint: a Velero DownloadRequest in the OADP
+// namespace for a file of the tenant's own NonAdminBackup or
+// NonAdminRestore, its URL copied into status by the download phase. A
+// request adopts the DownloadRequest OADP NAC made for it (downloadRefs)
+// and is deleted once its URL expires (downloadExpiry, OADP NAC's
+// behaviour); its finalize action removes the Velero DownloadRequest.
+func init() {
+	registerReconciler[*v1alpha1.NonAdminDownloadRequest](func(d Deps, _ *Shared) Reconciler {
+		return newNACReconciler(d, kindHooks[*v1alpha1.NonAdminDownloadRequest]{
+			action: func(n *v1alpha1.NonAdminDownloadRequest) string { return finalizeOr(n, v1alpha1.ActionDownload) },
+			refs:   downloadRefs, watches: downloadWatches(d.Client, d.OADPNamespace),
+		}, kindPolicy[*v1alpha1.NonAdminDownloadRequest]{adopts: adoptsYounger[*v1alpha1.NonAdminDownloadRequest], expiresAt: downloadExpiry})
+	})
 }
 
 // downloadRefs are a NonAdminDownloadRequest's: its Velero DownloadRequest
@@ -73,12 +41,11 @@ func (r *NonAdminDownloadRequestReconciler) Policy() kindPolicy[*v1alpha1.NonAdm
 // written back unless adopted.
 func downloadRefs(n *v1alpha1.NonAdminDownloadRequest) []statusRef {
 	v := &n.Status.VeleroDownloadRequest
-	newObject := func() client.Object { return &velerov1.DownloadRequest{} }
 	if v.NACUUID == "" && v.Name == "" && n.UID != "" {
 		uuid, name := string(n.UID), "nadr-"+string(n.UID)
-		return []statusRef{{"status.velero", "DownloadRequest", &uuid, &name, nil, newObject}}
+		return []statusRef{refTo[velerov1.DownloadRequest]("status.velero", &uuid, &name, nil)}
 	}
-	return []statusRef{{"status.velero", "DownloadRequest", &v.NACUUID, &v.Name, nil, newObject}}
+	return []statusRef{refTo[velerov1.DownloadRequest]("status.velero", &v.NACUUID, &v.Name, nil)}
 }
 
 // downloadExpiry returns when a NonAdminDownloadRequest's URL expires (zero
@@ -90,24 +57,20 @@ func downloadExpiry(nadr *v1alpha1.NonAdminDownloadRequest) time.Time {
 	return time.Time{}
 }
 
-// SetupWithManager registers the reconciler: NonAdminDownloadRequests
-// cluster-wide (spec changes only), Velero DownloadRequests in the OADP
-// namespace carrying the NADR label, mapped back by their origin
-// annotations, and the Velero Backups and Restores of NAC objects, mapped to
-// the unfinished requests of their namespace that name them.
-func (r *NonAdminDownloadRequestReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	b, err := nacController[*v1alpha1.NonAdminDownloadRequest](mgr, &r.Deps)
-	if err != nil {
-		return err
+// downloadWatches: Velero DownloadRequests in the OADP namespace carrying
+// the NADR label, mapped back by their origin annotations, and the Velero
+// Backups and Restores of NAC objects, mapped to the unfinished requests of
+// their namespace that name them.
+func downloadWatches(c client.Reader, oadpNamespace string) func(ctrl.Manager, *builder.Builder) (*builder.Builder, error) {
+	return func(_ ctrl.Manager, b *builder.Builder) (*builder.Builder, error) {
+		return b.
+			Watches(&velerov1.DownloadRequest{}, toOrigin[*v1alpha1.NonAdminDownloadRequest](),
+				builder.WithPredicates(madeForKind[*v1alpha1.NonAdminDownloadRequest](oadpNamespace))).
+			Watches(&velerov1.Backup{}, toWaiters[*v1alpha1.NonAdminDownloadRequest, *v1alpha1.NonAdminBackup](c, downloadsFrom),
+				builder.WithPredicates(madeForKind[*v1alpha1.NonAdminBackup](oadpNamespace))).
+			Watches(&velerov1.Restore{}, toWaiters[*v1alpha1.NonAdminDownloadRequest, *v1alpha1.NonAdminRestore](c, downloadsFrom),
+				builder.WithPredicates(madeForKind[*v1alpha1.NonAdminRestore](oadpNamespace))), nil
 	}
-	return b.
-		Watches(&velerov1.DownloadRequest{}, toOrigin[*v1alpha1.NonAdminDownloadRequest](),
-			builder.WithPredicates(madeForKind[*v1alpha1.NonAdminDownloadRequest](r.OADPNamespace))).
-		Watches(&velerov1.Backup{}, toWaiters[*v1alpha1.NonAdminDownloadRequest, *v1alpha1.NonAdminBackup](r.Client, downloadsFrom),
-			builder.WithPredicates(madeForKind[*v1alpha1.NonAdminBackup](r.OADPNamespace))).
-		Watches(&velerov1.Restore{}, toWaiters[*v1alpha1.NonAdminDownloadRequest, *v1alpha1.NonAdminRestore](r.Client, downloadsFrom),
-			builder.WithPredicates(madeForKind[*v1alpha1.NonAdminRestore](r.OADPNamespace))).
-		Complete(r)
 }
 
 // downloadsFrom reports whether nadr, whose plan has not started or is

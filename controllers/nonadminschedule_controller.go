@@ -9,18 +9,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/engine"
-	"github.com/nacflow/nacflow/internal/runtime/staleness"
 	"github.com/nacflow/nacflow/internal/velero/veleroqueue"
 )
 
@@ -29,30 +25,6 @@ import (
 // least this often.
 const DefaultRunCheckPeriod = 5 * time.Minute
 
-// NonAdminScheduleReconciler runs the nonadminschedule blueprint for each
-// NonAdminSchedule (OADP NAC's NonAdminSchedule): the create action makes
-// or updates the Velero Schedule, re-run on every spec change (the plan's
-// revision is the generation); finalize removes it. After each run of
-// create it runs the plan's SyncScheduleRuns phase again
-// (engine.Runner.Follow), whose guarded clients turn every Backup the
-// Velero Schedule took into a NonAdminBackup of the namespace, and which
-// mirrors the schedule's status, lists the newest runs, computes the next
-// run and judges the recovery-point objective; it then looks again when
-// that phase says (the next run or the RPO deadline) or after CheckPeriod.
-type NonAdminScheduleReconciler struct {
-	Deps
-	// CheckPeriod is DefaultRunCheckPeriod when 0.
-	CheckPeriod time.Duration
-
-	reads staleness.Tracker
-}
-
-func init() {
-	registerReconciler[*v1alpha1.NonAdminSchedule](func(d Deps, _ *Shared) Reconciler {
-		return &NonAdminScheduleReconciler{Deps: d}
-	})
-}
-
 // +kubebuilder:rbac:groups=oadp.openshift.io,resources=nonadminschedules,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=oadp.openshift.io,resources=nonadminschedules/status;nonadminschedules/finalizers,verbs=get;update;patch
 // +kubebuilder:rbac:groups=velero.io,namespace=openshift-adp,resources=schedules,verbs=get;list;watch;create;update;patch;delete;deletecollection
@@ -60,40 +32,28 @@ func init() {
 // +kubebuilder:rbac:groups=oadp.openshift.io,resources=nonadminbackups,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups=oadp.openshift.io,resources=nonadminbackups/status,verbs=get;update;patch
 
-// Reconcile moves one NonAdminSchedule forward with the shared NAC loop,
-// then looks again at the RPO deadline, the next run, or CheckPeriod,
-// whichever comes first.
-func (r *NonAdminScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	return reconcileNAC(ctx, &r.Deps, &r.reads, r, req)
+// scheduleKind is the NonAdminSchedule kind's part of its reconciler (OADP
+// NAC's NonAdminSchedule): the create action makes or updates the Velero
+// Schedule, re-run on every spec change (the plan's revision is the
+// generation); finalize removes it. After each run of create it runs the
+// plan's SyncScheduleRuns phase again (engine.Runner.Follow), whose guarded
+// clients turn every Backup the Velero Schedule took into a NonAdminBackup
+// of the namespace, and which mirrors the schedule's status, lists the
+// newest runs, computes the next run and judges the recovery-point
+// objective; it then looks again when that phase says (the next run or the
+// RPO deadline) or after DefaultRunCheckPeriod.
+type scheduleKind struct {
+	Deps
 }
 
-// Action is create, finalize once the schedule is being deleted.
-func (r *NonAdminScheduleReconciler) Action(n *v1alpha1.NonAdminSchedule) string {
-	return finalizeOr(n, v1alpha1.ActionCreate)
-}
-
-// Refs are a NonAdminSchedule's status references (scheduleRefs).
-func (r *NonAdminScheduleReconciler) Refs(n *v1alpha1.NonAdminSchedule) []statusRef {
-	return scheduleRefs(n)
-}
-
-// AfterRun follows the schedule's runs after each run of create
-// (afterCreate), asking to look again when its next run is due.
-func (r *NonAdminScheduleReconciler) AfterRun(ctx context.Context, n *v1alpha1.NonAdminSchedule, action string, finished bool) (time.Duration, error) {
-	if action != v1alpha1.ActionCreate {
-		return 0, nil
-	}
-	return r.afterCreate(ctx, n, finished)
-}
-
-// Policy: a schedule runs create again on each spec change (its
-// generation) and is looked at again within the run-check period.
-func (r *NonAdminScheduleReconciler) Policy() kindPolicy[*v1alpha1.NonAdminSchedule] {
-	period := r.CheckPeriod
-	if period <= 0 {
-		period = DefaultRunCheckPeriod
-	}
-	return kindPolicy[*v1alpha1.NonAdminSchedule]{revision: scheduleRevision, recheck: period}
+func init() {
+	registerReconciler[*v1alpha1.NonAdminSchedule](func(d Deps, _ *Shared) Reconciler {
+		k := &scheduleKind{Deps: d}
+		return newNACReconciler(d, kindHooks[*v1alpha1.NonAdminSchedule]{
+			action: func(n *v1alpha1.NonAdminSchedule) string { return finalizeOr(n, v1alpha1.ActionCreate) },
+			refs:   scheduleRefs, afterRun: k.afterRun, watches: k.watches,
+		}, kindPolicy[*v1alpha1.NonAdminSchedule]{revision: scheduleRevision, recheck: DefaultRunCheckPeriod})
+	})
 }
 
 // scheduleRevision: each spec change (generation) is a new run of create;
@@ -108,8 +68,7 @@ func scheduleRevision(_ context.Context, n *v1alpha1.NonAdminSchedule) (string, 
 // scheduleRefs are a NonAdminSchedule's: its Velero Schedule.
 func scheduleRefs(n *v1alpha1.NonAdminSchedule) []statusRef {
 	if v := n.Status.VeleroSchedule; v != nil {
-		return []statusRef{{"status.veleroSchedule", "Schedule", &v.NACUUID, &v.Name, &v.Namespace,
-			func() client.Object { return &velerov1.Schedule{} }}}
+		return []statusRef{refTo[velerov1.Schedule]("status.veleroSchedule", &v.NACUUID, &v.Name, &v.Namespace)}
 	}
 	return nil
 }
@@ -118,30 +77,30 @@ func scheduleRefs(n *v1alpha1.NonAdminSchedule) []statusRef {
 // reconciler runs again after every run of the plan (SyncScheduleRuns).
 const scheduleRunsFunc = "SyncScheduleRuns"
 
-// afterCreate resets spec.skipImmediately once Velero has the skip, then
+// afterRun, after each run of create, resets spec.skipImmediately once Velero has the skip, then
 // runs the plan's SyncScheduleRuns phase again: the Velero Schedule's runs
 // become NonAdminBackups, the status lists them, and the next run and the
 // RPO are computed. It returns how long until the phase wants to look again
 // (0 for no such moment, and when the blueprint left the phase out).
-func (r *NonAdminScheduleReconciler) afterCreate(ctx context.Context, nas *v1alpha1.NonAdminSchedule, finished bool) (time.Duration, error) {
+func (k *scheduleKind) afterRun(ctx context.Context, nas *v1alpha1.NonAdminSchedule, run ran[*v1alpha1.NonAdminSchedule]) (time.Duration, error) {
 	vs := nas.Status.VeleroSchedule
-	if vs == nil || vs.Name == "" {
+	if run.action != v1alpha1.ActionCreate || vs == nil || vs.Name == "" {
 		return 0, nil
 	}
-	if finished && nas.Spec.SkipImmediately && nas.Status.Plan != nil && nas.Status.Plan.State == v1alpha1.PlanComplete {
+	if run.finished && nas.Spec.SkipImmediately && nas.Status.Plan != nil && nas.Status.Plan.State == v1alpha1.PlanComplete {
 		// Velero has the skip: the edge trigger is reset (OADP NAC's
 		// behaviour). A copy is patched so that the status being written
 		// stays as it is.
 		cp := nas.DeepCopy()
-		if err := r.Client.Patch(ctx, cp, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"skipImmediately":false}}`))); err != nil {
+		if err := k.Client.Patch(ctx, cp, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"skipImmediately":false}}`))); err != nil {
 			return 0, fmt.Errorf("resetting spec.skipImmediately: %w", err)
 		}
 	}
 	ns := &corev1.Namespace{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Name: nas.Namespace}, ns); client.IgnoreNotFound(err) != nil {
+	if err := k.Client.Get(ctx, client.ObjectKey{Name: nas.Namespace}, ns); client.IgnoreNotFound(err) != nil {
 		return 0, fmt.Errorf("reading namespace %s: %w", nas.Namespace, err)
 	}
-	res, ok, err := r.Runner.Follow(ctx, engine.Request{Object: nas, UUID: v1alpha1.NACUUIDOf(nas.UID), OADPNamespace: r.OADPNamespace,
+	res, ok, err := k.Runner.Follow(ctx, engine.Request{Object: nas, UUID: v1alpha1.NACUUIDOf(nas.UID), OADPNamespace: k.OADPNamespace,
 		NamespaceLabels: ns.Labels}, scheduleRunsFunc)
 	if err != nil {
 		return 0, fmt.Errorf("following the runs of Velero Schedule %s: %w", vs.Name, err)
@@ -152,26 +111,21 @@ func (r *NonAdminScheduleReconciler) afterCreate(ctx context.Context, nas *v1alp
 	return res.RecheckAfter, nil
 }
 
-// SetupWithManager registers the controller: NonAdminSchedules (spec
-// changes), their Velero Schedules and the Backups those take.
-func (r *NonAdminScheduleReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	b, err := nacController[*v1alpha1.NonAdminSchedule](mgr, &r.Deps)
-	if err != nil {
-		return err
-	}
+// watches: the schedules' Velero Schedules and the Backups those take,
+// Backups freeing a place of the namespace's share, and locations.
+func (k *scheduleKind) watches(_ ctrl.Manager, b *builder.Builder) (*builder.Builder, error) {
 	// A Backup the Velero Schedule took carries the schedule's origin keys,
 	// which Velero copies.
-	made := builder.WithPredicates(madeForKind[*v1alpha1.NonAdminSchedule](r.OADPNamespace))
+	made := builder.WithPredicates(madeForKind[*v1alpha1.NonAdminSchedule](k.OADPNamespace))
 	return b.
 		Watches(&velerov1.Schedule{}, toOrigin[*v1alpha1.NonAdminSchedule](), made).
 		Watches(&velerov1.Backup{}, toOrigin[*v1alpha1.NonAdminSchedule](), made).
 		// A tenant's Backup that finishes or goes frees a place of its
 		// namespace's share: its schedules whose due run waits look again.
-		Watches(&velerov1.Backup{}, r.shareEvents()).
+		Watches(&velerov1.Backup{}, freed(backupFinished, veleroqueue.UnfinishedOrigin, k.wakeWithinShare)).
 		// A location approved, created or turned Available wakes the
 		// schedules waiting to use it.
-		Watches(&v1alpha1.NonAdminBackupStorageLocation{}, toUsers[*v1alpha1.NonAdminSchedule](r.Client, scheduleUsesLocation)).
-		Complete(r)
+		Watches(&v1alpha1.NonAdminBackupStorageLocation{}, toUsers[*v1alpha1.NonAdminSchedule](k.Client, scheduleUsesLocation)), nil
 }
 
 // scheduleUsesLocation reports whether nas, running, names the
@@ -181,38 +135,18 @@ func scheduleUsesLocation(nas *v1alpha1.NonAdminSchedule, location string) bool 
 	return t != nil && t.StorageLocation == location && (p == nil || p.State == v1alpha1.PlanRunning)
 }
 
-// shareEvents maps Velero Backup events to the NonAdminSchedules whose due
-// run waits for its turn in Velero's queue (condition WithinShare False) in
-// the namespace a finished or deleted unfinished Backup was made for.
-func (r *NonAdminScheduleReconciler) shareEvents() handler.TypedEventHandler[client.Object, reconcile.Request] {
-	wake := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], ns string) {
-		if ns == "" {
-			return
-		}
-		list := &v1alpha1.NonAdminScheduleList{}
-		if err := r.Client.List(ctx, list, client.InNamespace(ns)); err != nil {
-			// The waiting schedules' timed recheck is the safety net.
-			log.FromContext(ctx).Error(err, "finding the schedules whose run waits for a turn", "namespace", ns)
-			return
-		}
-		for i := range list.Items {
-			if meta.IsStatusConditionFalse(list.Items[i].Status.Conditions, v1alpha1.ConditionWithinShare) {
-				q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-			}
-		}
+// wakeWithinShare wakes the NonAdminSchedules of namespace ns whose due run
+// waits for its turn in Velero's queue (condition WithinShare False).
+func (k *scheduleKind) wakeWithinShare(ctx context.Context, q requests, ns string) {
+	list := &v1alpha1.NonAdminScheduleList{}
+	if err := k.Client.List(ctx, list, client.InNamespace(ns)); err != nil {
+		// The waiting schedules' timed recheck is the safety net.
+		log.FromContext(ctx).Error(err, "finding the schedules whose run waits for a turn", "namespace", ns)
+		return
 	}
-	return handler.TypedFuncs[client.Object, reconcile.Request]{
-		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			oldB, okOld := e.ObjectOld.(*velerov1.Backup)
-			newB, okNew := e.ObjectNew.(*velerov1.Backup)
-			if okOld && okNew && !v1alpha1.BackupFinished(oldB.Status.Phase) && v1alpha1.BackupFinished(newB.Status.Phase) {
-				wake(ctx, q, veleroqueue.UnfinishedOrigin(oldB))
-			}
-		},
-		DeleteFunc: func(ctx context.Context, e event.TypedDeleteEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			if b, ok := e.Object.(*velerov1.Backup); ok {
-				wake(ctx, q, veleroqueue.UnfinishedOrigin(b))
-			}
-		},
+	for i := range list.Items {
+		if meta.IsStatusConditionFalse(list.Items[i].Status.Conditions, v1alpha1.ConditionWithinShare) {
+			q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,10 +15,12 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
@@ -28,6 +31,7 @@ import (
 	"github.com/nacflow/nacflow/internal/runtime/loglevel"
 	"github.com/nacflow/nacflow/internal/runtime/patch"
 	"github.com/nacflow/nacflow/internal/runtime/staleness"
+	"github.com/nacflow/nacflow/phases"
 )
 
 // Deps are what every NAC reconciler is given.
@@ -91,38 +95,59 @@ func (d *Deps) controllerOptions() controller.Options {
 	return controller.Options{RateLimiter: NewRateLimiter(d.MinRetryDelay, d.MaxRetryDelay)}
 }
 
-// kindReconciler is what one NAC kind's reconciler tells the shared loop
-// (reconcileNAC), as a Knative reconciler's ReconcileKind does: the action
+// kindHooks are what one NAC kind's file tells the shared loop
+// (nacReconciler), as a Knative reconciler's ReconcileKind does: the action
 // the object's state calls for, the status fields naming its Velero
-// objects, what follows a run, and the kind's fixed choices. What every
-// kind shares comes from the kind registry (v1alpha1.KindOf: its name,
+// objects, what follows a run, and what wakes its objects. What every kind
+// shares comes from the kind registry (v1alpha1.KindOf: its name,
 // finalizer, built-in blueprint, empty object) and from v1alpha1.Object
 // (status.phase New before the first run, the observed generation after a
 // successful one).
-type kindReconciler[T v1alpha1.Object] interface {
-	// Action picks the action obj's state calls for (v1alpha1.Action…;
+type kindHooks[T v1alpha1.Object] struct {
+	// action picks the action obj's state calls for (v1alpha1.Action…;
 	// the finalize action once obj is being deleted).
-	Action(obj T) string
-	// Refs returns the status fields naming the Velero objects of obj's
-	// operation (operationIdentity derives the NACUUID and corrects them).
-	Refs(obj T) []statusRef
-	// AfterRun runs after each successful run of action (mirroring Velero
-	// status); finished is true once the plan has ended. A positive
-	// duration asks to look at obj again within it. Errors fail the
-	// reconcile (retried with backoff).
-	AfterRun(ctx context.Context, obj T, action string, finished bool) (time.Duration, error)
-	// Policy returns the kind's fixed choices.
-	Policy() kindPolicy[T]
+	action func(obj T) string
+	// refs returns the status fields naming the Velero objects of obj's
+	// operation (operationIdentity derives the NACUUID, correctRefs
+	// corrects them).
+	refs func(obj T) []statusRef
+	// afterRun, when set, runs after each successful run, once the Velero
+	// object the policy names is mirrored. A positive duration asks to look
+	// at obj again within it. Errors fail the reconcile (retried with
+	// backoff).
+	afterRun func(ctx context.Context, obj T, run ran[T]) (time.Duration, error)
+	// watches, when set, adds to the kind's controller (NAC objects of the
+	// kind cluster-wide, spec changes only) the watches of what wakes its
+	// objects: what the kind makes in the OADP namespace, mapped back by
+	// toOrigin, and what its operations wait on.
+	watches func(mgr ctrl.Manager, b *builder.Builder) (*builder.Builder, error)
+}
+
+// ran is what an afterRun hook learns of the run before it.
+type ran[T v1alpha1.Object] struct {
+	// action is the action that ran.
+	action string
+	// finished is true once the plan, deferPhase included, has ended.
+	finished bool
+	// mirrored is true when SyncStatus mirrored the Velero object the
+	// policy names (found, and the operation's own).
+	mirrored bool
+	// before is the object as the reconcile read it, its plan loaded.
+	before T
 }
 
 // kindPolicy is what a NAC kind chooses once; a zero field means no.
 type kindPolicy[T v1alpha1.Object] struct {
-	// adopts is true for the kinds whose operations may adopt existing
-	// Velero objects — a NonAdminBackup's from backup sync or a schedule,
-	// and every kind's made by OADP NAC before nacflow ran: its NACUUID may
-	// be one recorded in status, when an object of the OADP namespace
-	// confirms it (operationIdentity).
-	adopts bool
+	// adopts, when set, says which existing Velero objects obj's operation
+	// may adopt (operationIdentity): the kinds whose objects OADP NAC may
+	// have begun, and NonAdminBackups made for an existing Velero Backup
+	// (backup sync's, a schedule's runs). nil: adoptNone.
+	adopts func(obj T) adoption
+	// mirror is the Velero kind (phases.SyncStatusArgs.Kind) of the status
+	// reference (hooks.refs) whose object SyncStatus mirrors into obj after
+	// each run of the actions mirrorAfter names.
+	mirror      string
+	mirrorAfter []string
 	// revision returns what a run is for; a change starts a new run (nil: the
 	// action never re-runs).
 	revision func(context.Context, T) (string, error)
@@ -150,108 +175,147 @@ type kindPolicy[T v1alpha1.Object] struct {
 	recheck time.Duration
 }
 
-// reconcileNAC is the one reconcile loop of every NAC kind, in Flux's shape:
-// get the object; wait while the cache is behind our own last write; then
-// the deletion path (finalize, remove the finalizer) or the normal one (add
-// the finalizer, run the action, expire or delete the object when its
-// action calls for it). Both run the action its state calls for as far as it
-// can go and write status once, with a patch (runOnce).
-func reconcileNAC[T v1alpha1.Object](ctx context.Context, d *Deps, reads *staleness.Tracker, r kindReconciler[T], req ctrl.Request) (res ctrl.Result, err error) {
+// nacReconciler is the reconciler of the NAC kind T: one loop, in Flux's
+// shape, for every kind, told by the kind's file its hooks and policy.
+type nacReconciler[T v1alpha1.Object] struct {
+	Deps
+	kind   v1alpha1.Kind
+	hooks  kindHooks[T]
+	policy kindPolicy[T]
+	// reads keeps the loop from acting on a cached object older than its
+	// own last write.
+	reads staleness.Tracker
+}
+
+// newNACReconciler returns the reconciler of the NAC kind T with d, the
+// kind's hooks and its policy. T must be a kind of the registry:
+// NewReconcilers makes no other, and a kind file that does is a build
+// defect (it panics).
+func newNACReconciler[T v1alpha1.Object](d Deps, hooks kindHooks[T], policy kindPolicy[T]) *nacReconciler[T] {
 	kind, err := v1alpha1.KindFor[T]()
 	if err != nil {
-		return ctrl.Result{}, reconcile.TerminalError(err)
+		panic(err)
 	}
-	if d.Observe != nil {
-		d.Observe(kind.Kind, req)
+	return &nacReconciler[T]{Deps: d, kind: kind, hooks: hooks, policy: policy}
+}
+
+// SetupWithManager starts the controller of the kind: named for the kind in
+// lower case (nonadminbackup, ...), with the capped backoff, watching
+// objects of the kind cluster-wide on spec changes only, so that its own
+// status patches do not retrigger it, plus the kind's own watches.
+func (r *nacReconciler[T]) SetupWithManager(mgr ctrl.Manager) error {
+	b := ctrl.NewControllerManagedBy(mgr).
+		Named(strings.ToLower(r.kind.Kind)).
+		WithOptions(r.controllerOptions()).
+		For(r.kind.New(), builder.WithPredicates(predicate.GenerationChangedPredicate{}))
+	if r.hooks.watches != nil {
+		var err error
+		if b, err = r.hooks.watches(mgr, b); err != nil {
+			return err
+		}
 	}
-	obj := kind.New().(T)
-	if err := d.Client.Get(ctx, req.NamespacedName, obj); err != nil {
+	return b.Complete(r)
+}
+
+// Reconcile moves one NAC object forward: get the object; wait while the
+// cache is behind our own last write; then the deletion path (finalize,
+// remove the finalizer) or the normal one (add the finalizer, run the
+// action, expire or delete the object when its action calls for it). Both
+// run the action its state calls for as far as it can go and write status
+// once, with a patch (runOnce).
+func (r *nacReconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, err error) {
+	if r.Observe != nil {
+		r.Observe(r.kind.Kind, req)
+	}
+	obj := r.kind.New().(T)
+	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
-			reads.Forget(req.NamespacedName)
+			r.reads.Forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if stale, after := reads.IsStale(req.NamespacedName, obj.GetResourceVersion()); stale {
+	if stale, after := r.reads.IsStale(req.NamespacedName, obj.GetResourceVersion()); stale {
 		return ctrl.Result{RequeueAfter: after}, nil
 	}
-	v := &versions{reads: reads, key: req.NamespacedName, passed: []string{obj.GetResourceVersion()}}
+	v := &versions{reads: &r.reads, key: req.NamespacedName, passed: []string{obj.GetResourceVersion()}}
 	defer v.done()
-	p := r.Policy()
 	// Whatever path the object takes, a successful look at it asks for the
 	// next within the kind's recheck period.
 	defer func() {
-		if err == nil && p.recheck > 0 && (res.RequeueAfter == 0 || res.RequeueAfter > p.recheck) {
-			res.RequeueAfter = p.recheck
+		if p := r.policy.recheck; err == nil && p > 0 && (res.RequeueAfter == 0 || res.RequeueAfter > p) {
+			res.RequeueAfter = p
 		}
 	}()
 	if !obj.GetDeletionTimestamp().IsZero() {
-		return reconcileDelete(ctx, d, kind, r, p, obj, v)
+		return r.reconcileDelete(ctx, obj, v)
 	}
-	if !controllerutil.ContainsFinalizer(obj, kind.Finalizer) {
-		controllerutil.AddFinalizer(obj, kind.Finalizer)
-		if err := patch.Finalizers(ctx, d.Client, obj); err != nil {
+	if !controllerutil.ContainsFinalizer(obj, r.kind.Finalizer) {
+		controllerutil.AddFinalizer(obj, r.kind.Finalizer)
+		if err := patch.Finalizers(ctx, r.Client, obj); err != nil {
 			return ctrl.Result{}, fmt.Errorf("adding finalizer to %s: %w", req.NamespacedName, err)
 		}
 		v.wrote(obj)
 	}
-	action := r.Action(obj)
-	result, finished, err := runOnce(ctx, d, kind, r, p, obj, action, v)
+	action := r.hooks.action(obj)
+	result, finished, err := r.runOnce(ctx, obj, action, v)
 	if err != nil || !finished {
 		return result, err
 	}
-	return reconcileEnded(ctx, d, kind, p, obj, action, result)
+	return r.reconcileEnded(ctx, obj, action, result)
 }
 
 // reconcileDelete is the deletion path: run the action the object's state
 // calls for (its finalize action) and, once it has ended, forget the plan
 // and remove the finalizer. An object without the finalizer is left alone.
-func reconcileDelete[T v1alpha1.Object](ctx context.Context, d *Deps, kind v1alpha1.Kind, r kindReconciler[T], p kindPolicy[T], obj T, v *versions) (ctrl.Result, error) {
-	if !controllerutil.ContainsFinalizer(obj, kind.Finalizer) {
+func (r *nacReconciler[T]) reconcileDelete(ctx context.Context, obj T, v *versions) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(obj, r.kind.Finalizer) {
 		return ctrl.Result{}, nil
 	}
-	action := r.Action(obj)
-	result, finished, err := runOnce(ctx, d, kind, r, p, obj, action, v)
+	action := r.hooks.action(obj)
+	result, finished, err := r.runOnce(ctx, obj, action, v)
 	if err != nil || !finished {
 		return result, err
 	}
 	// Before the finalizer goes, so that no plan outlives its object;
 	// should the removal fail, the finalize action starts again, and its
 	// phases are idempotent.
-	if err := d.plans().Forget(ctx, obj); err != nil {
+	if err := r.plans().Forget(ctx, obj); err != nil {
 		return ctrl.Result{}, err
 	}
-	controllerutil.RemoveFinalizer(obj, kind.Finalizer)
-	err = patch.Finalizers(ctx, d.Client, obj)
+	controllerutil.RemoveFinalizer(obj, r.kind.Finalizer)
+	err = patch.Finalizers(ctx, r.Client, obj)
 	if apierrors.IsNotFound(err) {
 		return result, nil // an earlier reconcile removed it: it logged
 	}
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("removing finalizer of %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
 	}
-	log.FromContext(ctx).Info("finalized", "kind", kind.Kind, "action", action)
+	log.FromContext(ctx).Info("finalized", "kind", r.kind.Kind, "action", action)
 	return result, nil
 }
 
 // reconcileEnded handles an object whose action has ended: a complete one
-// expires at p.expiresAt (requeued until then, deleted after), and the
-// object is deleted after the actions p.deleteWhenComplete (complete) and
-// p.deleteWhenEnded (complete or failed) name. Otherwise result stands.
-func reconcileEnded[T v1alpha1.Object](ctx context.Context, d *Deps, kind v1alpha1.Kind, p kindPolicy[T], obj T, action string, result ctrl.Result) (ctrl.Result, error) {
+// expires at policy.expiresAt (requeued until then, deleted after), and the
+// object is deleted after the actions policy.deleteWhenComplete (complete)
+// and policy.deleteWhenEnded (complete or failed) name. Otherwise result
+// stands.
+func (r *nacReconciler[T]) reconcileEnded(ctx context.Context, obj T, action string, result ctrl.Result) (ctrl.Result, error) {
+	p := r.policy
 	complete := obj.GetPlan() != nil && obj.GetPlan().State == v1alpha1.PlanComplete
 	if p.expiresAt != nil && complete {
 		if at := p.expiresAt(obj); !at.IsZero() {
 			if wait := time.Until(at); wait > 0 {
 				return ctrl.Result{RequeueAfter: wait}, nil
 			}
-			if err := d.Client.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+			if err := r.Client.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
 				return ctrl.Result{}, fmt.Errorf("deleting %s/%s, expired: %w", obj.GetNamespace(), obj.GetName(), err)
 			}
-			log.FromContext(ctx).Info("deleted: expired", "kind", kind.Kind, "expiredAt", at)
+			log.FromContext(ctx).Info("deleted: expired", "kind", r.kind.Kind, "expiredAt", at)
 			return ctrl.Result{}, nil
 		}
 	}
 	if slices.Contains(p.deleteWhenComplete, action) && complete || slices.Contains(p.deleteWhenEnded, action) {
-		if err := d.Client.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+		if err := r.Client.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
 			return ctrl.Result{}, fmt.Errorf("deleting %s/%s after its %s action: %w", obj.GetNamespace(), obj.GetName(), action, err)
 		}
 	}
@@ -266,29 +330,29 @@ func reconcileEnded[T v1alpha1.Object](ctx context.Context, d *Deps, kind v1alph
 // deferPhase included, has ended. A run held at a brief wait on Velero
 // (engine.WaitBriefly) writes nothing: its answer, or the next look, records
 // its transitions with the wait's outcome in one status write and one event.
-func runOnce[T v1alpha1.Object](ctx context.Context, d *Deps, kind v1alpha1.Kind, r kindReconciler[T], p kindPolicy[T], obj T, action string, v *versions) (ctrl.Result, bool, error) {
+func (r *nacReconciler[T]) runOnce(ctx context.Context, obj T, action string, v *versions) (ctrl.Result, bool, error) {
 	// Every log line of this reconcile carries the action (controller-runtime
 	// already adds the controller, namespace and name; the engine the phase).
 	level := ""
-	if p.logLevel != nil {
-		level = p.logLevel(obj)
+	if r.policy.logLevel != nil {
+		level = r.policy.logLevel(obj)
 	}
 	logger, storyLog := loglevel.Loggers(log.FromContext(ctx).WithValues("action", action), level)
 	ctx = log.IntoContext(ctx, logger)
-	plans := d.plans()
+	plans := r.plans()
 	stored, err := plans.Load(ctx, obj)
 	if err != nil {
 		return ctrl.Result{}, false, err
 	}
-	before := obj.DeepCopyObject().(client.Object)
+	before := obj.DeepCopyObject().(T)
 	if obj.GetPhase() == "" {
 		obj.SetPhase(v1alpha1.NonAdminPhaseNew)
 	}
 	buffer := &events.Buffer{}
-	if p.decided != nil {
-		reportSpecChange(obj, p.decided, buffer)
+	if r.policy.decided != nil {
+		reportSpecChange(obj, r.policy.decided, buffer)
 	}
-	result, finished, held, err := runAction(ctx, d, kind, r, p, obj, action, buffer)
+	result, finished, held, err := r.runAction(ctx, obj, before, action, buffer)
 	if held && err == nil {
 		return result, false, nil
 	}
@@ -296,7 +360,7 @@ func runOnce[T v1alpha1.Object](ctx context.Context, d *Deps, kind v1alpha1.Kind
 		obj.SetObservedGeneration(obj.GetGeneration())
 	}
 	redactStatus(obj)
-	if perr := plans.Write(ctx, d.Client, obj, before, stored); perr != nil {
+	if perr := plans.Write(ctx, r.Client, obj, before, stored); perr != nil {
 		// What this run did is not recorded: neither are its events (the
 		// retry, from a fresh read, tells the story once).
 		return ctrl.Result{}, false, errors.Join(err, perr)
@@ -304,7 +368,7 @@ func runOnce[T v1alpha1.Object](ctx context.Context, d *Deps, kind v1alpha1.Kind
 	buffer.Each(func(eventType, reason, message string) {
 		storyLog.Info(message, "event", reason, "type", eventType)
 	})
-	buffer.Flush(d.Recorder)
+	buffer.Flush(r.Recorder)
 	v.wrote(obj)
 	return result, finished && err == nil, err
 }
@@ -350,47 +414,40 @@ func redactStatus(obj v1alpha1.Object) {
 	}
 }
 
-// runAction resolves (for a new operation) and runs action, then the kind's
-// AfterRun (whose look-again time, when sooner, is the result's).
-// The run's events go to buffer, sent once its status is written.
-// finished is true once the plan, deferPhase included, has ended; held when
-// the run stopped at a brief wait and need not be recorded
-// (engine.Outcome.Held).
-func runAction[T v1alpha1.Object](ctx context.Context, d *Deps, kind v1alpha1.Kind, r kindReconciler[T], p kindPolicy[T], obj T, action string, buffer *events.Buffer) (result ctrl.Result, finished, held bool, err error) {
-	uuid, corrected, err := operationIdentity(ctx, d.Client, d.OADPNamespace, kind.Kind, obj, r.Refs(obj), p.adopts)
+// runAction resolves (for a new operation) and runs action, then mirrors
+// the kind's Velero object and runs its afterRun hook (whose look-again
+// time, when sooner, is the result's). The run's events go to buffer, sent
+// once its status is written. finished is true once the plan, deferPhase
+// included, has ended; held when the run stopped at a brief wait and need
+// not be recorded (engine.Outcome.Held).
+func (r *nacReconciler[T]) runAction(ctx context.Context, obj, before T, action string, buffer *events.Buffer) (result ctrl.Result, finished, held bool, err error) {
+	uuid, err := r.identity(ctx, obj, buffer)
 	if err != nil {
 		return ctrl.Result{}, false, false, err
 	}
-	if len(corrected) > 0 {
-		msg := correctedMessage(kind.Kind, corrected)
-		log.FromContext(ctx).Info("corrected status references", "corrected", corrected)
-		buffer.Event(obj, corev1.EventTypeWarning, EventStatusCorrected, msg)
-	}
 	revision := ""
-	if p.revision != nil {
-		var err error
-		if revision, err = p.revision(ctx, obj); err != nil {
+	if r.policy.revision != nil {
+		if revision, err = r.policy.revision(ctx, obj); err != nil {
 			return ctrl.Result{}, false, false, err
 		}
 	}
 	ns := &corev1.Namespace{}
-	if err := d.Client.Get(ctx, client.ObjectKey{Name: obj.GetNamespace()}, ns); client.IgnoreNotFound(err) != nil {
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: obj.GetNamespace()}, ns); client.IgnoreNotFound(err) != nil {
 		return ctrl.Result{}, false, false, fmt.Errorf("reading namespace %s: %w", obj.GetNamespace(), err)
 	}
 	plan := engine.ResolvedAction{Name: action}
 	if engine.NeedsNewPlan(obj, action, revision) {
 		// Only a new operation resolves its blueprint; a running one
 		// continues from its snapshot.
-		var err error
-		if plan, err = resolveAction(ctx, d, obj, kind.Blueprint, kind.Kind, action, ns.Labels); err != nil {
-			d.Recorder.Event(obj, corev1.EventTypeWarning, EventBlueprintInvalid, err.Error())
+		if plan, err = r.resolveAction(ctx, obj, action, ns.Labels); err != nil {
+			r.Recorder.Event(obj, corev1.EventTypeWarning, EventBlueprintInvalid, err.Error())
 			return ctrl.Result{}, false, false, reconcile.TerminalError(err)
 		}
 	}
-	out, err := d.Runner.Run(ctx, engine.Request{Object: obj, Action: plan, UUID: uuid, OADPNamespace: d.OADPNamespace,
+	out, err := r.Runner.Run(ctx, engine.Request{Object: obj, Action: plan, UUID: uuid, OADPNamespace: r.OADPNamespace,
 		Revision: revision, NamespaceLabels: ns.Labels, Recorder: buffer})
 	if engine.IsTerminal(err) {
-		d.Recorder.Event(obj, corev1.EventTypeWarning, EventBlueprintInvalid, err.Error())
+		r.Recorder.Event(obj, corev1.EventTypeWarning, EventBlueprintInvalid, err.Error())
 		return ctrl.Result{}, false, false, reconcile.TerminalError(err)
 	}
 	if err != nil {
@@ -399,7 +456,7 @@ func runAction[T v1alpha1.Object](ctx context.Context, d *Deps, kind v1alpha1.Ki
 	if out.Held {
 		return ctrl.Result{RequeueAfter: out.RequeueAfter}, false, true, nil
 	}
-	again, err := r.AfterRun(ctx, obj, action, out.Finished)
+	again, err := r.afterRun(ctx, obj, uuid, ran[T]{action: action, finished: out.Finished, before: before})
 	if err != nil {
 		return ctrl.Result{}, false, false, err
 	}
@@ -409,49 +466,85 @@ func runAction[T v1alpha1.Object](ctx context.Context, d *Deps, kind v1alpha1.Ki
 	return ctrl.Result{RequeueAfter: out.RequeueAfter}, out.Finished, false, nil
 }
 
+// identity returns the NACUUID of obj's operation (operationIdentity) and
+// corrects the status references that disagree with it, with a Warning
+// event StatusCorrected in buffer. Errors are the cache's.
+func (r *nacReconciler[T]) identity(ctx context.Context, obj T, buffer *events.Buffer) (string, error) {
+	adopts := adoptNone
+	if r.policy.adopts != nil {
+		adopts = r.policy.adopts(obj)
+	}
+	uuid, corrected, err := correctRefs(operationIdentity(ctx, r.Client, r.OADPNamespace, r.kind.Kind, obj, r.hooks.refs(obj), adopts))
+	if err != nil {
+		return "", err
+	}
+	if len(corrected) > 0 {
+		log.FromContext(ctx).Info("corrected status references", "corrected", corrected)
+		buffer.Event(obj, corev1.EventTypeWarning, EventStatusCorrected, correctedMessage(r.kind.Kind, corrected))
+	}
+	return uuid, nil
+}
+
 // resolveAction returns the blueprint action to run (see blueprints.Resolver:
 // per-tenant blueprints, the override, the built-in; only validated
 // generations). When a blueprint was passed over, the reason is recorded in
 // the plan (status.plan.blueprintMessage) and a Warning event on obj.
-func resolveAction(ctx context.Context, d *Deps, obj engine.Object, name, kind, action string, nsLabels map[string]string) (engine.ResolvedAction, error) {
-	res, err := d.Blueprints.Resolve(ctx, name, kind, action, nsLabels)
+func (r *nacReconciler[T]) resolveAction(ctx context.Context, obj T, action string, nsLabels map[string]string) (engine.ResolvedAction, error) {
+	res, err := r.Blueprints.Resolve(ctx, r.kind.Blueprint, r.kind.Kind, action, nsLabels)
 	if err != nil {
 		return engine.ResolvedAction{}, err
 	}
 	if res.Message != "" {
-		d.Recorder.Event(obj, corev1.EventTypeWarning, EventBlueprintInvalid, res.Message)
+		r.Recorder.Event(obj, corev1.EventTypeWarning, EventBlueprintInvalid, res.Message)
 	}
 	return engine.ResolvedAction{Name: action, Blueprint: res.Blueprint, BlueprintGeneration: res.Generation, Spec: res.Action, Message: res.Message}, nil
 }
 
-// mirrorVelero reads the Velero object called name (a kind such as
-// "Restore", for messages) from the OADP namespace into obj and, when it is
-// the operation's (madeFor owner, with the origin keys of owner's kind),
-// hands it to apply, which mirrors it into the NAC
-// object's status. No name yet, no such object, or another operation's
-// object is not an error: there is nothing to mirror.
-func mirrorVelero[T client.Object](ctx context.Context, d *Deps, kind, name string, obj T, owner v1alpha1.Object, nacuuid string, apply func(T)) error {
-	if name == "" {
-		return nil
+// afterRun mirrors the Velero object the policy names (after the actions
+// policy.mirrorAfter names), then runs the kind's afterRun hook.
+func (r *nacReconciler[T]) afterRun(ctx context.Context, obj T, uuid string, run ran[T]) (time.Duration, error) {
+	if slices.Contains(r.policy.mirrorAfter, run.action) {
+		var err error
+		if run.mirrored, err = r.mirror(ctx, obj, uuid); err != nil {
+			return 0, err
+		}
 	}
-	err := d.Client.Get(ctx, client.ObjectKey{Namespace: d.OADPNamespace, Name: name}, obj)
-	if apierrors.IsNotFound(err) {
-		return nil
+	if r.hooks.afterRun == nil {
+		return 0, nil
 	}
-	if err != nil {
-		return fmt.Errorf("reading Velero %s %s/%s: %w", kind, d.OADPNamespace, name, err)
-	}
-	keys := owner.OriginKeys()
-	if !madeFor(obj, owner, keys.Label, keys.NamespaceAnnotation, nacuuid) {
-		return nil
-	}
-	apply(obj)
-	return nil
+	return r.hooks.afterRun(ctx, obj, run)
 }
 
-// madeFor reports whether obj, an object of the OADP namespace, carries the
-// NACUUID label label=nacuuid and the origin-namespace annotation
-// nsAnnotation naming owner's namespace: made by owner's operation.
-func madeFor(obj, owner client.Object, label, nsAnnotation, nacuuid string) bool {
-	return nacuuid != "" && obj.GetLabels()[label] == nacuuid && obj.GetAnnotations()[nsAnnotation] == owner.GetNamespace()
+// syncStatusFunc is the phase function through which, alone, a Velero
+// object's status reaches its NAC object (docs/architecture.md,
+// Controllers).
+const syncStatusFunc = "SyncStatus"
+
+// mirror runs SyncStatus, outside the plan, on the Velero object of the
+// status reference the policy names (policy.mirror), with the guarded
+// clients of obj's operation (uuid): Velero goes on changing it while the
+// plan waits and after the plan has ended, when no phase runs. mirrored is
+// false when there was nothing to mirror: no name yet, no such object, or
+// one that is not the operation's (the safety rule's refusal, terminal: the
+// identity step corrected status to name the operation's own objects, so
+// such a name is a record of the past, never followed). Errors: the API
+// server's.
+func (r *nacReconciler[T]) mirror(ctx context.Context, obj T, uuid string) (bool, error) {
+	name := ""
+	for _, ref := range r.hooks.refs(obj) {
+		if ref.kind == r.policy.mirror {
+			name = *ref.name
+		}
+	}
+	fn, ok := r.Runner.Registry.Get(syncStatusFunc)
+	if name == "" || !ok {
+		return false, nil
+	}
+	op := &engine.Operation{Object: obj, OADPNamespace: r.OADPNamespace, UUID: uuid, Phase: "mirror"}
+	res, err := fn.Run(ctx, op, &phases.SyncStatusArgs{Kind: r.policy.mirror, Name: name})
+	if engine.IsTerminal(err) {
+		return false, nil
+	}
+	_, mirrored := res.Output["phase"]
+	return mirrored, err
 }

@@ -7,14 +7,17 @@ import (
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/dpa"
 	"github.com/nacflow/nacflow/internal/velero/veleroqueue"
 )
 
-// Reconciler is the reconciler of one NAC kind, as the manager starts it.
+// Reconciler is the reconciler of one NAC kind, as the manager starts it
+// (SetupWithManager) or a caller drives it by hand (Reconcile).
 type Reconciler interface {
+	reconcile.Reconciler
 	SetupWithManager(mgr ctrl.Manager) error
 }
 

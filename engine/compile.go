@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -109,10 +111,10 @@ func CheckAction(p ResolvedAction, reg *Registry) []error {
 		}
 		literal := map[string]any{}
 		templated := false
-		for _, key := range sortedKeys(ph.Args) {
+		for _, key := range slices.Sorted(maps.Keys(ph.Args)) {
 			raw := ph.Args[key].Raw
 			if known != nil && !known[key] {
-				errs = append(errs, fmt.Errorf("%s: %s takes no arg %q (it takes: %s)", where, ph.Func, key, strings.Join(sortedKeys(known), ", ")))
+				errs = append(errs, fmt.Errorf("%s: %s takes no arg %q (it takes: %s)", where, ph.Func, key, strings.Join(slices.Sorted(maps.Keys(known)), ", ")))
 				continue
 			}
 			var v any

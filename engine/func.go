@@ -15,9 +15,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"reflect"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -270,12 +271,7 @@ func (r *Registry) Get(name string) (Func, bool) {
 
 // Names returns the registered names, sorted.
 func (r *Registry) Names() []string {
-	names := make([]string, 0, len(r.funcs))
-	for n := range r.funcs {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
+	return slices.Sorted(maps.Keys(r.funcs))
 }
 
 // FuncDoc describes a phase function for its reference (`nac funcs`,

@@ -6,7 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"text/template"
@@ -170,9 +171,7 @@ func NewParams(op *Operation, plan *nacv1alpha1.PlanStatus) (Params, error) {
 		UUID:            op.UUID,
 		Phases:          map[string]PhaseParams{},
 	}
-	for k, v := range op.NamespaceLabels {
-		p.NamespaceLabels[k] = v
-	}
+	maps.Copy(p.NamespaceLabels, op.NamespaceLabels)
 	if plan.StartTime != nil {
 		p.Time = plan.StartTime.UTC().Format("2006-01-02T15:04:05Z07:00")
 	}
@@ -260,7 +259,7 @@ func parseTemplates(v any) error {
 		_, err := newTemplate(t)
 		return err
 	case map[string]any:
-		for _, k := range sortedKeys(t) {
+		for _, k := range slices.Sorted(maps.Keys(t)) {
 			if err := parseTemplates(t[k]); err != nil {
 				return fmt.Errorf("%s: %w", k, err)
 			}
@@ -292,7 +291,7 @@ func RenderArgs(args map[string]apiextensionsv1.JSON, p Params) (map[string]any,
 func RenderArgsContext(ctx context.Context, args map[string]apiextensionsv1.JSON, p Params) (map[string]any, error) {
 	b := newBudget(ctx)
 	out := make(map[string]any, len(args))
-	for _, key := range sortedKeys(args) {
+	for _, key := range slices.Sorted(maps.Keys(args)) {
 		var v any
 		if err := json.Unmarshal(args[key].Raw, &v); err != nil {
 			return nil, fmt.Errorf("args.%s: %w", key, err)
@@ -323,7 +322,7 @@ func renderValue(v any, p Params, b *budget) (any, error) {
 		return buf.String(), nil
 	case map[string]any:
 		m := make(map[string]any, len(t))
-		for _, k := range sortedKeys(t) {
+		for _, k := range slices.Sorted(maps.Keys(t)) {
 			r, err := renderValue(t[k], p, b)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", k, err)
@@ -377,13 +376,4 @@ func decodeArgs(rendered map[string]any, into any, validate bool) error {
 		}
 	}
 	return nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -13,6 +13,7 @@ import (
 
 	nacv1alpha1 "github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/internal/policy/redact"
+	"github.com/nacflow/nacflow/internal/text"
 )
 
 // Event reasons the runner emits on the NAC object, on transitions only.
@@ -596,13 +597,12 @@ func checkOutput(output map[string]string) error {
 	return nil
 }
 
-// bounded cuts s to the status message limit.
+// bounded returns s as a status message: redacted, because phase messages
+// and errors can quote untrusted text (requester input, API server answers),
+// then cut to maxMessage bytes on a rune boundary, so status stays valid
+// UTF-8.
 func bounded(s string) string {
-	s = redact.String(s)
-	if len(s) <= maxMessage {
-		return s
-	}
-	return s[:maxMessage-3] + "..."
+	return text.Truncate(redact.String(s), maxMessage)
 }
 
 // observerBuffer is an Observer that keeps what it is told, for replay.

@@ -2,9 +2,11 @@ package engine
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"text/template"
@@ -565,7 +567,7 @@ func keys(dicts ...map[string]any) []string {
 // (sprig's are in Go's random map order).
 func values(dict map[string]any) []any {
 	v := make([]any, 0, len(dict))
-	for _, k := range sortedKeys(dict) {
+	for _, k := range slices.Sorted(maps.Keys(dict)) {
 		v = append(v, dict[k])
 	}
 	return v

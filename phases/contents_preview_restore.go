@@ -8,9 +8,7 @@ import (
 	"reflect"
 	"slices"
 	"sort"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -23,15 +21,7 @@ import (
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/engine"
-	"github.com/nacflow/nacflow/internal/policy/restorepolicy"
-)
-
-// Bounds of a restore preview's status: items listed, and fields named per
-// updated item.
-const (
-	maxPreviewItems    = 100
-	maxPreviewFields   = 20
-	maxPreviewFieldLen = 256
+	"github.com/nacflow/nacflow/internal/text"
 )
 
 // PreviewRestoreArgs are the args of PreviewRestore.
@@ -45,6 +35,27 @@ type PreviewRestoreArgs struct {
 	ServeTimeoutArgs
 }
 
+// Bounds of a restore preview's status: items listed, and fields named per
+// updated item.
+const (
+	maxPreviewItems    = 100
+	maxPreviewFields   = 20
+	maxPreviewFieldLen = 256
+)
+
+// previewKinds are the kinds a preview compares with live objects (nac's
+// ClusterRole lets it get them, and no others).
+var previewKinds = []schema.GroupKind{
+	{Kind: "ConfigMap"}, {Kind: "Secret"}, {Kind: "Service"}, {Kind: "ServiceAccount"}, {Kind: "PersistentVolumeClaim"}, {Kind: "Pod"},
+	{Kind: "LimitRange"}, {Kind: "ResourceQuota"}, {Kind: "Endpoints"},
+	{Group: "apps", Kind: "Deployment"}, {Group: "apps", Kind: "StatefulSet"}, {Group: "apps", Kind: "DaemonSet"}, {Group: "apps", Kind: "ReplicaSet"},
+	{Group: "batch", Kind: "Job"}, {Group: "batch", Kind: "CronJob"},
+	{Group: "networking.k8s.io", Kind: "Ingress"}, {Group: "networking.k8s.io", Kind: "NetworkPolicy"},
+	{Group: "rbac.authorization.k8s.io", Kind: "RoleBinding"},
+	{Group: "autoscaling", Kind: "HorizontalPodAutoscaler"}, {Group: "policy", Kind: "PodDisruptionBudget"},
+	{Group: "discovery.k8s.io", Kind: "EndpointSlice"},
+}
+
 // PreviewRestore tells what a NonAdminRestore would do without restoring
 // anything: nacflow's answer to Velero's long-standing requests for a
 // restore dry-run (vmware-tanzu/velero#448, #6195). It reads the backup's
@@ -54,8 +65,10 @@ type PreviewRestoreArgs struct {
 // restore into the namespace decides an outcome:
 //   - excluded: the restore's filters (excludedResources, includedResources,
 //     labelSelector, orLabelSelectors), nacflow's exclusions of every tenant
-//     restore, or restorepolicy (what the tenant role may create), the rule
-//     named;
+//     restore, or the restore's judge (restorejudge, built as
+//     CheckRestoreItems builds it: what the tenant role and the verified
+//     requester may create, as the resource modifiers make it, and from a
+//     bucket a tenant writes only what nacflow verified), the rule named;
 //   - create: no such object lives in the namespace;
 //   - skip: it lives there and existingResourcePolicy is none (Velero's
 //     default: it never overwrites), or nothing but metadata noise and
@@ -75,8 +88,11 @@ type PreviewRestoreArgs struct {
 // Velero Restore; deletes its DownloadRequest once read.
 //
 // Outputs: total, create, skip, update, excluded. Errors: contents Velero
-// did not serve in time or that could not be read are terminal (the preview
-// fails saying why); API errors are retryable.
+// did not serve in time or that could not be read, and a restore its judge
+// refuses before any item (a forged requester record, modifiers other than
+// asked, a restore from a tenant's bucket as its requester without
+// nacflow's record of verified items), are terminal (the preview fails
+// saying why); API errors are retryable.
 type PreviewRestore struct {
 	restoreRules
 	tools tools
@@ -94,19 +110,6 @@ func (*PreviewRestore) SafetyExceptions() []engine.Exception {
 	return out
 }
 
-// previewKinds are the kinds a preview compares with live objects (nac's
-// ClusterRole lets it get them, and no others).
-var previewKinds = []schema.GroupKind{
-	{Kind: "ConfigMap"}, {Kind: "Secret"}, {Kind: "Service"}, {Kind: "ServiceAccount"}, {Kind: "PersistentVolumeClaim"}, {Kind: "Pod"},
-	{Kind: "LimitRange"}, {Kind: "ResourceQuota"}, {Kind: "Endpoints"},
-	{Group: "apps", Kind: "Deployment"}, {Group: "apps", Kind: "StatefulSet"}, {Group: "apps", Kind: "DaemonSet"}, {Group: "apps", Kind: "ReplicaSet"},
-	{Group: "batch", Kind: "Job"}, {Group: "batch", Kind: "CronJob"},
-	{Group: "networking.k8s.io", Kind: "Ingress"}, {Group: "networking.k8s.io", Kind: "NetworkPolicy"},
-	{Group: "rbac.authorization.k8s.io", Kind: "RoleBinding"},
-	{Group: "autoscaling", Kind: "HorizontalPodAutoscaler"}, {Group: "policy", Kind: "PodDisruptionBudget"},
-	{Group: "discovery.k8s.io", Kind: "EndpointSlice"},
-}
-
 // Run implements phaseFunc.
 func (f *PreviewRestore) Run(ctx context.Context, op *engine.Operation, nar *v1alpha1.NonAdminRestore, a *PreviewRestoreArgs) (engine.Result, error) {
 	if a.BackupName == "" {
@@ -118,101 +121,20 @@ func (f *PreviewRestore) Run(ctx context.Context, op *engine.Operation, nar *v1a
 	if err != nil {
 		return engine.Result{}, err
 	}
-	fail := func(why string) (engine.Result, error) {
-		if err := deleteOwn(ctx, op, dr); err != nil {
-			return engine.Result{}, err
-		}
-		nar.Status.Preview = &v1alpha1.RestorePreview{BackupName: a.BackupName, Message: cut(why, 1024)}
-		return engine.Result{}, engine.Terminalf("%s", why)
-	}
+	pr := &restorePreview{f: f, op: op, nar: nar, a: a, dr: dr}
 	if wait, expired := awaitServed(dr, "the contents of Backup "+a.BackupName, timeout, f.tools.serving); expired {
-		return fail(fmt.Sprintf("Velero did not serve the contents of Backup %s within %s: nothing previewed", a.BackupName, timeout))
+		return pr.fail(ctx, fmt.Sprintf("Velero did not serve the contents of Backup %s within %s: nothing previewed", a.BackupName, timeout))
 	} else if wait != nil {
 		return *wait, nil
 	}
-	bound, err := f.bound(ctx, op)
+	why, err := pr.judge(ctx)
 	if err != nil {
 		return engine.Result{}, err
 	}
-	spec := nar.AcceptedRestoreSpec()
-	if spec == nil {
-		spec = &velerov1.RestoreSpec{}
+	if why != "" {
+		return pr.fail(ctx, why)
 	}
-	update := spec.ExistingResourcePolicy == velerov1.PolicyTypeUpdate
-	bucketOnly, err := backupInTenantBucket(ctx, op, a.BackupName)
-	if err != nil {
-		return engine.Result{}, err
-	}
-	who, err := f.requesters.verify(ctx, op, nar, f.tenantRoleName())
-	if err != nil {
-		return engine.Result{}, err
-	}
-	if who.forged != nil {
-		setRequesterCondition(nar, who)
-		return fail(who.forged.Error())
-	}
-	p := restorepolicy.Policy{Namespace: nar.Namespace, Bound: bound, AdminOwned: f.adminOwned, UpdateExisting: update, BucketOnly: bucketOnly,
-		Requester: who.user, Target: spec.NamespaceMapping[nar.Namespace]}
-	mapped := p.Target != "" && p.Target != nar.Namespace
-	mods, refusal, err := restoreModifiers(ctx, op, nar, who)
-	if err != nil {
-		return engine.Result{}, err
-	}
-	if refusal != nil {
-		return fail(refusal.Error())
-	}
-	reviews := f.requesters.reviews()
-	if mapped && (who.user == nil || reviews == nil) {
-		return fail("a preview into another namespace needs a known requester (condition RequesterVerified)")
-	}
-	filtered, err := restoreFilters(spec)
-	if err != nil {
-		return fail(err.Error())
-	}
-	pv := &v1alpha1.RestorePreview{BackupName: a.BackupName, Source: v1alpha1.PreviewFromContents}
-	var items []v1alpha1.RestorePreviewItem
-	limit := int64(maxContents)
-	if a.MaxContentsMiB > 0 {
-		limit = min(a.MaxContentsMiB, 1<<20) << 20
-	}
-	_, err = walkContents(ctx, f.tools.store, dr.Status.DownloadURL, limit, p, neverRestored, precheckLookup{op: op, reviews: reviews, modify: asCreated(mods)}, func(it contentItem) error {
-		item := v1alpha1.RestorePreviewItem{Resource: cut(it.gr.String(), 253), Name: cut(it.name, 253)}
-		// Velero's filters first: what they leave out is never judged.
-		why := ""
-		if it.obj != nil {
-			why = filtered(it.gr, it.obj)
-		}
-		switch {
-		case why != "":
-			item.Outcome, item.Reason = v1alpha1.PreviewExcluded, why
-		case it.obj == nil || !it.decision.Allowed:
-			item.Outcome, item.Reason = v1alpha1.PreviewExcluded, it.decision.Reason
-		case mapped:
-			// Another namespace: read only what the requester may read there.
-			ok, err := reviews.May(ctx, *who.user, authorizationv1.ResourceAttributes{Namespace: p.Target, Verb: "get",
-				Group: it.gr.Group, Resource: it.gr.Resource, Name: it.name})
-			if err != nil {
-				return apiError{err}
-			}
-			if !ok {
-				item.Outcome, item.Reason = v1alpha1.PreviewUnknown, fmt.Sprintf("allowed into namespace %s, where %s may not get %s %s", p.Target, who.user.Username, it.gr, it.name)
-				break
-			}
-			in := it
-			in.ns = p.Target
-			if err := compareLive(ctx, op, in, update, &item); err != nil {
-				return err
-			}
-		default:
-			if err := compareLive(ctx, op, it, update, &item); err != nil {
-				return err
-			}
-		}
-		item.Reason = cut(item.Reason, 512)
-		count(pv, item.Outcome)
-		items = append(items, item)
-		return nil
-	})
+	items, err := pr.walk(ctx)
 	var apiErr apiError
 	var tooLarge *contentsTooLarge
 	switch {
@@ -224,29 +146,141 @@ func (f *PreviewRestore) Run(ctx context.Context, op *engine.Operation, nar *v1a
 		}
 		return f.fromResourceList(ctx, op, nar, a, timeout, tooLarge)
 	case err != nil:
-		return fail(fmt.Sprintf("reading the contents of Backup %s: %v", a.BackupName, err))
+		return pr.fail(ctx, fmt.Sprintf("reading the contents of Backup %s: %v", a.BackupName, err))
 	}
 	if err := deleteOwn(ctx, op, dr); err != nil {
 		return engine.Result{}, err
 	}
-	pv.Items = firstItems(items)
-	into := nar.Namespace
-	if mapped {
-		into = p.Target
-	}
-	pv.Message = fmt.Sprintf("%d items of Velero Backup %s for namespace %s: %d create, %d skip, %d update, %d excluded",
-		pv.Total, a.BackupName, into, pv.Create, pv.Skip, pv.Update, pv.Excluded)
+	return pr.done(items), nil
+}
 
+// restorePreview is one run of PreviewRestore.
+type restorePreview struct {
+	f   *PreviewRestore
+	op  *engine.Operation
+	nar *v1alpha1.NonAdminRestore
+	a   *PreviewRestoreArgs
+	// dr is the DownloadRequest of the backup's contents.
+	dr *velerov1.DownloadRequest
+	// rj is the restore's judge; filtered names the restore filter that
+	// leaves an item out ("" when none does).
+	rj       *restoreJudgement
+	filtered func(schema.GroupResource, map[string]any) string
+	pv       *v1alpha1.RestorePreview
+}
+
+// fail deletes the DownloadRequest and fails the preview saying why.
+func (pr *restorePreview) fail(ctx context.Context, why string) (engine.Result, error) {
+	if err := deleteOwn(ctx, pr.op, pr.dr); err != nil {
+		return engine.Result{}, err
+	}
+	pr.nar.Status.Preview = &v1alpha1.RestorePreview{BackupName: pr.a.BackupName, Message: text.Truncate(why, 1024)}
+	return engine.Result{}, engine.Terminalf("%s", why)
+}
+
+// judge builds the restore's judge and filters, as the restore would
+// have them; why says why the preview fails (a restore refused before
+// any item, a preview into another namespace with no known requester, a
+// malformed label selector). Errors: the API server's.
+func (pr *restorePreview) judge(ctx context.Context) (why string, err error) {
+	rj, refusal, err := pr.f.judgeRestore(ctx, pr.op, pr.nar, pr.a.BackupName)
+	switch {
+	case err != nil:
+		return "", err
+	case refusal != nil:
+		return refusal.err.Error(), nil
+	case rj.judge.Mapped() && (rj.who.user == nil || rj.lookup.reviews == nil):
+		return "a preview into another namespace needs a known requester (condition RequesterVerified)", nil
+	}
+	spec := pr.nar.AcceptedRestoreSpec()
+	if spec == nil {
+		spec = &velerov1.RestoreSpec{}
+	}
+	if pr.filtered, err = restoreFilters(spec); err != nil {
+		return err.Error(), nil
+	}
+	pr.rj = rj
+	return "", nil
+}
+
+// walk previews every item of the contents (previewItem), counting
+// outcomes in pr.pv. Errors: walkContents'.
+func (pr *restorePreview) walk(ctx context.Context) ([]v1alpha1.RestorePreviewItem, error) {
+	pr.pv = &v1alpha1.RestorePreview{BackupName: pr.a.BackupName, Source: v1alpha1.PreviewFromContents}
+	var items []v1alpha1.RestorePreviewItem
+	limit := int64(maxContents)
+	if pr.a.MaxContentsMiB > 0 {
+		limit = min(pr.a.MaxContentsMiB, 1<<20) << 20
+	}
+	_, err := walkContents(ctx, pr.f.tools.store, pr.dr.Status.DownloadURL, limit, pr.rj, neverRestored, func(it contentItem) error {
+		item, err := pr.previewItem(ctx, it)
+		if err != nil {
+			return err
+		}
+		count(pr.pv, item.Outcome)
+		items = append(items, item)
+		return nil
+	})
+	return items, err
+}
+
+// previewItem is the outcome of it: Velero's filters first (what they
+// leave out is never judged), then the judge's verdict, then the live
+// object (read, in another namespace, only where the requester may read
+// it). Errors: the API server's, wrapped in apiError.
+func (pr *restorePreview) previewItem(ctx context.Context, it contentItem) (v1alpha1.RestorePreviewItem, error) {
+	item := v1alpha1.RestorePreviewItem{Resource: text.Truncate(it.gr.String(), 253), Name: text.Truncate(it.name, 253)}
+	why := ""
+	if it.obj != nil {
+		why = pr.filtered(it.gr, it.obj)
+	}
+	j := pr.rj.judge
+	switch {
+	case why != "":
+		item.Outcome, item.Reason = v1alpha1.PreviewExcluded, why
+	case it.obj == nil || !it.verdict.Allowed:
+		item.Outcome, item.Reason = v1alpha1.PreviewExcluded, it.verdict.Reason
+	case j.Mapped():
+		// Another namespace: read only what the requester may read there.
+		ok, err := j.RequesterMay(ctx, authorizationv1.ResourceAttributes{Namespace: j.Target(), Verb: "get",
+			Group: it.gr.Group, Resource: it.gr.Resource, Name: it.name})
+		if err != nil {
+			return item, apiError{err}
+		}
+		if !ok {
+			item.Outcome, item.Reason = v1alpha1.PreviewUnknown, fmt.Sprintf("allowed into namespace %s, where %s may not get %s %s", j.Target(), j.Requester().Username, it.gr, it.name)
+			break
+		}
+		in := it
+		in.ns = j.Target()
+		if err := compareLive(ctx, pr.op, in, j.UpdateExisting(), &item); err != nil {
+			return item, err
+		}
+	default:
+		if err := compareLive(ctx, pr.op, it, j.UpdateExisting(), &item); err != nil {
+			return item, err
+		}
+	}
+	item.Reason = text.Truncate(item.Reason, 512)
+	return item, nil
+}
+
+// done records the preview of items in status.preview.
+func (pr *restorePreview) done(items []v1alpha1.RestorePreviewItem) engine.Result {
+	pv := pr.pv
+	pv.Items = firstItems(items)
+	pv.Message = fmt.Sprintf("%d items of Velero Backup %s for namespace %s: %d create, %d skip, %d update, %d excluded",
+		pv.Total, pr.a.BackupName, pr.rj.judge.Target(), pv.Create, pv.Skip, pv.Update, pv.Excluded)
 	if pv.Unknown > 0 {
 		pv.Message += fmt.Sprintf(", %d unknown", pv.Unknown)
 	}
 	if len(items) > len(pv.Items) {
 		pv.Message += fmt.Sprintf(" (the first %d listed)", len(pv.Items))
 	}
-	nar.Status.Preview = pv
+	pr.nar.Status.Preview = pv
 	out := map[string]string{"total": fmt.Sprint(pv.Total), "create": fmt.Sprint(pv.Create), "skip": fmt.Sprint(pv.Skip),
 		"update": fmt.Sprint(pv.Update), "excluded": fmt.Sprint(pv.Excluded)}
-	return engine.Done("preview: "+pv.Message, out), nil
+	return engine.Done("preview: "+pv.Message, out)
 }
 
 // fromResourceList previews a backup whose contents are over the limit
@@ -270,19 +304,19 @@ func (f *PreviewRestore) fromResourceList(ctx context.Context, op *engine.Operat
 		return engine.Done("preview: "+pv.Message, map[string]string{"total": fmt.Sprint(pv.Total)}), nil
 	}
 	if wait, expired := awaitServed(dr, "the resource list of Backup "+a.BackupName, timeout, f.tools.serving); expired {
-		return done(&v1alpha1.RestorePreview{BackupName: a.BackupName, Message: cut(fmt.Sprintf(
+		return done(&v1alpha1.RestorePreview{BackupName: a.BackupName, Message: text.Truncate(fmt.Sprintf(
 			"%s, and Velero did not serve its resource list within %s: nothing previewed", tooLarge, timeout), 1024)}, true)
 	} else if wait != nil {
 		return *wait, nil
 	}
 	list, err := downloadResourceList(ctx, f.tools.store, dr.Status.DownloadURL, nar.Namespace)
 	if err != nil {
-		return done(&v1alpha1.RestorePreview{BackupName: a.BackupName, Message: cut(fmt.Sprintf(
+		return done(&v1alpha1.RestorePreview{BackupName: a.BackupName, Message: text.Truncate(fmt.Sprintf(
 			"%s, and its resource list could not be read: %v", tooLarge, err), 1024)}, true)
 	}
 	n := max(list.total-list.foreign-list.clusterItems, 0)
 	return done(&v1alpha1.RestorePreview{BackupName: a.BackupName, Source: v1alpha1.PreviewFromResourceList, Total: int32(min(n, 1<<30)),
-		Message: cut(fmt.Sprintf("%s: its resource list holds %d items of namespace %s; outcomes are not computed (args.maxContentsMiB raises the bound)",
+		Message: text.Truncate(fmt.Sprintf("%s: its resource list holds %d items of namespace %s; outcomes are not computed (args.maxContentsMiB raises the bound)",
 			tooLarge, n, nar.Namespace), 1024)}, false)
 }
 
@@ -448,7 +482,7 @@ func changedFields(backedUp, live map[string]any) []string {
 		out = out[:maxPreviewFields]
 	}
 	for i := range out {
-		out[i] = cut(out[i], maxPreviewFieldLen)
+		out[i] = text.Truncate(out[i], maxPreviewFieldLen)
 	}
 	return out
 }
@@ -513,18 +547,6 @@ func firstItems(items []v1alpha1.RestorePreviewItem) []v1alpha1.RestorePreviewIt
 		return a.Name < b.Name
 	})
 	return items[:min(len(items), maxPreviewItems)]
-}
-
-// cut cuts s to at most n bytes, on a rune boundary, marking the cut.
-func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n - len("…")
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return strings.TrimSpace(s[:cut]) + "…"
 }
 
 // Doc implements engine.Documented.

@@ -24,6 +24,7 @@ import (
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/engine"
+	"github.com/nacflow/nacflow/internal/text"
 )
 
 type PreviewRestoreSuite struct{}
@@ -146,9 +147,9 @@ func (s *PreviewRestoreSuite) TestChangedFields(c *C) {
 
 // cut keeps whole runes and marks the cut.
 func (s *PreviewRestoreSuite) TestCut(c *C) {
-	c.Check(cut("short", 10), Equals, "short")
-	c.Check(cut("ééééé", 7), Equals, "éé…")
-	c.Check(len(cut("ééééé", 7)) <= 7, Equals, true)
+	c.Check(text.Truncate("short", 10), Equals, "short")
+	c.Check(text.Truncate("ééééé", 7), Equals, "éé…")
+	c.Check(len(text.Truncate("ééééé", 7)) <= 7, Equals, true)
 }
 
 // outcomes lists pv's items as "<outcome> <resource> <name>[: reason] [fields]".

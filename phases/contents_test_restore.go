@@ -20,7 +20,7 @@ import (
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/engine"
-	"github.com/nacflow/nacflow/internal/policy/restorepolicy"
+	"github.com/nacflow/nacflow/internal/text"
 )
 
 // Defaults and names of restore tests.
@@ -400,12 +400,7 @@ func (f *TestRestore) start(ctx context.Context, op *engine.Operation, nab *v1al
 	// label: every item is held to the tenant role, as in a real restore.
 	m.Labels[v1alpha1.NarOriginNACUUIDLabel] = op.UUID
 	m.Annotations[v1alpha1.NarOriginNamespaceAnnotation] = nab.Namespace
-	if f.tenantRole != restorepolicy.DefaultTenantRole {
-		m.Annotations[restorepolicy.TenantRoleAnnotation] = f.tenantRole
-	}
-	if owned := restorepolicy.FormatAdminOwned(f.adminOwned); owned != restorepolicy.FormatAdminOwned(restorepolicy.DefaultAdminOwned) {
-		m.Annotations[restorepolicy.AdminOwnedAnnotation] = owned
-	}
+	f.pluginSettings(m.Annotations)
 	if _, _, err := createOrAdopt(ctx, op, f.tools.recent, "Velero Restore", &velerov1.Restore{ObjectMeta: m, Spec: spec}); err != nil {
 		return nil, err
 	}
@@ -420,54 +415,157 @@ func (f *TestRestore) judge(ctx context.Context, op *engine.Operation, nab *v1al
 	if c := vr.Status.CompletionTimestamp; c != nil {
 		rt.RTO = &metav1.Duration{Duration: c.Sub(vr.CreationTimestamp.Time).Round(time.Second)}
 	}
-	if vr.Status.Phase == velerov1.RestorePhaseFailed || vr.Status.Phase == velerov1.RestorePhaseFailedValidation {
-		rt.Result = v1alpha1.RestoreTestFailed
-		rt.Message = fmt.Sprintf("Velero Restore %s of Velero Backup %s is %s", vr.Name, b.Name, vr.Status.Phase)
-		if reason := vr.Status.FailureReason; reason != "" {
-			rt.Message += ": " + printable(cut(reason, 300))
-		}
-		if errs := vr.Status.ValidationErrors; len(errs) > 0 {
-			rt.Message += ": " + printable(cut(strings.Join(errs, "; "), 300))
+	if failed := restoreFailure(vr, b.Name); failed != "" {
+		rt.Result, rt.Message = v1alpha1.RestoreTestFailed, failed
+		return f.record(op, nab, rt), nil
+	}
+	lists, wait, err := f.resourceLists(ctx, op, nab, a, b, vr, sandbox)
+	switch {
+	case err != nil:
+		return engine.Result{}, err
+	case wait != nil:
+		return *wait, nil
+	case lists.unknown != "":
+		rt.Result, rt.Message = v1alpha1.RestoreTestUnknown, lists.unknown
+		return f.record(op, nab, rt), nil
+	}
+	missing, shown, err := lists.tally(ctx, op, a, sandbox, rt)
+	if err != nil {
+		return engine.Result{}, err
+	}
+	if rt.ItemsRestored == rt.ItemsExpected {
+		rt.Result = v1alpha1.RestoreTestSucceeded
+		rt.Message = fmt.Sprintf("Velero Backup %s restored into sandbox %s: %d of %d items", b.Name, sandbox, rt.ItemsRestored, rt.ItemsExpected)
+		if rt.RTO != nil {
+			rt.Message += fmt.Sprintf("; RTO %s", rt.RTO.Duration)
 		}
 		return f.record(op, nab, rt), nil
 	}
+	rt.Result = v1alpha1.RestoreTestFailed
+	rt.Message = fmt.Sprintf("Velero Restore %s of Velero Backup %s is %s with %d of %d items restored; missing: %s", vr.Name, b.Name,
+		vr.Status.Phase, rt.ItemsRestored, rt.ItemsExpected, strings.Join(missing, ", "))
+	if len(shown) > 0 {
+		rt.Message += "; not restored: " + strings.Join(shown, ", ")
+	}
+	rt.Message = text.Truncate(rt.Message, 1000)
+	return f.record(op, nab, rt), nil
+}
+
+// restoreFailure says how Velero Restore vr of Velero Backup backup
+// failed ("" when it did not fail).
+func restoreFailure(vr *velerov1.Restore, backup string) string {
+	if vr.Status.Phase != velerov1.RestorePhaseFailed && vr.Status.Phase != velerov1.RestorePhaseFailedValidation {
+		return ""
+	}
+	msg := fmt.Sprintf("Velero Restore %s of Velero Backup %s is %s", vr.Name, backup, vr.Status.Phase)
+	if reason := vr.Status.FailureReason; reason != "" {
+		msg += ": " + printable(text.Truncate(reason, 300))
+	}
+	if errs := vr.Status.ValidationErrors; len(errs) > 0 {
+		msg += ": " + printable(text.Truncate(strings.Join(errs, "; "), 300))
+	}
+	return msg
+}
+
+// testLists are the resource lists a restore test compares: the backup's
+// (expected) and the restore's (got).
+type testLists struct {
+	expected *resourceList
+	got      *restoredItems
+	// unknown says why they could not be read ("" when they were).
+	unknown string
+}
+
+// resourceLists asks Velero for the resource lists of backup b and
+// restore vr (DownloadRequests of their own) and reads them; the wait
+// while Velero serves them. Errors: the API server's.
+func (f *TestRestore) resourceLists(ctx context.Context, op *engine.Operation, nab *v1alpha1.NonAdminBackup, a *TestRestoreArgs,
+	b *velerov1.Backup, vr *velerov1.Restore, sandbox string) (testLists, *engine.Result, error) {
 	timeout := a.serveTimeout()
-	unknown := func(why string) (engine.Result, error) {
-		rt.Result, rt.Message = v1alpha1.RestoreTestUnknown, why
-		return f.record(op, nab, rt), nil
-	}
 	base := v1alpha1.NACObjectName(nab.Namespace+"-rt", nab.Name, op.UUID)
 	backupList, err := backupFileRequest(ctx, op, f.tools.recent, "restore-test", base+"b", velerov1.DownloadTargetKindBackupResourceList, b.Name)
 	if err != nil {
-		return engine.Result{}, err
+		return testLists{}, nil, err
 	}
 	restoreList, err := backupFileRequest(ctx, op, f.tools.recent, "restore-test", base+"r", velerov1.DownloadTargetKindRestoreResourceList, vr.Name)
 	if err != nil {
-		return engine.Result{}, err
+		return testLists{}, nil, err
 	}
 	for _, w := range []struct {
 		dr   *velerov1.DownloadRequest
 		file string
 	}{{backupList, "the resource list of Backup " + b.Name}, {restoreList, "the resource list of Restore " + vr.Name}} {
 		if wait, expired := awaitServed(w.dr, w.file, timeout, f.tools.serving); expired {
-			return unknown(fmt.Sprintf("Velero did not serve %s within %s", w.file, timeout))
+			return testLists{unknown: fmt.Sprintf("Velero did not serve %s within %s", w.file, timeout)}, nil, nil
 		} else if wait != nil {
-			return *wait, nil
+			return testLists{}, wait, nil
 		}
 	}
 	expected, err := downloadResourceList(ctx, f.tools.store, backupList.Status.DownloadURL, nab.Namespace)
 	if err != nil {
-		return unknown(fmt.Sprintf("downloading the resource list of Backup %s: %v", b.Name, err))
+		return testLists{unknown: fmt.Sprintf("downloading the resource list of Backup %s: %v", b.Name, err)}, nil, nil
 	}
 	got, err := downloadRestoredItems(ctx, f.tools.store, restoreList.Status.DownloadURL, sandbox)
 	if err != nil {
-		return unknown(fmt.Sprintf("downloading the resource list of Restore %s: %v", vr.Name, err))
+		return testLists{unknown: fmt.Sprintf("downloading the resource list of Restore %s: %v", vr.Name, err)}, nil, nil
 	}
+	return testLists{expected: expected, got: got}, nil, nil
+}
+
+// tally counts, into rt, the items of the test's kinds the backup holds
+// and those in the sandbox, and returns the kinds missing ("<n> <key>",
+// sorted) and the first items Velero did not restore. An item Velero did
+// not create or update counts when it is in the sandbox all the same
+// (Kubernetes or the platform made it in every new namespace first: the
+// default ServiceAccount, the root CA ConfigMap), or when Velero leaves it
+// to Kubernetes by design (the token Secrets Kubernetes made for a
+// ServiceAccount). Errors: the API server's.
+func (l testLists) tally(ctx context.Context, op *engine.Operation, a *TestRestoreArgs, sandbox string, rt *v1alpha1.RestoreTest) (missing, shown []string, err error) {
+	inScope := testScope(op, a)
+	present, leftToKubernetes := map[string]int{}, map[string]int{}
+	for _, it := range l.got.notRestored {
+		if !inScope(it.key) {
+			continue
+		}
+		if it.key == "v1/Secret" && autoToken(it.name, l.expected.serviceAccounts) {
+			leftToKubernetes[it.key]++
+			continue
+		}
+		found, err := inSandbox(ctx, op, it.key, sandbox, it.name)
+		if err != nil {
+			return nil, nil, err
+		}
+		if found {
+			present[it.key]++
+			continue
+		}
+		shown = keepSmallest(shown, printable(fmt.Sprintf("%s %s (%s)", it.key, it.name, it.result)), maxListedItems)
+	}
+	for key, n := range l.expected.counts {
+		if !inScope(key) {
+			continue
+		}
+		n -= min(leftToKubernetes[key], n)
+		rt.ItemsExpected += int32(n)
+		r := min(l.got.restored[key]+present[key], n)
+		rt.ItemsRestored += int32(r)
+		if r < n {
+			missing = append(missing, fmt.Sprintf("%d %s", n-r, key))
+		}
+	}
+	sort.Strings(missing)
+	return missing, shown, nil
+}
+
+// testScope reports whether an item of key ("<group/version>/<Kind>")
+// is of the kinds a restore test restores (args.includedResources, less
+// what every tenant restore excludes).
+func testScope(op *engine.Operation, a *TestRestoreArgs) func(key string) bool {
 	included := a.IncludedResources
 	if len(included) == 0 {
 		included = DefaultRestoreTestResources
 	}
-	inScope := func(key string) bool {
+	return func(key string) bool {
 		gv, kind := splitKey(key)
 		mapping, err := op.Client.RESTMapper().RESTMapping(schema.GroupKind{Group: gv.Group, Kind: kind}, gv.Version)
 		if err != nil {
@@ -476,62 +574,6 @@ func (f *TestRestore) judge(ctx context.Context, op *engine.Operation, nab *v1al
 		gr := mapping.Resource.GroupResource()
 		return slices.Contains(included, gr.String()) && !slices.Contains(restoreExcluded, gr.String())
 	}
-	// An item Velero did not create or update counts when it is in the
-	// sandbox all the same (Kubernetes or the platform made it in every new
-	// namespace first: the default ServiceAccount, the root CA ConfigMap),
-	// or when Velero leaves it to Kubernetes by design (the token Secrets
-	// Kubernetes made for a ServiceAccount).
-	present, leftToKubernetes := map[string]int{}, map[string]int{}
-	var shown []string
-	for _, it := range got.notRestored {
-		if !inScope(it.key) {
-			continue
-		}
-		if it.key == "v1/Secret" && autoToken(it.name, expected.serviceAccounts) {
-			leftToKubernetes[it.key]++
-			continue
-		}
-		found, err := inSandbox(ctx, op, it.key, sandbox, it.name)
-		if err != nil {
-			return engine.Result{}, err
-		}
-		if found {
-			present[it.key]++
-			continue
-		}
-		shown = keepSmallest(shown, printable(fmt.Sprintf("%s %s (%s)", it.key, it.name, it.result)), maxListedItems)
-	}
-	var missing []string
-	for key, n := range expected.counts {
-		if !inScope(key) {
-			continue
-		}
-		n -= min(leftToKubernetes[key], n)
-		rt.ItemsExpected += int32(n)
-		r := min(got.restored[key]+present[key], n)
-		rt.ItemsRestored += int32(r)
-		if r < n {
-			missing = append(missing, fmt.Sprintf("%d %s", n-r, key))
-		}
-	}
-	sort.Strings(missing)
-	switch {
-	case rt.ItemsRestored == rt.ItemsExpected:
-		rt.Result = v1alpha1.RestoreTestSucceeded
-		rt.Message = fmt.Sprintf("Velero Backup %s restored into sandbox %s: %d of %d items", b.Name, sandbox, rt.ItemsRestored, rt.ItemsExpected)
-		if rt.RTO != nil {
-			rt.Message += fmt.Sprintf("; RTO %s", rt.RTO.Duration)
-		}
-	default:
-		rt.Result = v1alpha1.RestoreTestFailed
-		rt.Message = fmt.Sprintf("Velero Restore %s of Velero Backup %s is %s with %d of %d items restored; missing: %s", vr.Name, b.Name,
-			vr.Status.Phase, rt.ItemsRestored, rt.ItemsExpected, strings.Join(missing, ", "))
-		if len(shown) > 0 {
-			rt.Message += "; not restored: " + strings.Join(shown, ", ")
-		}
-		rt.Message = cut(rt.Message, 1000)
-	}
-	return f.record(op, nab, rt), nil
 }
 
 // record writes rt (its time now) and the RestoreTested condition on nab,

@@ -10,10 +10,14 @@ import (
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/engine"
 	"github.com/nacflow/nacflow/internal/policy/itemdigest"
+	"github.com/nacflow/nacflow/internal/policy/restorepolicy"
+	"github.com/nacflow/nacflow/internal/velero/restorejudge"
 )
 
 // The record of what a backup held when nacflow verified it (package
@@ -54,8 +58,9 @@ func verifiedItemsFor(ctx context.Context, op *engine.Operation, backup *velerov
 }
 
 // readVerifiedItems reads the record of backup's item digests (see
-// verifiedItemsFor): the record, or nil and why there is no usable one.
-// Errors are the API server's.
+// verifiedItemsFor): the record, or nil and why there is no usable one —
+// none, one not made for op's namespace, or one restorejudge.Record finds
+// unusable for this Backup. Errors are the API server's.
 func readVerifiedItems(ctx context.Context, op *engine.Operation, backup *velerov1.Backup) (*verifiedItems, string, error) {
 	name := itemdigest.Name(backup.Name)
 	cm := &corev1.ConfigMap{}
@@ -64,25 +69,73 @@ func readVerifiedItems(ctx context.Context, op *engine.Operation, backup *velero
 		return nil, "", err
 	}
 	if !found {
-		return nil, fmt.Sprintf("nacflow holds no record of the items of Velero Backup %s (no ConfigMap %s/%s): it was not verified by nacflow, or was verified before nacflow recorded item digests",
-			backup.Name, op.OADPNamespace, name), nil
-	}
-	if ns := cm.Annotations[v1alpha1.NabOriginNamespaceAnnotation]; ns != op.Object.GetNamespace() {
+		cm = nil
+	} else if ns := cm.Annotations[v1alpha1.NabOriginNamespaceAnnotation]; ns != op.Object.GetNamespace() {
 		return nil, fmt.Sprintf("ConfigMap %s/%s, the record of the items of Velero Backup %s, was not made for namespace %s (annotation %s is %q)",
 			op.OADPNamespace, name, backup.Name, op.Object.GetNamespace(), v1alpha1.NabOriginNamespaceAnnotation, ns), nil
 	}
-	m, err := itemdigest.FromConfigMap(cm)
-	if err != nil {
-		return nil, fmt.Sprintf("the record of the items of Velero Backup %s is unreadable: %v", backup.Name, err), nil
+	set, bad := restorejudge.Record(cm, backup.UID)
+	if bad == nil {
+		return &verifiedItems{name: name, set: *set}, "", nil
 	}
-	if m.BackupUID != backup.UID {
+	switch bad.Kind {
+	case restorejudge.RecordUnreadable:
+		return nil, fmt.Sprintf("the record of the items of Velero Backup %s is unreadable: %v", backup.Name, bad.Err), nil
+	case restorejudge.RecordOfOtherBackup:
 		return nil, fmt.Sprintf("ConfigMap %s/%s records the items of another Velero Backup %s (UID %s, not %s)",
-			op.OADPNamespace, name, backup.Name, m.BackupUID, backup.UID), nil
+			op.OADPNamespace, name, backup.Name, bad.RecordUID, backup.UID), nil
+	case restorejudge.RecordWithoutDigests:
+		return nil, fmt.Sprintf("nacflow recorded no item digests for Velero Backup %s when it verified it: %s", backup.Name, bad.Why), nil
 	}
-	if m.Unrecorded != "" {
-		return nil, fmt.Sprintf("nacflow recorded no item digests for Velero Backup %s when it verified it: %s", backup.Name, m.Unrecorded), nil
+	return nil, fmt.Sprintf("nacflow holds no record of the items of Velero Backup %s (no ConfigMap %s/%s): it was not verified by nacflow, or was verified before nacflow recorded item digests",
+		backup.Name, op.OADPNamespace, name), nil
+}
+
+// inTenantBucket reports whether the Velero Backup is kept in a bucket a
+// tenant writes (restorepolicy.TenantBucket): its location carries OADP's
+// NABSL origin label, or it names none or one that does not exist. The
+// location is read from the API server (the cache holds tenants' locations
+// only). Errors are the API server's.
+func inTenantBucket(ctx context.Context, op *engine.Operation, backup *velerov1.Backup) (bool, error) {
+	name := backup.Spec.StorageLocation
+	if name == "" {
+		return true, nil
 	}
-	return &verifiedItems{name: name, set: m.Set}, "", nil
+	bsl := &velerov1.BackupStorageLocation{}
+	err := op.APIReader.Get(ctx, client.ObjectKey{Namespace: op.OADPNamespace, Name: name}, bsl)
+	switch {
+	case err == nil:
+		return restorepolicy.TenantBucket(bsl.Labels, true), nil
+	case apierrors.IsNotFound(err):
+		return true, nil
+	default:
+		return false, fmt.Errorf("reading Velero BackupStorageLocation %s/%s: %w", op.OADPNamespace, name, err)
+	}
+}
+
+// backupInTenantBucket is inTenantBucket of the Velero Backup name of the
+// OADP namespace, read from the API server; a Backup that cannot be found
+// counts as kept in a tenant's bucket, as velero-plugin-nacflow decides
+// it. Errors are the API server's.
+func backupInTenantBucket(ctx context.Context, op *engine.Operation, name string) (bool, error) {
+	backup := &velerov1.Backup{}
+	switch err := op.APIReader.Get(ctx, client.ObjectKey{Namespace: op.OADPNamespace, Name: name}, backup); {
+	case err == nil:
+		return inTenantBucket(ctx, op, backup)
+	case apierrors.IsNotFound(err):
+		return true, nil
+	default:
+		return false, fmt.Errorf("reading Velero Backup %s/%s: %w", op.OADPNamespace, name, err)
+	}
+}
+
+// Doc implements engine.Documented.
+func (*CreateVeleroRestore) Doc() engine.FuncDoc {
+	return engine.FuncDoc{
+		Summary: "Creates (or adopts) the Velero Restore in the OADP namespace from the accepted spec: backupName = args.backupName (which must belong to the tenant's namespace), includedNamespaces = the tenant's, NAC kinds and volumesnapshotclasses excluded (and persistentvolumes, for a backup kept in a bucket the tenant writes: its volumes come back only from data in the bucket, never from a snapshot ID it names), OADP nar labels plus args.labels/annotations.",
+		Outputs: []string{"name: the Velero Restore"},
+		Errors:  "a backup of another namespace, a name held by another operation's object are terminal; " + apiRetried,
+	}
 }
 
 // errStopDigesting ends digestContents' read at the bound.

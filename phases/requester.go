@@ -170,6 +170,20 @@ func (r Requesters) verify(ctx context.Context, op *engine.Operation, nar *v1alp
 		message: fmt.Sprintf("no requester recorded (the NonAdminRestore was made before nacflow's webhook %s was installed, or outside its namespace selector): %s", name, fallback)}, nil
 }
 
+// verifiedRequester tells who asked for nar (verify, with the tenant
+// role's name), and the refusal of a forged record, with condition
+// RequesterVerified set from it: a record forged after validation (where
+// no webhook keeps it) is acted on by no phase. Errors: verify's.
+func (r restoreRules) verifiedRequester(ctx context.Context, op *engine.Operation, nar *v1alpha1.NonAdminRestore) (who requesterVerdict, forged, err error) {
+	if who, err = r.requesters.verify(ctx, op, nar, r.tenantRoleName()); err != nil {
+		return requesterVerdict{}, nil, err
+	}
+	if who.forged != nil {
+		setRequesterCondition(nar, who)
+	}
+	return who, who.forged, nil
+}
+
 // askedFor returns the refusal of nar's current spec.restoreSpec when it
 // is not the one its requester's record says was asked for (nil without a
 // record: no one is known, and the tenant role alone bounds the restore),

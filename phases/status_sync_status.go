@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
@@ -27,7 +29,13 @@ type SyncStatusArgs struct {
 // NonAdminRestore: status.veleroRestore and status.queueInfo; for a
 // DownloadRequest, of a NonAdminDownloadRequest: status.velero.status and,
 // once the URL is there, condition Processed=True, OADP NAC's). A missing
-// or unnamed object is not an error: there is nothing to mirror.
+// or unnamed object is not an error: there is nothing to mirror; but a
+// NonAdminBackup's Backup missing once its plan has ended (the controllers
+// run SyncStatus after each reconcile, outside the plan) was deleted
+// outside nacflow: BackingOff, Queued=False (backupGone).
+//
+// It is the one path by which a Velero object's status reaches its NAC
+// object, in a plan and out of it (docs/architecture.md, Controllers).
 //
 // Output: phase (the Velero object's phase, when there is one). Errors: an
 // unknown kind is terminal; so is a named object that is not the
@@ -44,10 +52,14 @@ func (f *SyncStatus) Run(ctx context.Context, op *engine.Operation, _ engine.Obj
 		if err != nil {
 			return engine.Result{}, err
 		}
-		return mirrorOwned(ctx, op, "Backup", a.Name, &velerov1.Backup{}, linkedUUIDs(op), func(b *velerov1.Backup) (string, string) {
+		res, err := mirrorOwned(ctx, op, "Backup", a.Name, &velerov1.Backup{}, linkedUUIDs(op), func(b *velerov1.Backup) (string, string) {
 			nab.MirrorBackup(b)
 			return string(b.Status.Phase), string(b.Status.Phase)
 		})
+		if _, mirrored := res.Output["phase"]; err != nil || mirrored || a.Name == "" || !ranOutsidePlan(nab) {
+			return res, err
+		}
+		return backupGone(ctx, op, nab, a.Name)
 	case "DeleteBackupRequest":
 		nab, err := as[*v1alpha1.NonAdminBackup]("SyncStatus", op)
 		if err != nil {
@@ -104,6 +116,38 @@ func (f *SyncStatus) Run(ctx context.Context, op *engine.Operation, _ engine.Obj
 	default:
 		return engine.Result{}, engine.Terminalf("SyncStatus: args.kind %q is not supported (supported: Backup, BackupStorageLocation, DeleteBackupRequest, DownloadRequest, Restore, Schedule)", a.Kind)
 	}
+}
+
+// ranOutsidePlan reports whether obj's plan has ended: SyncStatus then runs
+// outside it, as the controllers run it after each reconcile.
+func ranOutsidePlan(obj engine.Object) bool {
+	p := obj.GetPlan()
+	return p != nil && p.CompletionTime != nil
+}
+
+// backupGone decides what a NonAdminBackup whose plan has ended shows when
+// its Velero Backup, name, is missing from the cache: the API server is
+// asked (the cache may lag) and, gone there too, the Backup was deleted
+// outside nacflow: phase BackingOff and condition Queued=False
+// (VeleroBackupNotFound). Found there, it is mirrored. Errors: the API
+// server's (retryable) and a foreign Backup (terminal).
+func backupGone(ctx context.Context, op *engine.Operation, nab *v1alpha1.NonAdminBackup, name string) (engine.Result, error) {
+	b := &velerov1.Backup{}
+	found, err := getOwned(ctx, op.APIReader, op, mirrorVerb, "Backup", name, b, linkedUUIDs(op)...)
+	if err != nil {
+		return engine.Result{}, err
+	}
+	if found {
+		nab.MirrorBackup(b)
+		return engine.Done(fmt.Sprintf("Mirrored Velero Backup %s (%s)", name, b.Status.Phase), map[string]string{"phase": string(b.Status.Phase)}), nil
+	}
+	nab.Status.Phase = v1alpha1.NonAdminPhaseBackingOff
+	meta.SetStatusCondition(&nab.Status.Conditions, metav1.Condition{
+		Type: v1alpha1.ConditionQueued, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonVeleroBackupNotFound,
+		Message:            fmt.Sprintf("Velero Backup %s no longer exists in %s: it was deleted outside nacflow", name, op.OADPNamespace),
+		ObservedGeneration: nab.Generation,
+	})
+	return engine.Done(fmt.Sprintf("Velero Backup %s not found: nothing to mirror", name), nil), nil
 }
 
 // mirrorOwned reads the Velero object kind called name from the OADP

@@ -22,61 +22,61 @@ type volume struct {
 	uploader    string
 }
 
+// tally counts vols by phase ("" counts as "New", as Velero writes no phase
+// on a new object) and sums their bytes done and total.
+func tally(vols []volume) (counts map[string]int, done, total int64) {
+	counts = map[string]int{}
+	for _, v := range vols {
+		done += v.done
+		total += v.total
+		phase := v.phase
+		if phase == "" {
+			phase = "New"
+		}
+		counts[phase]++
+	}
+	return counts, done, total
+}
+
 // byPhase counts volumes into OADP NAC's DataUpload/DataDownload counters,
-// their bytes summed.
+// their bytes summed; nil without volumes.
 func byPhase(vols []volume) *v1alpha1.DataMoverDataUploads {
 	if len(vols) == 0 {
 		return nil
 	}
-	out := &v1alpha1.DataMoverDataUploads{Total: len(vols)}
-	for _, v := range vols {
-		out.BytesDone += v.done
-		out.TotalBytes += v.total
-		switch v.phase {
-		case "", "New":
-			out.New++
-		case "Accepted":
-			out.Accepted++
-		case "Prepared":
-			out.Prepared++
-		case "InProgress":
-			out.InProgress++
-		case "Canceling":
-			out.Canceling++
-		case "Canceled":
-			out.Canceled++
-		case "Failed":
-			out.Failed++
-		case "Completed":
-			out.Completed++
-		}
+	n, done, total := tally(vols)
+	return &v1alpha1.DataMoverDataUploads{
+		Total:      len(vols),
+		New:        n["New"],
+		Accepted:   n["Accepted"],
+		Prepared:   n["Prepared"],
+		InProgress: n["InProgress"],
+		Canceling:  n["Canceling"],
+		Canceled:   n["Canceled"],
+		Failed:     n["Failed"],
+		Completed:  n["Completed"],
+		BytesDone:  done,
+		TotalBytes: total,
 	}
-	return out
 }
 
 // fsByPhase counts phases into OADP NAC's PodVolumeBackup/Restore
 // counters; phases OADP does not list (Accepted, Prepared, Canceling,
-// Canceled of newer Velero) count in total only.
+// Canceled of newer Velero) count in total only. nil without volumes.
 func fsByPhase(vols []volume) *v1alpha1.FileSystemPodVolumeBackups {
 	if len(vols) == 0 {
 		return nil
 	}
-	out := &v1alpha1.FileSystemPodVolumeBackups{Total: len(vols)}
-	for _, v := range vols {
-		out.BytesDone += v.done
-		out.TotalBytes += v.total
-		switch v.phase {
-		case "", "New":
-			out.New++
-		case "InProgress":
-			out.InProgress++
-		case "Failed":
-			out.Failed++
-		case "Completed":
-			out.Completed++
-		}
+	n, done, total := tally(vols)
+	return &v1alpha1.FileSystemPodVolumeBackups{
+		Total:      len(vols),
+		New:        n["New"],
+		InProgress: n["InProgress"],
+		Failed:     n["Failed"],
+		Completed:  n["Completed"],
+		BytesDone:  done,
+		TotalBytes: total,
 	}
-	return out
 }
 
 // progressSummary returns "<done> of <total> volumes <verb>" over both

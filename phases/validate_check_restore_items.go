@@ -4,29 +4,23 @@ import (
 	"archive/tar"
 	"compress/gzip"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"path"
 	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
-	authenticationv1 "k8s.io/api/authentication/v1"
-	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/engine"
-	"github.com/nacflow/nacflow/internal/policy/itemdigest"
 	"github.com/nacflow/nacflow/internal/policy/restorepolicy"
 )
 
@@ -57,9 +51,12 @@ type CheckRestoreItemsArgs struct {
 // keep the restore within the tenant's rights), then reads the backup's
 // contents (a Velero DownloadRequest BackupContents: the tarball, streamed,
 // at most 256 MiB compressed, items of at most 1 MiB, 100,000 items) and
-// applies restorepolicy.Decide to every item Velero would restore into the
-// namespace (and to PersistentVolumes) with the tenant role of
-// --tenant-role. It reads no object of the tenant: each item is judged as if
+// asks the restore's judge (restorejudge.Judge, built by judgeRestore as
+// the preview builds it; velero-plugin-nacflow builds the same from the
+// Velero Restore) about every item Velero would restore into the namespace
+// (and every PersistentVolume): restorepolicy.Decide with the tenant role
+// of --tenant-role and the verified requester, on the item as the resource
+// modifiers make it. It reads no object of the tenant: each item is judged as if
 // absent (update rights and existing admin-owned objects are the plugin's to
 // check at restore time), and a RoleBinding may bind a Role of the backup
 // that passes itself (Velero restores Roles first).
@@ -127,215 +124,214 @@ func (f *CheckRestoreItems) Run(ctx context.Context, op *engine.Operation, nar *
 	if a.BackupName == "" {
 		return engine.Result{}, engine.Terminalf("CheckRestoreItems: args.backupName is empty")
 	}
-	timeout := a.serveTimeout()
-	name := v1alpha1.NACObjectName(nar.Namespace, nar.Name, op.UUID)
-
-	// Velero's plugins first: read straight from the API server (no cache
-	// of ServerStatusRequests is kept).
-	ssr := &velerov1.ServerStatusRequest{}
-	found, err := getOwned(ctx, op.APIReader, op, "check", "ServerStatusRequest", name, ssr)
-	if err != nil {
+	c := &restoreCheck{f: f, op: op, nar: nar, a: a, timeout: a.serveTimeout(), name: v1alpha1.NACObjectName(nar.Namespace, nar.Name, op.UUID)}
+	if err := c.request(ctx); err != nil {
 		return engine.Result{}, err
 	}
-	if !found {
-		want := &velerov1.ServerStatusRequest{ObjectMeta: op.ObjectMeta(name)}
-		obj, _, err := createOrAdopt(ctx, op, f.tools.recent, "Velero ServerStatusRequest", want)
-		if err != nil {
-			return engine.Result{}, err
-		}
-		ssr = obj.(*velerov1.ServerStatusRequest)
+	if res, err := c.pluginListed(ctx); res != nil || err != nil {
+		return orZero(res), err
 	}
-	dr, err := backupFileRequest(ctx, op, f.tools.recent, "check", name, velerov1.DownloadTargetKindBackupContents, a.BackupName)
-	if err != nil {
-		return engine.Result{}, err
-	}
-	cleanup := func() error {
-		for _, o := range []client.Object{ssr, dr} {
-			if err := deleteOwn(ctx, op, o); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	if ssr.Status.Phase != velerov1.ServerStatusRequestPhaseProcessed {
-		if time.Since(ssr.CreationTimestamp.Time) > timeout {
-			if err := cleanup(); err != nil {
-				return engine.Result{}, err
-			}
-			return engine.Result{}, refuse(nar, v1alpha1.ReasonRestorePluginMissing, fmt.Errorf(
-				"Velero did not list its plugins within %s (ServerStatusRequest %s): is the Velero server running? A restore waits for it to show plugin %s", timeout, name, restorepolicy.PluginName))
-		}
-		return engine.WaitWatched(fmt.Sprintf("waiting for Velero to list its plugins (ServerStatusRequest %s is %s)", name, phaseOr(string(ssr.Status.Phase))),
-			timeout-time.Since(ssr.CreationTimestamp.Time)+time.Second), nil
-	}
-	if !slices.ContainsFunc(ssr.Status.Plugins, func(p velerov1.PluginInfo) bool {
-		return p.Name == restorepolicy.PluginName && strings.HasPrefix(p.Kind, "RestoreItemAction")
-	}) {
-		if err := cleanup(); err != nil {
-			return engine.Result{}, err
-		}
-		return engine.Result{}, refuse(nar, v1alpha1.ReasonRestorePluginMissing, fmt.Errorf(
-			"Velero does not run nacflow's plugin %s (velero-plugin-nacflow), which keeps a tenant's restore within the tenant's rights: refusing to restore; the cluster admin must install it (docs/admin-guide.md)", restorepolicy.PluginName))
-	}
-
-	// verified is the backup's record of verified items, when the restore
-	// needs one (below).
-	var verified *verifiedItems
-	notChecked := func(why string) (engine.Result, error) {
-		if err := cleanup(); err != nil {
-			return engine.Result{}, err
-		}
-		setItemsChecked(nar, metav1.ConditionUnknown, v1alpha1.ReasonItemsNotChecked, why)
-		if a.OnExcluded == "refuse" {
-			return engine.Result{}, refuse(nar, v1alpha1.ReasonItemsNotChecked, errors.New(why+": refusing to restore (onExcluded: refuse)"))
-		}
-		var out map[string]string
-		if verified != nil {
-			out = map[string]string{"verifiedItems": verified.name}
-		}
-		return engine.Done("not checked: "+why, out), nil
-	}
-	if wait, expired := awaitServed(dr, "the contents of Backup "+a.BackupName, timeout, f.tools.serving); expired {
-		return notChecked(fmt.Sprintf("Velero did not serve the contents of Backup %s within %s", a.BackupName, timeout))
+	if wait, expired := awaitServed(c.dr, "the contents of Backup "+a.BackupName, c.timeout, f.tools.serving); expired {
+		return c.notChecked(ctx, fmt.Sprintf("Velero did not serve the contents of Backup %s within %s", a.BackupName, c.timeout))
 	} else if wait != nil {
 		return *wait, nil
 	}
-
-	bound, err := f.bound(ctx, op)
-	if err != nil {
-		return engine.Result{}, err
-	}
-	bucketOnly, err := backupInTenantBucket(ctx, op, a.BackupName)
-	if err != nil {
-		return engine.Result{}, err
-	}
-	who, err := f.requesters.verify(ctx, op, nar, f.tenantRoleName())
-	if err != nil {
-		return engine.Result{}, err
-	}
-	if who.forged != nil {
-		if err := cleanup(); err != nil {
-			return engine.Result{}, err
-		}
-		setRequesterCondition(nar, who)
-		return engine.Result{}, refuse(nar, v1alpha1.ReasonInvalidRestoreSpec, who.forged)
-	}
-	// Restore only what was verified: from a bucket another editor of the
-	// namespace may write, a restore as its requester needs nacflow's
-	// record of the items (VerifyBackupContents), and every item must be
-	// as recorded.
-	if bucketOnly && who.user != nil {
-		var why string
-		if verified, why, err = verifiedItemsOf(ctx, op, a.BackupName); err != nil {
-			return engine.Result{}, err
-		}
-		if verified == nil {
-			if err := cleanup(); err != nil {
-				return engine.Result{}, err
-			}
-			msg := fmt.Sprintf("Velero Backup %s is kept in a bucket another editor of the namespace may write, and nacflow restores from such a bucket as %s only the items it verified: %s",
-				a.BackupName, who.user.Username, why)
-			setItemsChecked(nar, metav1.ConditionFalse, v1alpha1.ReasonItemsExcluded, msg)
-			return engine.Result{}, refuse(nar, v1alpha1.ReasonItemsExcluded, errors.New(msg+": refusing to restore"))
-		}
-	}
-	spec := nar.AcceptedRestoreSpec()
-	p := restorepolicy.Policy{Namespace: nar.Namespace, Bound: bound, AdminOwned: f.adminOwned, Requester: who.user,
-		UpdateExisting: spec != nil && spec.ExistingResourcePolicy == velerov1.PolicyTypeUpdate, BucketOnly: bucketOnly}
-	if spec != nil {
-		p.Target = spec.NamespaceMapping[nar.Namespace]
-	}
-	within := fmt.Sprintf("ClusterRole %s allows in namespace %s", f.tenantRole, p.Target)
-	if p.Target == "" {
-		within = fmt.Sprintf("ClusterRole %s allows in namespace %s", f.tenantRole, nar.Namespace)
-	}
-	if who.user != nil {
-		within += " and " + who.user.Username + " may do there"
-	}
-	mods, refusal, err := restoreModifiers(ctx, op, nar, who)
+	rj, refusal, err := f.judgeRestore(ctx, op, nar, a.BackupName)
 	if err != nil {
 		return engine.Result{}, err
 	}
 	if refusal != nil {
-		if err := cleanup(); err != nil {
-			return engine.Result{}, err
-		}
-		return engine.Result{}, refuse(nar, v1alpha1.ReasonInvalidRestoreSpec, refusal)
+		return c.refused(ctx, refusal)
 	}
-	if mods != nil {
-		within += ", as the resource modifiers make them"
-	}
-	skip := restoreSkips(nar)
-	var set *itemdigest.Set
-	if verified != nil {
-		set = &verified.set
-		within += ", each as nacflow verified it"
-	}
-	total, excluded, changed, err := checkContents(ctx, f.tools.store, dr.Status.DownloadURL, p, skip,
-		precheckLookup{op: op, reviews: f.requesters.reviews(), modify: asCreated(mods)}, set)
+	c.verified = rj.verified
+	total, excluded, changed, err := judgeContents(ctx, f.tools.store, c.dr.Status.DownloadURL, rj, restoreSkips(nar))
 	var apiErr apiError
 	if errors.As(err, &apiErr) {
 		return engine.Result{}, apiErr.err
 	}
 	if err != nil {
-		return notChecked(fmt.Sprintf("reading the contents of Backup %s: %v", a.BackupName, err))
+		return c.notChecked(ctx, fmt.Sprintf("reading the contents of Backup %s: %v", a.BackupName, err))
 	}
-	if err := cleanup(); err != nil {
+	if err := c.cleanup(ctx); err != nil {
 		return engine.Result{}, err
 	}
 	if len(changed) > 0 {
-		// Written into the bucket after nacflow verified the backup, by
-		// someone other than the requester: all or nothing.
-		shown := changed
-		if len(shown) > maxListedItems {
-			shown = shown[:maxListedItems]
-		}
-		msg := fmt.Sprintf("%d items of Velero Backup %s changed since nacflow verified it: %s", len(changed), a.BackupName, strings.Join(shown, "; "))
-		if len(changed) > len(shown) {
-			msg += fmt.Sprintf("; and %d more", len(changed)-len(shown))
-		}
-		setItemsChecked(nar, metav1.ConditionFalse, v1alpha1.ReasonItemsExcluded, msg)
-		if f.tools.recorder != nil {
-			f.tools.recorder.Event(op.Object, corev1.EventTypeWarning, v1alpha1.ReasonItemsExcluded, msg)
-		}
-		return engine.Result{}, refuse(nar, v1alpha1.ReasonItemsExcluded, fmt.Errorf(
-			"%s: refusing the whole restore (the backup is kept in a bucket another editor of the namespace may write, and nacflow restores from it as %s only what it verified)", msg, who.user.Username))
+		return c.changed(changed, rj)
 	}
+	return c.checked(total, excluded, rj)
+}
+
+// orZero is *r, or the zero Result.
+func orZero(r *engine.Result) engine.Result {
+	if r == nil {
+		return engine.Result{}
+	}
+	return *r
+}
+
+// restoreCheck is one run of CheckRestoreItems.
+type restoreCheck struct {
+	f       *CheckRestoreItems
+	op      *engine.Operation
+	nar     *v1alpha1.NonAdminRestore
+	a       *CheckRestoreItemsArgs
+	timeout time.Duration
+	// name is the requests': the NonAdminRestore's NAC object name.
+	name string
+	ssr  *velerov1.ServerStatusRequest
+	dr   *velerov1.DownloadRequest
+	// verified is the backup's record of verified items, once the
+	// restore is known to need one.
+	verified *verifiedItems
+}
+
+// request gets or makes the run's ServerStatusRequest (read straight
+// from the API server: no cache of them is kept) and its DownloadRequest
+// of the backup's contents. Errors: the API server's.
+func (c *restoreCheck) request(ctx context.Context) error {
+	c.ssr = &velerov1.ServerStatusRequest{}
+	found, err := getOwned(ctx, c.op.APIReader, c.op, "check", "ServerStatusRequest", c.name, c.ssr)
+	if err != nil {
+		return err
+	}
+	if !found {
+		want := &velerov1.ServerStatusRequest{ObjectMeta: c.op.ObjectMeta(c.name)}
+		obj, _, err := createOrAdopt(ctx, c.op, c.f.tools.recent, "Velero ServerStatusRequest", want)
+		if err != nil {
+			return err
+		}
+		c.ssr = obj.(*velerov1.ServerStatusRequest)
+	}
+	c.dr, err = backupFileRequest(ctx, c.op, c.f.tools.recent, "check", c.name, velerov1.DownloadTargetKindBackupContents, c.a.BackupName)
+	return err
+}
+
+// pluginListed returns nil, nil when Velero lists nacflow's plugin as a
+// RestoreItemAction; else the wait for Velero to list its plugins, or the
+// refusal (the requests deleted) when it did not in time or lacks it.
+func (c *restoreCheck) pluginListed(ctx context.Context) (*engine.Result, error) {
+	if c.ssr.Status.Phase != velerov1.ServerStatusRequestPhaseProcessed {
+		if time.Since(c.ssr.CreationTimestamp.Time) > c.timeout {
+			return nil, c.refuse(ctx, v1alpha1.ReasonRestorePluginMissing, fmt.Errorf(
+				"Velero did not list its plugins within %s (ServerStatusRequest %s): is the Velero server running? A restore waits for it to show plugin %s", c.timeout, c.name, restorepolicy.PluginName))
+		}
+		wait := engine.WaitWatched(fmt.Sprintf("waiting for Velero to list its plugins (ServerStatusRequest %s is %s)", c.name, phaseOr(string(c.ssr.Status.Phase))),
+			c.timeout-time.Since(c.ssr.CreationTimestamp.Time)+time.Second)
+		return &wait, nil
+	}
+	if !slices.ContainsFunc(c.ssr.Status.Plugins, func(p velerov1.PluginInfo) bool {
+		return p.Name == restorepolicy.PluginName && strings.HasPrefix(p.Kind, "RestoreItemAction")
+	}) {
+		return nil, c.refuse(ctx, v1alpha1.ReasonRestorePluginMissing, fmt.Errorf(
+			"Velero does not run nacflow's plugin %s (velero-plugin-nacflow), which keeps a tenant's restore within the tenant's rights: refusing to restore; the cluster admin must install it (docs/admin-guide.md)", restorepolicy.PluginName))
+	}
+	return nil, nil
+}
+
+// cleanup deletes the run's requests.
+func (c *restoreCheck) cleanup(ctx context.Context) error {
+	for _, o := range []client.Object{c.ssr, c.dr} {
+		if err := deleteOwn(ctx, c.op, o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// refuse deletes the run's requests and refuses the restore with reason
+// and err (Accepted=False); a cleanup error is returned instead.
+func (c *restoreCheck) refuse(ctx context.Context, reason string, err error) error {
+	if cerr := c.cleanup(ctx); cerr != nil {
+		return cerr
+	}
+	return refuse(c.nar, reason, err)
+}
+
+// refused refuses the restore as the judge's builder said; a restore
+// without the record of verified items it needs is named in
+// RestoreItemsChecked too.
+func (c *restoreCheck) refused(ctx context.Context, r *judgeRefusal) (engine.Result, error) {
+	if !r.unverified {
+		return engine.Result{}, c.refuse(ctx, r.reason, r.err)
+	}
+	if err := c.cleanup(ctx); err != nil {
+		return engine.Result{}, err
+	}
+	setItemsChecked(c.nar, metav1.ConditionFalse, v1alpha1.ReasonItemsExcluded, r.err.Error())
+	return engine.Result{}, refuse(c.nar, r.reason, errors.New(r.err.Error()+": refusing to restore"))
+}
+
+// notChecked ends the run without a verdict on the items (why), or
+// refuses the restore with onExcluded: refuse.
+func (c *restoreCheck) notChecked(ctx context.Context, why string) (engine.Result, error) {
+	if err := c.cleanup(ctx); err != nil {
+		return engine.Result{}, err
+	}
+	setItemsChecked(c.nar, metav1.ConditionUnknown, v1alpha1.ReasonItemsNotChecked, why)
+	if c.a.OnExcluded == "refuse" {
+		return engine.Result{}, refuse(c.nar, v1alpha1.ReasonItemsNotChecked, errors.New(why+": refusing to restore (onExcluded: refuse)"))
+	}
+	var out map[string]string
+	if c.verified != nil {
+		out = map[string]string{"verifiedItems": c.verified.name}
+	}
+	return engine.Done("not checked: "+why, out), nil
+}
+
+// warn sets RestoreItemsChecked False with msg, with a Warning event.
+func (c *restoreCheck) warn(msg string) {
+	setItemsChecked(c.nar, metav1.ConditionFalse, v1alpha1.ReasonItemsExcluded, msg)
+	if c.f.tools.recorder != nil {
+		c.f.tools.recorder.Event(c.op.Object, corev1.EventTypeWarning, v1alpha1.ReasonItemsExcluded, msg)
+	}
+}
+
+// changed refuses the whole restore: items written into the bucket after
+// nacflow verified the backup, by someone other than the requester.
+func (c *restoreCheck) changed(changed []string, rj *restoreJudgement) (engine.Result, error) {
+	msg := fmt.Sprintf("%d items of Velero Backup %s changed since nacflow verified it: %s", len(changed), c.a.BackupName, listed(changed))
+	c.warn(msg)
+	return engine.Result{}, refuse(c.nar, v1alpha1.ReasonItemsExcluded, fmt.Errorf(
+		"%s: refusing the whole restore (the backup is kept in a bucket another editor of the namespace may write, and nacflow restores from it as %s only what it verified)", msg, rj.who.user.Username))
+}
+
+// checked reports the verdicts: all items allowed, or the excluded ones
+// named — refusing the whole restore with onExcluded: refuse, into
+// another namespace, or with the tenant's resource modifiers (all or
+// nothing: their own transforms made these items).
+func (c *restoreCheck) checked(total int, excluded []string, rj *restoreJudgement) (engine.Result, error) {
 	out := map[string]string{"items": fmt.Sprint(total), "excluded": fmt.Sprint(len(excluded))}
-	if verified != nil {
-		out["verifiedItems"] = verified.name
+	if c.verified != nil {
+		out["verifiedItems"] = c.verified.name
 	}
 	if len(excluded) == 0 {
-		msg := fmt.Sprintf("%d items of Velero Backup %s checked: all within what %s", total, a.BackupName, within)
-		setItemsChecked(nar, metav1.ConditionTrue, v1alpha1.ReasonItemsAllowed, msg)
+		msg := fmt.Sprintf("%d items of Velero Backup %s checked: all within what %s", total, c.a.BackupName, rj.judge.Within())
+		setItemsChecked(c.nar, metav1.ConditionTrue, v1alpha1.ReasonItemsAllowed, msg)
 		return engine.Done(msg, out), nil
 	}
-	shown := excluded
-	if len(shown) > maxListedItems {
-		shown = shown[:maxListedItems]
-	}
 	msg := fmt.Sprintf("%d of %d items of Velero Backup %s are beyond what %s and are not restored: %s",
-		len(excluded), total, a.BackupName, within, strings.Join(shown, "; "))
-	if len(excluded) > len(shown) {
-		msg += fmt.Sprintf("; and %d more", len(excluded)-len(shown))
-	}
-	setItemsChecked(nar, metav1.ConditionFalse, v1alpha1.ReasonItemsExcluded, msg)
-	if f.tools.recorder != nil {
-		f.tools.recorder.Event(op.Object, corev1.EventTypeWarning, v1alpha1.ReasonItemsExcluded, msg)
-	}
-	if a.OnExcluded == "refuse" {
-		return engine.Result{}, refuse(nar, v1alpha1.ReasonItemsExcluded, fmt.Errorf("%s: refusing the whole restore (onExcluded: refuse)", msg))
-	}
-	if p.Target != "" && p.Target != nar.Namespace {
-		// Into another namespace, all or nothing: the requester may create
-		// every item there, or nothing is restored.
-		return engine.Result{}, refuse(nar, v1alpha1.ReasonItemsExcluded, fmt.Errorf("%s: refusing the whole restore into namespace %s", msg, p.Target))
-	}
-	if nar.Spec.RestoreSpec.ResourceModifier != nil {
-		// The tenant's own transforms made these items: all or nothing too.
-		return engine.Result{}, refuse(nar, v1alpha1.ReasonItemsExcluded, fmt.Errorf("%s: refusing the whole restore (its resource modifiers make them)", msg))
+		len(excluded), total, c.a.BackupName, rj.judge.Within(), listed(excluded))
+	c.warn(msg)
+	switch {
+	case c.a.OnExcluded == "refuse":
+		return engine.Result{}, refuse(c.nar, v1alpha1.ReasonItemsExcluded, fmt.Errorf("%s: refusing the whole restore (onExcluded: refuse)", msg))
+	case rj.judge.Mapped():
+		return engine.Result{}, refuse(c.nar, v1alpha1.ReasonItemsExcluded, fmt.Errorf("%s: refusing the whole restore into namespace %s", msg, rj.judge.Target()))
+	case c.nar.Spec.RestoreSpec.ResourceModifier != nil:
+		return engine.Result{}, refuse(c.nar, v1alpha1.ReasonItemsExcluded, fmt.Errorf("%s: refusing the whole restore (its resource modifiers make them)", msg))
 	}
 	return engine.Done(msg, out), nil
+}
+
+// listed joins the first maxListedItems of items with "; ", saying how
+// many more there are.
+func listed(items []string) string {
+	shown := items[:min(len(items), maxListedItems)]
+	s := strings.Join(shown, "; ")
+	if len(items) > len(shown) {
+		s += fmt.Sprintf("; and %d more", len(items)-len(shown))
+	}
+	return s
 }
 
 // bound reads the rules of the tenant role.
@@ -374,112 +370,38 @@ func restoreSkips(nar *v1alpha1.NonAdminRestore) func(schema.GroupResource) bool
 	}
 }
 
-// apiError marks a Lookup error: retried, not reported as unreadable contents.
-type apiError struct{ err error }
-
-func (e apiError) Error() string { return e.err.Error() }
-
-// precheckLookup implements restorepolicy.Lookup for the pre-check: Roles
-// and ClusterRoles live (and Roles of the backup that pass, added by
-// checkContents), PersistentVolumes live; every namespaced object reads as
-// absent (nacflow reads no tenant object).
-type precheckLookup struct {
-	op         *engine.Operation
-	backupRole map[string][]rbacv1.PolicyRule
-	// reviews asks the API server as the requester (nil: no requester).
-	reviews *restorepolicy.Reviews
-	// modify, when set, returns an item as Velero creates it after the
-	// restore's resource modifiers, or why it must not be restored.
-	modify func(schema.GroupResource, map[string]any) (map[string]any, schema.GroupResource, string)
-}
-
-// May implements restorepolicy.Lookup with the restore's Reviews.
-func (l precheckLookup) May(ctx context.Context, user authenticationv1.UserInfo, a authorizationv1.ResourceAttributes) (bool, error) {
-	if l.reviews == nil {
-		return false, errors.New("no SubjectAccessReviews without a requester")
-	}
-	ok, err := l.reviews.May(ctx, user, a)
-	if err != nil {
-		return false, apiError{err}
-	}
-	return ok, nil
-}
-
-func (l precheckLookup) Exists(ctx context.Context, gr schema.GroupResource, _, name string) (bool, error) {
-	if gr != (schema.GroupResource{Resource: "persistentvolumes"}) {
-		return false, nil
-	}
-	err := l.op.APIReader.Get(ctx, client.ObjectKey{Name: name}, &corev1.PersistentVolume{})
-	switch {
-	case err == nil:
-		return true, nil
-	case apierrors.IsNotFound(err):
-		return false, nil
-	}
-	return false, apiError{fmt.Errorf("reading PersistentVolume %s: %w", name, err)}
-}
-
-func (l precheckLookup) RoleRules(ctx context.Context, kind, ns, name string) ([]rbacv1.PolicyRule, bool, error) {
-	var err error
-	var rules []rbacv1.PolicyRule
-	switch kind {
-	case "Role":
-		r := &rbacv1.Role{}
-		err = l.op.APIReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, r)
-		if apierrors.IsNotFound(err) {
-			rules, ok := l.backupRole[name]
-			return rules, ok, nil
-		}
-		rules = r.Rules
-	case "ClusterRole":
-		r := &rbacv1.ClusterRole{}
-		err = l.op.APIReader.Get(ctx, client.ObjectKey{Name: name}, r)
-		rules = r.Rules
-	default:
-		return nil, false, fmt.Errorf("kind %q is neither Role nor ClusterRole", kind)
-	}
-	switch {
-	case err == nil:
-		return rules, true, nil
-	case apierrors.IsNotFound(err):
-		return nil, false, nil
-	}
-	return nil, false, apiError{fmt.Errorf("reading %s %s: %w", kind, name, err)}
-}
-
-// checkContents downloads the backup tarball at url and decides every item
-// Velero would restore (skip says which group-resources it would not).
-// It returns the items decided and the excluded ones, sorted, as
-// "<resource> <namespace/name>: <reason>". With verified, it also returns,
-// sorted, the items ("<resource> <namespace/name>") one of whose copies
-// (plain or preferred-version) has a digest verified does not hold, or is
-// over maxDigestItemBytes; a copy Velero could not decode is no item it
-// restores. Errors: walkContents'.
-func checkContents(ctx context.Context, hc *storeClient, url string, p restorepolicy.Policy, skip func(schema.GroupResource) bool, lk precheckLookup,
-	verified *itemdigest.Set) (total int, excluded, changed []string, err error) {
-	var digested func(string, []byte)
-	if verified != nil {
-		marked := map[string]bool{}
-		digested = func(key string, raw []byte) {
-			if marked[key] {
-				return
-			}
-			if raw == nil {
-				marked[key] = true
-				changed = append(changed, fmt.Sprintf("%s (over %d bytes: not read)", key, maxDigestItemBytes))
-				return
-			}
-			d, err := itemdigest.Of(raw)
-			if err != nil || verified.Contains(d) {
-				return
-			}
+// judgeContents downloads the backup tarball at url and judges, with
+// rj's judge, every item Velero would restore (skip says which
+// group-resources it would not). It returns the items judged and the
+// excluded ones, sorted, as "<resource> <namespace/name>: <reason>". When
+// the judge restores only verified items, it also returns, sorted, the
+// items ("<resource> <namespace/name>") one of whose copies (plain or
+// preferred-version) is not as nacflow verified it
+// (restorejudge.Judge.CopyChanged), or is over maxDigestItemBytes; the
+// judge's own Unverified verdict is on the first of those copies, so such
+// items are named here, not as excluded. Errors: walkContents'.
+func judgeContents(ctx context.Context, hc *storeClient, url string, rj *restoreJudgement, skip func(schema.GroupResource) bool) (total int, excluded, changed []string, err error) {
+	marked := map[string]bool{}
+	mark := func(key, as string) {
+		if !marked[key] {
 			marked[key] = true
-			changed = append(changed, key)
+			changed = append(changed, as)
 		}
 	}
-	total, err = walkContentsDigesting(ctx, hc, url, maxContents, p, skip, lk, func(it contentItem) error {
-		if !it.decision.Allowed {
-			excluded = append(excluded, it.key+": "+it.decision.Reason)
+	var digested func(string, []byte)
+	if rj.judge.Verifies() {
+		digested = func(key string, raw []byte) {
+			switch {
+			case raw == nil:
+				mark(key, fmt.Sprintf("%s (over %d bytes: not read)", key, maxDigestItemBytes))
+			case rj.judge.CopyChanged(raw):
+				mark(key, key)
+			}
+		}
+	}
+	total, err = walkContentsDigesting(ctx, hc, url, maxContents, rj, skip, func(it contentItem) error {
+		if !it.verdict.Allowed && !it.verdict.Unverified {
+			excluded = append(excluded, it.key+": "+it.verdict.Reason)
 		}
 		return nil
 	}, digested)
@@ -501,139 +423,6 @@ func verifiedItemsOf(ctx context.Context, op *engine.Operation, name string) (*v
 		return nil, fmt.Sprintf("Velero Backup %s/%s not found", op.OADPNamespace, name), err
 	}
 	return readVerifiedItems(ctx, op, backup)
-}
-
-// contentItem is one item of a backup's contents, decided.
-type contentItem struct {
-	// gr, ns and name locate it (ns is empty for a cluster-scoped item).
-	gr       schema.GroupResource
-	ns, name string
-	// key is "<resource> <namespace/name>".
-	key string
-	// obj is the item as backed up (nil when it could not be read: the
-	// decision says why).
-	obj map[string]any
-	// decision is restorepolicy's (or why the item was not read).
-	decision restorepolicy.Decision
-}
-
-// walkContents downloads the backup tarball at url and calls visit with
-// every item Velero would restore into p.Namespace (and every
-// PersistentVolume), decided by restorepolicy with lk; skip says which
-// group-resources Velero would not restore (not visited). RoleBindings of
-// the backup's own Roles are visited last, once those Roles are decided
-// (Velero restores Roles first). It returns the number of items visited.
-// Errors: the download, gzip and tar errors, a tarball over limit bytes
-// (compressed; a *contentsTooLarge),
-// more than maxCheckedItems items, visit's; a Lookup error comes wrapped in
-// apiError.
-func walkContents(ctx context.Context, hc *storeClient, url string, limit int64, p restorepolicy.Policy, skip func(schema.GroupResource) bool, lk precheckLookup, visit func(contentItem) error) (int, error) {
-	return walkContentsDigesting(ctx, hc, url, limit, p, skip, lk, visit, nil)
-}
-
-// walkContentsDigesting is walkContents that also hands digested the key
-// and bytes of every copy of every item it would visit (the plain and the
-// preferred-version one: Velero may restore either), as the tarball holds
-// them (nil for a file over maxDigestItemBytes, not read), before the item
-// is decided; digested nil reads no copy.
-func walkContentsDigesting(ctx context.Context, hc *storeClient, url string, limit int64, p restorepolicy.Policy, skip func(schema.GroupResource) bool, lk precheckLookup,
-	visit func(contentItem) error, digested func(key string, raw []byte)) (int, error) {
-	seen := map[string]bool{}
-	lk.backupRole = map[string][]rbacv1.PolicyRule{}
-	var deferred []contentItem
-	total := 0
-	decide := func(it contentItem) error {
-		obj, gr := it.obj, it.gr
-		if lk.modify != nil {
-			var why string
-			if obj, gr, why = lk.modify(it.gr, it.obj); why != "" {
-				it.decision = restorepolicy.Decision{Reason: why}
-				return visit(it)
-			}
-		}
-		d, err := restorepolicy.Decide(ctx, p, restorepolicy.Item{Resource: gr, Object: obj}, lk)
-		if err != nil {
-			return apiError{err}
-		}
-		it.decision = d
-		return visit(it)
-	}
-	err := contentFiles(ctx, hc, url, limit, func(h *tar.Header, r io.Reader) error {
-		gr, ns, name, ok := itemPath(h.Name)
-		if !ok || h.Typeflag != tar.TypeReg || skip(gr) || (ns == "" && gr.String() != "persistentvolumes") || (ns != "" && ns != p.Namespace) {
-			return nil
-		}
-		it := contentItem{gr: gr, ns: ns, name: name, key: gr.String() + " " + path.Join(ns, name)}
-		copied := seen[it.key] // the plain and the preferred-version copy of one item
-		if copied && digested == nil {
-			return nil
-		}
-		var raw []byte
-		if digested != nil {
-			if h.Size > maxDigestItemBytes {
-				digested(it.key, nil)
-			} else {
-				var err error
-				if raw, err = io.ReadAll(io.LimitReader(r, maxDigestItemBytes+1)); err != nil {
-					return err
-				}
-				digested(it.key, raw)
-			}
-		}
-		if copied {
-			return nil
-		}
-		seen[it.key] = true
-		if total++; total > maxCheckedItems {
-			return fmt.Errorf("more than %d items: not all checked", maxCheckedItems)
-		}
-		if h.Size > maxItemBytes {
-			it.decision.Reason = fmt.Sprintf("not read, larger than %d bytes", maxItemBytes)
-			return visit(it)
-		}
-		if raw == nil {
-			var err error
-			if raw, err = io.ReadAll(io.LimitReader(r, maxItemBytes+1)); err != nil {
-				return err
-			}
-		}
-		if err := json.Unmarshal(raw, &it.obj); err != nil || it.obj == nil {
-			it.obj, it.decision.Reason = nil, "not a JSON object"
-			return visit(it)
-		}
-		switch gr.String() {
-		case "rolebindings.rbac.authorization.k8s.io":
-			if kind, _ := dig(it.obj, "roleRef", "kind"); kind == "Role" && len(deferred) < maxDeferredBindings {
-				deferred = append(deferred, it)
-				return nil
-			}
-		case "roles.rbac.authorization.k8s.io":
-			d, err := restorepolicy.Decide(ctx, p, restorepolicy.Item{Resource: gr, Object: it.obj}, lk)
-			if err != nil {
-				return apiError{err}
-			}
-			if d.Allowed {
-				var role rbacv1.Role
-				if json.Unmarshal(raw, &role) == nil {
-					lk.backupRole[role.Name] = role.Rules
-				}
-			}
-			it.decision = d
-			return visit(it)
-		}
-		return decide(it)
-	})
-	if err != nil {
-		return 0, err
-	}
-	for _, it := range deferred {
-		n, _ := dig(it.obj, "metadata", "name")
-		it.key = "rolebindings.rbac.authorization.k8s.io " + path.Join(p.Namespace, n)
-		if err := decide(it); err != nil {
-			return 0, err
-		}
-	}
-	return total, nil
 }
 
 // contentFiles downloads the backup tarball at url (getBackupFile, within

@@ -5,11 +5,18 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"path"
+	"slices"
+	"strings"
 	"testing"
 
+	"github.com/sirupsen/logrus"
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	"github.com/vmware-tanzu/velero/pkg/plugin/velero"
 	. "gopkg.in/check.v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -18,18 +25,21 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/engine"
 	"github.com/nacflow/nacflow/internal/policy/itemdigest"
 	"github.com/nacflow/nacflow/internal/policy/requester"
 	"github.com/nacflow/nacflow/internal/policy/restorepolicy"
+	"github.com/nacflow/nacflow/internal/velero/restoreaction"
 )
 
 type CheckRestoreItemsSuite struct{}
@@ -478,4 +488,278 @@ func (s *CheckRestoreItemsSuite) TestRunRestoresOnlyWhatWasVerified(c *C) {
 	c.Assert(err, IsNil)
 	c.Check(res.Output, DeepEquals, map[string]string{"items": "3", "excluded": "0"})
 	c.Check(apimeta.FindStatusCondition(nar.Status.Conditions, v1alpha1.ConditionAccepted), IsNil)
+}
+
+// agreeItem is an item of TestJudgesAgree's backup: its tarball path and
+// JSON, and its key ("<resource> <name>").
+type agreeItem struct{ path, key, js string }
+
+// agreeItems are the backup's items, in Velero's restore order (Roles
+// before RoleBindings).
+var agreeItems = []agreeItem{
+	{"resources/roles.rbac.authorization.k8s.io/namespaces/team/reader.json", "roles.rbac.authorization.k8s.io reader",
+		`{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"Role","metadata":{"name":"reader","namespace":"team"},"rules":[{"apiGroups":[""],"resources":["configmaps"],"verbs":["create"]}]}`},
+	{"resources/configmaps/namespaces/team/cm.json", "configmaps cm", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm","namespace":"team"},"data":{"k":"v"}}`},
+	{"resources/configmaps/namespaces/team/moved.json", "configmaps moved", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"moved","namespace":"team"}}`},
+	{"resources/secrets/namespaces/team/creds.json", "secrets creds", `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"creds","namespace":"team"}}`},
+	{"resources/secrets/namespaces/team/kind.json", "secrets kind", `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"kind","namespace":"team"}}`},
+	{"resources/resourcequotas/namespaces/team/quota.json", "resourcequotas quota", `{"apiVersion":"v1","kind":"ResourceQuota","metadata":{"name":"quota","namespace":"team"}}`},
+	{"resources/persistentvolumes/cluster/root.json", "persistentvolumes root",
+		`{"apiVersion":"v1","kind":"PersistentVolume","metadata":{"name":"root"},"spec":{"hostPath":{"path":"/"},"claimRef":{"namespace":"team","name":"data"}}}`},
+	{"resources/rolebindings.rbac.authorization.k8s.io/namespaces/team/to-edit.json", "rolebindings.rbac.authorization.k8s.io to-edit",
+		`{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"RoleBinding","metadata":{"name":"to-edit","namespace":"team"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"edit"},"subjects":[{"kind":"User","name":"u"}]}`},
+	{"resources/rolebindings.rbac.authorization.k8s.io/namespaces/team/to-root.json", "rolebindings.rbac.authorization.k8s.io to-root",
+		`{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"RoleBinding","metadata":{"name":"to-root","namespace":"team"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"cluster-admin"},"subjects":[{"kind":"User","name":"u"}]}`},
+	{"resources/rolebindings.rbac.authorization.k8s.io/namespaces/team/to-reader.json", "rolebindings.rbac.authorization.k8s.io to-reader",
+		`{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"RoleBinding","metadata":{"name":"to-reader","namespace":"team"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"Role","name":"reader"},"subjects":[{"kind":"User","name":"u"}]}`},
+}
+
+// agreeBound is the tenant role of TestJudgesAgree: ConfigMaps and
+// Secrets, Roles and RoleBindings, and no ResourceQuota.
+var agreeBound = []rbacv1.PolicyRule{
+	{APIGroups: []string{""}, Resources: []string{"configmaps", "secrets"}, Verbs: []string{"create", "get", "update", "patch"}},
+	{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"roles", "rolebindings"}, Verbs: []string{"create", "get"}},
+	{APIGroups: []string{""}, Resources: []string{"resourcequotas"}, Verbs: []string{"get"}},
+}
+
+// agreeCase is a restore of TestJudgesAgree's backup.
+type agreeCase struct {
+	about string
+	// requester: alice asked for it (nacflow's webhook recorded her); she
+	// may do anything in team and other but touch Secrets.
+	requester bool
+	// target is the namespaceMapping of team ("": none).
+	target string
+	// tenantBucket: the backup is kept in a bucket the tenant writes,
+	// nacflow verified agreeItems, and since then cm was changed and
+	// added was written into the bucket.
+	tenantBucket bool
+	// modifiers are the admin's enforced resource modifiers (rules).
+	modifiers string
+	// allowed are the keys of the items restored; every other is not.
+	allowed []string
+}
+
+// TestJudgesAgree: the pre-check (CheckRestoreItems' judgeRestore and
+// judgeContents), the preview (PreviewRestore) and velero-plugin-nacflow
+// (restoreaction, on the Velero Restore CreateVeleroRestore makes) decide
+// the same on every item of a backup — kinds the tenant role allows or
+// not, RBAC escalation, admin-owned kinds, a cluster-scoped
+// PersistentVolume — with or without a known requester, into another
+// namespace, under the admin's modifiers that change an item's namespace
+// or kind, and from a tenant's bucket with items in and out of nacflow's
+// record of verified items; each decides as expected.
+func (s *CheckRestoreItemsSuite) TestJudgesAgree(c *C) {
+	const (
+		cm, moved, creds, kind = "configmaps cm", "configmaps moved", "secrets creds", "secrets kind"
+		reader, toEdit, toRead = "roles.rbac.authorization.k8s.io reader", "rolebindings.rbac.authorization.k8s.io to-edit", "rolebindings.rbac.authorization.k8s.io to-reader"
+		enforced               = "- conditions: {groupResource: configmaps, resourceNameRegex: '^moved$'}\n  patches: [{operation: replace, path: /metadata/namespace, value: '\"other\"'}]\n" +
+			"- conditions: {groupResource: secrets, resourceNameRegex: '^kind$'}\n  patches: [{operation: replace, path: /kind, value: '\"ConfigMap\"'}]\n" +
+			"- conditions: {groupResource: configmaps, resourceNameRegex: '^cm$'}\n  mergePatches: [{patchData: '{\"metadata\": {\"labels\": {\"restored\": \"yes\"}}}'}]\n"
+	)
+	for _, t := range []agreeCase{
+		{about: "the tenant role alone", allowed: []string{cm, moved, creds, kind, reader, toEdit, toRead}},
+		{about: "as alice", requester: true, allowed: []string{cm, moved, reader, toEdit, toRead}},
+		{about: "as alice, into namespace other", requester: true, target: "other", allowed: []string{cm, moved, reader, toEdit, toRead}},
+		{about: "under the admin's modifiers", modifiers: enforced, allowed: []string{cm, creds, reader, toEdit, toRead}},
+		{about: "as alice, from her bucket", requester: true, tenantBucket: true, allowed: []string{moved, reader, toEdit, toRead}},
+	} {
+		items := agreeItems
+		if t.tenantBucket {
+			items = append(slices.Clone(agreeItems), agreeItem{"resources/configmaps/namespaces/team/added.json", "configmaps added",
+				`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"added","namespace":"team"}}`})
+			items[1].js = `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm","namespace":"team"},"data":{"k":"changed"}}`
+		}
+		var files []string
+		for _, it := range items {
+			files = append(files, it.path, it.js)
+		}
+		srv := serve(tarball(c, files...))
+		e := newAgreeEnv(c, t, srv.URL)
+		got := map[string]map[string]bool{"pre-check": e.precheck(c, items), "preview": e.preview(c), "plugin": e.plugin(c, items)}
+		srv.Close()
+		for path, verdicts := range got {
+			c.Check(verdicts, HasLen, len(items), Commentf("%s: %s judged %v", t.about, path, verdicts))
+			for _, it := range items {
+				v, ok := verdicts[it.key]
+				c.Check(ok && v == slices.Contains(t.allowed, it.key), Equals, true,
+					Commentf("%s: %s on %s: judged %v, allowed %v", t.about, path, it.key, ok, v))
+			}
+		}
+	}
+}
+
+// agreeEnv is the cluster of one agreeCase.
+type agreeEnv struct {
+	cl    client.WithWatch
+	nar   *v1alpha1.NonAdminRestore
+	rules restoreRules
+	url   string
+	// target is where the restore creates items.
+	target string
+}
+
+// aliceMay answers alice's SubjectAccessReviews: anything in team and
+// other but Secrets.
+func aliceMay(sar *authorizationv1.SubjectAccessReview) bool {
+	a := sar.Spec.ResourceAttributes
+	return sar.Spec.User == "alice" && a != nil && (a.Namespace == "team" || a.Namespace == "other") && a.Resource != "secrets"
+}
+
+func newAgreeEnv(c *C, t agreeCase, url string) *agreeEnv {
+	spec := &velerov1.RestoreSpec{BackupName: "nab"}
+	if t.target != "" {
+		spec.NamespaceMapping = map[string]string{"team": t.target}
+	}
+	accepted := spec.DeepCopy()
+	if t.modifiers != "" {
+		accepted.ResourceModifier = &corev1.TypedLocalObjectReference{Kind: "ConfigMap", Name: "enforced"}
+	}
+	nar := &v1alpha1.NonAdminRestore{ObjectMeta: metav1.ObjectMeta{Name: "back", Namespace: "team", UID: "u1", CreationTimestamp: metav1.Now()},
+		Spec: v1alpha1.NonAdminRestoreSpec{RestoreSpec: spec}, Status: v1alpha1.NonAdminRestoreStatus{VeleroRestore: &v1alpha1.VeleroRestore{Spec: accepted}}}
+	signer, err := requester.NewSigner(bytes.Repeat([]byte("k"), requester.MinKeyLength))
+	c.Assert(err, IsNil)
+	if t.requester {
+		nar.Annotations, err = signer.Annotations("NonAdminRestore", nar, requester.Record{User: authenticationv1.UserInfo{Username: "alice", Groups: []string{"system:authenticated"}},
+			At: nar.CreationTimestamp, Spec: v1alpha1.SpecHash(nar.Spec.RestoreSpec)})
+		c.Assert(err, IsNil)
+	}
+	op := &engine.Operation{Object: nar, OADPNamespace: "oadp", UUID: "uuid-1"}
+	labels, annotations := op.OwnerMeta()
+	location := "default"
+	if t.tenantBucket {
+		location = "team-loc"
+	}
+	objs := []client.Object{
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "admin"}, Rules: agreeBound},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "edit"}, Rules: agreeBound[:1]},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "cluster-admin"}, Rules: []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}}}},
+		&velerov1.Backup{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "oadp", UID: "backup-uid", Annotations: map[string]string{v1alpha1.NabOriginNamespaceAnnotation: "team"}},
+			Spec: velerov1.BackupSpec{StorageLocation: location}},
+		&velerov1.BackupStorageLocation{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: "oadp"}},
+		&velerov1.BackupStorageLocation{ObjectMeta: metav1.ObjectMeta{Name: "team-loc", Namespace: "oadp", Labels: map[string]string{v1alpha1.NabslOriginNACUUIDLabel: "loc-uuid"}}},
+		&velerov1.DownloadRequest{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.NACObjectName("team", "back", "uuid-1"), Namespace: "oadp", Labels: labels, Annotations: annotations,
+			CreationTimestamp: metav1.Now()}, Status: velerov1.DownloadRequestStatus{Phase: velerov1.DownloadRequestPhaseProcessed, DownloadURL: url}},
+	}
+	if t.modifiers != "" {
+		objs = append(objs, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "enforced", Namespace: "oadp"},
+			Data: map[string]string{"m.yaml": "version: v1\nresourceModifierRules:\n" + t.modifiers}})
+	}
+	if t.tenantBucket {
+		// nacflow verified the backup as agreeItems hold it.
+		var ds []itemdigest.Digest
+		for _, it := range agreeItems {
+			d, err := itemdigest.Of([]byte(it.js))
+			c.Assert(err, IsNil)
+			ds = append(ds, d)
+		}
+		set, err := itemdigest.NewSet(ds)
+		c.Assert(err, IsNil)
+		objs = append(objs, itemdigest.Manifest{Backup: "b", BackupUID: "backup-uid", Set: set}.ConfigMap(metav1.ObjectMeta{Name: itemdigest.Name("b"), Namespace: "oadp",
+			Labels: map[string]string{v1alpha1.NabOriginNACUUIDLabel: "nab-uuid"}, Annotations: map[string]string{v1alpha1.NabOriginNamespaceAnnotation: "team"}}))
+	}
+	mapper := apimeta.NewDefaultRESTMapper(nil)
+	for _, gvk := range []schema.GroupVersionKind{corev1.SchemeGroupVersion.WithKind("ConfigMap"), corev1.SchemeGroupVersion.WithKind("Secret"),
+		corev1.SchemeGroupVersion.WithKind("ResourceQuota"), rbacv1.SchemeGroupVersion.WithKind("Role"), rbacv1.SchemeGroupVersion.WithKind("RoleBinding"),
+		velerov1.SchemeGroupVersion.WithKind("Backup"), velerov1.SchemeGroupVersion.WithKind("BackupStorageLocation"), velerov1.SchemeGroupVersion.WithKind("Restore"),
+		velerov1.SchemeGroupVersion.WithKind("DownloadRequest")} {
+		mapper.Add(gvk, apimeta.RESTScopeNamespace)
+	}
+	for _, gvk := range []schema.GroupVersionKind{corev1.SchemeGroupVersion.WithKind("PersistentVolume"), rbacv1.SchemeGroupVersion.WithKind("ClusterRole")} {
+		mapper.Add(gvk, apimeta.RESTScopeRoot)
+	}
+	scheme := runtime.NewScheme()
+	c.Assert(clientgoscheme.AddToScheme(scheme), IsNil)
+	c.Assert(velerov1.AddToScheme(scheme), IsNil)
+	cl := fake.NewClientBuilder().WithScheme(scheme).WithRESTMapper(mapper).WithObjects(objs...).WithInterceptorFuncs(interceptor.Funcs{
+		// The plugin sends its SubjectAccessReviews with the client.
+		Create: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			if sar, ok := obj.(*authorizationv1.SubjectAccessReview); ok {
+				sar.Status.Allowed = aliceMay(sar)
+				return nil
+			}
+			return cl.Create(ctx, obj, opts...)
+		}}).Build()
+	review := func(_ context.Context, sar *authorizationv1.SubjectAccessReview) error {
+		sar.Status.Allowed = aliceMay(sar)
+		return nil
+	}
+	target := t.target
+	if target == "" {
+		target = "team"
+	}
+	return &agreeEnv{cl: cl, nar: nar, url: url, target: target,
+		rules: restoreRules{tenantRole: "admin", adminOwned: restorepolicy.DefaultAdminOwned, requesters: Requesters{Signer: signer, Review: review}}}
+}
+
+// op is an operation on a copy of the NonAdminRestore.
+func (e *agreeEnv) op() (*engine.Operation, *v1alpha1.NonAdminRestore) {
+	nar := e.nar.DeepCopy()
+	return &engine.Operation{Object: nar, OADPNamespace: "oadp", UUID: "uuid-1", Client: e.cl, APIReader: e.cl}, nar
+}
+
+// precheck judges the contents as CheckRestoreItems does: the verdict of
+// each item by key (excluded, or changed since nacflow verified it: not
+// restored).
+func (e *agreeEnv) precheck(c *C, items []agreeItem) map[string]bool {
+	op, nar := e.op()
+	rj, refusal, err := e.rules.judgeRestore(context.Background(), op, nar, "b")
+	c.Assert(err, IsNil)
+	c.Assert(refusal, IsNil)
+	total, excluded, changed, err := judgeContents(context.Background(), loopbackStore, e.url, rj, restoreSkips(nar))
+	c.Assert(err, IsNil)
+	c.Check(total, Equals, len(items))
+	got := map[string]bool{}
+	for _, it := range items {
+		got[it.key] = true
+	}
+	for _, x := range append(excluded, changed...) {
+		key, _, _ := strings.Cut(x, ": ")
+		res, ns, _ := strings.Cut(key, " ")
+		got[res+" "+path.Base(ns)] = false
+	}
+	return got
+}
+
+// preview runs PreviewRestore: the verdict of each item listed (excluded:
+// not restored).
+func (e *agreeEnv) preview(c *C) map[string]bool {
+	op, nar := e.op()
+	f := bind(&PreviewRestore{tools: tools{recent: newRecentCreates(), store: loopbackStore}, restoreRules: e.rules})
+	_, err := f.Run(context.Background(), op, &PreviewRestoreArgs{BackupName: "b"})
+	c.Assert(err, IsNil)
+	got := map[string]bool{}
+	for _, it := range nar.Status.Preview.Items {
+		got[it.Resource+" "+it.Name] = it.Outcome != v1alpha1.PreviewExcluded
+	}
+	return got
+}
+
+// plugin runs CreateVeleroRestore, then velero-plugin-nacflow's action on
+// every item of the Velero Restore made, as Velero hands them to it (an
+// item the action allows is created, as Velero does: a RoleBinding may
+// bind a Role restored before it). The verdict of each item: restored
+// (neither skipped nor failed).
+func (e *agreeEnv) plugin(c *C, items []agreeItem) map[string]bool {
+	op, nar := e.op()
+	f := bind(&CreateVeleroRestore{tools: tools{recent: newRecentCreates()}, restoreRules: e.rules})
+	_, err := f.Run(context.Background(), op, &CreateVeleroRestoreArgs{BackupName: "b", BackupUID: "backup-uid"})
+	c.Assert(err, IsNil)
+	r := &velerov1.Restore{}
+	c.Assert(e.cl.Get(context.Background(), client.ObjectKey{Namespace: "oadp", Name: nar.Status.VeleroRestore.Name}, r), IsNil)
+	log := logrus.New()
+	log.SetOutput(io.Discard)
+	act := restoreaction.New(log, func() (client.Client, error) { return e.cl, nil })
+	got := map[string]bool{}
+	for _, it := range items {
+		u := &unstructured.Unstructured{}
+		c.Assert(json.Unmarshal([]byte(it.js), &u.Object), IsNil)
+		out, err := act.Execute(&velero.RestoreItemActionExecuteInput{Item: u, ItemFromBackup: u.DeepCopy(), Restore: r})
+		got[it.key] = err == nil && !out.SkipRestore
+		if got[it.key] && u.GetKind() == "Role" {
+			u.SetNamespace(e.target)
+			c.Assert(e.cl.Create(context.Background(), u), IsNil)
+		}
+	}
+	return got
 }

@@ -28,8 +28,9 @@ func (a LimitActiveOperationsArgs) Validate() error {
 }
 
 // limitedKinds are the NAC kinds LimitActiveOperations serves: those whose
-// objects are one-off operations.
-var limitedKinds = []string{"NonAdminBackup", "NonAdminRestore"}
+// objects are one-off operations, which are the kinds that take a turn in a
+// Velero queue (the registry's Kind.VeleroQueue).
+var limitedKinds = v1alpha1.QueuedKindNames()
 
 // LimitActiveOperations is a per-tenant concurrency limit: it refuses the
 // operation (terminal; Accepted=False/ActiveOperationsLimit, BackingOff, like

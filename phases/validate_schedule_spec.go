@@ -187,7 +187,7 @@ func ParseSchedule(expr string) (sched cron.Schedule, err error) {
 	}()
 	sched, err = cron.ParseStandard(expr)
 	if err != nil {
-		return nil, fmt.Errorf("spec.schedule: %q is not a valid cron expression: %v", expr, err)
+		return nil, fmt.Errorf("spec.schedule: %q is not a valid cron expression: %w", expr, err)
 	}
 	return sched, nil
 }

@@ -8,6 +8,8 @@ import (
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/nacflow/nacflow/api/v1alpha1"
 )
 
 // ClusterExcludedResources are the cluster-scoped kinds that never travel
@@ -27,10 +29,22 @@ var ClusterExcludedResources = []string{
 	"virtualmachineclusterpreferences",
 }
 
+// nacResources are the NAC kinds every Velero Backup and Restore made for
+// a tenant excludes, "<resource>.oadp.openshift.io" in OADP NAC's order:
+// the kind registry's (v1alpha1.ExcludedResources), read once. Restoring a
+// NonAdminBackup object would replay the request (OADP NAC excludes them
+// the same way).
+var nacResources = v1alpha1.ExcludedResources()
+
+// NACResources is a copy of the NAC kinds every Velero Backup and Restore
+// made for a tenant excludes (nacResources), for other packages to read:
+// phases never reads it, so that changing it changes no backup.
+var NACResources = slices.Clone(nacResources)
+
 // restoreExcluded are excluded from every tenant restore: the NAC kinds
 // (restoring one would replay a request), volumesnapshotclasses (OADP NAC
 // excludes them from restores) and ClusterExcludedResources.
-var restoreExcluded = slices.Concat(NACResources, []string{"volumesnapshotclasses.snapshot.storage.k8s.io"}, ClusterExcludedResources)
+var restoreExcluded = slices.Concat(nacResources, []string{"volumesnapshotclasses.snapshot.storage.k8s.io"}, ClusterExcludedResources)
 
 // knownClusterScoped are resource names and short names, as a tenant may
 // write them in includedResources, of cluster-scoped kinds found on most
@@ -112,11 +126,11 @@ func excludeForTenant(spec *velerov1.BackupSpec) {
 	}
 	if len(spec.IncludedClusterScopedResources) > 0 || len(spec.ExcludedClusterScopedResources) > 0 ||
 		len(spec.IncludedNamespaceScopedResources) > 0 || len(spec.ExcludedNamespaceScopedResources) > 0 {
-		add(&spec.ExcludedNamespaceScopedResources, NACResources)
+		add(&spec.ExcludedNamespaceScopedResources, nacResources)
 		add(&spec.ExcludedClusterScopedResources, ClusterExcludedResources)
 		return
 	}
-	add(&spec.ExcludedResources, NACResources)
+	add(&spec.ExcludedResources, nacResources)
 	add(&spec.ExcludedResources, ClusterExcludedResources)
 }
 
@@ -155,8 +169,8 @@ func SyncedBackupSpec(spec *velerov1.BackupSpec, ns string) (*velerov1.BackupSpe
 	}
 	all := func(string) bool { return true }
 	added := func(v string) bool {
-		return slices.Contains(NACResources, v) || slices.Contains(ClusterExcludedResources, v) ||
-			slices.Contains(NACResources, v+".oadp.openshift.io")
+		return slices.Contains(nacResources, v) || slices.Contains(ClusterExcludedResources, v) ||
+			slices.Contains(nacResources, v+"."+v1alpha1.GroupVersion.Group)
 	}
 	drop("volumeSnapshotLocations", &out.VolumeSnapshotLocations, all)
 	drop("excludedNamespaces", &out.ExcludedNamespaces, all)

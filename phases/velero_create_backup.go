@@ -12,15 +12,6 @@ import (
 	"github.com/nacflow/nacflow/engine"
 )
 
-// NACResources are the NAC kinds every Velero Backup made for a tenant
-// excludes: restoring a NonAdminBackup object would replay the request (OADP
-// NAC excludes them the same way).
-var NACResources = []string{
-	"nonadminbackups.oadp.openshift.io",
-	"nonadminrestores.oadp.openshift.io",
-	"nonadminbackupstoragelocations.oadp.openshift.io",
-}
-
 // CreateVeleroBackup creates the Velero Backup of a NonAdminBackup in the
 // OADP namespace, or adopts it when it already exists with this operation's
 // NACUUID label (so a restart never makes a second one). The name is

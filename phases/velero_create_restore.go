@@ -8,7 +8,6 @@ import (
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -17,6 +16,7 @@ import (
 	"github.com/nacflow/nacflow/internal/policy/itemdigest"
 	"github.com/nacflow/nacflow/internal/policy/requester"
 	"github.com/nacflow/nacflow/internal/policy/restorepolicy"
+	"github.com/nacflow/nacflow/internal/velero/restorejudge"
 )
 
 // CreateVeleroRestoreArgs are the args of CreateVeleroRestore.
@@ -81,145 +81,27 @@ func (f *CreateVeleroRestore) Run(ctx context.Context, op *engine.Operation, nar
 	if a.BackupName == "" {
 		return engine.Result{}, engine.Terminalf("CreateVeleroRestore: args.backupName is empty")
 	}
-	backup := &velerov1.Backup{}
-	if err := op.APIReader.Get(ctx, client.ObjectKey{Namespace: op.OADPNamespace, Name: a.BackupName}, backup); err != nil {
-		return engine.Result{}, fmt.Errorf("reading Velero Backup %s/%s: %w", op.OADPNamespace, a.BackupName, err)
+	backup, err := pinnedBackup(ctx, op, nar, a)
+	if err != nil {
+		return engine.Result{}, err
 	}
-	if a.BackupUID != "" && string(backup.UID) != a.BackupUID {
-		return engine.Result{}, refuse(nar, v1alpha1.ReasonInvalidRestoreSpec,
-			fmt.Errorf("spec.restoreSpec.backupName: Velero Backup %s was replaced since the restore waited for it (UID %s, now %s): refusing to restore another backup than the one checked", a.BackupName, a.BackupUID, backup.UID))
-	}
-	if origin := backup.Annotations[v1alpha1.NabOriginNamespaceAnnotation]; origin != nar.Namespace {
-		return engine.Result{}, refuse(nar, v1alpha1.ReasonInvalidRestoreSpec,
-			fmt.Errorf("spec.restoreSpec.backupName: Velero Backup %s does not belong to namespace %s: refusing to restore it", a.BackupName, nar.Namespace))
-	}
-
 	bucketOnly, err := inTenantBucket(ctx, op, backup)
 	if err != nil {
 		return engine.Result{}, err
 	}
-
-	var spec *velerov1.RestoreSpec
-	if vr := nar.Status.VeleroRestore; vr != nil && vr.Spec != nil {
-		spec = vr.Spec.DeepCopy()
-	} else {
-		// No accepted spec survived: OADP's CRDs prune
-		// status.veleroRestore.spec between reconciles, and the wait for the
-		// backup lies between validate and here. The spec as it is now is
-		// the tenant's to edit, so it is decided on again, as validate
-		// would (the DPA's enforced values too: OADP's CRDs have no
-		// Blueprints to enforce others): an edit made during the wait (a
-		// namespaceMapping into another tenant's namespace, say) never
-		// reaches Velero.
-		d, err := f.validate.decide(ctx, op, nar, nil)
-		if err != nil {
-			return waitForSettings(err)
-		}
-		if d.refusal != nil {
-			return engine.Result{}, refuse(nar, v1alpha1.ReasonInvalidRestoreSpec, d.refusal)
-		}
-		spec = d.effective
+	spec, wait, err := f.restoreSpec(ctx, op, nar)
+	if wait != nil || err != nil {
+		return orZero(wait), err
 	}
-	spec.BackupName = a.BackupName
-	spec.IncludedNamespaces = []string{nar.Namespace}
-	excluded := restoreExcluded
-	var note string
-	if bucketOnly {
-		// Velero restores a PersistentVolume from the native snapshot the
-		// bucket's volume snapshot list names, with the admin's snapshot
-		// credentials, before any restore item action sees it: kept out
-		// here, Velero never reads that list for this restore. Its claims
-		// get new volumes (velero-plugin-nacflow), which file-system backup
-		// and the data mover fill from the bucket.
-		excluded = append(slices.Clone(excluded), "persistentvolumes")
-		note = fmt.Sprintf("; PersistentVolumes excluded: Velero Backup %s is kept in a bucket the tenant writes (location %q), so its volumes come back only from data in that bucket (file-system backup, data mover), never from a snapshot it names", a.BackupName, backup.Spec.StorageLocation)
-	}
-	for _, r := range excluded {
-		if !slices.Contains(spec.ExcludedResources, r) {
-			spec.ExcludedResources = append(spec.ExcludedResources, r)
-		}
-	}
+	note := scopeRestore(spec, nar.Namespace, backup, bucketOnly)
 	meta := op.ObjectMeta(v1alpha1.NACObjectName(nar.Namespace, nar.Name, op.UUID))
-	annotations := meta.Annotations
 	// velero-plugin-nacflow restores nothing of a Backup with another UID.
-	annotations[v1alpha1.RestoreBackupUIDAnnotation] = string(backup.UID)
-	// Who asked, verified again: a record forged after validation (where no
-	// webhook keeps it) never reaches Velero's plugin.
-	who, err := f.requesters.verify(ctx, op, nar, f.tenantRoleName())
-	if err != nil {
+	meta.Annotations[v1alpha1.RestoreBackupUIDAnnotation] = string(backup.UID)
+	if err := f.pinJudgement(ctx, op, nar, backup, bucketOnly, spec, meta); err != nil {
 		return engine.Result{}, err
 	}
-	if who.forged != nil {
-		setRequesterCondition(nar, who)
-		return engine.Result{}, refuse(nar, v1alpha1.ReasonInvalidRestoreSpec, who.forged)
-	}
-	if who.user != nil {
-		b, err := json.Marshal(who.user)
-		if err != nil {
-			return engine.Result{}, err
-		}
-		annotations[restorepolicy.RequesterAnnotation] = string(b)
-	}
-	if bucketOnly && who.user != nil {
-		// Checked as its requester, who may hold more than the bucket's
-		// writers: only the items nacflow verified are restored, as the
-		// record the plugin follows says (the pre-check, which may be
-		// off, refuses a tarball changed since).
-		items, found, err := verifiedItemsFor(ctx, op, backup)
-		if err != nil {
-			return engine.Result{}, err
-		}
-		if !found {
-			return engine.Result{}, refuse(nar, v1alpha1.ReasonInvalidRestoreSpec, fmt.Errorf(
-				"spec.restoreSpec.backupName: Velero Backup %s is kept in a bucket the tenant writes and nacflow holds no record of its items as it verified them: a restore checked as %s restores only verified items; back the namespace up again",
-				a.BackupName, who.user.Username))
-		}
-		annotations[itemdigest.RestoreAnnotation] = items
-	}
-	// A tenant's resource modifiers, as its requester asked them (the
-	// record, never the spec or the ConfigMap as they are now): Velero
-	// reads them only from the Restore's namespace, so they are copied
-	// there, immutable, checked once more against the record (what Velero
-	// and velero-plugin-nacflow read is what was asked), and deleted with
-	// the NonAdminRestore. Without them the Restore names only what the
-	// accepted spec does: the admin's enforced modifiers, or none.
-	cm, _, refusal, err := who.recordedModifiers(ctx, op, nar)
-	if err != nil {
-		return engine.Result{}, err
-	}
-	if refusal != nil {
-		return engine.Result{}, refuse(nar, v1alpha1.ReasonInvalidRestoreSpec, refusal)
-	}
-	if refusal := unbacked(nar, spec, who, cm != nil); refusal != nil {
-		return engine.Result{}, refuse(nar, v1alpha1.ReasonInvalidRestoreSpec, refusal)
-	}
-	if cm != nil {
-		immutable := true
-		copied := &corev1.ConfigMap{ObjectMeta: op.ObjectMeta(meta.Name + "-modifiers"), Data: cm.Data, BinaryData: cm.BinaryData, Immutable: &immutable}
-		obj, _, err := createOrAdopt(ctx, op, f.tools.recent, "ConfigMap", copied)
-		if err != nil {
-			return engine.Result{}, err
-		}
-		got := obj.(*corev1.ConfigMap)
-		if requester.ConfigMapDigest(got) != who.record.Modifiers.Digest {
-			return engine.Result{}, refuse(nar, v1alpha1.ReasonInvalidRestoreSpec, fmt.Errorf(
-				"spec.restoreSpec.resourceModifier: nacflow's copy %s/%s does not hold what %s asked for: refusing to restore", got.Namespace, got.Name, who.record.User.Username))
-		}
-		spec.ResourceModifier = &corev1.TypedLocalObjectReference{Kind: "ConfigMap", Name: got.Name}
-		annotations[v1alpha1.RestoreModifiersDigestAnnotation] = who.record.Modifiers.Digest
-	}
-	// Only settings that differ from the plugin's defaults are written: a
-	// default restore carries OADP's metadata alone.
-	if f.tenantRole != restorepolicy.DefaultTenantRole {
-		annotations[restorepolicy.TenantRoleAnnotation] = f.tenantRole
-	}
-	if owned := restorepolicy.FormatAdminOwned(f.adminOwned); owned != restorepolicy.FormatAdminOwned(restorepolicy.DefaultAdminOwned) {
-		annotations[restorepolicy.AdminOwnedAnnotation] = owned
-	}
-	want := &velerov1.Restore{
-		ObjectMeta: meta,
-		Spec:       *spec,
-	}
+	f.pluginSettings(meta.Annotations)
+	want := &velerov1.Restore{ObjectMeta: meta, Spec: *spec}
 	a.apply(want.Labels, want.Annotations)
 	obj, verb, err := createOrAdoptOwn(ctx, op, f.tools.recent, "Velero Restore", want, &velerov1.RestoreList{})
 	if err != nil {
@@ -235,6 +117,168 @@ func (f *CreateVeleroRestore) Run(ctx context.Context, op *engine.Operation, nar
 		fmt.Sprintf("Created Velero Restore object %s", got.Name))
 	return engine.Done(fmt.Sprintf("%s Velero Restore %s/%s of Velero Backup %s%s", verb, got.Namespace, got.Name, a.BackupName, note),
 		map[string]string{"name": got.Name}), nil
+}
+
+// pinnedBackup reads the Velero Backup args.backupName of the OADP
+// namespace: it must be the one the wait saw (args.backupUID, when given)
+// and belong to nar's namespace (its origin annotation), else the restore
+// is refused. Errors: the refusals (terminal), the API server's.
+func pinnedBackup(ctx context.Context, op *engine.Operation, nar *v1alpha1.NonAdminRestore, a *CreateVeleroRestoreArgs) (*velerov1.Backup, error) {
+	backup := &velerov1.Backup{}
+	if err := op.APIReader.Get(ctx, client.ObjectKey{Namespace: op.OADPNamespace, Name: a.BackupName}, backup); err != nil {
+		return nil, fmt.Errorf("reading Velero Backup %s/%s: %w", op.OADPNamespace, a.BackupName, err)
+	}
+	if a.BackupUID != "" && string(backup.UID) != a.BackupUID {
+		return nil, refuse(nar, v1alpha1.ReasonInvalidRestoreSpec,
+			fmt.Errorf("spec.restoreSpec.backupName: Velero Backup %s was replaced since the restore waited for it (UID %s, now %s): refusing to restore another backup than the one checked", a.BackupName, a.BackupUID, backup.UID))
+	}
+	if origin := backup.Annotations[v1alpha1.NabOriginNamespaceAnnotation]; origin != nar.Namespace {
+		return nil, refuse(nar, v1alpha1.ReasonInvalidRestoreSpec,
+			fmt.Errorf("spec.restoreSpec.backupName: Velero Backup %s does not belong to namespace %s: refusing to restore it", a.BackupName, nar.Namespace))
+	}
+	return backup, nil
+}
+
+// restoreSpec returns a copy of nar's accepted restore spec, or, when no
+// accepted spec survived, the current spec decided on again (a wait for
+// the DPA's settings, or the refusal, otherwise). OADP's CRDs prune
+// status.veleroRestore.spec between reconciles, and the wait for the
+// backup lies between validate and here. The spec as it is now is the
+// tenant's to edit, so it is decided on again, as validate would (the
+// DPA's enforced values too: OADP's CRDs have no Blueprints to enforce
+// others): an edit made during the wait (a namespaceMapping into another
+// tenant's namespace, say) never reaches Velero.
+func (f *CreateVeleroRestore) restoreSpec(ctx context.Context, op *engine.Operation, nar *v1alpha1.NonAdminRestore) (*velerov1.RestoreSpec, *engine.Result, error) {
+	if vr := nar.Status.VeleroRestore; vr != nil && vr.Spec != nil {
+		return vr.Spec.DeepCopy(), nil, nil
+	}
+	d, err := f.validate.decide(ctx, op, nar, nil)
+	if err != nil {
+		wait, err := waitForSettings(err)
+		return nil, &wait, err
+	}
+	if d.refusal != nil {
+		return nil, nil, refuse(nar, v1alpha1.ReasonInvalidRestoreSpec, d.refusal)
+	}
+	return d.effective, nil, nil
+}
+
+// scopeRestore confines spec to Velero Backup backup and namespace ns:
+// backupName, includedNamespaces, and the resources every tenant restore
+// excludes (restoreExcluded) — PersistentVolumes too when the backup is
+// kept in a bucket the tenant writes (bucketOnly), which the returned note
+// says. Velero restores a PersistentVolume from the native snapshot the
+// bucket's volume snapshot list names, with the admin's snapshot
+// credentials, before any restore item action sees it: kept out here,
+// Velero never reads that list for this restore. Its claims get new
+// volumes (velero-plugin-nacflow), which file-system backup and the data
+// mover fill from the bucket.
+func scopeRestore(spec *velerov1.RestoreSpec, ns string, backup *velerov1.Backup, bucketOnly bool) (note string) {
+	spec.BackupName = backup.Name
+	spec.IncludedNamespaces = []string{ns}
+	excluded := restoreExcluded
+	if bucketOnly {
+		excluded = append(slices.Clone(excluded), "persistentvolumes")
+		note = fmt.Sprintf("; PersistentVolumes excluded: Velero Backup %s is kept in a bucket the tenant writes (location %q), so its volumes come back only from data in that bucket (file-system backup, data mover), never from a snapshot it names", backup.Name, backup.Spec.StorageLocation)
+	}
+	for _, r := range excluded {
+		if !slices.Contains(spec.ExcludedResources, r) {
+			spec.ExcludedResources = append(spec.ExcludedResources, r)
+		}
+	}
+	return note
+}
+
+// pinJudgement writes on meta, the Velero Restore's, what
+// velero-plugin-nacflow judges its items by, as validated and checked:
+// the verified requester (verifiedRequester: a record forged after
+// validation, where no webhook keeps it, never reaches the plugin), the
+// record of the items nacflow verified when the restore needs one
+// (restorejudge.NeedsRecord; refused without one: the pre-check, which may
+// be off, refuses a tarball changed since) and the tenant's resource
+// modifiers as their requester asked for them (copyModifiers). Errors:
+// the refusals (terminal), the API server's.
+func (f *CreateVeleroRestore) pinJudgement(ctx context.Context, op *engine.Operation, nar *v1alpha1.NonAdminRestore, backup *velerov1.Backup, bucketOnly bool,
+	spec *velerov1.RestoreSpec, meta metav1.ObjectMeta) error {
+	who, forged, err := f.verifiedRequester(ctx, op, nar)
+	if err != nil {
+		return err
+	}
+	if forged != nil {
+		return refuse(nar, v1alpha1.ReasonInvalidRestoreSpec, forged)
+	}
+	if who.user != nil {
+		b, err := json.Marshal(who.user)
+		if err != nil {
+			return err
+		}
+		meta.Annotations[restorepolicy.RequesterAnnotation] = string(b)
+	}
+	if restorejudge.NeedsRecord(bucketOnly, who.user) {
+		items, found, err := verifiedItemsFor(ctx, op, backup)
+		if err != nil {
+			return err
+		}
+		if !found {
+			return refuse(nar, v1alpha1.ReasonInvalidRestoreSpec, fmt.Errorf(
+				"spec.restoreSpec.backupName: Velero Backup %s is kept in a bucket the tenant writes and nacflow holds no record of its items as it verified them: a restore checked as %s restores only verified items; back the namespace up again",
+				backup.Name, who.user.Username))
+		}
+		meta.Annotations[itemdigest.RestoreAnnotation] = items
+	}
+	return f.copyModifiers(ctx, op, nar, who, spec, meta)
+}
+
+// copyModifiers points spec at the tenant's resource modifiers as their
+// requester asked for them (the record, never the spec or the ConfigMap as
+// they are now): Velero reads them only from the Restore's namespace, so
+// they are copied there, immutable, checked once more against the record
+// (what Velero and velero-plugin-nacflow read is what was asked), their
+// digest on meta, and deleted with the NonAdminRestore. Without them the
+// Restore names only what the accepted spec does: the admin's enforced
+// modifiers, or none. Errors: the refusals (terminal), the API server's.
+func (f *CreateVeleroRestore) copyModifiers(ctx context.Context, op *engine.Operation, nar *v1alpha1.NonAdminRestore, who requesterVerdict,
+	spec *velerov1.RestoreSpec, meta metav1.ObjectMeta) error {
+	cm, _, refusal, err := who.recordedModifiers(ctx, op, nar)
+	if err != nil {
+		return err
+	}
+	if refusal == nil {
+		refusal = unbacked(nar, spec, who, cm != nil)
+	}
+	if refusal != nil {
+		return refuse(nar, v1alpha1.ReasonInvalidRestoreSpec, refusal)
+	}
+	if cm == nil {
+		return nil
+	}
+	immutable := true
+	copied := &corev1.ConfigMap{ObjectMeta: op.ObjectMeta(meta.Name + "-modifiers"), Data: cm.Data, BinaryData: cm.BinaryData, Immutable: &immutable}
+	obj, _, err := createOrAdopt(ctx, op, f.tools.recent, "ConfigMap", copied)
+	if err != nil {
+		return err
+	}
+	got := obj.(*corev1.ConfigMap)
+	if requester.ConfigMapDigest(got) != who.record.Modifiers.Digest {
+		return refuse(nar, v1alpha1.ReasonInvalidRestoreSpec, fmt.Errorf(
+			"spec.restoreSpec.resourceModifier: nacflow's copy %s/%s does not hold what %s asked for: refusing to restore", got.Namespace, got.Name, who.record.User.Username))
+	}
+	spec.ResourceModifier = &corev1.TypedLocalObjectReference{Kind: "ConfigMap", Name: got.Name}
+	meta.Annotations[v1alpha1.RestoreModifiersDigestAnnotation] = who.record.Modifiers.Digest
+	return nil
+}
+
+// pluginSettings writes on annotations, a Velero Restore's, the tenant
+// role and the admin-owned resources velero-plugin-nacflow judges its
+// items with, where they differ from the plugin's defaults (a default
+// restore carries OADP's metadata alone).
+func (r restoreRules) pluginSettings(annotations map[string]string) {
+	if r.tenantRole != restorepolicy.DefaultTenantRole {
+		annotations[restorepolicy.TenantRoleAnnotation] = r.tenantRole
+	}
+	if owned := restorepolicy.FormatAdminOwned(r.adminOwned); owned != restorepolicy.FormatAdminOwned(restorepolicy.DefaultAdminOwned) {
+		annotations[restorepolicy.AdminOwnedAnnotation] = owned
+	}
 }
 
 // unbacked returns the refusal of an accepted spec that asks for more than
@@ -254,51 +298,4 @@ func unbacked(nar *v1alpha1.NonAdminRestore, spec *velerov1.RestoreSpec, who req
 		return fmt.Errorf("spec.restoreSpec.resourceModifier: a tenant's resource modifiers need a known requester whose record holds them (condition RequesterVerified: %s)", who.reason)
 	}
 	return nil
-}
-
-// inTenantBucket reports whether the Velero Backup is kept in a bucket a
-// tenant writes (restorepolicy.TenantBucket): its location carries OADP's
-// NABSL origin label, or it names none or one that does not exist. The
-// location is read from the API server (the cache holds tenants' locations
-// only). Errors are the API server's.
-func inTenantBucket(ctx context.Context, op *engine.Operation, backup *velerov1.Backup) (bool, error) {
-	name := backup.Spec.StorageLocation
-	if name == "" {
-		return true, nil
-	}
-	bsl := &velerov1.BackupStorageLocation{}
-	err := op.APIReader.Get(ctx, client.ObjectKey{Namespace: op.OADPNamespace, Name: name}, bsl)
-	switch {
-	case err == nil:
-		return restorepolicy.TenantBucket(bsl.Labels, true), nil
-	case apierrors.IsNotFound(err):
-		return true, nil
-	default:
-		return false, fmt.Errorf("reading Velero BackupStorageLocation %s/%s: %w", op.OADPNamespace, name, err)
-	}
-}
-
-// backupInTenantBucket is inTenantBucket of the Velero Backup name of the
-// OADP namespace, read from the API server; a Backup that cannot be found
-// counts as kept in a tenant's bucket, as velero-plugin-nacflow decides
-// it. Errors are the API server's.
-func backupInTenantBucket(ctx context.Context, op *engine.Operation, name string) (bool, error) {
-	backup := &velerov1.Backup{}
-	switch err := op.APIReader.Get(ctx, client.ObjectKey{Namespace: op.OADPNamespace, Name: name}, backup); {
-	case err == nil:
-		return inTenantBucket(ctx, op, backup)
-	case apierrors.IsNotFound(err):
-		return true, nil
-	default:
-		return false, fmt.Errorf("reading Velero Backup %s/%s: %w", op.OADPNamespace, name, err)
-	}
-}
-
-// Doc implements engine.Documented.
-func (*CreateVeleroRestore) Doc() engine.FuncDoc {
-	return engine.FuncDoc{
-		Summary: "Creates (or adopts) the Velero Restore in the OADP namespace from the accepted spec: backupName = args.backupName (which must belong to the tenant's namespace), includedNamespaces = the tenant's, NAC kinds and volumesnapshotclasses excluded (and persistentvolumes, for a backup kept in a bucket the tenant writes: its volumes come back only from data in the bucket, never from a snapshot ID it names), OADP nar labels plus args.labels/annotations.",
-		Outputs: []string{"name: the Velero Restore"},
-		Errors:  "a backup of another namespace, a name held by another operation's object are terminal; " + apiRetried,
-	}
 }

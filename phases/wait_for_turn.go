@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -99,15 +100,13 @@ type WaitForTurn struct {
 
 // Run implements phaseFunc.
 func (f *WaitForTurn) Run(ctx context.Context, op *engine.Operation, obj engine.Object, a *WaitForTurnArgs) (engine.Result, error) {
-	var kind, noun string
-	limit := f.defaultMax
-	switch obj.(type) {
-	case *v1alpha1.NonAdminBackup:
-		kind, noun = "NonAdminBackup", "backups"
-	case *v1alpha1.NonAdminRestore:
-		kind, noun, limit = "NonAdminRestore", "restores", f.defaultRestoreMax
-	default:
-		return engine.Result{}, engine.Terminalf("WaitForTurn serves NonAdminBackup and NonAdminRestore, not %T", obj)
+	k, _ := v1alpha1.KindOf(obj)
+	if k.VeleroQueue == "" {
+		return engine.Result{}, engine.Terminalf("WaitForTurn serves %s, not %T", strings.Join(v1alpha1.QueuedKindNames(), " and "), obj)
+	}
+	kind, noun, limit := k.Kind, string(k.VeleroQueue), f.defaultMax
+	if k.VeleroQueue == v1alpha1.VeleroRestores {
+		limit = f.defaultRestoreMax
 	}
 	if a.Max != nil {
 		limit = *a.Max

@@ -1,11 +1,14 @@
 package v1alpha1
 
 import (
+	"cmp"
 	"fmt"
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -14,8 +17,12 @@ import (
 // controller runs from it, how to make an empty object and list of it, and
 // what garbage collection removes once an object of it is gone. The kind
 // registry (Kinds) drives the controllers, the engine's safety rule, the
-// cache transform, garbage collection, metrics, the CLI and the generated
-// lists of the kinds (the Blueprint CRD's spec.kind enum, hack/kindgen);
+// cache transform, garbage collection, metrics, the CLI's command groups,
+// the Velero queues' turns, the kinds every tenant backup excludes, which
+// controllers run with the CRDs installed (capabilities) and the generated
+// lists of the kinds (the Blueprint CRD's spec.kind enum, hack/kindgen):
+// a fact about a kind that another package needs is a field here, rather
+// than a list of the kinds or a switch on their types there;
 // adding a kind is its types file (implementing Object and registering its
 // entry with registerKind), its blueprint and its kind file in controllers.
 //
@@ -58,7 +65,44 @@ type Kind struct {
 	// For the others the NACUUID is the bare UUID and the objects are named
 	// NACObjectName(namespace, name, nacuuid). See DerivedNACUUID.
 	NACUUIDIsName bool
+	// VeleroQueue is the Velero queue an operation of the kind takes a turn
+	// in before its Velero object is made (phases' WaitForTurn: a
+	// namespace's backups, or its restores, go in fairly); "" for a kind
+	// whose operations take no turn. Its value is also the noun of the
+	// turn's messages ("backups", "restores").
+	VeleroQueue VeleroQueue
+	// ExclusionOrder is the 1-based place of the kind's resource among
+	// ExcludedResources, the NAC kinds every Velero Backup and Restore made
+	// for a tenant excludes, so that restoring one never replays a request;
+	// 0 for a kind not excluded. The places keep OADP NAC's order
+	// (nonadminbackups, nonadminrestores, nonadminbackupstoragelocations),
+	// which a Velero Backup's spec shows; OADP NAC excludes neither
+	// NonAdminSchedules nor NonAdminDownloadRequests, and nor does nacflow.
+	ExclusionOrder int
+	// Command is the name of the kind's command group in kubectl nac (and
+	// under OADP's `kubectl nac nonadmin` words), e.g. backup: the kind
+	// gets a group, built by the CLI's builder for it, when it is not "";
+	// a NonAdminDownloadRequest has none (the commands that download make
+	// and read it).
+	Command string
+	// Requires are the API kinds of oadp.openshift.io/v1alpha1 besides the
+	// kind's own whose CRDs its controller also needs served (a location
+	// waiting for approval makes a NonAdminBackupStorageLocationRequest):
+	// without them the controller does not run (capabilities.Runs).
+	Requires []string
 }
+
+// VeleroQueue names one of Velero's queues: Velero runs backups one at a
+// time and restores one at a time, each queue in creation order.
+type VeleroQueue string
+
+// Velero's queues (Kind.VeleroQueue).
+const (
+	// VeleroBackups is the queue of Velero Backups.
+	VeleroBackups VeleroQueue = "backups"
+	// VeleroRestores is the queue of Velero Restores.
+	VeleroRestores VeleroQueue = "restores"
+)
 
 // The blueprint actions the controllers run (Kind.Actions), each named once.
 const (
@@ -168,4 +212,59 @@ func KindFor[T Object]() (Kind, error) {
 		return k, nil
 	}
 	return Kind{}, fmt.Errorf("%T is not in the NAC kind registry (v1alpha1.Kinds)", zero)
+}
+
+// ExcludedResources returns the names, "<resource>.oadp.openshift.io", of
+// the NAC kinds every Velero Backup and Restore made for a tenant excludes
+// (the kinds with a Kind.ExclusionOrder), in that order: a new slice each
+// call.
+func ExcludedResources() []string {
+	var excluded []Kind
+	for _, k := range kinds {
+		if k.ExclusionOrder > 0 {
+			excluded = append(excluded, k)
+		}
+	}
+	slices.SortFunc(excluded, func(a, b Kind) int { return cmp.Compare(a.ExclusionOrder, b.ExclusionOrder) })
+	out := make([]string, len(excluded))
+	for i, k := range excluded {
+		out[i] = k.Resource + "." + GroupVersion.Group
+	}
+	return out
+}
+
+// QueuedKindNames returns the names of the kinds whose operations take a
+// turn in one of Velero's queues (Kind.VeleroQueue), in registry order.
+func QueuedKindNames() []string {
+	var out []string
+	for _, k := range kinds {
+		if k.VeleroQueue != "" {
+			out = append(out, k.Kind)
+		}
+	}
+	return out
+}
+
+// apiScheme holds this package's types alone (SchemeBuilder), built on
+// first use: by then every types file's init has registered its types.
+var apiScheme = sync.OnceValue(func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	// Registering each type once cannot fail; a failure would leave the
+	// scheme short, and APIKindOf would then know fewer kinds.
+	_ = SchemeBuilder.AddToScheme(s)
+	return s
+})
+
+// APIKindOf returns the API kind in oadp.openshift.io/v1alpha1 of obj, an
+// object (or list) of any of this package's types: a NAC kind, Blueprint,
+// NonAdminBackupStorageLocationRequest, TenantLocations; ok is false for
+// any other type (Velero's, the built-ins). Unlike KindOf it covers the
+// kinds that are not in the registry, as the capabilities' view of which
+// CRDs are served must (a list's kind is its own, e.g. BlueprintList).
+func APIKindOf(obj runtime.Object) (kind string, ok bool) {
+	gvks, _, err := apiScheme().ObjectKinds(obj)
+	if err != nil || len(gvks) == 0 {
+		return "", false
+	}
+	return gvks[0].Kind, true
 }

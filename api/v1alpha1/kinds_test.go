@@ -6,6 +6,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 func TestKindRegistry(t *testing.T) {
@@ -69,5 +72,55 @@ func TestBlueprintKindEnumIsTheRegistry(t *testing.T) {
 	}
 	if want := strings.ReplaceAll(KindNames(), ", ", ";"); string(m[1]) != want {
 		t.Errorf("Blueprint spec.kind enum is %s, the registry %s", m[1], want)
+	}
+}
+
+// The registry's per-kind facts the rest of nacflow derives its lists
+// from: OADP NAC's excluded kinds in its order, the kinds that take a turn
+// in Velero's queues, and one CLI group per kind at most.
+func TestKindRegistryFacts(t *testing.T) {
+	want := []string{"nonadminbackups.oadp.openshift.io", "nonadminrestores.oadp.openshift.io", "nonadminbackupstoragelocations.oadp.openshift.io"}
+	if got := ExcludedResources(); !slices.Equal(got, want) {
+		t.Errorf("ExcludedResources() = %v, want %v (OADP NAC's list, in its order)", got, want)
+	}
+	if got := QueuedKindNames(); !slices.Equal(got, []string{"NonAdminBackup", "NonAdminRestore"}) {
+		t.Errorf("QueuedKindNames() = %v", got)
+	}
+	orders, commands := map[int]string{}, map[string]string{}
+	for _, k := range Kinds() {
+		if k.ExclusionOrder != 0 {
+			if other, ok := orders[k.ExclusionOrder]; ok {
+				t.Errorf("%s and %s share ExclusionOrder %d", k.Kind, other, k.ExclusionOrder)
+			}
+			orders[k.ExclusionOrder] = k.Kind
+		}
+		if k.Command != "" {
+			if other, ok := commands[k.Command]; ok {
+				t.Errorf("%s and %s share Command %q", k.Kind, other, k.Command)
+			}
+			commands[k.Command] = k.Kind
+		}
+		switch k.VeleroQueue {
+		case "", VeleroBackups, VeleroRestores:
+		default:
+			t.Errorf("%s: VeleroQueue %q is not one of Velero's queues", k.Kind, k.VeleroQueue)
+		}
+		for _, r := range k.Requires {
+			if _, ok := apiScheme().AllKnownTypes()[GroupVersion.WithKind(r)]; !ok || r == k.Kind {
+				t.Errorf("%s requires %q, not another kind of %s", k.Kind, r, GroupVersion)
+			}
+		}
+		if got, ok := APIKindOf(k.New()); !ok || got != k.Kind {
+			t.Errorf("APIKindOf(New() of %s) = %q, %v", k.Kind, got, ok)
+		}
+	}
+	for obj, want := range map[runtime.Object]string{&Blueprint{}: "Blueprint", &NonAdminBackupStorageLocationRequest{}: "NonAdminBackupStorageLocationRequest",
+		&TenantLocations{}: "TenantLocations", &BlueprintList{}: "BlueprintList"} {
+		if got, ok := APIKindOf(obj); !ok || got != want {
+			t.Errorf("APIKindOf(%T) = %q, %v; want %s", obj, got, ok, want)
+		}
+	}
+	if got, ok := APIKindOf(&corev1.Secret{}); ok {
+		t.Errorf("APIKindOf(Secret) = %q: not a kind of this package", got)
 	}
 }

@@ -424,6 +424,7 @@ func init() {
 	SchemeBuilder.Register(&NonAdminBackup{}, &NonAdminBackupList{})
 	registerKind(Kind{
 		Kind: "NonAdminBackup", Resource: "nonadminbackups", Short: "nab",
+		VeleroQueue: VeleroBackups, ExclusionOrder: 1, Command: "backup",
 		Finalizer: NonAdminBackupFinalizer, Blueprint: "nonadminbackup",
 		Actions: []string{ActionAdopt, ActionBackup, ActionDelete, ActionFinalize, ActionForceDelete}, FirstAction: ActionBackup,
 		New: func() Object { return &NonAdminBackup{} }, NewList: func() client.ObjectList { return &NonAdminBackupList{} },

@@ -298,6 +298,7 @@ func init() {
 		&NonAdminBackupStorageLocationRequest{}, &NonAdminBackupStorageLocationRequestList{})
 	registerKind(Kind{
 		Kind: "NonAdminBackupStorageLocation", Resource: "nonadminbackupstoragelocations", Short: "nabsl",
+		ExclusionOrder: 3, Command: "bsl", Requires: []string{"NonAdminBackupStorageLocationRequest"},
 		Finalizer: NonAdminBackupStorageLocationFinalizer, Blueprint: "nonadminbackupstoragelocation",
 		Actions: []string{ActionCreate, ActionFinalize}, FirstAction: ActionCreate,
 		New: func() Object { return &NonAdminBackupStorageLocation{} }, NewList: func() client.ObjectList { return &NonAdminBackupStorageLocationList{} },

@@ -309,6 +309,7 @@ func init() {
 	SchemeBuilder.Register(&NonAdminRestore{}, &NonAdminRestoreList{})
 	registerKind(Kind{
 		Kind: "NonAdminRestore", Resource: "nonadminrestores", Short: "nar",
+		VeleroQueue: VeleroRestores, ExclusionOrder: 2, Command: "restore",
 		Finalizer: NonAdminRestoreFinalizer, Blueprint: "nonadminrestore",
 		Actions: []string{ActionFinalize, ActionPreview, ActionRestore}, FirstAction: ActionRestore,
 		New: func() Object { return &NonAdminRestore{} }, NewList: func() client.ObjectList { return &NonAdminRestoreList{} },

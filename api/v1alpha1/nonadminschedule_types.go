@@ -370,7 +370,7 @@ type NonAdminScheduleList struct {
 func init() {
 	SchemeBuilder.Register(&NonAdminSchedule{}, &NonAdminScheduleList{})
 	registerKind(Kind{
-		Kind: "NonAdminSchedule", Resource: "nonadminschedules", Short: "nas",
+		Kind: "NonAdminSchedule", Resource: "nonadminschedules", Short: "nas", Command: "schedule",
 		Finalizer: NonAdminScheduleFinalizer, Blueprint: "nonadminschedule",
 		Actions: []string{ActionCreate, ActionFinalize}, FirstAction: ActionCreate,
 		New: func() Object { return &NonAdminSchedule{} }, NewList: func() client.ObjectList { return &NonAdminScheduleList{} },

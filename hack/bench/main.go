@@ -20,13 +20,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -380,7 +381,7 @@ func run(cfg config) (*Result, error) {
 			last = t
 		}
 	}
-	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	slices.Sort(lat)
 	debugf("all Velero Backups seen")
 	// Let the controller finish the status writes of this wave, then its
 	// events: --event-qps paces them, none may be dropped.
@@ -846,12 +847,7 @@ func printTable(w io.Writer, r *Result) {
 	fmt.Fprintf(w, "%-44s %.1f s\n", "the bench's NAB creation took", r.CreationSeconds)
 	fmt.Fprintf(w, "%-44s %s / %s / %s\n", "latency p50 / p90 / p99", r.LatencyP50, r.LatencyP90, r.LatencyP99)
 	fmt.Fprintf(w, "%-44s %.2f\n", "controller API writes per NAB (no events)", r.WritesPerNAB)
-	keys := make([]string, 0, len(r.WritesPerNABByResource))
-	for k := range r.WritesPerNABByResource {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(r.WritesPerNABByResource)) {
 		fmt.Fprintf(w, "  %-42s %.2f\n", k, r.WritesPerNABByResource[k])
 	}
 	fmt.Fprintf(w, "%-44s %.2f (all of the wave's, none queued)\n", "event writes per NAB", r.EventWritesPerNAB)
@@ -900,12 +896,7 @@ func printFigures(w io.Writer, title string, f *Figures) {
 // printWrites prints writes by verb and resource, in total and divided by
 // per when it is above 1.
 func printWrites(w io.Writer, writes map[string]float64, per float64) {
-	keys := make([]string, 0, len(writes))
-	for k := range writes {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(writes)) {
 		if per > 1 {
 			fmt.Fprintf(w, "    %-40s %.0f (%.2f each)\n", k, writes[k], writes[k]/per)
 		} else {
@@ -937,12 +928,7 @@ func printRestart(w io.Writer, r *Restart) {
 
 // printCounts prints counts by key, sorted, each followed by unit.
 func printCounts(w io.Writer, counts map[string]int, unit string) {
-	keys := make([]string, 0, len(counts))
-	for k := range counts {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(counts)) {
 		fmt.Fprintf(w, "    %-40s %d %s\n", k, counts[k], unit)
 	}
 }

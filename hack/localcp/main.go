@@ -565,29 +565,13 @@ func installAdmissionPolicies(ctx context.Context, cfg *rest.Config, path string
 			if err := yaml.UnmarshalStrict([]byte(doc), p); err != nil {
 				return fmt.Errorf("%s: %w", path, err)
 			}
-			_, err = api.ValidatingAdmissionPolicies().Create(ctx, p, metav1.CreateOptions{})
-			if apierrors.IsAlreadyExists(err) {
-				cur, gerr := api.ValidatingAdmissionPolicies().Get(ctx, p.Name, metav1.GetOptions{})
-				if gerr != nil {
-					return gerr
-				}
-				p.ResourceVersion = cur.ResourceVersion
-				_, err = api.ValidatingAdmissionPolicies().Update(ctx, p, metav1.UpdateOptions{})
-			}
+			err = createOrReplace(ctx, api.ValidatingAdmissionPolicies(), p)
 		case "ValidatingAdmissionPolicyBinding":
 			b := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
 			if err := yaml.UnmarshalStrict([]byte(doc), b); err != nil {
 				return fmt.Errorf("%s: %w", path, err)
 			}
-			_, err = api.ValidatingAdmissionPolicyBindings().Create(ctx, b, metav1.CreateOptions{})
-			if apierrors.IsAlreadyExists(err) {
-				cur, gerr := api.ValidatingAdmissionPolicyBindings().Get(ctx, b.Name, metav1.GetOptions{})
-				if gerr != nil {
-					return gerr
-				}
-				b.ResourceVersion = cur.ResourceVersion
-				_, err = api.ValidatingAdmissionPolicyBindings().Update(ctx, b, metav1.UpdateOptions{})
-			}
+			err = createOrReplace(ctx, api.ValidatingAdmissionPolicyBindings(), b)
 		default:
 			return fmt.Errorf("%s: a %q document; only ValidatingAdmissionPolicy and ValidatingAdmissionPolicyBinding are installed", path, meta.Kind)
 		}
@@ -596,6 +580,30 @@ func installAdmissionPolicies(ctx context.Context, cfg *rest.Config, path string
 		}
 	}
 	return nil
+}
+
+// objectAPI is the part of a typed client-go client createOrReplace uses.
+type objectAPI[T metav1.Object] interface {
+	Create(context.Context, T, metav1.CreateOptions) (T, error)
+	Get(context.Context, string, metav1.GetOptions) (T, error)
+	Update(context.Context, T, metav1.UpdateOptions) (T, error)
+}
+
+// createOrReplace creates obj through api or, when an object of its name
+// exists, replaces that one with obj (at the existing resourceVersion).
+// Errors: the API server's.
+func createOrReplace[T metav1.Object](ctx context.Context, api objectAPI[T], obj T) error {
+	_, err := api.Create(ctx, obj, metav1.CreateOptions{})
+	if !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	cur, err := api.Get(ctx, obj.GetName(), metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	obj.SetResourceVersion(cur.GetResourceVersion())
+	_, err = api.Update(ctx, obj, metav1.UpdateOptions{})
+	return err
 }
 
 // installRequesterWebhook creates (or updates) the MutatingWebhookConfiguration

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/nacflow/nacflow/internal/text"
 )
 
 // tcpListen is the state column value of a listening socket in
@@ -81,8 +83,8 @@ func socketOwner(procRoot string, inodes []string) (pid int, cmdline string, ok 
 }
 
 // readCmdline returns the command line of pid under procRoot on one line
-// (arguments joined by spaces, runs of white space made one space), cut at
-// 300 bytes ("…" marks a cut), or "" when it is
+// (arguments joined by spaces, runs of white space made one space), cut to
+// at most 300 bytes on a rune boundary ("…" marks a cut), or "" when it is
 // unreadable (the process is gone) or empty (a zombie, a kernel thread).
 func readCmdline(procRoot string, pid int) string {
 	raw, err := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(pid), "cmdline"))
@@ -90,10 +92,7 @@ func readCmdline(procRoot string, pid int) string {
 		return ""
 	}
 	s := strings.Join(strings.Fields(strings.ReplaceAll(string(raw), "\x00", " ")), " ")
-	if len(s) > 300 {
-		s = s[:300] + "…"
-	}
-	return s
+	return text.Truncate(s, 300)
 }
 
 // portHolder returns the pid and command line of a process listening on TCP

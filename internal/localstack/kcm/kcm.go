@@ -106,7 +106,7 @@ func Healthy(ctx context.Context, addr string, timeout time.Duration, exited fun
 			return fmt.Errorf("kube-controller-manager exited: %v", exitErr)
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("kube-controller-manager not healthy within %s: %v", timeout, err)
+			return fmt.Errorf("kube-controller-manager not healthy within %s: %w", timeout, err)
 		}
 		select {
 		case <-ctx.Done():

@@ -13,8 +13,10 @@ package endpoint
 
 import (
 	"fmt"
+	"maps"
 	"net/url"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -188,19 +190,14 @@ func CheckConfig(kind string, config map[string]string) error {
 	if !ok {
 		return nil
 	}
-	keys := make([]string, 0, len(config))
-	for k := range config {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(config)) {
 		rule, ok := allowed[k]
 		if !ok {
 			why, known := whyRefused[k]
 			if !known {
 				why = "the " + kind + " plugin does not read it, or nacflow does not know it to be safe"
 			}
-			return fmt.Errorf("key %q is not allowed: %s; accepted keys for provider %s: %s", k, why, kind, strings.Join(sortedKeys(allowed), ", "))
+			return fmt.Errorf("key %q is not allowed: %s; accepted keys for provider %s: %s", k, why, kind, strings.Join(slices.Sorted(maps.Keys(allowed)), ", "))
 		}
 		switch rule {
 		case boolean:
@@ -214,13 +211,4 @@ func CheckConfig(kind string, config map[string]string) error {
 		}
 	}
 	return nil
-}
-
-func sortedKeys(m map[string]keyRule) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

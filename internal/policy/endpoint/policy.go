@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -223,10 +224,8 @@ func (p Policy) admit(ctx context.Context, r Resolver, host, port string) (addrs
 			return addrs, nil, nil
 		}
 	}
-	for _, m := range metadataHosts {
-		if host == m {
-			return nil, fmt.Errorf("host %s is a cloud metadata service", host), nil
-		}
+	if slices.Contains(metadataHosts, host) {
+		return nil, fmt.Errorf("host %s is a cloud metadata service", host), nil
 	}
 	for _, a := range addrs {
 		if why := p.deniedByDefault(a); why != "" {
@@ -350,11 +349,7 @@ func badHostName(host string) string {
 // isNumberPart reports whether label is a number as inet_aton reads one:
 // decimal, octal (leading 0) or hexadecimal (0x).
 func isNumberPart(label string) bool {
-	digits := label
-	hex := false
-	if strings.HasPrefix(label, "0x") {
-		digits, hex = label[2:], true
-	}
+	digits, hex := strings.CutPrefix(label, "0x")
 	for _, c := range digits {
 		if !(c >= '0' && c <= '9' || hex && c >= 'a' && c <= 'f') {
 			return false

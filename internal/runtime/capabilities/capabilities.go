@@ -255,21 +255,32 @@ func (c Capabilities) Limits() []string {
 	if !c.Webhook {
 		out = append(out, "may not keep Secrets in the OADP namespace or update MutatingWebhookConfigurations: the requester webhook is not served, no NonAdminRestore records who asked for it, and every restore is bounded by the tenant role alone (condition RequesterVerified=False/WebhookNotInstalled)")
 	}
-	if c.Served["NonAdminBackupStorageLocation"] && !c.Served["NonAdminBackupStorageLocationRequest"] {
-		out = append(out, "no NonAdminBackupStorageLocationRequest CRD: the NonAdminBackupStorageLocation controller does not run")
+	for _, k := range v1alpha1.Kinds() {
+		for _, r := range k.Requires {
+			if c.Served[k.Kind] && !c.Served[r] {
+				out = append(out, fmt.Sprintf("no %s CRD: the %s controller does not run", r, k.Kind))
+			}
+		}
 	}
 	sort.Strings(out)
 	return out
 }
 
 // Runs reports whether the controller of kind (a NAC kind, or Blueprint)
-// can run with c: its CRD is served, and for NonAdminBackupStorageLocation
-// its request kind's too.
+// can run with c: its CRD is served, and those of the kinds it requires
+// (v1alpha1.Kind.Requires: for NonAdminBackupStorageLocation, its request
+// kind's) too.
 func (c Capabilities) Runs(kind string) bool {
-	if kind == "NonAdminBackupStorageLocation" {
-		return c.Served[kind] && c.Served["NonAdminBackupStorageLocationRequest"]
+	if !c.Served[kind] {
+		return false
 	}
-	return c.Served[kind]
+	k, _ := v1alpha1.KindNamed(kind)
+	for _, r := range k.Requires {
+		if !c.Served[r] {
+			return false
+		}
+	}
+	return true
 }
 
 // BlueprintReader returns what the blueprint resolver should read
@@ -302,18 +313,7 @@ func (r noBlueprints) List(ctx context.Context, list client.ObjectList, opts ...
 // refuses to start with settings for a kind the API server does not know.
 func (c Capabilities) TrimCache(opts cache.Options) cache.Options {
 	for obj := range opts.ByObject {
-		var kind string
-		switch obj.(type) {
-		case *v1alpha1.Blueprint:
-			kind = "Blueprint"
-		case *v1alpha1.NonAdminBackupStorageLocationRequest:
-			kind = "NonAdminBackupStorageLocationRequest"
-		default:
-			if k, ok := v1alpha1.KindOf(obj); ok {
-				kind = k.Kind
-			}
-		}
-		if kind != "" && !c.Served[kind] {
+		if kind, ok := v1alpha1.APIKindOf(obj); ok && !c.Served[kind] {
 			delete(opts.ByObject, obj)
 		}
 	}

@@ -8,7 +8,8 @@
 // One path in and out of a cluster: cert-controller keeps the certificate
 // in a Secret of the OADP namespace; nacflow writes the Secret's files into
 // its certificate directory itself (no Secret volume is mounted, so
-// `make run`, a Pod and a test run the same code), and controller-runtime's
+// `make run`, a Pod and a test run the same code), reading the Secret
+// through an informer of that Secret alone, and controller-runtime's
 // webhook server reloads them when they change.
 package webhooks
 
@@ -26,12 +27,18 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/nacflow/nacflow/internal/runtime/cachetransform"
 )
 
 // Names of nacflow's webhook objects (config/webhook installs them; the
@@ -118,15 +125,17 @@ type Options struct {
 }
 
 // Setup adds to mgr the certificate rotator, the writer of the
-// certificate's files and the webhook server, which starts once the files
-// are written and the CA injected (cert-controller's IsReady); mgr's
-// readyz check "webhook" fails until it serves. c is a
-// client usable before mgr starts: Setup makes the certificate Secret when
-// it does not exist (cert-controller needs it to exist). The certificate
-// names <Service>.<Namespace>.svc and localhost (`make run` and a
-// controller on the host's network are reached at https://localhost). The
-// configuration need not exist: cert-controller then injects nothing and
-// the server still runs. Errors: the API server's and the manager's.
+// certificate's files (with its informer of the certificate Secret, which
+// needs list and watch on Secrets in Namespace, as cert-controller does)
+// and the webhook server, which starts once the files are written and the
+// CA injected (cert-controller's IsReady); mgr's readyz check "webhook"
+// fails until it serves. c is a client usable before mgr starts: Setup
+// makes the certificate Secret when it does not exist (cert-controller
+// needs it to exist). The certificate names <Service>.<Namespace>.svc and
+// localhost (`make run` and a controller on the host's network are reached
+// at https://localhost). The configuration need not exist: cert-controller
+// then injects nothing and the server still runs. Errors: the API
+// server's and the manager's.
 func Setup(ctx context.Context, mgr manager.Manager, c client.Client, o Options) error {
 	secret := types.NamespacedName{Namespace: o.Namespace, Name: CertSecret}
 	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: CertSecret, Labels: map[string]string{"app.kubernetes.io/name": "nacflow"}}}
@@ -148,7 +157,12 @@ func Setup(ctx context.Context, mgr manager.Manager, c client.Client, o Options)
 	}); err != nil {
 		return fmt.Errorf("adding the webhook certificate rotator: %w", err)
 	}
-	if err := mgr.Add(&certFiles{reader: mgr.GetAPIReader(), secret: secret, dir: o.CertDir}); err != nil {
+	files, err := newCertFiles(mgr.GetConfig(), cache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), HTTPClient: mgr.GetHTTPClient()},
+		secret, o.CertDir)
+	if err != nil {
+		return err
+	}
+	if err := mgr.Add(files); err != nil {
 		return err
 	}
 	srv := webhook.NewServer(webhook.Options{Host: o.Host, Port: o.Port, CertDir: o.CertDir})
@@ -182,16 +196,46 @@ func (a *afterReady) Start(ctx context.Context) error {
 }
 
 // certFiles writes the certificate Secret's tls.crt and tls.key into dir
-// whenever they change (every 2 s until first written, then every 30 s;
-// controller-runtime's certificate watcher reloads them).
+// whenever they change (controller-runtime's certificate watcher reloads
+// them). It reads the Secret from cache, an informer of that Secret alone
+// which it runs itself, so that a rotation is written as soon as the
+// informer sees it and no replica polls the API server; it also looks
+// again, in the cache, every 2 s until the files are first written, then
+// every 30 s, to retry a write that failed and to restore files changed on
+// disk.
 type certFiles struct {
-	reader client.Reader
+	cache  cache.Cache
 	secret types.NamespacedName
 	dir    string
 }
 
+// newCertFiles returns the writer of secret's files into dir, with a cache
+// made from base (its scheme, mapper and HTTP client) that holds secret
+// alone: Secrets of its namespace only, selected by name (metadata.name
+// field selector), so that no other Secret is ever cached (the manager's
+// cache holds none: tenants' Secrets are read on demand). Any other read
+// through it fails (ReaderFailOnMissingInformer) rather than start an
+// informer of another kind. Errors: cache.New's.
+func newCertFiles(cfg *rest.Config, base cache.Options, secret types.NamespacedName, dir string) (*certFiles, error) {
+	opts := base
+	opts.ByObject = map[client.Object]cache.ByObject{&corev1.Secret{}: {
+		Namespaces: map[string]cache.Config{secret.Namespace: {}},
+		Field:      fields.OneTermEqualSelector("metadata.name", secret.Name),
+	}}
+	opts.DefaultTransform = cachetransform.New()
+	opts.ReaderFailOnMissingInformer = true
+	c, err := cache.New(cfg, opts)
+	if err != nil {
+		return nil, fmt.Errorf("the webhook certificate Secret's cache: %w", err)
+	}
+	return &certFiles{cache: c, secret: secret, dir: dir}, nil
+}
+
 func (w *certFiles) NeedLeaderElection() bool { return false }
 
+// Start runs the cache and writes the files until ctx ends. Errors: the
+// certificate directory's, and an informer that cannot be made; a Secret
+// that cannot be read or written is logged and tried again.
 func (w *certFiles) Start(ctx context.Context) error {
 	log := ctrl.Log.WithName("webhooks")
 	if err := os.MkdirAll(w.dir, 0o700); err != nil {
@@ -204,6 +248,40 @@ func (w *certFiles) Start(ctx context.Context) error {
 		if err := os.Remove(filepath.Join(w.dir, f)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("webhook certificate directory: %w", err)
 		}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	// Every change the informer sees wakes the loop; one pending wake is
+	// enough, as the loop reads the Secret as it is then.
+	seen := make(chan struct{}, 1)
+	wake := func() {
+		select {
+		case seen <- struct{}{}:
+		default:
+		}
+	}
+	informer, err := w.cache.GetInformer(ctx, &corev1.Secret{}, cache.BlockUntilSynced(false))
+	if err != nil {
+		return fmt.Errorf("the webhook certificate Secret's informer: %w", err)
+	}
+	if _, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { wake() },
+		UpdateFunc: func(any, any) { wake() },
+	}); err != nil {
+		return fmt.Errorf("the webhook certificate Secret's informer: %w", err)
+	}
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		if err := w.cache.Start(ctx); err != nil {
+			log.Error(err, "the webhook certificate Secret's cache stopped")
+		}
+	}()
+	// The cache ends with ctx: wait for it, so that nothing of it outlives
+	// Start.
+	defer func() { cancel(); <-stopped }()
+	if !w.cache.WaitForCacheSync(ctx) {
+		return nil
 	}
 	written := false
 	for {
@@ -222,6 +300,7 @@ func (w *certFiles) Start(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-seen:
 		case <-time.After(every):
 		}
 	}
@@ -231,7 +310,7 @@ func (w *certFiles) Start(ctx context.Context) error {
 // wrote. A Secret without both files yet is not an error.
 func (w *certFiles) sync(ctx context.Context) (bool, error) {
 	s := &corev1.Secret{}
-	if err := w.reader.Get(ctx, w.secret, s); err != nil {
+	if err := w.cache.Get(ctx, w.secret, s); err != nil {
 		return false, err
 	}
 	crt, key := s.Data["tls.crt"], s.Data["tls.key"]

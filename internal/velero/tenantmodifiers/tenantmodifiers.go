@@ -31,8 +31,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/gobwas/glob"
 	"github.com/sirupsen/logrus"
@@ -269,7 +271,7 @@ func checkPatchData(d string) string {
 	if !ok {
 		return "patchData is not an object"
 	}
-	for _, k := range sortedKeys(patch) {
+	for _, k := range slices.Sorted(maps.Keys(patch)) {
 		switch lk := strings.ToLower(k); {
 		case strings.HasPrefix(k, "$"):
 			return fmt.Sprintf("patchData has the directive %s at its top level: %s", k, keepIdentity)
@@ -293,7 +295,7 @@ func checkMetadataPatch(md any) string {
 	if !ok {
 		return "patchData replaces metadata: a restore's items keep their namespace"
 	}
-	for _, k := range sortedKeys(mdm) {
+	for _, k := range slices.Sorted(maps.Keys(mdm)) {
 		switch lk := strings.ToLower(k); {
 		case strings.HasPrefix(k, "$"):
 			return fmt.Sprintf("patchData has the directive %s in metadata: %s", k, keepIdentity)
@@ -309,7 +311,7 @@ func checkMetadataPatch(md any) string {
 			if _, set := an[statusAnnotation]; set {
 				return fmt.Sprintf("patchData sets Velero's %s: %s", statusAnnotation, nacflows)
 			}
-			for _, a := range sortedKeys(an) {
+			for _, a := range slices.Sorted(maps.Keys(an)) {
 				if strings.HasPrefix(a, "$") {
 					// $patch: replace (or delete) drops the annotation
 					// velero-plugin-nacflow sets.
@@ -321,19 +323,11 @@ func checkMetadataPatch(md any) string {
 	return ""
 }
 
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
-
 // ParseAsVelero reads the modifiers of cm as Velero does, without
 // nacflow's rules for a tenant's modifiers (the admin's own, or a copy
 // already checked): for velero-plugin-nacflow, which must apply exactly
-// what Velero applies. Errors: Velero's.
+// what Velero applies. Errors: Velero's, or that Velero's scheme (which
+// strategic merge patches need) could not be built.
 func ParseAsVelero(cm *corev1.ConfigMap) (*Modifiers, error) {
 	m, err := resourcemodifiers.GetResourceModifiersFromConfig(cm)
 	if err != nil {
@@ -341,6 +335,11 @@ func ParseAsVelero(cm *corev1.ConfigMap) (*Modifiers, error) {
 	}
 	if err := m.Validate(); err != nil {
 		return nil, fmt.Errorf("ConfigMap %s: Velero refuses these resource modifiers: %v", cm.Name, err)
+	}
+	// Apply needs the scheme: a modifier that cannot be applied is refused
+	// here, where the caller handles errors, not item by item.
+	if _, err := veleroScheme(); err != nil {
+		return nil, err
 	}
 	return m, nil
 }
@@ -352,26 +351,34 @@ const (
 	statusAnnotationPath = "velero.io~1restore-status"
 )
 
-// scheme is the Velero server's (pkg/cmd/server: velero v1 and v2alpha1,
-// core, apps, batch; the snapshot kinds a tenant's restore never holds):
-// strategic merge patches apply only to its kinds, as in Velero.
-var scheme = func() *runtime.Scheme {
+// veleroScheme returns the Velero server's scheme (pkg/cmd/server: velero
+// v1 and v2alpha1, core, apps, batch; the snapshot kinds a tenant's restore
+// never holds): strategic merge patches apply only to its kinds, as in
+// Velero. It is built once, on first use; the error is AddToScheme's, and
+// every later call returns the same one. Nothing here panics: ParseAsVelero
+// returns the error, and Apply reports it as a failed rule.
+var veleroScheme = sync.OnceValues(func() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{velerov1.AddToScheme, velerov2alpha1.AddToScheme, corev1.AddToScheme, appsv1.AddToScheme, batchv1.AddToScheme} {
 		if err := add(s); err != nil {
-			panic(err)
+			return nil, fmt.Errorf("building Velero's scheme: %w", err)
 		}
 	}
-	return s
-}()
+	return s, nil
+})
 
 // Apply returns a copy of obj as Velero creates it after m: Velero's
 // ApplyResourceModifierRules with the item's group-resource as it was
 // backed up (gr; rules match on it and on the item's original namespace).
 // changed reports whether anything changed; errs are the rules Velero
-// would report and skip (the item is still created, without them).
+// would report and skip (the item is still created, without them), or the
+// one error of building Velero's scheme (which ParseAsVelero reports first).
 func Apply(m *Modifiers, obj map[string]any, gr schema.GroupResource) (out map[string]any, changed bool, errs []error) {
 	u := (&unstructured.Unstructured{Object: obj}).DeepCopy()
+	scheme, err := veleroScheme()
+	if err != nil {
+		return u.Object, false, []error{err}
+	}
 	before := u.DeepCopy()
 	log := logrus.New()
 	log.Out = io.Discard
