@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
-	"github.com/nacflow/nacflow/controllers"
+	"github.com/nacflow/nacflow/internal/velero/backupsync"
 	"github.com/nacflow/nacflow/phases"
 )
 
@@ -57,7 +57,7 @@ func FuzzBackupSync(f *testing.F) {
 			&v1alpha1.NonAdminBackupStorageLocation{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "own"}}}
 		cl := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).
 			WithStatusSubresource(&v1alpha1.NonAdminBackup{}).Build()
-		s := &controllers.BackupSync{Client: cl, APIReader: cl, OADPNamespace: "oadp", TenantSpec: phases.SyncedBackupSpec}
+		s := &backupsync.BackupSync{Client: cl, APIReader: cl, OADPNamespace: "oadp", TenantSpec: phases.SyncedBackupSpec}
 		created, _ := s.SyncOnce(context.Background())
 		nabs := &v1alpha1.NonAdminBackupList{}
 		if err := cl.List(context.Background(), nabs); err != nil {

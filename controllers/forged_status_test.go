@@ -16,7 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
-	"github.com/nacflow/nacflow/controllers"
+	"github.com/nacflow/nacflow/internal/runtime/orphangc"
+	"github.com/nacflow/nacflow/internal/velero/backupsync"
 	"github.com/nacflow/nacflow/phases"
 )
 
@@ -281,10 +282,10 @@ func (s *ControllerSuite) TestForgedStatusIsNeverIdentity(c *C) {
 	// Garbage collection and backup sync, with a forged NAB still in place.
 	kept, keptBackup := s.completedBackupAs(c, mallory, ns, "kept")
 	forge(c, mallory, kept, pointAtVictim)
-	gc := &controllers.GarbageCollector{Client: testClient, APIReader: testClient, OADPNamespace: s.oadp}
+	gc := &orphangc.GarbageCollector{Client: testClient, APIReader: testClient, OADPNamespace: s.oadp}
 	_, err := gc.CollectOnce(ctx)
 	c.Assert(err, IsNil)
-	sync := &controllers.BackupSync{Client: testClient, APIReader: testClient, OADPNamespace: s.oadp, TenantSpec: phases.SyncedBackupSpec}
+	sync := &backupsync.BackupSync{Client: testClient, APIReader: testClient, OADPNamespace: s.oadp, TenantSpec: phases.SyncedBackupSpec}
 	_, err = sync.SyncOnce(ctx)
 	c.Assert(err, IsNil)
 	nabs := &v1alpha1.NonAdminBackupList{}

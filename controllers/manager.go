@@ -37,6 +37,13 @@ import (
 // +kubebuilder:rbac:groups=oadp.openshift.io,namespace=openshift-adp,resources=tenantlocations,verbs=create;patch
 // +kubebuilder:rbac:groups=velero.io,namespace=openshift-adp,resources=datauploads;datadownloads;podvolumebackups;podvolumerestores,verbs=get;list;watch
 
+// RBAC of backup sync (internal/velero/backupsync), which cmd/nac runs in
+// this manager: creating the NonAdminBackups it brings back, reading their
+// origin Namespaces. Its markers are here because controller-gen reads
+// controllers/ only (make manifests).
+// +kubebuilder:rbac:groups=oadp.openshift.io,resources=nonadminbackups,verbs=create
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+
 // CacheOptions returns the manager's cache options: Velero objects are
 // watched only in oadpNamespace (DeleteBackupRequests only when they carry
 // the OADP label), never cluster-wide (docs/architecture.md, Controllers: a tenant's objects

@@ -36,7 +36,10 @@ import (
 	nacmetrics "github.com/nacflow/nacflow/internal/metrics"
 	"github.com/nacflow/nacflow/internal/runtime/capabilities"
 	"github.com/nacflow/nacflow/internal/runtime/events"
+	"github.com/nacflow/nacflow/internal/runtime/orphangc"
+	"github.com/nacflow/nacflow/internal/runtime/planstore"
 	"github.com/nacflow/nacflow/internal/runtime/restmapper"
+	"github.com/nacflow/nacflow/internal/velero/backupsync"
 	"github.com/nacflow/nacflow/internal/velero/veleroqueue"
 	"github.com/nacflow/nacflow/phases"
 )
@@ -55,8 +58,8 @@ type OADPCRDSuite struct {
 	caps capabilities.Capabilities
 	stop func()
 	// gc and sync are the manager's periodic passes, as cmd/nac makes them.
-	gc   *controllers.GarbageCollector
-	sync *controllers.BackupSync
+	gc   *orphangc.GarbageCollector
+	sync *backupsync.BackupSync
 }
 
 var _ = Suite(&OADPCRDSuite{})
@@ -141,9 +144,9 @@ func (s *OADPCRDSuite) start(c *C) func() {
 	c.Assert(err, IsNil)
 	deps := func(kind string) controllers.Deps {
 		recorder := mgr.GetEventRecorderFor(strings.ToLower(kind) + "-controller")
-		var plans *controllers.PlanStore
+		var plans *planstore.PlanStore
 		if !s.caps.Plan[kind] {
-			plans = &controllers.PlanStore{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespace: s.oadp}
+			plans = &planstore.PlanStore{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespace: s.oadp}
 		}
 		return controllers.Deps{
 			Plans:         plans,
@@ -172,8 +175,8 @@ func (s *OADPCRDSuite) start(c *C) func() {
 			Recorder: mgr.GetEventRecorderFor("blueprint-controller"), OADPNamespace: s.oadp}
 		c.Assert(bpr.SetupWithManager(mgr), IsNil)
 	}
-	s.gc = &controllers.GarbageCollector{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), OADPNamespace: s.oadp, Off: s.caps.Off()}
-	s.sync = &controllers.BackupSync{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), OADPNamespace: s.oadp, TenantSpec: phases.SyncedBackupSpec}
+	s.gc = &orphangc.GarbageCollector{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), OADPNamespace: s.oadp, Off: s.caps.Off()}
+	s.sync = &backupsync.BackupSync{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), OADPNamespace: s.oadp, TenantSpec: phases.SyncedBackupSpec}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
@@ -262,7 +265,7 @@ func (s *OADPCRDSuite) TestPeriodicPasses(c *C) {
 	})
 	labels := map[string]string{v1alpha1.OADPLabel: v1alpha1.OADPLabelValue, v1alpha1.ManagedByLabel: v1alpha1.ManagedByLabelValue}
 	orphan := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: s.oadp, Name: "nacflow-plan-0b6c1e1e-0000-4000-8000-000000000001", Labels: labels,
-		Annotations: map[string]string{controllers.PlanOfAnnotation: "NonAdminBackup/" + tenant.Name + "/live/0b6c1e1e-0000-4000-8000-000000000001"}}}
+		Annotations: map[string]string{planstore.PlanOfAnnotation: "NonAdminBackup/" + tenant.Name + "/live/0b6c1e1e-0000-4000-8000-000000000001"}}}
 	c.Assert(s.admin.Create(ctx, orphan), IsNil)
 	other := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: s.oadp, Name: "nacflow-other", Labels: labels}}
 	c.Assert(s.admin.Create(ctx, other), IsNil)
@@ -336,7 +339,7 @@ func (s *OADPCRDSuite) TestBackup(c *C) {
 	// namespace, for this object only.
 	planSecret := &corev1.Secret{}
 	c.Assert(s.admin.Get(ctx, client.ObjectKey{Namespace: s.oadp, Name: "nacflow-plan-" + string(got.UID)}, planSecret), IsNil)
-	c.Check(planSecret.Annotations[controllers.PlanOfAnnotation], Equals, "NonAdminBackup/"+tenant.Name+"/nightly/"+string(got.UID))
+	c.Check(planSecret.Annotations[planstore.PlanOfAnnotation], Equals, "NonAdminBackup/"+tenant.Name+"/nightly/"+string(got.UID))
 	storedPlan := func() *v1alpha1.PlanStatus {
 		c.Assert(s.admin.Get(ctx, client.ObjectKeyFromObject(planSecret), planSecret), IsNil)
 		plan := &v1alpha1.PlanStatus{}

@@ -30,6 +30,7 @@ import (
 	"github.com/nacflow/nacflow/internal/runtime/events"
 	"github.com/nacflow/nacflow/internal/runtime/loglevel"
 	"github.com/nacflow/nacflow/internal/runtime/patch"
+	"github.com/nacflow/nacflow/internal/runtime/planstore"
 	"github.com/nacflow/nacflow/internal/runtime/staleness"
 	"github.com/nacflow/nacflow/phases"
 )
@@ -56,7 +57,7 @@ type Deps struct {
 	// Plans, when set, keeps the kind's plans out of its status: its CRD
 	// has no status.plan (OADP NAC's), Capabilities.Plan. nil: the plan is
 	// status.plan (plans).
-	Plans *PlanStore
+	Plans *planstore.PlanStore
 	// Observe, when set, is called at the start of every reconcile of a NAC
 	// object with the kind's name (NonAdminBackup, …) and the request.
 	// controller-runtime's controller_runtime_reconcile_total counts per

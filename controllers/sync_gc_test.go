@@ -15,7 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
-	"github.com/nacflow/nacflow/controllers"
+	"github.com/nacflow/nacflow/internal/runtime/orphangc"
+	"github.com/nacflow/nacflow/internal/velero/backupsync"
 	"github.com/nacflow/nacflow/phases"
 )
 
@@ -58,7 +59,7 @@ func (s *ControllerSuite) TestBackupSyncAfterRebuild(c *C) {
 	veleroSyncedBackup(c, s.oadp, ns, "running", "0a0a0a0a-1111-5222-8333-444455556667", velerov1.BackupPhaseInProgress)
 	veleroSyncedBackup(c, s.oadp, "gone-namespace", "old", "0a0a0a0a-1111-5222-8333-444455556668", velerov1.BackupPhaseCompleted)
 
-	sync := &controllers.BackupSync{Client: testClient, APIReader: testClient, OADPNamespace: s.oadp, TenantSpec: phases.SyncedBackupSpec}
+	sync := &backupsync.BackupSync{Client: testClient, APIReader: testClient, OADPNamespace: s.oadp, TenantSpec: phases.SyncedBackupSpec}
 	created, err := sync.SyncOnce(ctx)
 	c.Assert(err, IsNil)
 	c.Check(created, Equals, 1)
@@ -156,7 +157,7 @@ func (s *ControllerSuite) TestBackupSyncVeleroWrittenSpecs(c *C) {
 		names = append(names, name)
 	}
 
-	sync := &controllers.BackupSync{Client: testClient, APIReader: testClient, OADPNamespace: s.oadp, TenantSpec: phases.SyncedBackupSpec}
+	sync := &backupsync.BackupSync{Client: testClient, APIReader: testClient, OADPNamespace: s.oadp, TenantSpec: phases.SyncedBackupSpec}
 	created, err := sync.SyncOnce(ctx)
 	c.Check(created, Equals, 9)
 	c.Assert(err, NotNil)
@@ -238,7 +239,7 @@ func (s *ControllerSuite) TestGarbageCollection(c *C) {
 		c.Assert(testClient.Create(ctx, o), IsNil)
 	}
 
-	gc := &controllers.GarbageCollector{Client: testClient, APIReader: testClient, OADPNamespace: s.oadp}
+	gc := &orphangc.GarbageCollector{Client: testClient, APIReader: testClient, OADPNamespace: s.oadp}
 	deleted, err := gc.CollectOnce(ctx)
 	c.Assert(err, IsNil)
 	for kind, min := range map[string]int{"Backup": 2, "DeleteBackupRequest": 1, "Restore": 1, "BackupStorageLocation": 1, "Secret": 1, "NonAdminBackupStorageLocationRequest": 1} {
@@ -281,7 +282,7 @@ func (s *ControllerSuite) TestBackupSyncHostileOriginLabels(c *C) {
 		// The suite's other sync tests share the OADP namespace.
 		defer func() { c.Check(testClient.Delete(ctx, b), IsNil) }()
 	}
-	sync := &controllers.BackupSync{Client: testClient, APIReader: testClient, OADPNamespace: s.oadp, TenantSpec: phases.SyncedBackupSpec}
+	sync := &backupsync.BackupSync{Client: testClient, APIReader: testClient, OADPNamespace: s.oadp, TenantSpec: phases.SyncedBackupSpec}
 	created, err := sync.SyncOnce(ctx)
 	c.Assert(err, IsNil)
 	c.Check(created, Equals, len(want))
@@ -329,7 +330,7 @@ func (s *ControllerSuite) TestPlantedNACUUIDFromATenantBucket(c *C) {
 	c.Assert(testClient.Patch(ctx, planted, client.MergeFrom(before)), IsNil)
 	defer func() { c.Check(client.IgnoreNotFound(testClient.Delete(ctx, planted)), IsNil) }()
 
-	sync := &controllers.BackupSync{Client: testClient, APIReader: testClient, OADPNamespace: s.oadp, TenantSpec: phases.SyncedBackupSpec}
+	sync := &backupsync.BackupSync{Client: testClient, APIReader: testClient, OADPNamespace: s.oadp, TenantSpec: phases.SyncedBackupSpec}
 	_, _ = sync.SyncOnce(ctx) // other tests' leftovers may fail to sync; this one must not
 	mine := &v1alpha1.NonAdminBackup{ObjectMeta: metav1.ObjectMeta{Namespace: attacker, Name: "mine"}}
 	eventually(c, 15*time.Second, func() (bool, string) {
@@ -427,12 +428,12 @@ func (s *ControllerSuite) TestGCStaleSandboxes(c *C) {
 		err := testClient.Get(ctx, client.ObjectKeyFromObject(obj), obj)
 		return apierrors.IsNotFound(err) || err == nil && !obj.GetDeletionTimestamp().IsZero()
 	}
-	young := &controllers.GarbageCollector{Client: testClient, APIReader: testClient, OADPNamespace: s.oadp}
+	young := &orphangc.GarbageCollector{Client: testClient, APIReader: testClient, OADPNamespace: s.oadp}
 	_, err := young.CollectOnce(ctx)
 	c.Assert(err, IsNil)
 	c.Check(terminating(goneSandbox), Equals, false, Commentf("a sandbox younger than 10 minutes is not judged"))
 
-	gc := &controllers.GarbageCollector{Client: testClient, APIReader: testClient, OADPNamespace: s.oadp, SandboxAge: time.Nanosecond}
+	gc := &orphangc.GarbageCollector{Client: testClient, APIReader: testClient, OADPNamespace: s.oadp, SandboxAge: time.Nanosecond}
 	deleted, err := gc.CollectOnce(ctx)
 	c.Assert(err, IsNil)
 	c.Check(deleted["Namespace"] >= 1, Equals, true, Commentf("%v", deleted))

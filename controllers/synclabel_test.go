@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
-	"github.com/nacflow/nacflow/controllers"
+	"github.com/nacflow/nacflow/internal/velero/backupsync"
 	"github.com/nacflow/nacflow/phases"
 )
 
@@ -40,7 +40,7 @@ func (s *ControllerSuite) TestSyncLabelNeverPicksTheActionLater(c *C) {
 	ns := createNamespace(c, "tenant")
 	const synced = "0b0b0b0b-1111-5222-8333-444455556666"
 	veleroSyncedBackup(c, s.oadp, ns, "adopted", synced, velerov1.BackupPhaseCompleted)
-	sync := &controllers.BackupSync{Client: testClient, APIReader: testClient, OADPNamespace: s.oadp, TenantSpec: phases.SyncedBackupSpec}
+	sync := &backupsync.BackupSync{Client: testClient, APIReader: testClient, OADPNamespace: s.oadp, TenantSpec: phases.SyncedBackupSpec}
 	_, err := sync.SyncOnce(ctx)
 	c.Assert(err, IsNil)
 	adopted := &v1alpha1.NonAdminBackup{}

@@ -49,10 +49,13 @@ import (
 	"github.com/nacflow/nacflow/internal/runtime/capabilities"
 	"github.com/nacflow/nacflow/internal/runtime/events"
 	"github.com/nacflow/nacflow/internal/runtime/gctune"
+	"github.com/nacflow/nacflow/internal/runtime/orphangc"
 	"github.com/nacflow/nacflow/internal/runtime/periodic"
+	"github.com/nacflow/nacflow/internal/runtime/planstore"
 	"github.com/nacflow/nacflow/internal/runtime/restmapper"
 	"github.com/nacflow/nacflow/internal/runtime/version"
 	"github.com/nacflow/nacflow/internal/runtime/webhooks"
+	"github.com/nacflow/nacflow/internal/velero/backupsync"
 	"github.com/nacflow/nacflow/internal/velero/oadpenv"
 	"github.com/nacflow/nacflow/internal/velero/tenantlocations"
 	"github.com/nacflow/nacflow/internal/velero/veleroqueue"
@@ -261,9 +264,9 @@ func registerFlags(fs *flag.FlagSet, o *options) *zap.Options {
 		"OADP NAC's rule for NonAdminDownloadRequests: serve files only of backups kept on the namespace's own NonAdminBackupStorageLocation; one on the admin's location is refused (NonAdminBackupStorageLocationNotUsed=True). Off: a tenant reads the files of every backup of its own namespace.")
 	fs.BoolVar(&o.bslApproval, "require-approval-for-bsl", false,
 		"Tenants' NonAdminBackupStorageLocations wait for a cluster admin to approve their NonAdminBackupStorageLocationRequest in the OADP namespace; without it requests are approved automatically. Given, it wins over a DataProtectionApplication's spec.nonAdmin.requireApprovalForBSL.")
-	fs.DurationVar(&o.syncPeriod, "backup-sync-period", controllers.DefaultBackupSyncPeriod,
+	fs.DurationVar(&o.syncPeriod, "backup-sync-period", backupsync.DefaultBackupSyncPeriod,
 		"How often NonAdminBackups are recreated from finished Velero Backups whose NAB is missing (after a cluster rebuild); 0 disables. Not given, a DataProtectionApplication's spec.nonAdmin.backupSyncPeriod applies.")
-	fs.DurationVar(&o.gcPeriod, "garbage-collection-period", controllers.DefaultGarbageCollectionPeriod,
+	fs.DurationVar(&o.gcPeriod, "garbage-collection-period", orphangc.DefaultGarbageCollectionPeriod,
 		"How often NAC-labelled objects in the OADP namespace whose NAC object is gone are deleted (Velero objects only, never backup data); 0 disables. Not given, a DataProtectionApplication's spec.nonAdmin.garbageCollectionPeriod applies.")
 	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "", "Address of the Go pprof endpoint (e.g. 127.0.0.1:6061); empty disables it.")
 	fs.Float64Var(&o.qps, "kube-api-qps", 500,
@@ -496,9 +499,9 @@ func run(o options) error {
 	// controller-runtime names it, and "-controller").
 	deps := func(kind string) controllers.Deps {
 		recorder := recorderFor(strings.ToLower(kind) + "-controller")
-		var plans *controllers.PlanStore
+		var plans *planstore.PlanStore
 		if !caps.Plan[kind] {
-			plans = &controllers.PlanStore{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespace: o.oadpNamespace}
+			plans = &planstore.PlanStore{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespace: o.oadpNamespace}
 		}
 		return controllers.Deps{
 			Plans:     plans,
@@ -542,9 +545,9 @@ func run(o options) error {
 			return fmt.Errorf("setting up the %s controller: %w", st.kind, err)
 		}
 	}
-	sync := &controllers.BackupSync{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), OADPNamespace: o.oadpNamespace,
+	sync := &backupsync.BackupSync{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), OADPNamespace: o.oadpNamespace,
 		TenantSpec: phases.SyncedBackupSpec}
-	gc := &controllers.GarbageCollector{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), OADPNamespace: o.oadpNamespace, Off: caps.Off()}
+	gc := &orphangc.GarbageCollector{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), OADPNamespace: o.oadpNamespace, Off: caps.Off()}
 	period := func(which dpa.Period, def time.Duration) func(context.Context) (time.Duration, string) {
 		return func(ctx context.Context) (time.Duration, string) {
 			d, source, err := settings.Period(ctx, which, def)

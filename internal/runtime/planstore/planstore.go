@@ -1,4 +1,19 @@
-package controllers
+// Package planstore keeps the plans of NAC objects whose CRD has no
+// status.plan — OADP NAC's CRDs as the OADP operator installs them, which
+// prune the plan from every status write — in Secrets of the OADP
+// namespace, so that the engine resumes an operation from its plan instead
+// of starting it again at each reconcile. OADP NAC keeps no plans: this is
+// nacflow's, and exists only to run over OADP's CRDs (docs/oadp.md).
+//
+// Each object's current plan is one Secret, v1alpha1.PlanSecretPrefix and
+// the object's UID, labelled as OADP's and as managed by the non-admin
+// controller, annotated PlanOfAnnotation ("<kind>/<namespace>/<name>/<uid>"),
+// data key plan.json (the v1alpha1.PlanStatus status.plan would hold).
+// PlanStore loads, writes and forgets them for the controllers' loop;
+// Collect deletes those whose object is gone, for garbage collection.
+// Errors are the API server's, wrapped with the object or Secret named, and
+// a stored plan that does not decode.
+package planstore
 
 import (
 	"bytes"
@@ -15,42 +30,6 @@ import (
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/internal/runtime/patch"
 )
-
-// planKeeper is where a kind's plans live between reconciles: in the
-// object's status.plan (statusPlans) or, for a CRD without it, in a Secret
-// of the OADP namespace (*PlanStore).
-type planKeeper interface {
-	// Load puts obj's stored plan on obj, if it is kept apart, and returns
-	// what Write compares with (nil: none). Errors: the API server's, a
-	// stored plan that does not decode.
-	Load(ctx context.Context, obj v1alpha1.Object) ([]byte, error)
-	// Write patches obj's status (with c) from before's and stores its
-	// plan. Errors: the API server's.
-	Write(ctx context.Context, c client.Client, obj v1alpha1.Object, before client.Object, stored []byte) error
-	// Forget removes obj's plan before its finalizer goes. Errors: the API
-	// server's.
-	Forget(ctx context.Context, obj v1alpha1.Object) error
-}
-
-// plans returns where d's kind keeps its plans: d.Plans, or status.plan.
-func (d *Deps) plans() planKeeper {
-	if d.Plans == nil {
-		return statusPlans{}
-	}
-	return d.Plans
-}
-
-// statusPlans keeps plans in status.plan: loaded with the object, written
-// with its status, gone with it.
-type statusPlans struct{}
-
-func (statusPlans) Load(context.Context, v1alpha1.Object) ([]byte, error) { return nil, nil }
-
-func (statusPlans) Write(ctx context.Context, c client.Client, obj v1alpha1.Object, before client.Object, _ []byte) error {
-	return patch.Status(ctx, c, obj, before)
-}
-
-func (statusPlans) Forget(context.Context, v1alpha1.Object) error { return nil }
 
 // PlanStore keeps the plans of NAC objects whose CRD has no status.plan
 // (OADP NAC's CRDs, as the OADP operator installs them): the API server
@@ -179,13 +158,13 @@ func (p *PlanStore) Forget(ctx context.Context, obj v1alpha1.Object) error {
 	return nil
 }
 
-// collectPlans deletes the plan Secrets (PlanStore) of the OADP namespace
+// Collect deletes the plan Secrets (PlanStore) of the OADP namespace
 // whose object is gone — an object whose finalizer someone else removed,
 // so that PlanStore.Forget never ran — and returns how many it deleted. The
 // object is read from the API server (r): a plan is younger than its
 // object, and the cache may lag. A Secret whose annotation names no NAC
 // kind is left alone. It returns the first API error.
-func collectPlans(ctx context.Context, c client.Client, r client.Reader, namespace string) (int, error) {
+func Collect(ctx context.Context, c client.Client, r client.Reader, namespace string) (int, error) {
 	list := &corev1.SecretList{}
 	if err := r.List(ctx, list, client.InNamespace(namespace),
 		client.MatchingLabels{v1alpha1.ManagedByLabel: v1alpha1.ManagedByLabelValue}); err != nil {

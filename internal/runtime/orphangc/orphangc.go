@@ -1,4 +1,15 @@
-package controllers
+// Package orphangc is nacflow's garbage collector (OADP NAC's): a periodic
+// pass (cmd/nac, --garbage-collection-period) that deletes what nacflow
+// made in the OADP namespace for NAC objects that no longer exist — Velero
+// Backups (objects only: the data stays), Restores, BackupStorageLocations,
+// DeleteBackupRequests, copied Secrets, NonAdminBackupStorageLocation
+// Requests, whatever each kind's v1alpha1.Kind.GarbageCollected lists — and
+// the restore-test sandboxes whose test no longer runs, and the plan
+// Secrets (planstore.Collect) whose object is gone. An object is judged by
+// its origin annotations; one without them is not nacflow's to judge. What
+// it deletes is counted in nacflow_garbage_collected_total{kind}. A pass
+// ends at the first API error, with what it deleted until then.
+package orphangc
 
 import (
 	"cmp"
@@ -18,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
+	"github.com/nacflow/nacflow/internal/runtime/planstore"
 )
 
 // DefaultGarbageCollectionPeriod is --garbage-collection-period's default.
@@ -133,7 +145,7 @@ func (g *GarbageCollector) CollectOnce(ctx context.Context) (map[string]int, err
 		}
 	}
 	// The plans nacflow keeps in Secrets under CRDs without status.plan.
-	n, err := collectPlans(ctx, g.Client, g.APIReader, g.OADPNamespace)
+	n, err := planstore.Collect(ctx, g.Client, g.APIReader, g.OADPNamespace)
 	if n > 0 {
 		deleted["PlanSecret"] += n
 		gcDeleted.WithLabelValues("PlanSecret").Add(float64(n))

@@ -1,4 +1,24 @@
-package controllers
+// Package backupsync is nacflow's backup sync (OADP NAC's Backup Sync
+// controller): a periodic pass (cmd/nac, --backup-sync-period) that
+// recreates the NonAdminBackups of finished Velero Backups whose NAB is
+// missing. After a cluster rebuild Velero's own BSL sync brings the Backup
+// objects back from object storage, and this brings back the tenants'
+// NABs, each linked in status to its Velero Backup (linkednab), which then
+// adopt it (action adopt) and create nothing.
+//
+// A synced NAB is made only in the origin namespace the Backup names, and
+// only when the Backup lives in the default location or in a location
+// owned by a NonAdminBackupStorageLocation of that same namespace: a
+// Backup synced from a tenant's own bucket carries whatever the tenant
+// wrote there, so its origin labels are decoded defensively too. A Backup
+// that cannot be synced is logged, counted in
+// nacflow_backup_sync_failures_total and skipped; the pass then returns an
+// error joining each one's. Errors listing Velero Backups or locations end
+// the pass.
+//
+// Its RBAC markers are in controllers/manager.go, where controller-gen
+// reads them (make manifests).
+package backupsync
 
 import (
 	"context"
@@ -42,9 +62,6 @@ type BackupSync struct {
 	// Required.
 	TenantSpec func(spec *velerov1.BackupSpec, namespace string) (*velerov1.BackupSpec, map[string][]string)
 }
-
-// +kubebuilder:rbac:groups=oadp.openshift.io,resources=nonadminbackups,verbs=create
-// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 
 // SyncOnce does one pass and returns how many NABs it created. A Velero
 // Backup is synced when it has finished, carries the NAC labels and origin
