@@ -277,8 +277,17 @@ func (d describer) plan(p *v1alpha1.PlanStatus) {
 	}
 	tw := tabwriter.NewWriter(d.w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "  PHASE\tFUNCTION\tSTATE\tSTART\tDURATION\tATTEMPTS\tMESSAGE")
+	// A compacted plan keeps no phase start times: each phase started when
+	// the one before it ended, the first when the plan started.
+	prevEnd := p.StartTime
 	row := func(name string, ph v1alpha1.PhaseStatus) {
 		start, dur := "-", "-"
+		if p.Compacted && ph.StartTime == nil && ph.CompletionTime != nil {
+			ph.StartTime = prevEnd
+		}
+		if ph.CompletionTime != nil {
+			prevEnd = ph.CompletionTime
+		}
 		if ph.StartTime != nil {
 			if p.StartTime != nil {
 				start = "+" + durationString(ph.StartTime.Sub(p.StartTime.Time))
@@ -293,8 +302,11 @@ func (d describer) plan(p *v1alpha1.PlanStatus) {
 			}
 		}
 		attempts := "-"
-		if ph.Attempts > 0 {
+		switch {
+		case ph.Attempts > 0:
 			attempts = fmt.Sprint(ph.Attempts)
+		case p.Compacted && (ph.State == v1alpha1.PhaseComplete || ph.State == v1alpha1.PhaseFailed):
+			attempts = "1"
 		}
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\n", name, ph.Func, ph.State, start, dur, attempts, oneLine(ph.Message))
 	}

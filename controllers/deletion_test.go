@@ -188,6 +188,11 @@ func (s *ControllerSuite) TestPlainDeleteKeepsNoVeleroObjects(c *C) {
 func (s *ControllerSuite) TestVeleroBackupDeletedUnderneath(c *C) {
 	ctx := context.Background()
 	nab, backup := s.createdBackup(c, "orphaned")
+	// The ended plan is compacted; the controller's cache holds only its
+	// summary, and the status write below must leave the stored plan whole.
+	c.Assert(nab.Status.Plan.Compacted, Equals, true)
+	plan := nab.Status.Plan.DeepCopy()
+	c.Assert(plan.Phases, Not(HasLen), 0)
 	c.Assert(testClient.Delete(ctx, backup), IsNil)
 	// The Backup's deletion event wakes the controller through its watch.
 	var got *v1alpha1.NonAdminBackup
@@ -200,6 +205,7 @@ func (s *ControllerSuite) TestVeleroBackupDeletedUnderneath(c *C) {
 	c.Check(cond.Status, Equals, metav1.ConditionFalse)
 	c.Check(cond.Reason, Equals, v1alpha1.ReasonVeleroBackupNotFound)
 	c.Check(cond.Message, Equals, fmt.Sprintf("Velero Backup %s no longer exists in %s: it was deleted outside nacflow", backup.Name, s.oadp))
+	c.Check(got.Status.Plan, DeepEquals, plan)
 }
 
 // forceDeleteBackup (OADP NAC): the NAB and its Velero objects go even when

@@ -176,7 +176,12 @@ func (s *ControllerSuite) TestValidBackupLifecycle(c *C) {
 	c.Check(got.Status.VeleroBackup.Status.Phase, Equals, velerov1.BackupPhaseCompleted)
 	c.Check(got.Status.VeleroBackup.Status.Progress.ItemsBackedUp, Equals, 12)
 	c.Check(got.Status.Plan.DeferPhase.State, Equals, v1alpha1.PhaseComplete)
-	c.Check(got.Status.Plan.Phase("syncStatus").Output, DeepEquals, map[string]string{"phase": "Completed"})
+	// The ended plan is compacted: what kubectl describe tells stays.
+	c.Check(got.Status.Plan.Compacted, Equals, true)
+	c.Check(got.Status.Plan.Spec, IsNil)
+	c.Check(got.Status.Plan.Phase("syncStatus").Output, IsNil)
+	c.Check(got.Status.Plan.Phase("syncStatus").Message, Equals, fmt.Sprintf("Mirrored Velero Backup %s (Completed)", wantName))
+	c.Check(got.Status.Plan.Phase("syncStatus").CompletionTime, NotNil)
 	c.Check(got.Status.QueueInfo.EstimatedQueuePosition, Equals, 0)
 	// Then one event for the completion: Velero serves the resource list
 	// within the brief wait of the contents check (about 100 ms here), so

@@ -52,7 +52,8 @@ func init() {
 		return newNACReconciler(d, kindHooks[*v1alpha1.NonAdminSchedule]{
 			action: func(n *v1alpha1.NonAdminSchedule) string { return finalizeOr(n, v1alpha1.ActionCreate) },
 			refs:   scheduleRefs, afterRun: k.afterRun, watches: k.watches,
-		}, kindPolicy[*v1alpha1.NonAdminSchedule]{revision: scheduleRevision, recheck: DefaultRunCheckPeriod})
+		}, kindPolicy[*v1alpha1.NonAdminSchedule]{revision: scheduleRevision, recheck: DefaultRunCheckPeriod,
+			followsPlan: true})
 	})
 }
 

@@ -174,6 +174,10 @@ type kindPolicy[T v1alpha1.Object] struct {
 	// the next look, whatever its run asked (0: as the run asks): a
 	// location's credential check, a schedule's run check.
 	recheck time.Duration
+	// followsPlan keeps the plan whole once it has ended
+	// (engine.Request.KeepEndedPlan): the kind's hooks Follow one of its
+	// phases afterwards. Other kinds' ended plans are compacted.
+	followsPlan bool
 }
 
 // nacReconciler is the reconciler of the NAC kind T: one loop, in Flux's
@@ -446,7 +450,7 @@ func (r *nacReconciler[T]) runAction(ctx context.Context, obj, before T, action 
 		}
 	}
 	out, err := r.Runner.Run(ctx, engine.Request{Object: obj, Action: plan, UUID: uuid, OADPNamespace: r.OADPNamespace,
-		Revision: revision, NamespaceLabels: ns.Labels, Recorder: buffer})
+		Revision: revision, NamespaceLabels: ns.Labels, Recorder: buffer, KeepEndedPlan: r.policy.followsPlan})
 	if engine.IsTerminal(err) {
 		r.Recorder.Event(obj, corev1.EventTypeWarning, EventBlueprintInvalid, err.Error())
 		return ctrl.Result{}, false, false, reconcile.TerminalError(err)

@@ -40,6 +40,11 @@ type statusPlans struct{}
 func (statusPlans) Load(context.Context, v1alpha1.Object) ([]byte, error) { return nil, nil }
 
 func (statusPlans) Write(ctx context.Context, c client.Client, obj v1alpha1.Object, before client.Object, _ []byte) error {
+	if obj.GetPlan().IsSummary() {
+		// The cache holds only the ended plan's summary: the write leaves
+		// the API server's whole plan as it is.
+		return patch.StatusExcept(ctx, c, obj, before, "plan")
+	}
 	return patch.Status(ctx, c, obj, before)
 }
 

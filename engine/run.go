@@ -101,6 +101,10 @@ type Request struct {
 	// Runner's (a buffer the caller flushes once the status is
 	// written).
 	Recorder record.EventRecorder
+	// KeepEndedPlan keeps the plan whole once it has ended, for a caller
+	// that Follows one of its phases afterwards (a schedule's runs): by
+	// default a plan that ends complete or failed is compacted (Compact).
+	KeepEndedPlan bool
 }
 
 // NeedsNewPlan reports whether Run would start a new plan for req: the
@@ -173,6 +177,9 @@ func (r *Runner) run(ctx context.Context, req Request) (Outcome, error) {
 		// saying why (not a blueprint problem, and nothing to retry).
 		plan.Message = bounded(err.Error())
 		r.endPlan(obj, plan, nacv1alpha1.PlanFailed, fmt.Sprintf("Action %s failed: %v", plan.Action, err))
+		if !req.KeepEndedPlan {
+			Compact(plan)
+		}
 		return Outcome{Finished: true}, nil
 	}
 	plan.State = nacv1alpha1.PlanRunning
@@ -189,7 +196,40 @@ func (r *Runner) run(ctx context.Context, req Request) (Outcome, error) {
 	} else {
 		r.endPlan(obj, plan, nacv1alpha1.PlanComplete, fmt.Sprintf("Ended action %s", plan.Action))
 	}
+	if !req.KeepEndedPlan {
+		Compact(plan)
+	}
 	return Outcome{Finished: true}, nil
+}
+
+// Compact cuts plan, which has ended complete or failed, to what a reader of
+// status needs, and marks it compacted: the spec snapshot (nothing resumes
+// an ended plan), the phases' outputs (later phases of the same plan were
+// their only readers) and start times (a phase of an ended plan started
+// when the one before it ended, the first at the plan's start: a reader
+// derives them), and an attempt count of 1 (0 for a phase that ran once).
+// Names, functions, states, completion times and messages stay: kubectl
+// describe's story. Every NAC object keeps its last plan for its life, in
+// etcd and in the controller's cache, so this is most of what an object
+// costs once its operation is over (docs/performance.md). A plan that has
+// not ended, or was superseded, is left as it is.
+func Compact(plan *nacv1alpha1.PlanStatus) {
+	if plan == nil || (plan.State != nacv1alpha1.PlanComplete && plan.State != nacv1alpha1.PlanFailed) {
+		return
+	}
+	plan.Spec, plan.Compacted = nil, true
+	compactPhase := func(ps *nacv1alpha1.PhaseStatus) {
+		ps.StartTime, ps.Output = nil, nil
+		if ps.Attempts == 1 {
+			ps.Attempts = 0
+		}
+	}
+	for i := range plan.Phases {
+		compactPhase(&plan.Phases[i])
+	}
+	if plan.DeferPhase != nil {
+		compactPhase(plan.DeferPhase)
+	}
 }
 
 // startPlan ends a plan still running for another action or revision

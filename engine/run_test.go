@@ -81,7 +81,57 @@ func (s *RunSuite) request(c *C, mutate func(*v1alpha1.BlueprintAction)) engine.
 	if mutate != nil {
 		mutate(spec)
 	}
-	return engine.Request{Object: s.nab, Action: engine.ResolvedAction{Name: "backup", Blueprint: "bp", Spec: spec}, UUID: "u", OADPNamespace: "oadp"}
+	// The suite reads ended plans' whole record (outputs, attempts, the
+	// spec Follow renders from): TestEndedPlanIsCompacted covers the default.
+	return engine.Request{Object: s.nab, Action: engine.ResolvedAction{Name: "backup", Blueprint: "bp", Spec: spec}, UUID: "u", OADPNamespace: "oadp",
+		KeepEndedPlan: true}
+}
+
+// An ended plan is cut to what a reader needs unless the caller keeps it:
+// no spec, outputs or phase start times, single attempts as 0; names,
+// functions, states, completion times and messages stay. A failed plan too;
+// Follow then finds nothing to follow.
+func (s *RunSuite) TestEndedPlanIsCompacted(c *C) {
+	for _, fail := range []bool{false, true} {
+		s.nab.Status.Plan = nil
+		if fail {
+			s.fn.script["b"] = func(int, *stepArgs) (engine.Result, error) { return engine.Result{}, engine.Terminal(errors.New("no")) }
+		}
+		req := s.request(c, nil)
+		req.KeepEndedPlan = false
+		_, err := s.runner.Run(context.Background(), req)
+		c.Assert(err, IsNil)
+		plan := s.nab.Status.Plan
+		c.Check(plan.Compacted, Equals, true)
+		c.Check(plan.Spec, IsNil)
+		c.Check(plan.StartTime, NotNil)
+		c.Check(plan.CompletionTime, NotNil)
+		c.Check(plan.Phases, HasLen, 3)
+		for _, ph := range append(plan.Phases, *plan.DeferPhase) {
+			c.Check(ph.StartTime, IsNil, Commentf("%s", ph.Name))
+			c.Check(ph.Output, IsNil, Commentf("%s", ph.Name))
+			c.Check(ph.Attempts, Equals, int32(0), Commentf("%s", ph.Name))
+			c.Check(ph.Func, Equals, "Step", Commentf("%s", ph.Name))
+			if ph.State != v1alpha1.PhaseSkipped {
+				c.Check(ph.CompletionTime, NotNil, Commentf("%s", ph.Name))
+			}
+		}
+		if fail {
+			c.Check(plan.State, Equals, v1alpha1.PlanFailed)
+			c.Check(plan.Phase("b").Message, Matches, ".*no.*")
+		} else {
+			c.Check(plan.State, Equals, v1alpha1.PlanComplete)
+		}
+		_, ok, err := s.runner.Follow(context.Background(), req, "Step")
+		c.Check(err, IsNil)
+		c.Check(ok, Equals, false, Commentf("a compacted plan has no spec to follow"))
+		// Ended, it is not run again.
+		out, err := s.runner.Run(context.Background(), req)
+		c.Check(err, IsNil)
+		c.Check(out.Finished, Equals, true)
+		c.Check(s.nab.Status.Plan, DeepEquals, plan)
+		s.events()
+	}
 }
 
 // events drains the recorded events as "Type Reason" strings.

@@ -200,8 +200,19 @@ type PlanStatus struct {
 
 	// spec is the resolved blueprint action, snapshotted when the operation
 	// started, so that a blueprint edit never changes an operation in flight.
+	// Left out once the plan has ended complete or failed (see compacted).
 	// +optional
 	Spec *BlueprintAction `json:"spec,omitempty"`
+
+	// compacted is set once the plan ended complete or failed and was cut to
+	// what a reader needs (every NAC object keeps its last plan in etcd and
+	// in the controller's cache): the spec snapshot, the phases' outputs
+	// and start times (a phase starts when the one before it ends; the
+	// first at the plan's startTime) and single attempts (0 for a phase
+	// that ran once) are left out; names, functions, states, completion
+	// times and messages stay.
+	// +optional
+	Compacted bool `json:"compacted,omitempty"`
 
 	// phases is the progress of each phase, in plan order.
 	// +optional
@@ -283,6 +294,27 @@ type PhaseStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxProperties=16
 	Output map[string]string `json:"output,omitempty"`
+}
+
+// Summarize cuts p, a compacted plan, to its summary: what the controller
+// reads of an ended plan (action, blueprint, revision, state, current and
+// times), without its phases. The controller's cache holds ended plans so
+// (every NAC object keeps its last plan for its life); a status write of an
+// object whose plan is a summary leaves the stored plan as it is
+// (IsSummary). A plan that is not compacted is left whole.
+func (p *PlanStatus) Summarize() {
+	if p == nil || !p.Compacted {
+		return
+	}
+	p.Phases, p.DeferPhase, p.BlueprintMessage = nil, nil, ""
+}
+
+// IsSummary reports whether p is a compacted plan cut by Summarize: a plan
+// always has phases (a blueprint action without any does not compile), so
+// a compacted one without them is a summary, never what the API server
+// holds.
+func (p *PlanStatus) IsSummary() bool {
+	return p != nil && p.Compacted && len(p.Phases) == 0
 }
 
 // Phase returns the status of the phase called name, or nil when the plan has

@@ -70,7 +70,10 @@ type planHolder interface {
 }
 
 // New returns the transform every cached object goes through:
-// managedFields are dropped (never read), and what repeats from object to
+// managedFields are dropped (never read), an ended plan that was compacted
+// is kept as its summary (v1alpha1.PlanStatus.Summarize: the controller
+// reads nothing of its phases, and its status writes leave the stored plan
+// alone), and what repeats from object to
 // object is kept once: NAC objects' plan snapshots, NABs' BackupSpecs (their
 // own and their Velero Backup's mirror), timestamps, and strings (label and
 // annotation keys, phase and condition names, Velero's resource lists).
@@ -86,6 +89,10 @@ func New() toolscache.TransformFunc {
 			return obj, err
 		}
 		if h, ok := obj.(planHolder); ok {
+			// An ended, compacted plan is kept as its summary: nothing the
+			// controller reads from the cache is in its phases, and every
+			// NAC object keeps its last plan for its life.
+			h.GetPlan().Summarize()
 			specs.intern(h.GetPlan())
 		}
 		strs.object(obj)

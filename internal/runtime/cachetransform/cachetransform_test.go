@@ -183,3 +183,31 @@ func (s *CacheTransformSuite) TestPhaseOnlyStatusesShared(c *C) {
 	c.Check(running.Status.Version, Equals, 1)
 	c.Check(nab("f", nil).Status == nil, Equals, true)
 }
+
+// An ended, compacted plan is cached as its summary (no phases); a plan
+// that runs, or one kept whole (a schedule's), is cached as it is.
+func (s *CacheTransformSuite) TestEndedPlansSummarized(c *C) {
+	transform := cachetransform.New()
+	ended := planned("ended", "1", "backup", "a", "b")
+	ended.Status.Plan.Spec = nil
+	ended.Status.Plan.State, ended.Status.Plan.Compacted = v1alpha1.PlanComplete, true
+	ended.Status.Plan.Phases = []v1alpha1.PhaseStatus{{Name: "a", State: v1alpha1.PhaseComplete}, {Name: "b", State: v1alpha1.PhaseComplete}}
+	ended.Status.Plan.DeferPhase = &v1alpha1.PhaseStatus{Name: "d", State: v1alpha1.PhaseComplete}
+	c.Check(ended.Status.Plan.IsSummary(), Equals, false)
+	running := ended.DeepCopy()
+	running.Status.Plan.State, running.Status.Plan.Compacted = v1alpha1.PlanRunning, false
+	kept := ended.DeepCopy()
+	kept.Status.Plan.Compacted = false
+	for _, o := range []*v1alpha1.NonAdminBackup{ended, running, kept} {
+		_, err := transform(o)
+		c.Assert(err, IsNil)
+	}
+	c.Check(ended.Status.Plan.IsSummary(), Equals, true)
+	c.Check(ended.Status.Plan.Phases, HasLen, 0)
+	c.Check(ended.Status.Plan.DeferPhase, IsNil)
+	c.Check(ended.Status.Plan.State, Equals, v1alpha1.PlanComplete)
+	c.Check(ended.Status.Plan.Action, Equals, "backup")
+	c.Check(running.Status.Plan.Phases, HasLen, 2)
+	c.Check(kept.Status.Plan.Phases, HasLen, 2)
+	c.Check(kept.Status.Plan.IsSummary(), Equals, false)
+}

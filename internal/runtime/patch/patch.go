@@ -17,7 +17,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -45,6 +47,17 @@ import (
 // kinds). It returns an error when they are not, when before has no
 // resourceVersion, and the API error, wrapped with the object's key.
 func Status(ctx context.Context, c client.Client, obj, before client.Object) error {
+	return StatusExcept(ctx, c, obj, before, "")
+}
+
+// StatusExcept is Status, but leaves the status field called keep (its JSON
+// name) as the API server holds it: every other field is added or
+// replaced, one operation each, and a field before had and obj has not is
+// removed. For an object whose cached copy holds only a summary of keep (an
+// ended plan, cut by the cache transform), which the write must not
+// replace. keep "" writes the status whole, as Status does. Errors: as
+// Status's.
+func StatusExcept(ctx context.Context, c client.Client, obj, before client.Object, keep string) error {
 	status, err := statusOf(obj)
 	if err != nil {
 		return err
@@ -62,10 +75,13 @@ func Status(ctx context.Context, c client.Client, obj, before client.Object) err
 	if rv == "" {
 		return fmt.Errorf("patching status of %s/%s: the object has no resourceVersion to lock on", obj.GetNamespace(), obj.GetName())
 	}
-	data, err := json.Marshal([]statusPatchOp{
-		{Op: "replace", Path: "/metadata/resourceVersion", Value: rv},
-		{Op: "add", Path: "/status", Value: status},
-	})
+	ops := []statusPatchOp{{Op: "replace", Path: "/metadata/resourceVersion", Value: rv}}
+	if keep == "" {
+		ops = append(ops, statusPatchOp{Op: "add", Path: "/status", Value: status})
+	} else if ops, err = fieldOps(ops, status, old, keep); err != nil {
+		return fmt.Errorf("encoding status patch of %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
+	}
+	data, err := json.Marshal(ops)
 	if err != nil {
 		return fmt.Errorf("encoding status patch of %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
 	}
@@ -75,11 +91,45 @@ func Status(ctx context.Context, c client.Client, obj, before client.Object) err
 	return nil
 }
 
+// fieldOps appends to ops one add operation per top-level field of status
+// but keep, and a remove operation per field of old that status lacks.
+// The fields are JSON names without "/" or "~" (Go API types'), so they need
+// no JSON pointer escaping.
+func fieldOps(ops []statusPatchOp, status, old any, keep string) ([]statusPatchOp, error) {
+	fields := func(v any) (map[string]json.RawMessage, error) {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil, err
+		}
+		m := map[string]json.RawMessage{}
+		return m, json.Unmarshal(b, &m)
+	}
+	now, err := fields(status)
+	if err != nil {
+		return nil, err
+	}
+	was, err := fields(old)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range slices.Sorted(maps.Keys(now)) {
+		if k != keep {
+			ops = append(ops, statusPatchOp{Op: "add", Path: "/status/" + k, Value: now[k]})
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(was)) {
+		if _, ok := now[k]; !ok && k != keep {
+			ops = append(ops, statusPatchOp{Op: "remove", Path: "/status/" + k})
+		}
+	}
+	return ops, nil
+}
+
 // statusPatchOp is one operation of a JSON patch (RFC 6902).
 type statusPatchOp struct {
 	Op    string `json:"op"`
 	Path  string `json:"path"`
-	Value any    `json:"value"`
+	Value any    `json:"value,omitempty"`
 }
 
 // statusOf returns the Status field of obj (a pointer to a struct), as an

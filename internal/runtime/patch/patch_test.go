@@ -87,6 +87,25 @@ func (s *PatchStatusSuite) TestNoChangeNoLock(c *C) {
 	c.Assert(sent, HasLen, 0)
 }
 
+// StatusExcept leaves one status field as the server holds it: every other
+// field is added, one operation each, and a field that went is removed.
+func (s *PatchStatusSuite) TestStatusExceptLeavesTheField(c *C) {
+	var sent []string
+	before := &v1alpha1.NonAdminBackup{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "t", ResourceVersion: "7"}}
+	before.Status.Phase = v1alpha1.NonAdminPhaseCreated
+	before.Status.QueueInfo = &v1alpha1.QueueInfo{EstimatedQueuePosition: 3}
+	before.Status.Plan = &v1alpha1.PlanStatus{Action: "backup", State: v1alpha1.PlanComplete, Compacted: true}
+	obj := before.DeepCopy()
+	obj.Status.Phase = v1alpha1.NonAdminPhaseBackingOff
+	obj.Status.QueueInfo = nil
+	obj.Status.Plan.Current = "changed in memory, never sent"
+	c.Assert(patch.StatusExcept(context.Background(), patchRecorder(c, &sent), obj, before, "plan"), IsNil)
+	c.Assert(sent, DeepEquals, []string{`[{"op":"replace","path":"/metadata/resourceVersion","value":"7"},` +
+		`{"op":"add","path":"/status/phase","value":"BackingOff"},` +
+		`{"op":"remove","path":"/status/queueInfo"}]`})
+	c.Assert(obj.ResourceVersion, Equals, "8")
+}
+
 type FinalizersSuite struct{}
 
 var _ = Suite(&FinalizersSuite{})
