@@ -33,6 +33,33 @@ func (s *PrintersSuite) TestDescribeBackupCompleted(c *C) {
 	c.Check(b.String(), Matches, `(?s).*waitForBackup\s+WaitFor\s+complete\s+\+1s\s+11s\s+1\s+.*`)
 }
 
+// A compacted plan (no phase start times, single attempts as 0) tells the
+// same timeline: each phase started when the one before it ended.
+func (s *PrintersSuite) TestDescribeCompactedPlan(c *C) {
+	var whole, compacted bytes.Buffer
+	DescribeBackup(&whole, completedBackup(), nil, t0.Add(time.Minute))
+	nab := completedBackup()
+	p := nab.Status.Plan
+	p.Spec, p.Compacted = nil, true
+	for _, ph := range append([]*v1alpha1.PhaseStatus{p.DeferPhase}, pointers(p.Phases)...) {
+		ph.StartTime, ph.Output = nil, nil
+		if ph.Attempts == 1 {
+			ph.Attempts = 0
+		}
+	}
+	DescribeBackup(&compacted, nab, nil, t0.Add(time.Minute))
+	c.Check(compacted.String(), Equals, whole.String())
+	c.Check(compacted.String(), Matches, `(?s).*verify\s+VerifyBackupContents\s+complete\s+\+12s\s+2s\s+1\s+.*`)
+}
+
+func pointers[T any](l []T) []*T {
+	out := make([]*T, len(l))
+	for i := range l {
+		out[i] = &l[i]
+	}
+	return out
+}
+
 func (s *PrintersSuite) TestDescribeBackupWaiting(c *C) {
 	var b bytes.Buffer
 	DescribeBackup(&b, waitingBackup(), nil, t0.Add(90*time.Second))
