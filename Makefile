@@ -248,7 +248,7 @@ lint: vet ## gofmt check and go vet.
 # control plane and stack of its own (every port a free one; bin/velero
 # serves no metrics on :8080).
 FAST_PKGS = $$($(GO) list ./... | grep -v -e /controllers -e /test/)
-SLOW_PKGS = $(INTEGRATION_PKGS) ./test/e2e/... ./test/e2ewalk/... ./test/e2elocalcp/... ./test/e2estorage/... ./test/e2eoadp/... $(if $(filter false,$(NODE)),,./test/e2enode/...)
+SLOW_PKGS = $(INTEGRATION_PKGS) ./test/e2e/... ./test/e2ewalk/... ./test/e2elocalcp/... ./test/e2estorage/... ./test/e2eoadp/... ./test/failover/... $(if $(filter false,$(NODE)),,./test/e2enode/...)
 # What the test binaries read: the prebuilt tools and binaries (bin/), OADP
 # NAC's source and its manager.
 TEST_ENV = NACFLOW_ASSETS=$(BIN) NACFLOW_BINARIES=$(BIN) NACFLOW_PEERS=$(PEERS) NACFLOW_OADP_NAC=$(OADP_NAC) NACFLOW_OADP_CLI=$(BIN)/oadp-cli
@@ -332,6 +332,10 @@ test-storage: $(CONTROL_PLANE) $(VELERO_STACK) build ## test/e2estorage alone: r
 .PHONY: test-oadp
 test-oadp: $(CONTROL_PLANE) $(VELERO_STACK) $(OADP_NAC) $(OADP_CLI) build ## test/e2eoadp alone: OADP's CLI (both branches, built from PEERS' sibling oadp-cli) works on nacflow; OADP NAC (built from PEERS) makes backups, a restore and a location, nacflow takes them over, with the real Velero.
 	$(TEST_ENV) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -v ./test/e2eoadp/... -check.v
+
+.PHONY: test-failover
+test-failover: $(CONTROL_PLANE) build ## test/failover alone: two nac replicas with leader election on a real kube-apiserver, the leader SIGKILLed in the middle of a burst of 500 NonAdminBackups (Velero played): takeover within the lease duration, time to the new leader's first write, no Velero object made twice, no phase ended twice, the requester webhook answering throughout.
+	$(TEST_ENV) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -v ./test/failover/... -check.v
 
 ##@ Helm chart and krew plugin manifest
 

@@ -198,3 +198,30 @@ func (s *FlagsSuite) TestMetricsSecureByDefault(c *C) {
 	c.Check(plain.SecureServing, Equals, false)
 	c.Check(plain.FilterProvider, IsNil)
 }
+
+// The leader election's timings are controller-runtime's by default and
+// checked as client-go's leader elector checks them (it would panic at
+// start): positive, the renew deadline between 1.2 retry periods and the
+// lease duration. (test/failover runs two replicas with short ones.)
+func (s *FlagsSuite) TestLeaderElectionTimings(c *C) {
+	parse := func(args ...string) options {
+		fs := flag.NewFlagSet("nac", flag.ContinueOnError)
+		var o options
+		registerFlags(fs, &o)
+		c.Assert(fs.Parse(args), IsNil)
+		return o
+	}
+	o := parse()
+	c.Check([]time.Duration{o.leaseDuration, o.renewDeadline, o.retryPeriod}, DeepEquals,
+		[]time.Duration{15 * time.Second, 10 * time.Second, 2 * time.Second})
+	c.Check(checkLeaderElection(o), IsNil)
+	c.Check(checkLeaderElection(parse("--leader-elect-lease-duration=6s", "--leader-elect-renew-deadline=4s", "--leader-elect-retry-period=1s")), IsNil)
+	for _, bad := range [][]string{
+		{"--leader-elect-lease-duration=10s"},                                      // not longer than the renew deadline
+		{"--leader-elect-renew-deadline=2400ms"},                                   // not longer than 1.2 retry periods
+		{"--leader-elect-retry-period=0s"},                                         // not positive
+		{"--leader-elect-lease-duration=-1s", "--leader-elect-renew-deadline=-2s"}, // not positive
+	} {
+		c.Check(checkLeaderElection(parse(bad...)), NotNil, Commentf("%v", bad))
+	}
+}

@@ -110,6 +110,11 @@ type options struct {
 	leaderElect   bool
 	queueWindow   time.Duration
 	bslApproval   bool
+
+	// leaseDuration, renewDeadline and retryPeriod are the
+	// --leader-elect-* timings.
+	leaseDuration, renewDeadline, retryPeriod time.Duration
+
 	// downloadsOnTenantLocations is --require-tenant-location-for-downloads.
 	downloadsOnTenantLocations bool
 	credCheck                  time.Duration
@@ -258,6 +263,12 @@ func registerFlags(fs *flag.FlagSet, o *options) *zap.Options {
 		"Address the /healthz and /readyz probes bind to.")
 	fs.BoolVar(&o.leaderElect, "leader-elect", false,
 		"Elect a leader (a Lease in the OADP namespace) so that only one replica reconciles.")
+	fs.DurationVar(&o.leaseDuration, "leader-elect-lease-duration", defaultLeaseDuration,
+		"With --leader-elect: how long the other replicas wait after the leader's last renewal before one takes the Lease over; a killed leader is replaced within it, plus a few --leader-elect-retry-period.")
+	fs.DurationVar(&o.renewDeadline, "leader-elect-renew-deadline", defaultRenewDeadline,
+		"With --leader-elect: how long the leader keeps trying to renew the Lease before it gives up leading (and exits); shorter than --leader-elect-lease-duration.")
+	fs.DurationVar(&o.retryPeriod, "leader-elect-retry-period", defaultRetryPeriod,
+		"With --leader-elect: how often the leader renews the Lease and the other replicas try to take it.")
 	fs.DurationVar(&o.queueWindow, "queue-refresh-window", veleroqueue.DefaultRefreshWindow,
 		"How long waiting NonAdminBackups' queue positions may lag a finished backup; all completions within it cost one status write per waiting NAB.")
 	fs.BoolVar(&o.downloadsOnTenantLocations, "require-tenant-location-for-downloads", false,
@@ -377,6 +388,11 @@ func run(o options) error {
 	if o.maxRestores < 0 {
 		return fmt.Errorf("--max-restores-in-velero-per-namespace must be 0 (unlimited) or more, got %d", o.maxRestores)
 	}
+	if o.leaderElect {
+		if err := checkLeaderElection(o); err != nil {
+			return err
+		}
+	}
 
 	scheme, err := v1alpha1.NewScheme()
 	if err != nil {
@@ -432,6 +448,9 @@ func run(o options) error {
 		LeaderElectionNamespace: o.oadpNamespace,
 		// nil: controller-runtime's own lock, held as <hostname>_<uuid>.
 		LeaderElectionResourceLockInterface: lock,
+		LeaseDuration:                       &o.leaseDuration,
+		RenewDeadline:                       &o.renewDeadline,
+		RetryPeriod:                         &o.retryPeriod,
 		Cache:                               caps.TrimCache(controllers.CacheOptions(o.oadpNamespace)),
 		MapperProvider:                      restmapper.New,
 		Controller:                          config.Controller{MaxConcurrentReconciles: o.concurrency},
@@ -709,6 +728,31 @@ func metricsOptions(o options) metricsserver.Options {
 // leaderElectionID is the name of the leader-election Lease in the OADP
 // namespace.
 const leaderElectionID = "nacflow.oadp.openshift.io"
+
+// The leader election's timings by default: controller-runtime's.
+const (
+	defaultLeaseDuration = 15 * time.Second
+	defaultRenewDeadline = 10 * time.Second
+	defaultRetryPeriod   = 2 * time.Second
+)
+
+// checkLeaderElection returns an error when the --leader-elect-* timings
+// cannot work: client-go's leader elector wants each positive, the renew
+// deadline shorter than the lease duration and longer than the retry
+// period (its own jitter of 1.2 included), and panics otherwise.
+func checkLeaderElection(o options) error {
+	if o.leaseDuration <= 0 || o.renewDeadline <= 0 || o.retryPeriod <= 0 {
+		return fmt.Errorf("--leader-elect-lease-duration, --leader-elect-renew-deadline and --leader-elect-retry-period must be positive (got %s, %s and %s)",
+			o.leaseDuration, o.renewDeadline, o.retryPeriod)
+	}
+	if o.leaseDuration <= o.renewDeadline {
+		return fmt.Errorf("--leader-elect-lease-duration (%s) must be longer than --leader-elect-renew-deadline (%s)", o.leaseDuration, o.renewDeadline)
+	}
+	if float64(o.renewDeadline) <= 1.2*float64(o.retryPeriod) {
+		return fmt.Errorf("--leader-elect-renew-deadline (%s) must be longer than 1.2 × --leader-elect-retry-period (%s)", o.renewDeadline, o.retryPeriod)
+	}
+	return nil
+}
 
 // podLeaseLock returns the leader-election lock held as
 // "<$POD_NAME>_<uuid>" when leader election is on and $POD_NAME is set (the

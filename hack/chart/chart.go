@@ -147,6 +147,7 @@ type defaults struct {
 	LeaderElection  bool
 	Flags           string // YAML map, indented for values.yaml
 	Resources       string // YAML, indented for values.yaml
+	Affinity        string // YAML, indented for values.yaml
 	// FixedArgs are the manager's arguments the chart keeps as they are.
 	FixedArgs []string
 }
@@ -368,6 +369,15 @@ func markDeployment(o Object) (*defaults, error) {
 		d.Resources = "  {}\n"
 	}
 	c["resources"] = phResources
+	// The pod's affinity (the replicas spread over nodes) is the default of
+	// values' affinity, which the pod extras render.
+	d.Affinity = "  {}\n"
+	if aff, ok := podSpec["affinity"]; ok {
+		if d.Affinity, err = indentedYAML(aff, 2); err != nil {
+			return nil, err
+		}
+		delete(podSpec, "affinity")
+	}
 	podSpec[phPodExtras] = ""
 	return d, nil
 }
