@@ -4,7 +4,9 @@
 package cachetransform
 
 import (
+	"maps"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 
@@ -118,6 +120,7 @@ type stringTable struct {
 	mu    sync.Mutex
 	strs  map[string]string
 	lists map[string][]string
+	maps  map[string]map[string]string
 	times map[int64]*metav1.Time
 	specs map[string][]*velerov1.BackupSpec
 	nspec int
@@ -222,6 +225,41 @@ func (t *stringTable) list(l []string) []string {
 	return l
 }
 
+// Bounds of the shared small maps: distinct maps kept, and the length of
+// a map's joined keys and values that is shared.
+const (
+	maxSharedMaps   = 1024
+	maxSharedMapLen = 40
+)
+
+// smallMap returns the shared copy of m, equal to it, when m is short (a
+// phase's output such as {limit: 2} or {phase: Completed}, the same in
+// thousands of running plans; a map is 300 bytes however few its entries);
+// otherwise m with its strings shared. The caller holds mu.
+func (t *stringTable) smallMap(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return m
+	}
+	var key strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if key.Len()+len(k)+len(m[k])+2 > maxSharedMapLen {
+			return t.strMap(m)
+		}
+		key.WriteString(k + "\x00" + m[k] + "\x00")
+	}
+	if shared, ok := t.maps[key.String()]; ok {
+		return shared
+	}
+	m = t.strMap(m)
+	if t.maps == nil {
+		t.maps = map[string]map[string]string{}
+	}
+	if len(t.maps) < maxSharedMaps {
+		t.maps[key.String()] = m
+	}
+	return m
+}
+
 // strMap returns m with its keys, and its short values, shared.
 func (t *stringTable) strMap(m map[string]string) map[string]string {
 	if len(m) == 0 {
@@ -258,6 +296,7 @@ func (t *stringTable) phase(p *v1alpha1.PhaseStatus) {
 	if p == nil {
 		return
 	}
+	p.Output = t.smallMap(p.Output)
 	p.Name = t.str(p.Name)
 	p.Func = t.str(p.Func)
 	p.State = v1alpha1.PhaseState(t.str(string(p.State)))

@@ -1,6 +1,8 @@
 package cachetransform_test
 
 import (
+	"fmt"
+	"reflect"
 	"time"
 	"unsafe"
 
@@ -210,4 +212,25 @@ func (s *CacheTransformSuite) TestEndedPlansSummarized(c *C) {
 	c.Check(running.Status.Plan.Phases, HasLen, 2)
 	c.Check(kept.Status.Plan.Phases, HasLen, 2)
 	c.Check(kept.Status.Plan.IsSummary(), Equals, false)
+}
+
+// Short phase outputs equal across objects are kept once; a long one, or
+// one of a different content, is its own.
+func (s *CacheTransformSuite) TestShortOutputsShared(c *C) {
+	transform := cachetransform.New()
+	var nabs []*v1alpha1.NonAdminBackup
+	for i, out := range []map[string]string{{"limit": "2"}, {"limit": "2"}, {"limit": "3"},
+		{"name": "a-long-velero-backup-name-0123456789-abcdef"}, {"name": "a-long-velero-backup-name-0123456789-abcdef"}} {
+		n := planned(fmt.Sprintf("n%d", i), "1", "backup", "w")
+		n.Status.Plan.Phases = []v1alpha1.PhaseStatus{{Name: "w", State: v1alpha1.PhaseComplete, Output: out}}
+		_, err := transform(n)
+		c.Assert(err, IsNil)
+		nabs = append(nabs, n)
+	}
+	addr := func(i int) uintptr { return reflect.ValueOf(nabs[i].Status.Plan.Phases[0].Output).Pointer() }
+	c.Check(addr(0), Equals, addr(1))
+	c.Check(addr(0), Not(Equals), addr(2))
+	c.Check(addr(3), Not(Equals), addr(4))
+	c.Check(nabs[2].Status.Plan.Phases[0].Output, DeepEquals, map[string]string{"limit": "3"})
+	c.Check(nabs[4].Status.Plan.Phases[0].Output, DeepEquals, map[string]string{"name": "a-long-velero-backup-name-0123456789-abcdef"})
 }

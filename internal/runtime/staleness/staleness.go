@@ -27,10 +27,27 @@ import (
 // phases only to have its write refused.
 type Tracker struct {
 	mu    sync.Mutex
-	stale map[types.NamespacedName][]string
+	stale map[types.NamespacedName]written
 	// waits counts the stale reads of a key in a row, for the backoff.
 	waits map[types.NamespacedName]int
+	// swept is when records older than forgetAfter were last dropped.
+	swept time.Time
+	// now returns the time; nil: time.Now.
+	now func() time.Time
 }
+
+// written is a record of Wrote: the versions passed, and when.
+type written struct {
+	passed []string
+	at     time.Time
+}
+
+// forgetAfter is how long a record is kept when no reconcile reads the
+// object again (an object whose operation ended: its last status write
+// wakes nobody). The cache catches up within milliseconds, so a record
+// this old protects nothing; kept, every object ever written would cost
+// one (docs/performance.md).
+const forgetAfter = time.Minute
 
 // Backoff of a reconcile that found its cache behind its own last write:
 // staleRecheck, doubling per stale read in a row, at most staleRecheckMax.
@@ -47,10 +64,25 @@ const (
 func (t *Tracker) Wrote(key types.NamespacedName, passed ...string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.stale == nil {
-		t.stale = map[types.NamespacedName][]string{}
+	now := time.Now()
+	if t.now != nil {
+		now = t.now()
 	}
-	t.stale[key] = passed
+	if t.stale == nil {
+		t.stale = map[types.NamespacedName]written{}
+	}
+	if now.Sub(t.swept) >= forgetAfter {
+		// At most one sweep a minute: O(records) each, amortised over the
+		// writes of that minute.
+		for k, w := range t.stale {
+			if now.Sub(w.at) >= forgetAfter {
+				delete(t.stale, k)
+				delete(t.waits, k)
+			}
+		}
+		t.swept = now
+	}
+	t.stale[key] = written{passed: passed, at: now}
 }
 
 // IsStale reports whether resourceVersion rv of key is one the controller
@@ -60,7 +92,7 @@ func (t *Tracker) Wrote(key types.NamespacedName, passed ...string) {
 func (t *Tracker) IsStale(key types.NamespacedName, rv string) (bool, time.Duration) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for _, old := range t.stale[key] {
+	for _, old := range t.stale[key].passed {
 		if old == rv {
 			if t.waits == nil {
 				t.waits = map[types.NamespacedName]int{}
@@ -73,6 +105,14 @@ func (t *Tracker) IsStale(key types.NamespacedName, rv string) (bool, time.Durat
 	delete(t.stale, key)
 	delete(t.waits, key)
 	return false, 0
+}
+
+// Len returns how many objects have a record (for the tests and the
+// memory figures).
+func (t *Tracker) Len() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.stale)
 }
 
 // Forget drops key (the object is gone).

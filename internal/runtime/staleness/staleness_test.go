@@ -60,3 +60,24 @@ func (s *TrackerSuite) TestStaleBackoff(c *C) {
 	_, after := t.IsStale(key, "11")
 	c.Check(after, Equals, 100*time.Millisecond, Commentf("the backoff starts over"))
 }
+
+// A record no reconcile reads again is forgotten a minute later, at the
+// next write of any object: an ended operation does not keep one for ever.
+func (s *TrackerSuite) TestOldRecordsForgotten(c *C) {
+	var t staleness.Tracker
+	now := time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC)
+	staleness.SetClock(&t, func() time.Time { return now })
+	a, b := types.NamespacedName{Namespace: "t", Name: "a"}, types.NamespacedName{Namespace: "t", Name: "b"}
+	t.Wrote(a, "1")
+	now = now.Add(30 * time.Second)
+	t.Wrote(b, "5")
+	c.Check(t.Len(), Equals, 2)
+	now = now.Add(29 * time.Second)
+	t.Wrote(b, "6")
+	c.Check(t.Len(), Equals, 2, Commentf("no sweep within a minute of the last"))
+	now = now.Add(2 * time.Second)
+	t.Wrote(b, "7")
+	c.Check(t.Len(), Equals, 1)
+	c.Check(stale(&t, a, "1"), Equals, false)
+	c.Check(stale(&t, b, "7"), Equals, true)
+}
