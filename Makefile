@@ -466,6 +466,13 @@ BENCH_DOWNLOADS ?= served absent
 BENCH_FLAGS ?=
 BENCH_RESTART_N ?= 10000
 BENCH_RESTART_M ?= 1000
+# make bench-scale's NABs and namespaces, unless BENCH_N or BENCH_M is given on make's command line (or in the environment).
+BENCH_SCALE_N ?= 100000
+BENCH_SCALE_M ?= 1000
+bench_scale = $(if $(filter command line environment,$(origin $(1))),$($(1)),$(2))
+# BENCH_OADP=1: bench-scale also runs OADP NAC (built from PEERS) on a control plane of its own, with BENCH_OADP_N NABs (0: min(N, 2000)).
+BENCH_OADP ?=
+BENCH_OADP_N ?= 0
 
 .PHONY: bench
 bench: $(CONTROL_PLANE) build ## Benchmarks: the engine's Go benchmarks, then nac at BENCH_N NABs over BENCH_M namespaces (writes, throughput, latency, CPU, RSS), one completion and a burst of BENCH_BURST (CPU, reconciles and writes per completion), once per BENCH_DOWNLOADS (served absent); BENCH_FLAGS adds bench flags.
@@ -484,6 +491,14 @@ bench-restart: $(CONTROL_PLANE) build ## Restart benchmark: BENCH_RESTART_N NABs
 	$(GO) build -o $(BIN)/bench ./hack/bench
 	$(BIN)/bench -assets $(BIN) -nac $(NAC) -restart -n $(BENCH_RESTART_N) -m $(BENCH_RESTART_M) -c $(BENCH_C) \
 		-json $(LOCAL)/bench-restart-$(BENCH_RESTART_N).json $(BENCH_FLAGS)
+
+.PHONY: bench-scale
+bench-scale: $(CONTROL_PLANE) build $(if $(filter-out 0 false,$(BENCH_OADP)),$(OADP_NAC)) ## Scale benchmark: BENCH_N NABs (default 100,000) over BENCH_M namespaces (1,000) created and completed until every plan ended: peak RSS and heap, etcd bytes per NAB by part, events dropped, then a restart (ready, quiet, writes); BENCH_OADP=1 measures OADP NAC's etcd bytes beside. Writes .local/bench-scale.json.
+	@mkdir -p $(LOCAL)
+	$(GO) build -o $(BIN)/bench ./hack/bench
+	$(BIN)/bench -assets $(BIN) -nac $(NAC) -scale -n $(call bench_scale,BENCH_N,$(BENCH_SCALE_N)) -m $(call bench_scale,BENCH_M,$(BENCH_SCALE_M)) -c $(BENCH_C) \
+		$(if $(filter-out 0 false,$(BENCH_OADP)),-oadp $(OADP_NAC) -oadp-n $(BENCH_OADP_N) -oadp-crds $(PEERS)/config/crd/bases) \
+		-json $(LOCAL)/bench-scale.json $(BENCH_FLAGS)
 
 .PHONY: clean
 clean: ## Remove build output and the local control plane's state (keeps the cached tools).

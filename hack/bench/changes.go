@@ -16,29 +16,45 @@ import (
 // "spec", each as its JSON.
 type nabFields map[string]map[string]json.RawMessage
 
-// readNABs lists the NonAdminBackups and splits each into its fields.
+// readNABs lists the NonAdminBackups, 500 a page, and splits each into its
+// fields.
 func readNABs(ctx context.Context, c client.Client) (nabFields, error) {
-	list := &v1alpha1.NonAdminBackupList{}
-	if err := c.List(ctx, list); err != nil {
-		return nil, err
-	}
 	out := nabFields{}
-	for i := range list.Items {
-		nab := &list.Items[i]
-		f := map[string]json.RawMessage{}
-		raw, _ := json.Marshal(nab.Status)
-		var status map[string]json.RawMessage
-		_ = json.Unmarshal(raw, &status)
-		for k, v := range status {
-			f["status."+k] = v
+	err := listNABs(ctx, c, func(nab *v1alpha1.NonAdminBackup) { out[nab.Namespace+"/"+nab.Name] = splitNAB(nab) })
+	return out, err
+}
+
+// listNABs calls f with every NonAdminBackup, listing them 500 a page.
+func listNABs(ctx context.Context, c client.Client, f func(*v1alpha1.NonAdminBackup)) error {
+	cont := ""
+	for {
+		list := &v1alpha1.NonAdminBackupList{}
+		if err := c.List(ctx, list, client.Limit(500), client.Continue(cont)); err != nil {
+			return err
 		}
-		f["metadata.labels"], _ = json.Marshal(nab.Labels)
-		f["metadata.annotations"], _ = json.Marshal(nab.Annotations)
-		f["metadata.finalizers"], _ = json.Marshal(nab.Finalizers)
-		f["spec"], _ = json.Marshal(nab.Spec)
-		out[nab.Namespace+"/"+nab.Name] = f
+		for i := range list.Items {
+			f(&list.Items[i])
+		}
+		if cont = list.Continue; cont == "" {
+			return nil
+		}
 	}
-	return out, nil
+}
+
+// splitNAB splits nab into its fields (nabFields).
+func splitNAB(nab *v1alpha1.NonAdminBackup) map[string]json.RawMessage {
+	f := map[string]json.RawMessage{}
+	raw, _ := json.Marshal(nab.Status)
+	var status map[string]json.RawMessage
+	_ = json.Unmarshal(raw, &status)
+	for k, v := range status {
+		f["status."+k] = v
+	}
+	f["metadata.labels"], _ = json.Marshal(nab.Labels)
+	f["metadata.annotations"], _ = json.Marshal(nab.Annotations)
+	f["metadata.finalizers"], _ = json.Marshal(nab.Finalizers)
+	f["spec"], _ = json.Marshal(nab.Spec)
+	return f
 }
 
 // changedFields returns how many NABs of b differ from a (new ones

@@ -39,6 +39,8 @@ type downloadService struct {
 	ns      string
 	srv     *httptest.Server
 	patches atomic.Int64
+	// ttl is the expiration set on each processed request.
+	ttl time.Duration
 	mu      sync.Mutex
 	done    map[types.UID]bool // patched already
 	todo    chan *velerov1.DownloadRequest
@@ -47,7 +49,17 @@ type downloadService struct {
 // serveDownloads starts the service for the DownloadRequests of namespace ns
 // until ctx ends.
 func serveDownloads(ctx context.Context, c client.WithWatch, ns string) *downloadService {
-	d := &downloadService{c: c, ns: ns, done: map[types.UID]bool{}, todo: make(chan *velerov1.DownloadRequest, 1024)}
+	return serveDownloadsFor(ctx, c, ns, veleroDownloadTTL)
+}
+
+// veleroDownloadTTL is how long Velero keeps a processed DownloadRequest
+// (its URL's expiration; its controller then deletes it).
+const veleroDownloadTTL = 10 * time.Minute
+
+// serveDownloadsFor is serveDownloads with ttl as each request's
+// expiration.
+func serveDownloadsFor(ctx context.Context, c client.WithWatch, ns string, ttl time.Duration) *downloadService {
+	d := &downloadService{c: c, ns: ns, ttl: ttl, done: map[types.UID]bool{}, todo: make(chan *velerov1.DownloadRequest, 1024)}
 	d.srv = httptest.NewServer(&veleroplay.Files{Reader: d.c, Source: "bench"})
 	go func() {
 		<-ctx.Done()
@@ -135,7 +147,7 @@ func (d *downloadService) process(ctx context.Context) {
 		status := map[string]any{"status": map[string]any{
 			"phase":       velerov1.DownloadRequestPhaseProcessed,
 			"downloadURL": fmt.Sprintf("%s/%s/%s/%s", d.srv.URL, dr.Namespace, dr.Spec.Target.Kind, dr.Spec.Target.Name),
-			"expiration":  metav1.NewTime(time.Now().Add(10 * time.Minute)),
+			"expiration":  metav1.NewTime(time.Now().Add(d.ttl)),
 		}}
 		data, _ := json.Marshal(status)
 		d.patches.Add(1) // counted whatever the answer: the API server counts it too

@@ -25,7 +25,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -35,17 +34,16 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/vmware-tanzu/velero/config/crd/v1/crds"
-	v2alpha1crds "github.com/vmware-tanzu/velero/config/crd/v2alpha1/crds"
+	"github.com/go-logr/logr"
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/yaml"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
@@ -71,6 +69,15 @@ type config struct {
 	burstWaitVerify bool
 	restart         bool
 	restartObserve  time.Duration
+	// scale is -scale (make bench-scale); oadp, oadpN and oadpCRDs run
+	// OADP NAC beside it.
+	scale          bool
+	oadp, oadpCRDs string
+	oadpN          int
+	// downloadTTL is -download-ttl: the expiration of served
+	// DownloadRequests in -scale, after which the bench deletes them as
+	// Velero does.
+	downloadTTL time.Duration
 }
 
 // Result is what one run measured (the JSON output).
@@ -116,7 +123,45 @@ type Result struct {
 	Restart *Restart `json:",omitempty"`
 }
 
+// mainScale runs the scale mode and returns the exit code.
+func mainScale(cfg config) int {
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "timeout" })
+	if cfg.pprof == "" {
+		// The live heap at the end comes from nac's pprof endpoint.
+		addr, err := freeAddr()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			return 1
+		}
+		cfg.pprof = addr
+	}
+	res, err := runScale(cfg, scaleTimeout(cfg, given))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 1
+	}
+	printScaleTable(os.Stdout, res)
+	return writeJSON(cfg.jsonOut, res)
+}
+
+// writeJSON writes v as indented JSON to file (nothing for ""), and
+// returns the exit code.
+func writeJSON(file string, v any) int {
+	if file == "" {
+		return 0
+	}
+	data, _ := json.MarshalIndent(v, "", "  ")
+	if err := os.WriteFile(file, data, 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 1
+	}
+	return 0
+}
+
 func main() {
+	// envtest logs through controller-runtime's logger: nothing to say.
+	ctrllog.SetLogger(logr.Discard())
 	var cfg config
 	flag.IntVar(&cfg.n, "n", 1000, "NonAdminBackups to create.")
 	flag.IntVar(&cfg.m, "m", 100, "Tenant namespaces they are spread over.")
@@ -142,7 +187,15 @@ func main() {
 	flag.StringVar(&cfg.heapProfile, "heap-profile", "", "Write the controller's heap profile, taken after the wave settled, to this file (needs -pprof).")
 	flag.DurationVar(&cfg.scrapeEvery, "metrics-scrape-interval", 15*time.Second, "Scrape the controller's /metrics this often during the run, as Prometheus would (0: never).")
 	flag.StringVar(&cfg.metricsRole, "metrics-reader-role", "config/rbac/metrics_reader_role.yaml", "The ClusterRole that may scrape nac's /metrics, bound to the bench's scraper.")
+	flag.BoolVar(&cfg.scale, "scale", false, "Scale mode (make bench-scale), instead of the completions: create n NABs over m namespaces (spec snapshotVolumes false), complete every one (Velero Backups Completed, DownloadRequests served) until its plan ended, measure etcd's growth per NAB (from etcd: live keys and values by /registry/ part, database size), nac's peak RSS and heap, then restart nac (readyz, quiet, writes). Without -timeout, the time limit grows with n; OADP NAC's part has its own, which grows with -oadp-n squared.")
+	flag.StringVar(&cfg.oadp, "oadp", "", "With -scale: OADP NAC's manager binary (make's bin/oadp-nac-manager), run first on a control plane of its own with -oadp-n NABs, the same spec and NABs per namespace, for OADPEtcdBytesPerNAB.")
+	flag.IntVar(&cfg.oadpN, "oadp-n", 0, "OADP NAC's NABs with -oadp (0: min(n, 2000)).")
+	flag.StringVar(&cfg.oadpCRDs, "oadp-crds", "../shared/peers/oadp-non-admin/config/crd/bases", "OADP NAC's CRDs (its source's config/crd/bases), with -oadp.")
+	flag.DurationVar(&cfg.downloadTTL, "download-ttl", time.Minute, "With -scale, the expiration of each served DownloadRequest, after which the bench deletes it as Velero's controller does (Velero: 10m): the etcd figures are read once the last has gone, so that they are what a settled NAB keeps.")
 	flag.Parse()
+	if cfg.scale {
+		os.Exit(mainScale(cfg))
+	}
 	if cfg.downloads != downloadsServed && cfg.downloads != downloadsAbsent {
 		fmt.Fprintf(os.Stderr, "bench: -downloads %q: served or absent\n", cfg.downloads)
 		os.Exit(2)
@@ -157,13 +210,7 @@ func main() {
 		os.Exit(1)
 	}
 	printTable(os.Stdout, res)
-	if cfg.jsonOut != "" {
-		data, _ := json.MarshalIndent(res, "", "  ")
-		if err := os.WriteFile(cfg.jsonOut, data, 0o644); err != nil {
-			fmt.Fprintln(os.Stderr, "bench:", err)
-			os.Exit(1)
-		}
-	}
+	os.Exit(writeJSON(cfg.jsonOut, res))
 }
 
 const oadpNS = "openshift-adp"
@@ -182,156 +229,16 @@ func run(cfg config) (*Result, error) {
 	defer stopSignals()
 	ctx, cancel := context.WithTimeout(sigCtx, cfg.timeout)
 	defer cancel()
-	assets, _ := filepath.Abs(cfg.assets)
-	env := &envtest.Environment{BinaryAssetsDirectory: assets, CRDDirectoryPaths: []string{"config/crd/bases", "test/crds"},
-		CRDs: append(append(crds.CRDs[:0:0], crds.CRDs...), v2alpha1crds.CRDs...), ErrorIfCRDPathMissing: true}
-	restCfg, err := env.Start()
-	if err != nil {
-		return nil, fmt.Errorf("starting the control plane: %w", err)
-	}
-	defer func() { _ = env.Stop() }()
-	restCfg.QPS, restCfg.Burst = 2000, 4000
-	scheme, err := v1alpha1.NewScheme()
+	st, err := setUp(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	c, err := client.NewWithWatch(restCfg, client.Options{Scheme: scheme})
-	if err != nil {
-		return nil, err
-	}
-	cs := kubernetes.NewForConfigOrDie(restCfg)
-
-	admin, err := env.AddUser(envtest.User{Name: "bench-admin", Groups: []string{"system:masters"}}, restCfg)
-	if err != nil {
-		return nil, err
-	}
-	kc, err := admin.KubeConfig()
-	if err != nil {
-		return nil, err
-	}
-	dir, err := os.MkdirTemp("", "nacflow-bench-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
-	kcPath := filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(kcPath, kc, 0o600); err != nil {
-		return nil, err
-	}
-
-	// Namespaces and unrelated Secrets first: the scene before the clock starts.
-	nss := []string{oadpNS}
-	for i := range cfg.m {
-		nss = append(nss, fmt.Sprintf("tenant-%04d", i))
-	}
-	if err := parallel(ctx, len(nss), 20, func(i int) error {
-		return c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: nss[i]}})
-	}); err != nil {
-		return nil, fmt.Errorf("creating namespaces: %w", err)
-	}
-	if err := parallel(ctx, cfg.secrets, 20, func(i int) error {
-		return c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: nss[1+i%cfg.m], Name: fmt.Sprintf("unrelated-%d", i)},
-			Data: map[string][]byte{"k": []byte(strings.Repeat("x", 512))}})
-	}); err != nil {
-		return nil, fmt.Errorf("creating secrets: %w", err)
-	}
-
-	// The controller, as a separate process.
-	// Backup sync and garbage collection run at their defaults, and the
-	// metrics endpoint is scraped: the periodic loops are part of the cost.
-	metricsAddr, err := freeAddr()
-	if err != nil {
-		return nil, err
-	}
-	// A port of its own for the probes, so that the restart mode can ask
-	// /readyz when the controller is ready.
-	probeAddr, err := freeAddr()
-	if err != nil {
-		return nil, err
-	}
-	args := []string{"--kubeconfig", kcPath, "--oadp-namespace", oadpNS,
-		"--metrics-bind-address", metricsAddr, "--health-probe-bind-address", probeAddr,
-		"--queue-refresh-window", cfg.window.String(), "--zap-log-level", "error", "--pprof-bind-address", cfg.pprof,
-		"--max-backups-in-velero-per-namespace", strconv.Itoa(cfg.maxInVelero),
-		"--usage-measure-rate", strconv.FormatFloat(cfg.usageRate, 'g', -1, 64)}
-	args = append(args, strings.Fields(cfg.nacArgs)...)
-	nacEnv := os.Environ()
-	if cfg.nacGOGC != "" {
-		nacEnv = append(nacEnv, "GOGC="+cfg.nacGOGC)
-	}
-	if cfg.nacMemLimit != "" {
-		nacEnv = append(nacEnv, "GOMEMLIMIT="+cfg.nacMemLimit)
-	}
-	logPath := filepath.Join(dir, "nac.log")
-	// The controller stopping on its own ends the run, with its last words.
-	ctx, stopRun := context.WithCancelCause(ctx)
-	defer stopRun(nil)
-	nac, err := startNac(cfg.nac, args, nacEnv, logPath, stopRun)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { nac.stop() }()
-
-	debugf("control plane and scene ready")
-	// Wait until the controller serves: a probe NAB gets its Velero Backup.
-	if err := probe(ctx, c); err != nil {
-		return nil, errors.Join(err, context.Cause(ctx))
-	}
-	// Scraped as Prometheus would be on a cluster: over HTTPS with the
-	// token of a ServiceAccount bound to the metrics reader role (the
-	// endpoint's TokenReview and SubjectAccessReview are part of the cost).
-	token, err := scraperToken(ctx, cs, cfg.metricsRole)
-	if err != nil {
-		return nil, err
-	}
-	nacMetrics := func() (map[string]float64, error) { return scrapeController(ctx, metricsAddr, token) }
-	var scrapes atomic.Int64
-	if cfg.scrapeEvery > 0 {
-		go func() {
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case <-time.After(cfg.scrapeEvery):
-					if _, err := nacMetrics(); err == nil {
-						scrapes.Add(1)
-					}
-				}
-			}
-		}()
-	}
+	defer st.close()
+	ctx, c, cs, nacMetrics := st.ctx, st.c, st.cs, st.nacMetrics
 	events0, err := nacMetrics()
 	if err != nil {
 		return nil, err
 	}
-
-	debugf("probe served")
-	// Watch Velero Backups: when each NAB's appears.
-	seen := map[string]time.Time{}
-	var seenMu sync.Mutex
-	w, err := c.Watch(ctx, &velerov1.BackupList{}, client.InNamespace(oadpNS))
-	if err != nil {
-		return nil, err
-	}
-	defer w.Stop()
-	allSeen := make(chan struct{})
-	go func() {
-		for ev := range w.ResultChan() {
-			if ev.Type != watch.Added {
-				continue
-			}
-			b := ev.Object.(*velerov1.Backup)
-			key := b.Annotations[v1alpha1.NabOriginNamespaceAnnotation] + "/" + b.Annotations[v1alpha1.NabOriginNameAnnotation]
-			seenMu.Lock()
-			if _, ok := seen[key]; !ok && strings.HasPrefix(key, "tenant-") {
-				seen[key] = time.Now()
-				if len(seen) == cfg.n {
-					close(allSeen)
-				}
-			}
-			seenMu.Unlock()
-		}
-	}()
 
 	before, err := scrape(ctx, cs)
 	if err != nil {
@@ -341,7 +248,7 @@ func run(cfg config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	cpu0, _ := procCPU(nac.pid())
+	cpu0, _ := procCPU(st.pid())
 	if cfg.apiserverProf != "" {
 		go func() {
 			data, err := cs.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", "8").DoRaw(ctx)
@@ -353,60 +260,31 @@ func run(cfg config) (*Result, error) {
 			}
 		}()
 	}
-	created := make([]time.Time, cfg.n)
-	start := time.Now()
-	if err := parallel(ctx, cfg.n, cfg.c, func(i int) error {
-		created[i] = time.Now()
-		return c.Create(ctx, &v1alpha1.NonAdminBackup{
-			ObjectMeta: metav1.ObjectMeta{Namespace: nss[1+i%cfg.m], Name: fmt.Sprintf("nab-%05d", i)},
-			Spec:       v1alpha1.NonAdminBackupSpec{BackupSpec: &velerov1.BackupSpec{}},
+	wt, err := wave(ctx, c, cfg.n, cfg.c, func(i int) string { return fmt.Sprintf("%s/nab-%05d", st.nss[1+i%cfg.m], i) },
+		func(i int) error {
+			return c.Create(ctx, &v1alpha1.NonAdminBackup{
+				ObjectMeta: metav1.ObjectMeta{Namespace: st.nss[1+i%cfg.m], Name: fmt.Sprintf("nab-%05d", i)},
+				Spec:       v1alpha1.NonAdminBackupSpec{BackupSpec: &velerov1.BackupSpec{}},
+			})
 		})
-	}); err != nil {
-		return nil, fmt.Errorf("creating NABs: %w", err)
+	if err != nil {
+		return nil, err
 	}
-	debugf("NABs created")
-	createdIn := time.Since(start)
-	select {
-	case <-allSeen:
-	case <-ctx.Done():
-		return nil, fmt.Errorf("timed out: %d of %d Velero Backups seen", len(seen), cfg.n)
-	}
-	var lat []time.Duration
-	var last time.Time
-	for i := range cfg.n {
-		key := fmt.Sprintf("%s/nab-%05d", nss[1+i%cfg.m], i)
-		t := seen[key]
-		lat = append(lat, t.Sub(created[i]))
-		if t.After(last) {
-			last = t
-		}
-	}
-	slices.Sort(lat)
-	debugf("all Velero Backups seen")
+	start, last, createdIn, lat := wt.start, wt.last, wt.createdIn, wt.lat
 	// Let the controller finish the status writes of this wave, then its
 	// events: --event-qps paces them, none may be dropped.
 	if err := settle(ctx, cs, 3*time.Second); err != nil {
 		return nil, err
 	}
-	var events1 map[string]float64
-	for {
-		if events1, err = nacMetrics(); err != nil {
-			return nil, err
-		}
-		if events1["nacflow_events_queued"] == 0 {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("events still queued: %v", events1["nacflow_events_queued"])
-		// Once a second: each scrape walks every cached NAC object, and
-		// polling faster (it was 5 times a second) loaded the controller
-		// at 10,000 NABs as no Prometheus would.
-		case <-time.After(time.Second):
-		}
+	// Scraped once a second: each scrape walks every cached NAC object, and
+	// polling faster (it was 5 times a second) loaded the controller at
+	// 10,000 NABs as no Prometheus would.
+	events1, err := eventsDrained(ctx, nacMetrics)
+	if err != nil {
+		return nil, err
 	}
 	debugf("events drained")
-	eventsDrained := time.Since(last)
+	drainedIn := time.Since(last)
 	if cfg.heapProfile != "" && cfg.pprof != "" {
 		if err := saveHeapProfile(ctx, cfg.pprof, cfg.heapProfile); err != nil {
 			fmt.Fprintln(os.Stderr, "bench: heap profile:", err)
@@ -457,7 +335,7 @@ func run(cfg config) (*Result, error) {
 			res.EventsDropped += v - events0[k]
 		}
 	}
-	res.EventDrainSeconds = eventsDrained.Seconds()
+	res.EventDrainSeconds = drainedIn.Seconds()
 
 	debugf("wave measured")
 	var downloads *downloadService
@@ -465,21 +343,16 @@ func run(cfg config) (*Result, error) {
 		downloads = serveDownloads(ctx, c, oadpNS)
 	}
 	res.Downloads = cfg.downloads
-	m := &meter{ctx: ctx, c: c, cs: cs, nacMetrics: nacMetrics, downloads: downloads, pid: func() int { return nac.pid() }, window: cfg.window}
+	m := &meter{ctx: ctx, c: c, cs: cs, nacMetrics: nacMetrics, downloads: downloads, pid: st.pid, window: cfg.window}
 	backups, err := tenantBackups(ctx, c)
 	if err != nil {
 		return nil, err
 	}
 	if cfg.restart {
-		restartNac := func() (*nacProc, error) {
-			var err error
-			nac, err = startNac(cfg.nac, args, nacEnv, logPath, stopRun)
-			return nac, err
-		}
-		if err := measureRestart(ctx, c, m, res, backups, cpu0, nac, restartNac, probeAddr, cfg.restartObserve); err != nil {
+		if err := measureRestart(st, m, res, backups, cpu0, cfg.restartObserve); err != nil {
 			return nil, errors.Join(err, context.Cause(ctx))
 		}
-		res.ControllerMetricsScrapes = int(scrapes.Load())
+		res.ControllerMetricsScrapes = int(st.scrapes.Load())
 		return res, nil
 	}
 
@@ -540,12 +413,12 @@ func run(cfg config) (*Result, error) {
 		debugf("burst's plans ended")
 	}
 
-	cpu1, _ := procCPU(nac.pid())
+	cpu1, _ := procCPU(st.pid())
 	res.ControllerCPUSeconds = cpu1 - cpu0
-	res.ControllerPeakRSSMiB = procPeakRSS(nac.pid())
-	res.ControllerRSSAnonMiB = procStatusMiB(nac.pid(), "RssAnon")
-	res.ControllerRSSFileMiB = procStatusMiB(nac.pid(), "RssFile")
-	res.ControllerMetricsScrapes = int(scrapes.Load())
+	res.ControllerPeakRSSMiB = procPeakRSS(st.pid())
+	res.ControllerRSSAnonMiB = procStatusMiB(st.pid(), "RssAnon")
+	res.ControllerRSSFileMiB = procStatusMiB(st.pid(), "RssFile")
+	res.ControllerMetricsScrapes = int(st.scrapes.Load())
 	return res, nil
 }
 
@@ -566,7 +439,10 @@ func probe(ctx context.Context, c client.Client) error {
 			return err
 		}
 		if nab.Status.VeleroBackup != nil && nab.Status.VeleroBackup.Name != "" {
-			return c.Delete(ctx, nab)
+			if err := c.Delete(ctx, nab); err != nil {
+				return err
+			}
+			return probeGone(ctx, c, nab)
 		}
 		select {
 		case <-ctx.Done():
@@ -574,6 +450,25 @@ func probe(ctx context.Context, c client.Client) error {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// probeGone waits until the probe NAB is gone (its finalizer removed, up
+// to 30 s), so that no measurement counts its deletion.
+func probeGone(ctx context.Context, c client.Client, nab *v1alpha1.NonAdminBackup) error {
+	for range 300 {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(nab), nab); apierrors.IsNotFound(err) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	debugf("the probe NAB is still there after 30 s")
+	return nil
 }
 
 // parallel runs f(0..n-1) on k workers and returns the first error.
@@ -620,7 +515,7 @@ func freeAddr() (string, error) {
 	return l.Addr().String(), nil
 }
 
-var sampleLine = regexp.MustCompile(`^((?:nacflow_[a-z_]+|controller_runtime_reconcile_total|workqueue_depth)(\{[^}]*\})?) ([0-9.e+-]+)$`)
+var sampleLine = regexp.MustCompile(`^((?:nacflow_[a-z_]+|controller_runtime_reconcile_total|workqueue_depth|go_memstats_heap_(?:inuse|alloc)_bytes)(\{[^}]*\})?) ([0-9.e+-]+)$`)
 
 // scraperToken installs the metrics reader ClusterRole of the file role,
 // binds it to a new ServiceAccount bench-scraper of the OADP namespace and

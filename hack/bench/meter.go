@@ -184,16 +184,22 @@ func controllerWriteDelta(a, b map[string]float64, benchPatches float64) map[str
 }
 
 // tenantBackups returns the Velero Backups of the tenants' NABs (not the
-// probe's), by name.
+// probe's), by name, listing them 500 a page.
 func tenantBackups(ctx context.Context, c client.Client) ([]velerov1.Backup, error) {
-	list := &velerov1.BackupList{}
-	if err := c.List(ctx, list, client.InNamespace(oadpNS)); err != nil {
-		return nil, err
-	}
 	var out []velerov1.Backup
-	for _, b := range list.Items {
-		if strings.HasPrefix(b.Annotations[v1alpha1.NabOriginNamespaceAnnotation], "tenant-") {
-			out = append(out, b)
+	cont := ""
+	for {
+		list := &velerov1.BackupList{}
+		if err := c.List(ctx, list, client.InNamespace(oadpNS), client.Limit(500), client.Continue(cont)); err != nil {
+			return nil, err
+		}
+		for _, b := range list.Items {
+			if strings.HasPrefix(b.Annotations[v1alpha1.NabOriginNamespaceAnnotation], "tenant-") {
+				out = append(out, b)
+			}
+		}
+		if cont = list.Continue; cont == "" {
+			break
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // Restart is what a restart of the controller over settled NABs cost
@@ -53,15 +52,24 @@ type Restart struct {
 	// ControllerCPUSeconds and ControllerPeakRSSMiB of the new process
 	// until quiet.
 	ControllerCPUSeconds, ControllerPeakRSSMiB float64
+	// ControllerHeapInuseMiB is the new process's highest
+	// go_memstats_heap_inuse_bytes its /metrics showed until quiet.
+	ControllerHeapInuseMiB float64
+	// AuthWrites are the metrics endpoint's TokenReviews and
+	// SubjectAccessReviews among Writes (POSTs the scraper's requests
+	// cause, not the reconcilers); LeaseWrites the lease writes left out
+	// of Writes (the API server's own renewals, every 10 s, and nac's
+	// leader election lease, if it is on).
+	AuthWrites, LeaseWrites float64
 }
 
 // measureRestart settles the NABs of backups into a mix (a third each
 // Completed, left New, Failed), waits until every plan that can end has
-// ended and the controller is quiet, stops nac (SIGTERM), starts it again
-// with restartNac and measures the restart into res.Restart. cpu0 is the
-// first process's CPU before the wave, for res.ControllerCPUSeconds.
-func measureRestart(ctx context.Context, c client.WithWatch, m *meter, res *Result, backups []velerov1.Backup,
-	cpu0 float64, nac *nacProc, restartNac func() (*nacProc, error), probeAddr string, observe time.Duration) error {
+// ended and the controller is quiet, then restarts nac and measures the
+// restart into res.Restart (restart). cpu0 is the first process's CPU
+// before the wave, for res.ControllerCPUSeconds.
+func measureRestart(st *stage, m *meter, res *Result, backups []velerov1.Backup, cpu0 float64, observe time.Duration) error {
+	ctx, c := st.ctx, st.c
 	r := &Restart{}
 	res.Restart = r
 	plans := trackPlans(ctx, c)
@@ -95,87 +103,131 @@ func measureRestart(ctx context.Context, c client.WithWatch, m *meter, res *Resu
 		return err
 	}
 	r.SettleSeconds = time.Since(start).Seconds()
-	cpu1, _ := procCPU(nac.pid())
+	cpu1, _ := procCPU(st.pid())
 	res.ControllerCPUSeconds = cpu1 - cpu0
-	res.ControllerPeakRSSMiB = procPeakRSS(nac.pid())
-	res.ControllerRSSAnonMiB = procStatusMiB(nac.pid(), "RssAnon")
-	res.ControllerRSSFileMiB = procStatusMiB(nac.pid(), "RssFile")
+	res.ControllerPeakRSSMiB = procPeakRSS(st.pid())
+	res.ControllerRSSAnonMiB = procStatusMiB(st.pid(), "RssAnon")
+	res.ControllerRSSFileMiB = procStatusMiB(st.pid(), "RssFile")
+	return restart(st, m, r, len(backups), observe)
+}
 
+// restart stops nac (SIGTERM) over settled NABs, starts it again with the
+// same flags and measures into r: the seconds until its /readyz answered
+// 200, until it had reconciled nabs NABs and until it was quiet again, its
+// writes until then (and until observe after its start, if longer), the
+// NABs it changed, its CPU, peak RSS and peak heap. The heap peak of the
+// stopped process is taken (st.heap) before.
+func restart(st *stage, m *meter, r *Restart, nabs int, observe time.Duration) error {
+	ctx, c := st.ctx, st.c
 	nabs0, err := readNABs(ctx, c)
 	if err != nil {
 		return err
 	}
 	debugf("settled; stopping nac")
-	nac.stop()
+	st.nac.stop()
+	st.heap.take() // the stopped process's: the peak below is the new one's
 	before, err := scrape(ctx, m.cs)
 	if err != nil {
 		return err
 	}
 	patches0 := m.downloads.Patches()
-	if nac, err = restartNac(); err != nil {
+	if err := st.restartNac(); err != nil {
 		return err
 	}
-	ready, err := nac.waitReady(ctx, probeAddr)
+	ready, err := st.nac.waitReady(ctx, st.probeAddr)
 	if err != nil {
 		return err
 	}
 	r.ReadySeconds = ready.Seconds()
 	debugf("ready after %s", ready)
-	reconciled, err := waitQueuesEmpty(ctx, m.nacMetrics, len(backups))
+	reconciled, err := waitQueuesEmpty(ctx, m.nacMetrics, nabs)
 	if err != nil {
 		return err
 	}
 	if !reconciled.IsZero() {
-		r.ReconciledSeconds = reconciled.Sub(nac.started).Seconds()
+		r.ReconciledSeconds = reconciled.Sub(st.nac.started).Seconds()
 	}
 	if err := m.quiet(); err != nil {
 		return err
 	}
-	r.QuietSeconds = time.Since(nac.started).Seconds()
+	r.QuietSeconds = time.Since(st.nac.started).Seconds()
 	after, err := scrape(ctx, m.cs)
 	if err != nil {
 		return err
 	}
 	r.Writes = controllerWriteDelta(before, after, m.downloads.Patches()-patches0)
-	for k, v := range r.Writes {
-		r.WritesTotal += v
-		if strings.HasSuffix(k, " events") {
-			r.EventWrites += v
-		}
-	}
+	r.WritesTotal, r.EventWrites, r.AuthWrites = sumWrites(r.Writes)
+	r.LeaseWrites = leaseWrites(before, after)
 	nm, err := m.nacMetrics()
 	if err != nil {
 		return err
 	}
 	r.NABReconciles = nabReconciles(nm)
-	if rest := time.Until(nac.started.Add(observe)); rest > 0 {
-		debugf("observing for %s more", rest.Round(time.Second))
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(rest):
-		}
-		if err := m.quiet(); err != nil {
-			return err
-		}
-		r.ObservedSeconds = time.Since(nac.started).Seconds()
-		end, err := scrape(ctx, m.cs)
-		if err != nil {
-			return err
-		}
-		r.ObservedWrites = controllerWriteDelta(before, end, m.downloads.Patches()-patches0)
-		for _, v := range r.ObservedWrites {
-			r.ObservedTotal += v
-		}
+	if err := observeRestart(st, m, r, before, patches0, observe); err != nil {
+		return err
 	}
 	nabs1, err := readNABs(ctx, c)
 	if err != nil {
 		return err
 	}
 	r.NABsChanged, r.FieldsChanged = changedFields(nabs0, nabs1)
-	r.ControllerCPUSeconds, _ = procCPU(nac.pid())
-	r.ControllerPeakRSSMiB = procPeakRSS(nac.pid())
+	r.ControllerCPUSeconds, _ = procCPU(st.pid())
+	r.ControllerPeakRSSMiB = procPeakRSS(st.pid())
+	r.ControllerHeapInuseMiB, _ = st.heap.take()
 	return nil
+}
+
+// observeRestart counts the writes from the restart until observe after
+// it (then quiet again), when that is later than now.
+func observeRestart(st *stage, m *meter, r *Restart, before map[string]float64, patches0 float64, observe time.Duration) error {
+	rest := time.Until(st.nac.started.Add(observe))
+	if rest <= 0 {
+		return nil
+	}
+	debugf("observing for %s more", rest.Round(time.Second))
+	select {
+	case <-st.ctx.Done():
+		return st.ctx.Err()
+	case <-time.After(rest):
+	}
+	if err := m.quiet(); err != nil {
+		return err
+	}
+	r.ObservedSeconds = time.Since(st.nac.started).Seconds()
+	end, err := scrape(st.ctx, m.cs)
+	if err != nil {
+		return err
+	}
+	r.ObservedWrites = controllerWriteDelta(before, end, m.downloads.Patches()-patches0)
+	r.ObservedTotal, _, _ = sumWrites(r.ObservedWrites)
+	return nil
+}
+
+// sumWrites returns the sum of writes ("VERB resource" → count), the
+// events among them, and the metrics endpoint's TokenReviews and
+// SubjectAccessReviews among them.
+func sumWrites(writes map[string]float64) (total, events, auth float64) {
+	for k, v := range writes {
+		total += v
+		switch {
+		case strings.HasSuffix(k, " events"):
+			events += v
+		case k == "POST tokenreviews" || k == "POST subjectaccessreviews":
+			auth += v
+		}
+	}
+	return total, events, auth
+}
+
+// leaseWrites returns the lease writes from a to b.
+func leaseWrites(a, b map[string]float64) float64 {
+	n := 0.0
+	for k, v := range diff(a, b) {
+		if strings.HasSuffix(k, " leases") {
+			n += v
+		}
+	}
+	return n
 }
 
 // waitQueuesEmpty waits until the new process has reconciled at least once
