@@ -34,7 +34,7 @@ import (
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 // +kubebuilder:rbac:groups=coordination.k8s.io,namespace=openshift-adp,resources=leases,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=oadp.openshift.io,namespace=openshift-adp,resources=dataprotectionapplications,verbs=get;list
-// +kubebuilder:rbac:groups=oadp.openshift.io,namespace=openshift-adp,resources=tenantlocations,verbs=create;patch
+// +kubebuilder:rbac:groups=oadp.openshift.io,namespace=openshift-adp,resources=tenantlocations,verbs=get;create;patch
 // +kubebuilder:rbac:groups=velero.io,namespace=openshift-adp,resources=datauploads;datadownloads;podvolumebackups;podvolumerestores,verbs=get;list;watch
 
 // RBAC of backup sync (internal/velero/backupsync), which cmd/nac runs in

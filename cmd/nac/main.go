@@ -487,7 +487,7 @@ func run(o options) error {
 	// start (capabilities).
 	var locations phases.LocationRecorder
 	if caps.TenantLocations {
-		m := &tenantlocations.Map{Client: mgr.GetClient(), Namespace: o.oadpNamespace}
+		m := &tenantlocations.Map{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespace: o.oadpNamespace}
 		locations = m
 		if err := mgr.Add(m); err != nil {
 			return err

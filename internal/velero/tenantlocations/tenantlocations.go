@@ -54,12 +54,28 @@ type Map struct {
 	Client client.Client
 	// Namespace is the OADP namespace.
 	Namespace string
+	// Reader, when set, is asked first whether the map exists (the
+	// manager's API reader: the map is not cached), so that a start where
+	// it does writes nothing; nil: Ensure creates and takes AlreadyExists.
+	Reader client.Reader
 }
 
 // Ensure creates the empty map when it does not exist (the policy refuses
 // every PodVolumeBackup of a namespace without it) and leaves an existing
-// one as it is. Errors: API errors other than AlreadyExists.
+// one as it is, reading it first through Reader when set: a restart then
+// makes one GET, no write. Errors: API errors other than AlreadyExists
+// (and NotFound or Forbidden from the read, after which it creates).
 func (m *Map) Ensure(ctx context.Context) error {
+	if m.Reader != nil {
+		err := m.Reader.Get(ctx, client.ObjectKeyFromObject(newMap(m.Namespace)), &v1alpha1.TenantLocations{})
+		if err == nil {
+			return nil
+		}
+		// Not found, or a role without get (an older install's): create.
+		if !apierrors.IsNotFound(err) && !apierrors.IsForbidden(err) {
+			return fmt.Errorf("reading TenantLocations %s/%s: %w", m.Namespace, v1alpha1.TenantLocationsName, err)
+		}
+	}
 	err := m.Client.Create(ctx, newMap(m.Namespace))
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating TenantLocations %s/%s: %w", m.Namespace, v1alpha1.TenantLocationsName, err)

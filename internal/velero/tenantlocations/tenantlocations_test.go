@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/internal/velero/tenantlocations"
@@ -67,5 +68,21 @@ func (s *MapSuite) TestEnsureMakesAnEmptyMap(c *C) {
 	cl := newClient(c)
 	m := &tenantlocations.Map{Client: cl, Namespace: "oadp"}
 	c.Assert(m.Ensure(context.Background()), IsNil)
+	c.Check(data(c, cl), DeepEquals, map[string]string{})
+}
+
+// With a Reader, Ensure writes nothing when the map exists: a restart makes
+// no write.
+func (s *MapSuite) TestEnsureReadsFirst(c *C) {
+	cl := newClient(c)
+	creates := 0
+	counting := interceptor.NewClient(cl.(client.WithWatch), interceptor.Funcs{Create: func(ctx context.Context, w client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+		creates++
+		return w.Create(ctx, obj, opts...)
+	}})
+	m := &tenantlocations.Map{Client: counting, Reader: cl, Namespace: "oadp"}
+	c.Assert(m.Ensure(context.Background()), IsNil)
+	c.Assert(m.Ensure(context.Background()), IsNil)
+	c.Check(creates, Equals, 1)
 	c.Check(data(c, cl), DeepEquals, map[string]string{})
 }
