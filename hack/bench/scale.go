@@ -184,7 +184,7 @@ func scaleNacflow(st *stage, cfg config, res *ScaleResult) error {
 	if err := c.Create(ctx, adminLocation()); err != nil {
 		return fmt.Errorf("creating the default BackupStorageLocation: %w", err)
 	}
-	go playVelero(ctx, c, oadpNS, cfg.downloadTTL)
+	go playVelero(ctx, c, oadpNS)
 	m := &meter{ctx: ctx, cs: st.cs, nacMetrics: st.nacMetrics, downloads: serveDownloadsFor(ctx, c, oadpNS, cfg.downloadTTL), pid: st.pid, window: cfg.window}
 	name := func(i int) (string, string) { return st.nss[1+i%cfg.m], fmt.Sprintf("nab-%06d", i) }
 	wt, err := wave(ctx, c, cfg.n, cfg.c, func(i int) string { ns, n := name(i); return ns + "/" + n }, func(i int) error {

@@ -17,11 +17,10 @@ import (
 // patched Completed at once (by 8 workers; spec.storageLocation "default",
 // the admin's location, as Velero fills it in), as Velero finishing each backup
 // in turn, so that a wave of n NABs becomes n NABs of history as it goes
-// rather than n waiting at once; and, as Velero's DownloadRequest controller
-// does, every DownloadRequest whose status.expiration has passed is deleted
-// (the download service sets it ttl after processing; Velero: 10 minutes).
-// Its writes are the bench's. It runs until ctx ends.
-func playVelero(ctx context.Context, c client.WithWatch, ns string, ttl time.Duration) {
+// rather than n waiting at once (serveDownloadsFor plays its
+// DownloadRequests, deleted once expired). Its writes are the bench's. It
+// runs until ctx ends.
+func playVelero(ctx context.Context, c client.WithWatch, ns string) {
 	todo := make(chan string, 4096)
 	for range 8 {
 		go func() {
@@ -41,7 +40,6 @@ func playVelero(ctx context.Context, c client.WithWatch, ns string, ttl time.Dur
 			}
 		}()
 	}
-	go expireDownloads(ctx, c, ns, ttl)
 	for ctx.Err() == nil {
 		w, err := c.Watch(ctx, &velerov1.BackupList{}, client.InNamespace(ns))
 		if err != nil {
@@ -59,32 +57,5 @@ func playVelero(ctx context.Context, c client.WithWatch, ns string, ttl time.Dur
 			}
 		}
 		w.Stop()
-	}
-}
-
-// expireDownloads deletes, every ttl/4 (at least each second), the
-// DownloadRequests of ns whose status.expiration has passed, as Velero's
-// DownloadRequest controller does.
-func expireDownloads(ctx context.Context, c client.Client, ns string, ttl time.Duration) {
-	tick := time.NewTicker(max(ttl/4, time.Second))
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		list := &velerov1.DownloadRequestList{}
-		if err := c.List(ctx, list, client.InNamespace(ns)); err != nil {
-			continue
-		}
-		for i := range list.Items {
-			dr := &list.Items[i]
-			if e := dr.Status.Expiration; e != nil && time.Now().After(e.Time) {
-				if err := c.Delete(ctx, dr); client.IgnoreNotFound(err) != nil {
-					debugf("expiring DownloadRequest %s: %v", dr.Name, err)
-				}
-			}
-		}
 	}
 }
