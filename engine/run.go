@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"runtime/debug"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -208,15 +207,12 @@ func (r *Runner) run(ctx context.Context, req Request) (Outcome, error) {
 // an ended plan), the phases' outputs (later phases of the same plan were
 // their only readers) and start times (a phase of an ended plan started
 // when the one before it ended, the first at the plan's start: a reader
-// derives them), an attempt count of 1 (0 for a phase that ran once), and
-// the message of a phase that completed (what it did is in the object's
-// conditions and Velero references, and in its events while they live).
-// Names, functions, states and completion times stay, and so do the
-// messages of phases that failed, were skipped or timed out: kubectl
-// describe's story of what went wrong. Every NAC object keeps its last plan
-// for its life, in etcd and in the controller's cache, so this is most of
-// what an object costs once its operation is over (docs/performance.md). A
-// plan that has not ended, or was superseded, is left as it is.
+// derives them), and an attempt count of 1 (0 for a phase that ran once).
+// Names, functions, states, completion times and messages stay: kubectl
+// describe's story. Every NAC object keeps its last plan for its life, in
+// etcd and in the controller's cache, so this is most of what an object
+// costs once its operation is over (docs/performance.md). A plan that has
+// not ended, or was superseded, is left as it is.
 func Compact(plan *nacv1alpha1.PlanStatus) {
 	if plan == nil || (plan.State != nacv1alpha1.PlanComplete && plan.State != nacv1alpha1.PlanFailed) {
 		return
@@ -226,9 +222,6 @@ func Compact(plan *nacv1alpha1.PlanStatus) {
 		ps.StartTime, ps.Output = nil, nil
 		if ps.Attempts == 1 {
 			ps.Attempts = 0
-		}
-		if ps.State == nacv1alpha1.PhaseComplete && ps.Attempts <= 1 && !strings.HasSuffix(ps.Message, timedOutContinued) {
-			ps.Message = ""
 		}
 	}
 	for i := range plan.Phases {
@@ -481,10 +474,6 @@ func (r *Runner) onError(ctx context.Context, obj Object, ps *nacv1alpha1.PhaseS
 	return Outcome{}, fmt.Errorf("phase %s: %w", ps.Name, err)
 }
 
-// timedOutContinued ends the message of a phase that timed out and
-// completed (onTimeout: continue); Compact keeps such a message.
-const timedOutContinued = "; continued (onTimeout: continue)"
-
 // onWait records a waiting phase (one PhaseWaiting event per wait) and
 // returns when to look again, at most when its timeout (spec.timeout, else
 // the Runner's WaitTimeout, else DefaultWaitTimeout) runs out; once it has,
@@ -502,7 +491,7 @@ func (r *Runner) onWait(obj Object, ps *nacv1alpha1.PhaseStatus, spec nacv1alpha
 		msg := fmt.Sprintf("timed out after %s: %s", timeout, res.Message)
 		if spec.OnTimeout == nacv1alpha1.OnTimeoutContinue {
 			r.event(obj, corev1.EventTypeWarning, EventPhaseTimedOut, "Phase %s %s; continuing (onTimeout: continue)", ps.Name, msg)
-			r.complete(obj, ps, msg+timedOutContinued, nil, isDefer)
+			r.complete(obj, ps, msg+"; continued (onTimeout: continue)", nil, isDefer)
 			return Outcome{}, nil
 		}
 		r.fail(obj, ps, msg)

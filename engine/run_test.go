@@ -116,11 +116,9 @@ func (s *RunSuite) TestEndedPlanIsCompacted(c *C) {
 				c.Check(ph.CompletionTime, NotNil, Commentf("%s", ph.Name))
 			}
 		}
-		c.Check(plan.Phase("a").Message, Equals, "", Commentf("a completed phase's message goes"))
 		if fail {
 			c.Check(plan.State, Equals, v1alpha1.PlanFailed)
 			c.Check(plan.Phase("b").Message, Matches, ".*no.*")
-			c.Check(plan.Phase("c").Message, Matches, "skipped: .*")
 		} else {
 			c.Check(plan.State, Equals, v1alpha1.PlanComplete)
 		}
