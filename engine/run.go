@@ -176,10 +176,7 @@ func (r *Runner) run(ctx context.Context, req Request) (Outcome, error) {
 		// A damaged record cannot be resumed safely: the plan fails, once,
 		// saying why (not a blueprint problem, and nothing to retry).
 		plan.Message = bounded(err.Error())
-		r.endPlan(obj, plan, nacv1alpha1.PlanFailed, fmt.Sprintf("Action %s failed: %v", plan.Action, err))
-		if !req.KeepEndedPlan {
-			Compact(plan)
-		}
+		r.endPlan(req, plan, nacv1alpha1.PlanFailed, fmt.Sprintf("Action %s failed: %v", plan.Action, err))
 		return Outcome{Finished: true}, nil
 	}
 	plan.State = nacv1alpha1.PlanRunning
@@ -192,12 +189,9 @@ func (r *Runner) run(ctx context.Context, req Request) (Outcome, error) {
 		return out, err
 	}
 	if failed || (plan.DeferPhase != nil && plan.DeferPhase.State == nacv1alpha1.PhaseFailed) {
-		r.endPlan(obj, plan, nacv1alpha1.PlanFailed, fmt.Sprintf("Action %s failed", plan.Action))
+		r.endPlan(req, plan, nacv1alpha1.PlanFailed, fmt.Sprintf("Action %s failed", plan.Action))
 	} else {
-		r.endPlan(obj, plan, nacv1alpha1.PlanComplete, fmt.Sprintf("Ended action %s", plan.Action))
-	}
-	if !req.KeepEndedPlan {
-		Compact(plan)
+		r.endPlan(req, plan, nacv1alpha1.PlanComplete, fmt.Sprintf("Ended action %s", plan.Action))
 	}
 	return Outcome{Finished: true}, nil
 }
@@ -320,9 +314,11 @@ func (r *Runner) runDeferPhase(ctx context.Context, op *Operation, plan *nacv1al
 }
 
 // endPlan records that plan ended in state (now), with an EndedAction event
-// — ActionFailed (Warning) for a failed plan — saying msg, and tells the
-// Observer (a plan that did not complete counts as failed).
-func (r *Runner) endPlan(obj Object, plan *nacv1alpha1.PlanStatus, state nacv1alpha1.PlanState, msg string) {
+// — ActionFailed (Warning) for a failed plan — saying msg, tells the
+// Observer (a plan that did not complete counts as failed), then compacts
+// it unless req.KeepEndedPlan (Compact leaves a superseded plan whole).
+func (r *Runner) endPlan(req Request, plan *nacv1alpha1.PlanStatus, state nacv1alpha1.PlanState, msg string) {
+	obj := req.Object
 	end := metav1.NewTime(r.now())
 	plan.State, plan.CompletionTime = state, &end
 	if state == nacv1alpha1.PlanFailed {
@@ -332,6 +328,9 @@ func (r *Runner) endPlan(obj Object, plan *nacv1alpha1.PlanStatus, state nacv1al
 	}
 	if r.Observer != nil {
 		r.Observer.ActionEnded(obj, plan.Action, state != nacv1alpha1.PlanComplete, since(plan.StartTime, end))
+	}
+	if !req.KeepEndedPlan {
+		Compact(plan)
 	}
 }
 
@@ -377,7 +376,7 @@ func (r *Runner) supersede(ctx context.Context, req Request, plan *nacv1alpha1.P
 			return out, err
 		}
 	}
-	r.endPlan(obj, plan, nacv1alpha1.PlanSuperseded, fmt.Sprintf("Ended action %s: %s", plan.Action, plan.Message))
+	r.endPlan(req, plan, nacv1alpha1.PlanSuperseded, fmt.Sprintf("Ended action %s: %s", plan.Action, plan.Message))
 	return Outcome{Finished: true}, nil
 }
 
