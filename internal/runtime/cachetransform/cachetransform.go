@@ -245,7 +245,10 @@ func (t *stringTable) smallMap(m map[string]string) map[string]string {
 		if key.Len()+len(k)+len(m[k])+2 > maxSharedMapLen {
 			return t.strMap(m)
 		}
-		key.WriteString(k + "\x00" + m[k] + "\x00")
+		key.WriteString(k)
+		key.WriteByte(0)
+		key.WriteString(m[k])
+		key.WriteByte(0)
 	}
 	if shared, ok := t.maps[key.String()]; ok {
 		return shared
