@@ -80,7 +80,7 @@ func (s *ControllerSuite) TestBackupSyncAfterRebuild(c *C) {
 	}
 	c.Check(phases, DeepEquals, []string{"AdoptVeleroBackup", "SyncStatus", "VerifyBackupContents", "TestRestore"},
 		Commentf("a plan that creates nothing but the verification's requests: a synced backup is verified as nacflow first sees it"))
-	c.Check(got.Status.Plan.Phase("restoreTest").Message, Equals, "restore tests are off (args.every is 0)")
+	c.Check(got.Status.Plan.Phase("restoreTest").State, Equals, v1alpha1.PhaseComplete)
 	c.Check(got.Status.VeleroBackup.Name, Equals, b.Name)
 	c.Check(got.Status.VeleroBackup.NACUUID, Equals, "0a0a0a0a-1111-5222-8333-444455556666")
 	c.Check(got.Status.VeleroBackup.Status.Phase, Equals, velerov1.BackupPhaseCompleted)

@@ -82,6 +82,26 @@ type Func interface {
 	Run(ctx context.Context, op *Operation, args any) (Result, error)
 }
 
+// MessageKeeper is implemented by a Func some of whose completion messages
+// say what no other part of the object's status holds: what a restore left
+// out and why, an object adopted rather than created. When the plan ends,
+// Compact keeps such a message and drops that of every other phase that
+// simply completed (its conditions, Velero references and events tell
+// what it did; docs/performance.md).
+type MessageKeeper interface {
+	// KeepsMessage reports whether message, one of the Func's own
+	// completion messages, stays in the compacted plan.
+	KeepsMessage(message string) bool
+}
+
+// KeepsMessage reports whether the phase function called fn keeps message
+// in a compacted plan (MessageKeeper); false for a function that is not
+// registered or keeps none.
+func (r *Registry) KeepsMessage(fn, message string) bool {
+	k, ok := r.funcs[fn].(MessageKeeper)
+	return ok && k.KeepsMessage(message)
+}
+
 // Result is the outcome of one successful Func.Run.
 type Result struct {
 	// Wait is true when the phase is not finished and must be checked again.

@@ -224,6 +224,12 @@ func NewGuardedRegistry(c client.Client, r client.Reader, refs ReferenceRules, f
 	return NewRegistry(guarded...)
 }
 
+// KeepsMessage implements MessageKeeper for a wrapped Func that does.
+func (g *guardedFunc) KeepsMessage(message string) bool {
+	k, ok := g.Func.(MessageKeeper)
+	return ok && k.KeepsMessage(message)
+}
+
 // guardedFunc runs a Func with the operation's guarded clients.
 type guardedFunc struct {
 	Func

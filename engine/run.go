@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -201,13 +202,19 @@ func (r *Runner) run(ctx context.Context, req Request) (Outcome, error) {
 // an ended plan), the phases' outputs (later phases of the same plan were
 // their only readers) and start times (a phase of an ended plan started
 // when the one before it ended, the first at the plan's start: a reader
-// derives them), and an attempt count of 1 (0 for a phase that ran once).
-// Names, functions, states, completion times and messages stay: kubectl
-// describe's story. Every NAC object keeps its last plan for its life, in
-// etcd and in the controller's cache, so this is most of what an object
-// costs once its operation is over (docs/performance.md). A plan that has
-// not ended, or was superseded, is left as it is.
-func Compact(plan *nacv1alpha1.PlanStatus) {
+// derives them), an attempt count of 1 (0 for a phase that ran once), and
+// the message of a phase that completed at its first attempt unless
+// keeps(func, message) says it holds what nothing else does (MessageKeeper;
+// nil keeps every message). What such a phase did is in the object's
+// conditions and Velero references, and in its events while they live.
+// Names, functions, states and completion times stay, and so do the
+// messages of phases that failed, were skipped, retried or timed out:
+// kubectl describe's story of what went wrong. Every NAC object keeps its
+// last plan for its life, in etcd and in the controller's cache, so this is
+// most of what an object costs once its operation is over
+// (docs/performance.md). A plan that has not ended, or was superseded, is
+// left as it is.
+func Compact(plan *nacv1alpha1.PlanStatus, keeps func(fn, message string) bool) {
 	if plan == nil || (plan.State != nacv1alpha1.PlanComplete && plan.State != nacv1alpha1.PlanFailed) {
 		return
 	}
@@ -217,6 +224,10 @@ func Compact(plan *nacv1alpha1.PlanStatus) {
 		if ps.Attempts == 1 {
 			ps.Attempts = 0
 		}
+		plain := ps.State == nacv1alpha1.PhaseComplete && ps.Attempts == 0 && !strings.HasSuffix(ps.Message, timedOutContinued)
+		if plain && keeps != nil && !keeps(ps.Func, ps.Message) {
+			ps.Message = ""
+		}
 	}
 	for i := range plan.Phases {
 		compactPhase(&plan.Phases[i])
@@ -225,6 +236,10 @@ func Compact(plan *nacv1alpha1.PlanStatus) {
 		compactPhase(plan.DeferPhase)
 	}
 }
+
+// timedOutContinued ends the message of a phase that timed out and
+// completed (onTimeout: continue); Compact keeps such a message.
+const timedOutContinued = "; continued (onTimeout: continue)"
 
 // startPlan ends a plan still running for another action or revision
 // (supersede; Finished is false while its deferPhase waits), then compiles
@@ -330,7 +345,7 @@ func (r *Runner) endPlan(req Request, plan *nacv1alpha1.PlanStatus, state nacv1a
 		r.Observer.ActionEnded(obj, plan.Action, state != nacv1alpha1.PlanComplete, since(plan.StartTime, end))
 	}
 	if !req.KeepEndedPlan {
-		Compact(plan)
+		Compact(plan, r.Registry.KeepsMessage)
 	}
 }
 
@@ -490,7 +505,7 @@ func (r *Runner) onWait(obj Object, ps *nacv1alpha1.PhaseStatus, spec nacv1alpha
 		msg := fmt.Sprintf("timed out after %s: %s", timeout, res.Message)
 		if spec.OnTimeout == nacv1alpha1.OnTimeoutContinue {
 			r.event(obj, corev1.EventTypeWarning, EventPhaseTimedOut, "Phase %s %s; continuing (onTimeout: continue)", ps.Name, msg)
-			r.complete(obj, ps, msg+"; continued (onTimeout: continue)", nil, isDefer)
+			r.complete(obj, ps, msg+timedOutContinued, nil, isDefer)
 			return Outcome{}, nil
 		}
 		r.fail(obj, ps, msg)

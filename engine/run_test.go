@@ -37,7 +37,11 @@ type stepFunc struct {
 }
 
 func (f *stepFunc) Name() string { return "Step" }
-func (f *stepFunc) NewArgs() any { return &stepArgs{} }
+
+// KeepsMessage implements engine.MessageKeeper: a message that starts with
+// "kept" stays in a compacted plan.
+func (f *stepFunc) KeepsMessage(m string) bool { return strings.HasPrefix(m, "kept") }
+func (f *stepFunc) NewArgs() any               { return &stepArgs{} }
 func (f *stepFunc) Run(_ context.Context, op *engine.Operation, args any) (engine.Result, error) {
 	f.calls[op.Phase]++
 	if b, ok := f.script[op.Phase]; ok {
@@ -88,20 +92,27 @@ func (s *RunSuite) request(c *C, mutate func(*v1alpha1.BlueprintAction)) engine.
 }
 
 // An ended plan is cut to what a reader needs unless the caller keeps it:
-// no spec, outputs or phase start times, single attempts as 0; names,
-// functions, states, completion times and messages stay. A failed plan too;
-// Follow then finds nothing to follow.
+// no spec, outputs or phase start times, single attempts as 0, and no
+// message of a phase that simply completed unless its function keeps it
+// (MessageKeeper); names, functions, states, completion times and the
+// messages of failed and skipped phases stay. A failed plan too; Follow
+// then finds nothing to follow.
 func (s *RunSuite) TestEndedPlanIsCompacted(c *C) {
 	for _, fail := range []bool{false, true} {
 		s.nab.Status.Plan = nil
 		if fail {
 			s.fn.script["b"] = func(int, *stepArgs) (engine.Result, error) { return engine.Result{}, engine.Terminal(errors.New("no")) }
 		}
+		s.fn.script["a"] = func(int, *stepArgs) (engine.Result, error) {
+			return engine.Done("kept: a note", map[string]string{"value": "v"}), nil
+		}
 		req := s.request(c, nil)
 		req.KeepEndedPlan = false
 		_, err := s.runner.Run(context.Background(), req)
 		c.Assert(err, IsNil)
 		plan := s.nab.Status.Plan
+		c.Check(plan.Phase("a").Message, Equals, "kept: a note")
+		c.Check(plan.DeferPhase.Message, Equals, "", Commentf("did d: a plain completion"))
 		c.Check(plan.Compacted, Equals, true)
 		c.Check(plan.Spec, IsNil)
 		c.Check(plan.StartTime, NotNil)
@@ -119,8 +130,12 @@ func (s *RunSuite) TestEndedPlanIsCompacted(c *C) {
 		if fail {
 			c.Check(plan.State, Equals, v1alpha1.PlanFailed)
 			c.Check(plan.Phase("b").Message, Matches, ".*no.*")
+			c.Check(plan.Phase("c").State, Equals, v1alpha1.PhaseSkipped)
+			c.Check(plan.Phase("c").Message, Not(Equals), "")
 		} else {
 			c.Check(plan.State, Equals, v1alpha1.PlanComplete)
+			c.Check(plan.Phase("b").Message, Equals, "")
+			c.Check(plan.Phase("c").Message, Equals, "")
 		}
 		_, ok, err := s.runner.Follow(context.Background(), req, "Step")
 		c.Check(err, IsNil)

@@ -52,6 +52,13 @@ func (b *bound[O, A]) NewArgs() any { return new(A) }
 // Doc implements engine.Documented.
 func (b *bound[O, A]) Doc() engine.FuncDoc { return b.fn.Doc() }
 
+// KeepsMessage implements engine.MessageKeeper for a function that does;
+// false for the others.
+func (b *bound[O, A]) KeepsMessage(message string) bool {
+	k, ok := b.fn.(engine.MessageKeeper)
+	return ok && k.KeepsMessage(message)
+}
+
 // Run implements engine.Func: it hands op.Object as an O and args as an *A
 // to the function.
 func (b *bound[O, A]) Run(ctx context.Context, op *engine.Operation, args any) (engine.Result, error) {

@@ -200,5 +200,5 @@ func enforcedBy(source string, fields []string) string {
 	if len(fields) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("; enforced by the admin (%s): %s", source, strings.Join(fields, ", "))
+	return fmt.Sprintf("%s (%s): %s", enforcedNote, source, strings.Join(fields, ", "))
 }

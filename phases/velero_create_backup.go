@@ -60,7 +60,7 @@ func (f *CreateVeleroBackup) Run(ctx context.Context, op *engine.Operation, nab 
 	ShowQueuePosition(f.tools.queue, nab, got, true)
 	meta.SetStatusCondition(&nab.Status.Conditions, metav1.Condition{
 		Type: v1alpha1.ConditionQueued, Status: metav1.ConditionTrue,
-		Reason: v1alpha1.ReasonBackupScheduled, Message: fmt.Sprintf("Created Velero Backup object %s", got.Name),
+		Reason: v1alpha1.ReasonBackupScheduled, Message: "Created Velero Backup object",
 		ObservedGeneration: nab.Generation,
 	})
 	return engine.Done(fmt.Sprintf("%s Velero Backup %s/%s", verb, got.Namespace, got.Name),

@@ -179,7 +179,7 @@ func scopeRestore(spec *velerov1.RestoreSpec, ns string, backup *velerov1.Backup
 	excluded := restoreExcluded
 	if bucketOnly {
 		excluded = append(slices.Clone(excluded), "persistentvolumes")
-		note = fmt.Sprintf("; PersistentVolumes excluded: Velero Backup %s is kept in a bucket the tenant writes (location %q), so its volumes come back only from data in that bucket (file-system backup, data mover), never from a snapshot it names", backup.Name, backup.Spec.StorageLocation)
+		note = fmt.Sprintf(pvExcludedNote+": Velero Backup %s is kept in a bucket the tenant writes (location %q), so its volumes come back only from data in that bucket (file-system backup, data mover), never from a snapshot it names", backup.Name, backup.Spec.StorageLocation)
 	}
 	for _, r := range excluded {
 		if !slices.Contains(spec.ExcludedResources, r) {
