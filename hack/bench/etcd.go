@@ -29,6 +29,9 @@ type etcdUsage struct {
 	// Anatomy is, for the parts of anatomyParts, the bytes of each of
 	// their JSON objects' fields, summed (anatomy).
 	Anatomy map[string]map[string]int64
+	// Samples holds, for the parts of anatomyParts, one object as etcd
+	// stores it (the last key read), to be read beside the figures.
+	Samples map[string]json.RawMessage
 }
 
 // anatomyParts are the parts whose objects the bench splits into fields:
@@ -127,7 +130,7 @@ func readEtcd(ctx context.Context, endpoint, oadpNS string) (*etcdUsage, error) 
 	if err := etcdPost(ctx, endpoint, "/v3/maintenance/status", map[string]any{}, &st); err != nil {
 		return nil, err
 	}
-	u := &etcdUsage{Parts: map[string]etcdPart{}, Anatomy: map[string]map[string]int64{}}
+	u := &etcdUsage{Parts: map[string]etcdPart{}, Anatomy: map[string]map[string]int64{}, Samples: map[string]json.RawMessage{}}
 	for _, p := range anatomyParts {
 		u.Anatomy[p] = map[string]int64{}
 	}
@@ -155,6 +158,9 @@ func readEtcd(ctx context.Context, endpoint, oadpNS string) (*etcdUsage, error) 
 			u.Parts[p] = e
 			if sums := u.Anatomy[p]; sums != nil {
 				anatomy(kv.Value, sums)
+				if json.Valid(kv.Value) {
+					u.Samples[p] = kv.Value
+				}
 			}
 		}
 		if !page.More || len(page.Kvs) == 0 {
@@ -183,6 +189,9 @@ type EtcdGrowth struct {
 	// (anatomyParts), the mean bytes of one object's fields after:
 	// metadata.managedFields, the rest of metadata, spec, status, ...
 	ObjectBytesByField map[string]map[string]float64
+	// SampleObjects is one object of each of anatomyParts as etcd holds it
+	// after.
+	SampleObjects map[string]json.RawMessage
 }
 
 // etcdGrowth returns the growth from a to b per one of n NABs.
@@ -191,7 +200,7 @@ func etcdGrowth(a, b *etcdUsage, n int) *EtcdGrowth {
 	g := &EtcdGrowth{BytesPerNABByPart: map[string]float64{}, KeysPerNABByPart: map[string]float64{},
 		DbSizeDeltaPerNAB: float64(b.DbSize-a.DbSize) / per, DbSizeInUseDeltaPerNAB: float64(b.DbSizeInUse-a.DbSizeInUse) / per,
 		DbSizeMiB: float64(b.DbSize) / (1 << 20), DbSizeInUseMiB: float64(b.DbSizeInUse) / (1 << 20)}
-	g.ObjectBytesByField = map[string]map[string]float64{}
+	g.ObjectBytesByField, g.SampleObjects = map[string]map[string]float64{}, b.Samples
 	for p, sums := range b.Anatomy {
 		if n := b.Parts[p].Keys; n > 0 {
 			g.ObjectBytesByField[p] = map[string]float64{}
