@@ -208,9 +208,10 @@ undeploy-local: ## make undeploy on the node of make run-node: removes the contr
 ##@ Development
 
 .PHONY: generate
-generate: $(CONTROLLER_GEN) ## Generate deepcopy code for the API types, and the Blueprint CRD's spec.kind enum from the kind registry (hack/kindgen).
+generate: $(CONTROLLER_GEN) ## Generate deepcopy code for the API types, the Blueprint CRD's spec.kind enum from the kind registry (hack/kindgen), and the Grafana dashboards (hack/dashboards: config/monitoring/dashboards, the chart's copy and ConfigMaps).
 	$(CONTROLLER_GEN) object paths=./api/...
 	$(GO) run ./hack/kindgen -enum
+	cd hack/dashboards && $(GO) run . -root $(CURDIR)
 
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Generate CRD YAML (config/crd/bases, listed in config/crd/kustomization.yaml by hack/kindgen) and the controller's ClusterRole (config/rbac).
@@ -248,6 +249,10 @@ lint: vet ## gofmt check and go vet.
 # control plane and stack of its own (every port a free one; bin/velero
 # serves no metrics on :8080).
 FAST_PKGS = $$($(GO) list ./... | grep -v -e /controllers -e /test/)
+# hack/dashboards is a module of its own (go list ./... does not reach it):
+# its tests check every panel's queries and that the generated files are
+# current.
+DASHBOARDS_TEST = cd hack/dashboards && $(GO) test -count=1 ./...
 SLOW_PKGS = $(INTEGRATION_PKGS) ./test/e2e/... ./test/e2ewalk/... ./test/e2elocalcp/... ./test/e2estorage/... ./test/e2eoadp/... ./test/failover/... $(if $(filter false,$(NODE)),,./test/e2enode/...)
 # What the test binaries read: the prebuilt tools and binaries (bin/), OADP
 # NAC's source and its manager.
@@ -295,7 +300,7 @@ bash-completion: ## Install bash-completion with apt-get where it is missing (ma
 
 .PHONY: test-build
 test-build: bash-completion ## Build everything make test runs before any test starts: tools, bin/ (make build), OADP NAC's manager, the integration and end-to-end test binaries (compiled and linked, run with no test), the image's packages.
-	@GOGC=$(BUILD_GOGC) $(MAKE) --no-print-directory -j2 KUBE_FIRST=1 $(CONTROL_PLANE) $(NODE_TOOLS) $(OADP_NAC) $(OADP_CLI) $(HELM) $(KREW) $(VALIDATE_KREW) $(VELERO_STACK) build install-manifest
+	@GOGC=$(BUILD_GOGC) $(MAKE) --no-print-directory -j2 KUBE_FIRST=1 $(CONTROL_PLANE) $(NODE_TOOLS) $(OADP_NAC) $(OADP_CLI) $(HELM) $(PROMTOOL) $(PROMETHEUS) $(KREW) $(VALIDATE_KREW) $(VELERO_STACK) build install-manifest
 	@echo ">> compiling the integration and end-to-end test binaries"
 	@GOGC=$(BUILD_GOGC) $(GO) test -count=1 -run '^$$' $(SLOW_PKGS) > $(BIN)/.test-build.log 2>&1 || { cat $(BIN)/.test-build.log; exit 1; }
 	@echo ">> compiling the image's packages (make image, in test/e2enode)"
@@ -304,18 +309,31 @@ test-build: bash-completion ## Build everything make test runs before any test s
 
 .PHONY: test
 test: test-build lint $(if $(filter false,$(NODE)),,node-runtime-if-possible) ## All tests, once everything is built (make test-build): the fast packages; then integration (real kube-apiserver, kube-controller-manager, etcd) and every e2e package (real Velero and object store; OADP NAC; make deploy-local on the local node, NODE=false: not run) side by side.
+	@echo ">> alert rules (promtool)"
+	@$(MAKE) --no-print-directory test-rules
 	@echo ">> unit and other fast tests"
 	$(TEST_ENV) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(FAST_PKGS)
+	$(DASHBOARDS_TEST)
 	@echo ">> integration and end-to-end tests, $(TEST_PARALLEL) packages at a time"
 	$(TEST_ENV) $(GO) test -count=1 -p $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) -v $(SLOW_PKGS) -check.v
+
+.PHONY: test-rules
+test-rules: $(PROMTOOL) ## Check the alert rules (config/monitoring/rules) with promtool and run their unit tests (rules/tests: each alert firing and not), in seconds.
+	$(PROMTOOL) check rules config/monitoring/rules/nacflow.rules.yaml
+	$(PROMTOOL) test rules config/monitoring/rules/tests/*.yaml
+
+.PHONY: test-monitoring
+test-monitoring: test-rules ## The monitoring's tests: the alert rules' (make test-rules).
 
 .PHONY: test-fast
 test-fast: ## The inner loop: unit tests and every package that needs no control plane (make test's first step), in about a minute.
 	$(GO) test -count=1 $(FAST_PKGS)
+	$(DASHBOARDS_TEST)
 
 .PHONY: test-unit
 test-unit: ## Unit tests of the engine, phases, API, blueprints, commands and internal packages (no control plane).
 	$(GO) test -count=1 $(UNIT_PKGS)
+	$(DASHBOARDS_TEST)
 
 .PHONY: test-integration
 test-integration: $(CONTROL_PLANE) ## Integration tests against a real kube-apiserver + etcd.
@@ -355,6 +373,26 @@ $(HELM):
 	@echo ">> building helm $(HELM_VERSION) from the Go module proxy (first time: a few minutes; cached in bin/)"
 	cd hack/helm && $(GO) build -o $@ -ldflags "$(HELM_LDFLAGS)" helm.sh/helm/v3/cmd/helm
 
+# promtool (make test-rules: checks and unit-tests the alert rules) and the
+# Prometheus server (make test-monitoring), built from the version
+# hack/prometheus/go.mod pins (module v0.316.0 is Prometheus 3.16.0), stamped
+# with that version. Without the web UI (no builtinassets tag: the API is all
+# the tests use) and without the service discoveries (remove_all_sd: file
+# and HTTP discovery and static_configs remain), which spares building the
+# cloud providers' SDKs.
+PROMTOOL           := $(BIN)/promtool
+PROMETHEUS         := $(BIN)/prometheus
+PROMETHEUS_VERSION := $(shell awk '{for (i = 1; i < NF; i++) if ($$i == "github.com/prometheus/prometheus") {split($$(i+1), v, "."); printf "%d.%d.%s", v[2] / 100, v[2] % 100, v[3]}}' hack/prometheus/go.mod)
+PROMETHEUS_LDFLAGS := -s -w -X github.com/prometheus/common/version.Version=$(PROMETHEUS_VERSION)
+
+$(PROMTOOL):
+	@echo ">> building promtool $(PROMETHEUS_VERSION) from the Go module proxy (first time: a few minutes; cached in bin/)"
+	cd hack/prometheus && $(GO) build -tags remove_all_sd -o $@ -ldflags "$(PROMETHEUS_LDFLAGS)" github.com/prometheus/prometheus/cmd/promtool
+
+$(PROMETHEUS):
+	@echo ">> building prometheus $(PROMETHEUS_VERSION) from the Go module proxy (first time: a few minutes; cached in bin/)"
+	cd hack/prometheus && $(GO) build -tags remove_all_sd -o $@ -ldflags "$(PROMETHEUS_LDFLAGS)" github.com/prometheus/prometheus/cmd/prometheus
+
 # krew's validator and krew itself (make test installs the generated
 # manifest with it, in hack/krew's test), pinned; installed like controller-gen
 # (krew's go.mod has no replace lines, so go install pkg@version works).
@@ -386,8 +424,9 @@ krew: $(VALIDATE_KREW) ## kubectl-nac's krew release: dist/kubectl-nac_<KREW_VER
 test-node: $(HELM)
 
 .PHONY: chart
-chart: ## Generate the Helm chart charts/nacflow's CRDs, templates, values.yaml and Chart.yaml from config/default (hack/chart); its helpers, ServiceMonitor and NOTES are hand-written.
+chart: ## Generate the Helm chart charts/nacflow's CRDs, templates, values.yaml and Chart.yaml from config/default (hack/chart), and the alert rules' PrometheusRule (config/monitoring and the chart's) from config/monitoring/rules (hack/monitoring); its helpers, monitors and NOTES are hand-written, its dashboards' ConfigMaps come from make generate (hack/dashboards).
 	$(KUBECTL) kustomize config/default | $(GO) run ./hack/chart -out charts/nacflow
+	$(GO) run ./hack/monitoring
 
 .PHONY: helm-lint
 helm-lint: $(HELM) ## helm lint --strict charts/nacflow (make test also renders it and compares with config/default: hack/chart's tests).
@@ -435,7 +474,7 @@ docs: ## Generate docs/functions.md (the phase function registry) and docs/cli.m
 .PHONY: verify-generated
 verify-generated: generate manifests docs chart ## Fail when generated files are out of date.
 	@git diff --exit-code -- api config docs charts || { echo "generated files are stale: run 'make generate manifests docs chart' and commit"; exit 1; }
-	@test -z "$$(git ls-files --others --exclude-standard -- charts)" || { git ls-files --others --exclude-standard -- charts; echo "new generated chart files: git add them"; exit 1; }
+	@test -z "$$(git ls-files --others --exclude-standard -- charts config/monitoring)" || { git ls-files --others --exclude-standard -- charts config/monitoring; echo "new generated files: git add them"; exit 1; }
 
 .PHONY: run
 # What make run needs, and only that (no helm, krew, controller-gen or test

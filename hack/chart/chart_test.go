@@ -248,6 +248,95 @@ func (s *chartSuite) TestServiceMonitor(c *C) {
 	c.Check(endpoint["interval"], Equals, "30s")
 	c.Check(lookup(endpoint, "tlsConfig", "insecureSkipVerify"), Equals, true)
 	c.Check(lookup(map[string]any(sm), "spec", "namespaceSelector", "matchNames"), DeepEquals, []any{"openshift-adp"})
+	checkScrapeAuth(c, objs, endpoint)
+}
+
+// checkScrapeAuth checks a monitor endpoint's token (authorization, from the
+// Secret of the ServiceAccount the chart binds to nacflow-metrics-reader) and
+// that the tenants' namespace label survives the scrape (honorLabels).
+func checkScrapeAuth(c *C, objs map[string]Object, endpoint map[string]any) {
+	c.Check(endpoint["honorLabels"], Equals, true)
+	c.Check(endpoint["bearerTokenFile"], IsNil)
+	c.Check(lookup(endpoint, "authorization", "type"), Equals, "Bearer")
+	c.Check(lookup(endpoint, "authorization", "credentials", "name"), Equals, "nacflow-metrics-scraper-token")
+	c.Check(lookup(endpoint, "authorization", "credentials", "key"), Equals, "token")
+	secret, ok := objs["Secret/openshift-adp/nacflow-metrics-scraper-token"]
+	c.Assert(ok, Equals, true, Commentf("%v", sortedKeys(objs)))
+	c.Check(secret.str("type"), Equals, "kubernetes.io/service-account-token")
+	c.Check(secret.str("metadata", "annotations", "kubernetes.io/service-account.name"), Equals, "nacflow-metrics-scraper")
+	_, ok = objs["ServiceAccount/openshift-adp/nacflow-metrics-scraper"]
+	c.Check(ok, Equals, true)
+	binding, ok := objs["ClusterRoleBinding//nacflow-metrics-scraper"]
+	c.Assert(ok, Equals, true, Commentf("%v", sortedKeys(objs)))
+	c.Check(binding.str("roleRef", "name"), Equals, "nacflow-metrics-reader")
+	_, ok = objs["ClusterRole//nacflow-metrics-reader"]
+	c.Check(ok, Equals, true)
+}
+
+func (s *chartSuite) TestPodMonitor(c *C) {
+	_, present := s.render(c)["PodMonitor/openshift-adp/nacflow-controller"]
+	c.Check(present, Equals, false)
+
+	objs := s.render(c, "--set", "monitoring.podMonitor.enabled=true", "--set", "monitoring.podMonitor.labels.release=prom")
+	pm, ok := objs["PodMonitor/openshift-adp/nacflow-controller"]
+	c.Assert(ok, Equals, true, Commentf("%v", sortedKeys(objs)))
+	c.Check(pm.str("apiVersion"), Equals, "monitoring.coreos.com/v1")
+	c.Check(pm.str("metadata", "labels", "release"), Equals, "prom")
+	// It selects the controller's pods by their labels, and their metrics
+	// container port by name.
+	d := objs["Deployment/openshift-adp/nacflow-controller"]
+	selector := lookup(map[string]any(pm), "spec", "selector", "matchLabels").(map[string]any)
+	c.Assert(selector, Not(HasLen), 0)
+	for k, v := range selector {
+		c.Check(lookup(map[string]any(d), "spec", "template", "metadata", "labels", k), Equals, v, Commentf("label %s", k))
+	}
+	endpoint := lookup(map[string]any(pm), "spec", "podMetricsEndpoints").([]any)[0].(map[string]any)
+	var ports []any
+	for _, p := range container(c, objs, "openshift-adp")["ports"].([]any) {
+		ports = append(ports, p.(map[string]any)["name"])
+	}
+	c.Check(ports, DeepEquals, []any{"metrics", "probes", "webhook"})
+	c.Check(endpoint["port"], Equals, "metrics")
+	c.Check(endpoint["scheme"], Equals, "https")
+	c.Check(lookup(endpoint, "tlsConfig", "insecureSkipVerify"), Equals, true)
+	checkScrapeAuth(c, objs, endpoint)
+
+	// A token of the admin's own: nothing made for it.
+	objs = s.render(c, "--set", "monitoring.podMonitor.enabled=true", "--set", "monitoring.scrapeToken.create=false",
+		"--set", "monitoring.scrapeToken.secretName=prom-token", "--set", "monitoring.scrapeToken.key=jwt")
+	endpoint = lookup(map[string]any(objs["PodMonitor/openshift-adp/nacflow-controller"]), "spec", "podMetricsEndpoints").([]any)[0].(map[string]any)
+	c.Check(lookup(endpoint, "authorization", "credentials", "name"), Equals, "prom-token")
+	c.Check(lookup(endpoint, "authorization", "credentials", "key"), Equals, "jwt")
+	for _, k := range []string{"Secret/openshift-adp/nacflow-metrics-scraper-token", "ServiceAccount/openshift-adp/nacflow-metrics-scraper", "ClusterRoleBinding//nacflow-metrics-scraper"} {
+		_, present = objs[k]
+		c.Check(present, Equals, false, Commentf(k))
+	}
+	// No token at all is refused.
+	out, err := exec.Command(s.helm, "template", "nacflow", filepath.Join(s.root, "charts", "nacflow"),
+		"--set", "monitoring.podMonitor.enabled=true", "--set", "monitoring.scrapeToken.create=false").CombinedOutput()
+	c.Check(err, NotNil)
+	c.Check(string(out), Matches, "(?s).*monitoring.scrapeToken.secretName.*")
+}
+
+// The dashboards' ConfigMaps hold hack/dashboards' JSON as it is: Helm
+// renders none of its Grafana legends ({{namespace}}).
+func (s *chartSuite) TestDashboards(c *C) {
+	for k := range s.render(c) {
+		c.Check(strings.HasPrefix(k, "ConfigMap/"), Equals, false, Commentf(k))
+	}
+	objs := s.render(c, "--set", "monitoring.dashboards.enabled=true", "--set", "monitoring.dashboards.namespace=grafana",
+		"--set", "monitoring.dashboards.annotations.grafana_folder=nacflow")
+	for _, name := range []string{"admin", "tenant"} {
+		cm, ok := objs["ConfigMap/grafana/nacflow-dashboard-"+name]
+		c.Assert(ok, Equals, true, Commentf("%v", sortedKeys(objs)))
+		c.Check(cm.str("metadata", "labels", "grafana_dashboard"), Equals, "1")
+		c.Check(cm.str("metadata", "annotations", "grafana_folder"), Equals, "nacflow")
+		want, err := os.ReadFile(filepath.Join(s.root, "config", "monitoring", "dashboards", "nacflow-"+name+".json"))
+		c.Assert(err, IsNil)
+		got := cm.str("data", "nacflow-"+name+".json")
+		c.Check(got, Equals, strings.TrimSuffix(string(want), "\n"))
+		c.Check(strings.Contains(got, "{{"), Equals, true, Commentf("the dashboard's legends are gone"))
+	}
 }
 
 func (s *chartSuite) TestFlagsAndLeaderElection(c *C) {
@@ -282,7 +371,8 @@ func (s *chartSuite) TestFlagsAndLeaderElection(c *C) {
 
 // values.schema.json refuses values the templates would render wrong.
 func (s *chartSuite) TestSchemaRefuses(c *C) {
-	for _, set := range []string{"tenantRoles.enabled=no", "flags.Bad_Flag=1", "typo=1", "image.pullPolicy=Sometimes", "replicaCount=one"} {
+	for _, set := range []string{"tenantRoles.enabled=no", "flags.Bad_Flag=1", "typo=1", "image.pullPolicy=Sometimes", "replicaCount=one",
+		"monitoring.podMonitor.enable=true", "monitoring.dashboards.labelValue=null", "monitoring.scrapeToken.key="} {
 		cmd := exec.Command(s.helm, "template", "nacflow", filepath.Join(s.root, "charts", "nacflow"), "--set", set)
 		out, err := cmd.CombinedOutput()
 		c.Check(err, NotNil, Commentf(set))

@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -103,6 +105,14 @@ func (m Observer) PhaseEnded(_ engine.Object, fn string, failed bool, d time.Dur
 //	nacflow_restore_test_rto_seconds{namespace} the RTO of the namespace's newest restore test that finished its restore
 //	nacflow_restore_test_last_success_timestamp_seconds{namespace} when its newest successful restore test ended
 //	nacflow_restore_test_failing{namespace} 1 when its newest restore test did not succeed, else 0
+//	nacflow_tenant_failed_in_a_row{namespace,kind} the namespace's backups (restores) that failed since its last successful one
+//	nacflow_tenant_last_success_timestamp_seconds{namespace,kind} when its newest successful backup (restore) ended
+//	nacflow_tenant_locations{namespace,state} its NonAdminBackupStorageLocations: available, unavailable, withdrawn, pending
+//	nacflow_velero_queue_waiting{namespace,kind} its operations waiting for their turn in Velero's queue (WaitForTurn)
+//	nacflow_velero_queue_oldest_wait_seconds{namespace,kind} how long the longest of them has waited
+//
+// Every label is per namespace at most, never per object (except a
+// schedule's name: schedules are few).
 //
 // A scrape reads the cached NAC objects in place: O(objects), no API call,
 // no copies (a list of copies would allocate a slice of every NAC object per
@@ -115,6 +125,8 @@ type StateCollector struct {
 	Reader client.Reader
 	// Queue is the index of unfinished Velero Backups (nil: no depth).
 	Queue *veleroqueue.BackupQueue
+	// Now is the clock of the queue's waits (nil: time.Now).
+	Now func() time.Time
 }
 
 var (
@@ -136,6 +148,16 @@ var (
 		"When the newest successful restore test of a namespace ended (Unix seconds); absent before the first.", []string{"namespace"}, nil)
 	testFailingDesc = prometheus.NewDesc("nacflow_restore_test_failing",
 		"1 when the newest restore test of a namespace failed or could not finish (RestoreTested False or Unknown), 0 when it succeeded.", []string{"namespace"}, nil)
+	failedInARowDesc = prometheus.NewDesc("nacflow_tenant_failed_in_a_row",
+		"The namespace's backups (kind NonAdminBackup) or restores (NonAdminRestore) that failed since its newest successful one (Velero Failed, PartiallyFailed or FailedValidation, or the plan failed); 0 once one succeeds. Present for each namespace with an ended one.", []string{"namespace", "kind"}, nil)
+	tenantLastSuccessDesc = prometheus.NewDesc("nacflow_tenant_last_success_timestamp_seconds",
+		"When the namespace's newest successful backup or restore ended (Unix seconds); absent before the first.", []string{"namespace", "kind"}, nil)
+	tenantLocationsDesc = prometheus.NewDesc("nacflow_tenant_locations",
+		"The namespace's NonAdminBackupStorageLocations by state: available and unavailable (Velero's phase of its BSL), withdrawn (BackingOff: refused, rejected or overlapping; no Velero BSL), pending (not yet approved or checked by Velero). Every state is reported for a namespace with one.", []string{"namespace", "state"}, nil)
+	queueWaitingDesc = prometheus.NewDesc("nacflow_velero_queue_waiting",
+		"The namespace's operations waiting for their turn in Velero's queue (a WaitForTurn phase waiting: the fair share), by NAC kind.", []string{"namespace", "kind"}, nil)
+	queueOldestDesc = prometheus.NewDesc("nacflow_velero_queue_oldest_wait_seconds",
+		"How long the namespace's operation that has waited longest for its turn in Velero's queue has waited so far (seconds), by NAC kind.", []string{"namespace", "kind"}, nil)
 	unverifiedDesc = prometheus.NewDesc("nacflow_backups_unverified",
 		"NonAdminBackups whose backup holds items that are not the tenant's (condition Verified=False), by namespace.", []string{"namespace"}, nil)
 )
@@ -152,6 +174,74 @@ func (s *StateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- tenantBytesDesc
 	ch <- testSuccessDesc
 	ch <- testFailingDesc
+	ch <- failedInARowDesc
+	ch <- tenantLastSuccessDesc
+	ch <- tenantLocationsDesc
+	ch <- queueWaitingDesc
+	ch <- queueOldestDesc
+}
+
+// outcomes sums up a namespace's ended backups or restores of one kind:
+// the newest success, and the failures (their end times) after it.
+type outcomes struct {
+	lastSuccess *metav1.Time
+	failures    []metav1.Time
+}
+
+// add counts o, an ended outcome.
+func (r *outcomes) add(o v1alpha1.Outcome) {
+	if o.Failed {
+		r.failures = append(r.failures, o.At)
+		return
+	}
+	if r.lastSuccess == nil || r.lastSuccess.Before(&o.At) {
+		at := o.At
+		r.lastSuccess = &at
+	}
+}
+
+// failedInARow is how many failures ended after the newest success.
+func (r *outcomes) failedInARow() int {
+	n := 0
+	for i := range r.failures {
+		if r.lastSuccess == nil || r.lastSuccess.Before(&r.failures[i]) {
+			n++
+		}
+	}
+	return n
+}
+
+// Location states of nacflow_tenant_locations.
+var locationStates = []string{"available", "unavailable", "withdrawn", "pending"}
+
+// locationState is the state n is counted under in nacflow_tenant_locations.
+func locationState(n *v1alpha1.NonAdminBackupStorageLocation) string {
+	if n.Status.Phase == v1alpha1.NonAdminPhaseBackingOff {
+		return "withdrawn"
+	}
+	if v := n.Status.VeleroBackupStorageLocation; v != nil && v.Status != nil {
+		switch v.Status.Phase {
+		case velerov1.BackupStorageLocationPhaseAvailable:
+			return "available"
+		case velerov1.BackupStorageLocationPhaseUnavailable:
+			return "unavailable"
+		}
+	}
+	return "pending"
+}
+
+// waitingForTurn returns when p's WaitForTurn phase started waiting, and
+// whether it is waiting: Velero's fair-share queue.
+func waitingForTurn(p *v1alpha1.PlanStatus) (*metav1.Time, bool) {
+	if p == nil || p.State != v1alpha1.PlanRunning {
+		return nil, false
+	}
+	for i := range p.Phases {
+		if ph := &p.Phases[i]; ph.Func == "WaitForTurn" && ph.State == v1alpha1.PhaseWaiting {
+			return ph.StartTime, true
+		}
+	}
+	return nil, false
 }
 
 // restoreTests sums up a namespace's restore tests (NonAdminBackups'
@@ -195,6 +285,10 @@ func (r *restoreTests) metrics(ns string) []prometheus.Metric {
 func (s *StateCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	now := s.Now
+	if now == nil {
+		now = time.Now
+	}
 	for _, k := range v1alpha1.Kinds() {
 		active := 0
 		unverified := map[string]int{}
@@ -202,6 +296,22 @@ func (s *StateCollector) Collect(ch chan<- prometheus.Metric) {
 		type place struct{ ns, location string }
 		held := map[place]*v1alpha1.StorageUsage{}
 		var schedules []prometheus.Metric
+		ended := map[string]*outcomes{}
+		addOutcome := func(ns string, o v1alpha1.Outcome) {
+			if !o.Ended {
+				return
+			}
+			if ended[ns] == nil {
+				ended[ns] = &outcomes{}
+			}
+			ended[ns].add(o)
+		}
+		locations := map[string]map[string]int{}
+		type wait struct {
+			n      int
+			oldest *metav1.Time
+		}
+		waiting := map[string]*wait{}
 		err := eachCached(ctx, s.Informers, s.Reader, k.New(), k.NewList(), func(o client.Object) {
 			if n, ok := o.(*v1alpha1.NonAdminSchedule); ok {
 				// A schedule's plan keeps its Velero Schedule in step; it
@@ -231,10 +341,32 @@ func (s *StateCollector) Collect(ch chan<- prometheus.Metric) {
 					}
 					tests[n.Namespace].add(rt)
 				}
+				addOutcome(n.Namespace, n.BackupOutcome())
+			}
+			if n, ok := o.(*v1alpha1.NonAdminRestore); ok {
+				addOutcome(n.Namespace, n.RestoreOutcome())
+			}
+			if n, ok := o.(*v1alpha1.NonAdminBackupStorageLocation); ok {
+				if locations[n.Namespace] == nil {
+					locations[n.Namespace] = map[string]int{}
+				}
+				locations[n.Namespace][locationState(n)]++
 			}
 			if h, ok := o.(v1alpha1.Object); ok {
-				if p := h.GetPlan(); p != nil && p.State == v1alpha1.PlanRunning {
+				p := h.GetPlan()
+				if p != nil && p.State == v1alpha1.PlanRunning {
 					active++
+				}
+				if since, ok := waitingForTurn(p); ok {
+					w := waiting[o.GetNamespace()]
+					if w == nil {
+						w = &wait{}
+						waiting[o.GetNamespace()] = w
+					}
+					w.n++
+					if since != nil && (w.oldest == nil || since.Before(w.oldest)) {
+						w.oldest = since
+					}
 				}
 			}
 		})
@@ -256,6 +388,23 @@ func (s *StateCollector) Collect(ch chan<- prometheus.Metric) {
 		for ns, t := range tests {
 			for _, m := range t.metrics(ns) {
 				ch <- m
+			}
+		}
+		for ns, r := range ended {
+			ch <- prometheus.MustNewConstMetric(failedInARowDesc, prometheus.GaugeValue, float64(r.failedInARow()), ns, k.Kind)
+			if r.lastSuccess != nil {
+				ch <- prometheus.MustNewConstMetric(tenantLastSuccessDesc, prometheus.GaugeValue, float64(r.lastSuccess.Unix()), ns, k.Kind)
+			}
+		}
+		for ns, byState := range locations {
+			for _, st := range locationStates {
+				ch <- prometheus.MustNewConstMetric(tenantLocationsDesc, prometheus.GaugeValue, float64(byState[st]), ns, st)
+			}
+		}
+		for ns, w := range waiting {
+			ch <- prometheus.MustNewConstMetric(queueWaitingDesc, prometheus.GaugeValue, float64(w.n), ns, k.Kind)
+			if w.oldest != nil {
+				ch <- prometheus.MustNewConstMetric(queueOldestDesc, prometheus.GaugeValue, max(0, now().Sub(w.oldest.Time).Seconds()), ns, k.Kind)
 			}
 		}
 	}
