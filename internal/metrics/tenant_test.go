@@ -25,7 +25,10 @@ var _ = Suite(&TenantSuite{})
 
 var t0 = time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC)
 
-func at(min int) *metav1.Time { t := metav1.NewTime(t0.Add(time.Duration(min) * time.Minute)); return &t }
+func at(min int) *metav1.Time {
+	t := metav1.NewTime(t0.Add(time.Duration(min) * time.Minute))
+	return &t
+}
 
 // nab is a NonAdminBackup of ns whose plan (action) ended in state at
 // minute end, its Velero Backup in phase.
