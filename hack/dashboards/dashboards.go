@@ -19,12 +19,16 @@ import (
 //   - Gauges read from the cache at each scrape (nacflow_tenant_*,
 //     nacflow_active_operations, nacflow_schedule_*, nacflow_restore_test_*,
 //     nacflow_backups_unverified, nacflow_velero_backup_queue_depth,
-//     nacflow_capability) are served by every replica, leader or not: they
+//     nacflow_velero_queue_*, nacflow_capability) are served by every replica, leader or not: they
 //     are taken with max (min for capabilities) by their own labels before
 //     anything is summed, so two replicas do not count twice.
 //   - Counters count what their own replica did (operations, phases and
 //     reconciles on the leader only, webhook requests on each) and are
 //     summed.
+//
+// A gauge that is there only while something happens (an operation
+// waiting for its turn) is joined with "or 0 *" a gauge every tenant with
+// backups has, so its panel shows 0 rather than nothing.
 //
 // Operations and phases are rare events (a backup an hour), so the
 // panels that summarise them use increase over the whole range
@@ -148,6 +152,20 @@ func grid(title, description, unit string, w uint32, cols ...column) *table.Pane
 		}})
 }
 
+// sortedDesc sorts a table panel by the column named name, largest first.
+func sortedDesc(name string) []cog.Builder[common.TableSortByFieldState] {
+	return []cog.Builder[common.TableSortByFieldState]{common.NewTableSortByFieldStateBuilder().DisplayName(name).Desc(true)}
+}
+
+// redFromOne is a field override's thresholds: green below 1, red from 1
+// on (a location state nothing should be in).
+func redFromOne() []dashboard.DynamicConfigValue {
+	return []dashboard.DynamicConfigValue{{Id: "thresholds", Value: map[string]any{
+		"mode":  "absolute",
+		"steps": []map[string]any{{"color": "green", "value": nil}, {"color": "red", "value": 1}},
+	}}}
+}
+
 // words shows a 0/1 gauge as words in colors: zero for 0, one for 1.
 func words(zero, zeroColor, one, oneColor string) []dashboard.ValueMapping {
 	return []dashboard.ValueMapping{{ValueMap: &dashboard.ValueMap{
@@ -237,16 +255,39 @@ func Admin() (dashboard.Dashboard, error) {
 		column{"p50", `histogram_quantile(0.5, sum by (le, kind, func) (increase(nacflow_phase_duration_seconds_bucket[$__range])))`, ""},
 		column{"p95", `histogram_quantile(0.95, sum by (le, kind, func) (increase(nacflow_phase_duration_seconds_bucket[$__range])))`, ""}))
 
+	d.row("Tenants")
+	add(d, grid("Tenants failing: backups and restores failed in a row (top 10)",
+		"nacflow_tenant_failed_in_a_row: each namespace's backups (restores) that failed since its newest successful one, 0 once one succeeds (alerts NacflowTenantBackupFailed, NacflowTenantBackupsFailing, NacflowTenantRestoreFailed); and the time since that success (none: never succeeded among the objects kept). kubectl describe nab (nar) -n <namespace> names the failing phase.",
+		"short", 16,
+		column{"failed in a row", `topk(10, max by (namespace, kind) (nacflow_tenant_failed_in_a_row))`, ""},
+		column{"since last success", `(time() - max by (namespace, kind) (nacflow_tenant_last_success_timestamp_seconds)) and on (namespace, kind) topk(10, max by (namespace, kind) (nacflow_tenant_failed_in_a_row))`, "s"}).
+		SortBy(sortedDesc("failed in a row")))
+	add(d, single("Tenants' storage locations, by state",
+		"nacflow_tenant_locations: NonAdminBackupStorageLocations of every namespace by state. unavailable: Velero cannot reach the bucket; withdrawn: refused or withdrawn by nacflow (BackingOff); pending: not approved or checked yet. kubectl get nabsl -A.",
+		"short", 8,
+		query("A", `sum by (state) (max by (namespace, state) (nacflow_tenant_locations))`, "{{state}}")).
+		OverrideByName("unavailable", redFromOne()).OverrideByName("withdrawn", redFromOne()))
+
 	d.row("Velero's queue (fair share)")
 	add(d, graph("Velero backup queue depth",
 		"nacflow_velero_backup_queue_depth: unfinished Velero Backups in the OADP namespace, tenants' and the admin's.",
 		"short", 8,
 		query("A", `max(nacflow_velero_backup_queue_depth)`, "unfinished Velero Backups")))
 	add(d, graph("Wait for a turn in Velero's queue, p50 and p95",
-		"nacflow_phase_duration_seconds of WaitForTurn, the fair-share phase: how long operations waited for their namespace's turn (args.max unfinished Velero objects per namespace, namespaces round-robin). Over 6h windows: turns are rare events. nacflow has no per-namespace queue metric; per namespace, kubectl get nab -A shows Queued conditions.",
+		"nacflow_phase_duration_seconds of WaitForTurn, the fair-share phase: how long operations waited for their namespace's turn (args.max unfinished Velero objects per namespace, namespaces round-robin). Over 6h windows: turns are rare events. Per namespace: the panels below.",
 		"s", 16,
 		query("A", `histogram_quantile(0.5, sum by (le, kind) (increase(nacflow_phase_duration_seconds_bucket{func="WaitForTurn"}[6h])))`, "{{kind}} p50"),
 		query("B", `histogram_quantile(0.95, sum by (le, kind) (increase(nacflow_phase_duration_seconds_bucket{func="WaitForTurn"}[6h])))`, "{{kind}} p95")))
+	add(d, graph("Longest wait for a turn, by namespace (top 10)",
+		"nacflow_velero_queue_oldest_wait_seconds: how long each namespace's operation that has waited longest for its turn has waited so far; 0 when nothing of it waits (alert NacflowVeleroQueueWaitHigh: over an hour).",
+		"s", 16,
+		query("A", `topk(10, max by (namespace) (nacflow_velero_queue_oldest_wait_seconds) or 0 * max by (namespace) (nacflow_tenant_backups))`, "{{namespace}}")))
+	add(d, grid("Waiting for a turn, by namespace",
+		"nacflow_velero_queue_waiting and nacflow_velero_queue_oldest_wait_seconds: each namespace's operations (backups and restores) waiting for their turn in Velero's queue, and the longest wait; 0 for every other namespace that holds backups.",
+		"short", 8,
+		column{"waiting", `sum by (namespace) (max by (namespace, kind) (nacflow_velero_queue_waiting)) or 0 * max by (namespace) (nacflow_tenant_backups)`, ""},
+		column{"longest wait", `max by (namespace) (nacflow_velero_queue_oldest_wait_seconds) or 0 * max by (namespace) (nacflow_tenant_backups)`, "s"}).
+		SortBy(sortedDesc("longest wait")))
 
 	d.row("Schedules and restore tests")
 	add(d, grid("Schedules: time since the last successful run, and RPO",
@@ -306,20 +347,24 @@ func Admin() (dashboard.Dashboard, error) {
 // ns is the tenant dashboard's label matcher.
 const ns = `namespace="$` + namespaceVar + `"`
 
+// namespaces is the query of the tenant dashboard's variable.
+const namespaces = `label_values({__name__=~"nacflow_tenant_backups|nacflow_tenant_failed_in_a_row"}, namespace)`
+
 // Tenant returns the dashboard "nacflow / Tenant": one namespace's storage,
-// unverified backups, schedules and restore tests, chosen with the
-// variable namespace. nacflow's operation and phase metrics carry no
-// namespace label (their series would grow with every tenant), so a
-// tenant's operations are not here: kubectl nac backup describe tells
-// them.
+// unverified backups, failures in a row, locations, place in Velero's
+// queue, schedules and restore tests, chosen with the variable namespace.
+// nacflow's operation and phase metrics carry no namespace label (their
+// series would grow with every tenant), so a tenant's operations one by
+// one are not here: kubectl nac backup describe tells them.
 func Tenant() (dashboard.Dashboard, error) {
 	d := newBoard("nacflow / Tenant", "nacflow-tenant",
-		"One tenant namespace: its backups and their storage, unverified backups, schedules' RPO and restore tests (docs/metrics.md).")
+		"One tenant namespace: its backups and their storage, unverified backups, failures in a row, storage locations, Velero's queue, schedules' RPO and restore tests (docs/metrics.md).")
 	d.b.WithVariable(dashboard.NewQueryVariableBuilder(namespaceVar).Label("Namespace").Datasource(ds()).
-		// Namespaces that hold a backup: the tenants the other panels
-		// have figures for.
-		Query(dashboard.StringOrMap{String: cog.ToPtr("label_values(nacflow_tenant_backups, namespace)")}).
-		Definition("label_values(nacflow_tenant_backups, namespace)").
+		// Namespaces that hold a backup, or whose backups or restores
+		// ended (every one of them failed, say): the tenants the other
+		// panels have figures for.
+		Query(dashboard.StringOrMap{String: cog.ToPtr(namespaces)}).
+		Definition(namespaces).
 		Refresh(dashboard.VariableRefreshOnTimeRangeChanged).Sort(dashboard.VariableSortAlphabeticalAsc))
 
 	d.row("Backups and storage")
@@ -337,6 +382,30 @@ func Tenant() (dashboard.Dashboard, error) {
 		"bytes", 12,
 		query("A", `max by (location) (nacflow_tenant_backup_bytes{`+ns+`})`, "{{location}}"),
 		query("B", `sum(max by (location) (nacflow_tenant_backup_bytes{`+ns+`}))`, "all locations")))
+
+	d.row("Failures, locations and Velero's queue")
+	add(d, single("Failed in a row",
+		"nacflow_tenant_failed_in_a_row: the namespace's backups (NonAdminBackup) and restores (NonAdminRestore) that failed since its newest successful one; 0 once one succeeds. kubectl describe nab (nar) names the failing phase.",
+		"short", 6,
+		query("A", `max by (kind) (nacflow_tenant_failed_in_a_row{`+ns+`})`, "{{kind}}")).
+		Thresholds(thresholds("green", step(1, "orange"), step(3, "red"))))
+	add(d, single("Since the last success",
+		"nacflow_tenant_last_success_timestamp_seconds: the time since the namespace's newest successful backup (restore) ended. No value for a kind none of whose kept objects succeeded.",
+		"s", 6,
+		query("A", `time() - max by (kind) (nacflow_tenant_last_success_timestamp_seconds{`+ns+`})`, "{{kind}}")))
+	add(d, single("Storage locations, by state",
+		"nacflow_tenant_locations: the namespace's NonAdminBackupStorageLocations by state. unavailable: Velero cannot reach the bucket; withdrawn: refused or withdrawn by nacflow (BackingOff); pending: not approved or checked yet. No data when the namespace has none (its backups go to the OADP default location).",
+		"short", 12,
+		query("A", `max by (state) (nacflow_tenant_locations{`+ns+`})`, "{{state}}")).
+		OverrideByName("unavailable", redFromOne()).OverrideByName("withdrawn", redFromOne()))
+	add(d, graph("Waiting for a turn in Velero's queue",
+		"nacflow_velero_queue_waiting: the namespace's backups and restores waiting for their turn (WaitForTurn: its share of Velero's queue is full); 0 when none waits.",
+		"short", 12,
+		query("A", `max by (kind) (nacflow_velero_queue_waiting{`+ns+`}) or 0 * max by (kind) (nacflow_tenant_failed_in_a_row{`+ns+`})`, "{{kind}}")))
+	add(d, graph("Longest wait for a turn",
+		"nacflow_velero_queue_oldest_wait_seconds: how long the namespace's operation that has waited longest for its turn has waited so far; 0 when none waits.",
+		"s", 12,
+		query("A", `max by (kind) (nacflow_velero_queue_oldest_wait_seconds{`+ns+`}) or 0 * max by (kind) (nacflow_tenant_failed_in_a_row{`+ns+`})`, "{{kind}}")))
 
 	d.row("Schedules and restore tests")
 	add(d, grid("Schedules: time since the last successful run, and RPO",

@@ -121,3 +121,31 @@ func (s *monitoringSuite) TestEscapesEveryTemplate(c *C) {
 	c.Check(strings.Contains(string(template), `summary: "{{"{{"}} $labels.job }} {{"{{"}}$value}}"`), Equals, true, Commentf("%s", template))
 	c.Check(strings.Contains(string(template), "about the file"), Equals, false)
 }
+
+// Every alert has a runbook: its runbook_url is its own section of
+// docs/troubleshooting.md, whose heading is the alert's name.
+func (s *monitoringSuite) TestEveryAlertHasARunbook(c *C) {
+	docs, err := os.ReadFile(filepath.Join(s.root, "docs", "troubleshooting.md"))
+	c.Assert(err, IsNil)
+	var file struct {
+		Groups []struct {
+			Rules []struct {
+				Alert       string
+				Annotations map[string]string
+			}
+		}
+	}
+	c.Assert(yaml.Unmarshal(s.rules, &file), IsNil)
+	n := 0
+	for _, g := range file.Groups {
+		for _, r := range g.Rules {
+			if r.Alert == "" {
+				continue
+			}
+			n++
+			c.Check(r.Annotations["runbook_url"], Equals, "https://github.com/nacflow/nacflow/blob/main/docs/troubleshooting.md#"+strings.ToLower(r.Alert), Commentf("alert %s", r.Alert))
+			c.Check(bytes.Contains(docs, []byte("\n### "+r.Alert+"\n")), Equals, true, Commentf("docs/troubleshooting.md has no section ### %s", r.Alert))
+		}
+	}
+	c.Check(n > 0, Equals, true)
+}
