@@ -253,7 +253,7 @@ FAST_PKGS = $$($(GO) list ./... | grep -v -e /controllers -e /test/)
 # its tests check every panel's queries and that the generated files are
 # current.
 DASHBOARDS_TEST = cd hack/dashboards && $(GO) test -count=1 ./...
-SLOW_PKGS = $(INTEGRATION_PKGS) ./test/e2e/... ./test/e2ewalk/... ./test/e2elocalcp/... ./test/e2estorage/... ./test/e2eoadp/... ./test/failover/... $(if $(filter false,$(NODE)),,./test/e2enode/...)
+SLOW_PKGS = $(INTEGRATION_PKGS) ./test/e2e/... ./test/e2ewalk/... ./test/e2elocalcp/... ./test/e2estorage/... ./test/e2emonitoring/... ./test/e2eoadp/... ./test/failover/... $(if $(filter false,$(NODE)),,./test/e2enode/...)
 # What the test binaries read: the prebuilt tools and binaries (bin/), OADP
 # NAC's source and its manager.
 TEST_ENV = NACFLOW_ASSETS=$(BIN) NACFLOW_BINARIES=$(BIN) NACFLOW_PEERS=$(PEERS) NACFLOW_OADP_NAC=$(OADP_NAC) NACFLOW_OADP_CLI=$(BIN)/oadp-cli
@@ -322,8 +322,11 @@ test-rules: $(PROMTOOL) ## Check the alert rules (config/monitoring/rules) with 
 	$(PROMTOOL) check rules config/monitoring/rules/nacflow.rules.yaml
 	$(PROMTOOL) test rules config/monitoring/rules/tests/*.yaml
 
+# -check.vv: test/e2emonitoring's log — Prometheus' answers on the alert,
+# each panel's data — shows when it passes too.
 .PHONY: test-monitoring
-test-monitoring: test-rules ## The monitoring's tests: the alert rules' (make test-rules).
+test-monitoring: test-rules $(CONTROL_PLANE) $(VELERO_STACK) $(PROMETHEUS) build ## The monitoring's tests: the alert rules' (make test-rules), then test/e2emonitoring alone: a real Prometheus scraping nac and evaluating the rules, a tenant's failed backup firing NacflowTenantBackupFailed and a good one resolving it, every dashboard panel's query answered.
+	$(TEST_ENV) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -v ./test/e2emonitoring/... -check.vv
 
 .PHONY: test-fast
 test-fast: ## The inner loop: unit tests and every package that needs no control plane (make test's first step), in about a minute.
@@ -480,14 +483,18 @@ verify-generated: generate manifests docs chart ## Fail when generated files are
 # What make run needs, and only that (no helm, krew, controller-gen or test
 # binaries): two builds at a time, so that one's links and module downloads
 # overlap the other's compiles.
-RUN_TOOLS = $(CONTROL_PLANE) $(if $(filter false,$(WITH_VELERO)),,$(VELERO_STACK)) $(NODE_TOOLS)
+RUN_TOOLS = $(CONTROL_PLANE) $(if $(filter false,$(WITH_VELERO)),,$(VELERO_STACK)) $(NODE_TOOLS) $(if $(filter-out 0 false,$(MONITORING)),$(PROMETHEUS))
+# MONITORING=1: make run also starts a Prometheus server (bin/prometheus) on
+# 127.0.0.1:9090 that scrapes the controller and evaluates nacflow's alert
+# rules (localcp --monitoring).
+MONITORING ?=
 
 .PHONY: run-tools
 run-tools:
 	@GOGC=$(BUILD_GOGC) $(MAKE) --no-print-directory -j2 KUBE_FIRST=1 $(RUN_TOOLS) build
 
-run: run-tools ## Local control plane, object store, Velero and CRDs, a node where the machine can run one (NODE=false: none); the controller in the foreground.
-	$(LOCALCP) --assets $(BIN) --dir $(LOCAL) --oadp-namespace $(OADP_NAMESPACE) --velero=$(WITH_VELERO) --node=$(NODE) \
+run: run-tools ## Local control plane, object store, Velero and CRDs, a node where the machine can run one (NODE=false: none); the controller in the foreground. MONITORING=1: and Prometheus with nacflow's alert rules.
+	$(LOCALCP) --assets $(BIN) --dir $(LOCAL) --oadp-namespace $(OADP_NAMESPACE) --velero=$(WITH_VELERO) --node=$(NODE) $(if $(filter-out 0 false,$(MONITORING)),--monitoring) \
 		--requester-webhook config/webhook/mutating_webhook_configuration.yaml -- \
 		$(NAC) --oadp-namespace $(OADP_NAMESPACE) --metrics-bind-address 127.0.0.1:8090 --health-probe-bind-address 127.0.0.1:8091 \
 		--webhook-port 9443 --webhook-host 127.0.0.1 --webhook-cert-dir $(LOCAL)/webhook-certs --webhook-configuration nacflow-requester-local \

@@ -24,9 +24,17 @@
 // out, and the stack runs until Ctrl-C (make run-node, for make
 // deploy-local).
 //
+// With --monitoring (make run MONITORING=1) it also runs a Prometheus server
+// (ASSETS/prometheus) before the controller, scraping the controller's
+// metrics with a token of ServiceAccount metrics-scraper (renewed while it
+// runs) and evaluating nacflow's alert rules (internal/localstack/promstack
+// writes its configuration, as for test/e2emonitoring); its URL is in the
+// ready message, its TSDB in DIR/prometheus, its log DIR/prometheus.log.
+//
 // Stopping: SIGINT (Ctrl-C) or SIGTERM at any moment stops the controller,
-// Velero, the store, the node and the control plane, in that order, within
-// 15 s, 23 s with a node (each gets SIGTERM, then SIGKILL after its grace). During startup localcp then
+// Prometheus, Velero, the store, the node and the control plane, in that
+// order, within 15 s, 23 s with a node, 2 s more with --monitoring (each
+// gets SIGTERM, then SIGKILL after its grace). During startup localcp then
 // exits with status 1 and "interrupted"; once the controller runs, with 0. A
 // second signal exits at once. On Linux every child, kube-apiserver, etcd
 // and Velero's plugins included, also dies when localcp is killed with
@@ -112,6 +120,10 @@ type options struct {
 	allowStore          bool          // add the store's address to the controller's --endpoint-allow-hosts
 	node                string        // --node: auto, true or false
 	nodeIP              string        // --node-ip
+	monitoring          bool          // --monitoring: run Prometheus too
+	monitoringRules     string        // --monitoring-rules
+	monitoringAddr      string        // --monitoring-address
+	monitoringInterval  time.Duration // --monitoring-interval
 	command             []string      // the controller and its arguments
 }
 
@@ -137,6 +149,10 @@ func main() {
 	flag.IntVar(&o.veleroConcurrent, "velero-concurrent-backups", 1, "The Velero server's --concurrent-backups: how many backups it runs at once (Velero's default, 1, queues the rest; on Velero 1.18 a queued backup may then wait up to a minute after the one before it ends).")
 	flag.BoolVar(&o.allowStore, "allow-store-endpoint", true, "Append --endpoint-allow-hosts=<the object store's host:port> to the controller's arguments, so that tenants' locations may use the store on loopback (nac refuses loopback endpoints by default).")
 	flag.StringVar(&o.node, "node", "false", "Run a node (containerd, kubelet, kube-scheduler; docs/local-node.md) so that Pods run: true, false, or auto (where the machine can: Linux, root, containerd, runc and the CNI plugins installed, no other kubelet running; else one line says why not). make run passes auto.")
+	flag.BoolVar(&o.monitoring, "monitoring", false, "Also run a Prometheus server (ASSETS/prometheus: make bin/prometheus) that scrapes the controller's metrics as job nacflow, with a token of ServiceAccount "+scraperSA+" over HTTPS unless the controller is given --metrics-secure=false, and evaluates the alert rules of --monitoring-rules; its URL is printed (HTTP API only: the server is built without its web UI). make run MONITORING=1 passes it.")
+	flag.StringVar(&o.monitoringRules, "monitoring-rules", "config/monitoring/rules/nacflow.rules.yaml", "The alert rules file --monitoring loads.")
+	flag.StringVar(&o.monitoringAddr, "monitoring-address", "127.0.0.1:9090", "Where --monitoring's Prometheus listens (port 0: a free one); a fixed port is checked before anything starts.")
+	flag.DurationVar(&o.monitoringInterval, "monitoring-interval", 5*time.Second, "--monitoring's scrape and rule evaluation interval.")
 	flag.StringVar(&o.nodeIP, "node-ip", defaultNodeIP, "The node's address, added to lo while the node runs (not in 127.0.0.0/8: EndpointSlices refuse loopback addresses).")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "Usage: localcp [flags] -- CONTROLLER [ARGS...]\n\nFlags:\n")
@@ -243,6 +259,12 @@ func run(o options) (err error) {
 	assets, err := filepath.Abs(o.assets)
 	if err != nil {
 		return err
+	}
+	var mon *monitoring
+	if o.monitoring {
+		if mon, err = planMonitoring(o, controllerArgs, assets); err != nil {
+			return err
+		}
 	}
 	if err := os.MkdirAll(o.dir, 0o755); err != nil {
 		return err
@@ -413,6 +435,23 @@ func run(o options) (err error) {
 		}
 	}
 
+	monitoringLines := ""
+	if mon != nil {
+		step = "starting Prometheus"
+		fmt.Println(">> starting Prometheus (--monitoring): the controller's metrics and nacflow's alert rules")
+		srv, lines, err := startMonitoring(ctx, cfg, mon, o.oadpNS)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			fmt.Println(">> stopping Prometheus")
+			if srv.Stop(prometheusGrace) {
+				fmt.Printf("   prometheus did not stop within %s: killed\n", prometheusGrace)
+			}
+		}()
+		monitoringLines = lines
+	}
+
 	step = "starting the controller"
 	if ctx.Err() != nil {
 		return ctx.Err()
@@ -426,7 +465,7 @@ func run(o options) (err error) {
    tenant namespace:  %s
    Velero:            %s
    node:              %s
-   all logs:          %s
+%s   all logs:          %s
 
    In another terminal:
      export KUBECONFIG=%s
@@ -434,7 +473,7 @@ func run(o options) (err error) {
      kubectl get nab -n %s
      kubectl describe nab -n %s sample
      kubectl get backups.velero.io -n %s
-%s`, cfg.Host, kcPath, o.oadpNS, o.tenantNS, velero, nodeLine, logList(o.dir, len(o.command) > 0), kcPath, o.tenantNS, o.tenantNS, o.oadpNS, scrapeHint(controllerArgs, o.oadpNS, o.metricsRole != ""))
+%s`, cfg.Host, kcPath, o.oadpNS, o.tenantNS, velero, nodeLine, monitoringLines, logList(o.dir, len(o.command) > 0), kcPath, o.tenantNS, o.tenantNS, o.oadpNS, scrapeHint(controllerArgs, o.oadpNS, o.metricsRole != ""))
 	if len(o.command) == 0 {
 		fmt.Println(">> no controller command: the stack runs until Ctrl-C (`make deploy-local` runs the controller on the node)")
 		<-ctx.Done()
@@ -685,21 +724,11 @@ func bindScraper(ctx context.Context, cfg *rest.Config, ns, role string) error {
 // and --metrics-secure (HTTPS with a token unless given false). bound says
 // whether the scraper ServiceAccount was set up.
 func scrapeHint(args []string, ns string, bound bool) string {
-	addr, ok := flagValue(args, "metrics-bind-address")
+	target, ok := metricsTarget(args)
 	if !ok {
-		addr = ":8090"
-	}
-	if addr == "0" || addr == "" {
 		return ""
 	}
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return ""
-	}
-	if host == "" || host == "0.0.0.0" || host == "::" {
-		host = "127.0.0.1"
-	}
-	url := "://" + net.JoinHostPort(host, port) + "/metrics"
+	url := "://" + target + "/metrics"
 	if !metricsSecure(args) {
 		return "     curl -s http" + url + "      # the controller's metrics (plain HTTP: --metrics-secure=false)\n"
 	}
@@ -707,6 +736,29 @@ func scrapeHint(args []string, ns string, bound bool) string {
 		return "     # the controller's metrics: https" + url + ", with a bearer token of a user bound to ClusterRole " + metricsReaderRole + "\n"
 	}
 	return fmt.Sprintf("     curl -sk -H \"Authorization: Bearer $(kubectl create token %s -n %s)\" https%s   # the controller's metrics\n", scraperSA, ns, url)
+}
+
+// metricsTarget returns where the controller's metrics are served, as
+// host:port to scrape, from its arguments: its --metrics-bind-address (nac's
+// default :8090 when not given), a wildcard or empty host made 127.0.0.1.
+// ok is false when metrics are off ("0", "") or the address is not
+// host:port.
+func metricsTarget(args []string) (target string, ok bool) {
+	addr, given := flagValue(args, "metrics-bind-address")
+	if !given {
+		addr = ":8090"
+	}
+	if addr == "0" || addr == "" {
+		return "", false
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", false
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port), true
 }
 
 // metricsSecure reports whether the controller's arguments leave
