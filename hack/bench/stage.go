@@ -298,27 +298,43 @@ type waveTimes struct {
 func wave(ctx context.Context, c client.WithWatch, n, k int, key func(int) string, create func(int) error) (*waveTimes, error) {
 	seen := map[string]time.Time{}
 	var seenMu sync.Mutex
-	w, err := c.Watch(ctx, &velerov1.BackupList{}, client.InNamespace(oadpNS))
+	// The watches end with the wave (wctx).
+	wctx, stopWatching := context.WithCancel(ctx)
+	defer stopWatching()
+	w, err := c.Watch(wctx, &velerov1.BackupList{}, client.InNamespace(oadpNS))
 	if err != nil {
 		return nil, err
 	}
-	defer w.Stop()
 	allSeen := make(chan struct{})
 	go func() {
-		for ev := range w.ResultChan() {
-			if ev.Type != watch.Added {
-				continue
-			}
-			b := ev.Object.(*velerov1.Backup)
-			key := b.Annotations[v1alpha1.NabOriginNamespaceAnnotation] + "/" + b.Annotations[v1alpha1.NabOriginNameAnnotation]
-			seenMu.Lock()
-			if _, ok := seen[key]; !ok && strings.HasPrefix(key, "tenant-") {
-				seen[key] = time.Now()
-				if len(seen) == n {
-					close(allSeen)
+		// The API server ends a watch after its timeout (30 to 60 min):
+		// a wave of 100,000 outlasts it. A new watch without a resource
+		// version starts with every existing Backup as Added, so none
+		// is missed (a Backup seen again keeps its first time).
+		for wctx.Err() == nil {
+			for ev := range w.ResultChan() {
+				if ev.Type != watch.Added {
+					continue
 				}
+				b := ev.Object.(*velerov1.Backup)
+				key := b.Annotations[v1alpha1.NabOriginNamespaceAnnotation] + "/" + b.Annotations[v1alpha1.NabOriginNameAnnotation]
+				seenMu.Lock()
+				if _, ok := seen[key]; !ok && strings.HasPrefix(key, "tenant-") {
+					seen[key] = time.Now()
+					if len(seen) == n {
+						close(allSeen)
+					}
+				}
+				seenMu.Unlock()
 			}
-			seenMu.Unlock()
+			w.Stop()
+			for wctx.Err() == nil {
+				var err error
+				if w, err = c.Watch(wctx, &velerov1.BackupList{}, client.InNamespace(oadpNS)); err == nil {
+					break
+				}
+				time.Sleep(time.Second)
+			}
 		}
 	}()
 	created := make([]time.Time, n)
