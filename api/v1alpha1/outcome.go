@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"slices"
+
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -28,17 +30,10 @@ func outcome(p *PlanStatus, actions []string, phase string, failedPhases ...stri
 	if p == nil || p.CompletionTime == nil || (p.State != PlanComplete && p.State != PlanFailed) {
 		return Outcome{}
 	}
-	known := false
-	for _, a := range actions {
-		known = known || p.Action == a
-	}
-	if !known {
+	if !slices.Contains(actions, p.Action) {
 		return Outcome{}
 	}
-	failed := p.State == PlanFailed
-	for _, f := range failedPhases {
-		failed = failed || phase == f
-	}
+	failed := p.State == PlanFailed || slices.Contains(failedPhases, phase)
 	return Outcome{Ended: true, Failed: failed, At: *p.CompletionTime}
 }
 

@@ -230,20 +230,6 @@ func locationState(n *v1alpha1.NonAdminBackupStorageLocation) string {
 	return "pending"
 }
 
-// waitingForTurn returns when p's WaitForTurn phase started waiting, and
-// whether it is waiting: Velero's fair-share queue.
-func waitingForTurn(p *v1alpha1.PlanStatus) (*metav1.Time, bool) {
-	if p == nil || p.State != v1alpha1.PlanRunning {
-		return nil, false
-	}
-	for i := range p.Phases {
-		if ph := &p.Phases[i]; ph.Func == "WaitForTurn" && ph.State == v1alpha1.PhaseWaiting {
-			return ph.StartTime, true
-		}
-	}
-	return nil, false
-}
-
 // restoreTests sums up a namespace's restore tests (NonAdminBackups'
 // status.restoreTest) for the restore-test gauges.
 type restoreTests struct {
@@ -353,11 +339,11 @@ func (s *StateCollector) Collect(ch chan<- prometheus.Metric) {
 				locations[n.Namespace][locationState(n)]++
 			}
 			if h, ok := o.(v1alpha1.Object); ok {
-				p := h.GetPlan()
-				if p != nil && p.State == v1alpha1.PlanRunning {
+				if p := h.GetPlan(); p != nil && p.State == v1alpha1.PlanRunning {
 					active++
 				}
-				if since, ok := waitingForTurn(p); ok {
+				if ph := veleroqueue.WaitingTurn(h); ph != nil {
+					since := ph.StartTime
 					w := waiting[o.GetNamespace()]
 					if w == nil {
 						w = &wait{}

@@ -19,7 +19,7 @@ func NewTurnsFakeClient(scheme *runtime.Scheme, objs ...client.Object) client.Wi
 			}
 			return nil
 		}).WithIndex(l.newWaiting(), l.waitingIndex, func(obj client.Object) []string {
-			if o, ok := obj.(v1alpha1.Object); ok && waitingTurn(o) != nil {
+			if o, ok := obj.(v1alpha1.Object); ok && WaitingTurn(o) != nil {
 				return []string{turnsAll, obj.GetNamespace()}
 			}
 			return nil

@@ -108,7 +108,7 @@ func IndexTurns(ctx context.Context, indexer client.FieldIndexer) error {
 			return fmt.Errorf("indexing %s by %s: %w", l.velero, l.veleroIndex, err)
 		}
 		if err := indexer.IndexField(ctx, l.newWaiting(), l.waitingIndex, func(obj client.Object) []string {
-			if o, ok := obj.(v1alpha1.Object); ok && waitingTurn(o) != nil {
+			if o, ok := obj.(v1alpha1.Object); ok && WaitingTurn(o) != nil {
 				return []string{turnsAll, obj.GetNamespace()}
 			}
 			return nil
@@ -145,9 +145,9 @@ func UnfinishedRestoreOrigin(r *velerov1.Restore) string {
 	return r.Annotations[v1alpha1.NarOriginNamespaceAnnotation]
 }
 
-// waitingTurn returns the WaitForTurn phase obj's running plan waits in, nil
+// WaitingTurn returns the WaitForTurn phase obj's running plan waits in, nil
 // when it does not wait for a turn.
-func waitingTurn(obj v1alpha1.Object) *v1alpha1.PhaseStatus {
+func WaitingTurn(obj v1alpha1.Object) *v1alpha1.PhaseStatus {
 	p := obj.GetPlan()
 	if p == nil || (p.State != v1alpha1.PlanRunning && p.State != v1alpha1.PlanPending) {
 		return nil
@@ -165,7 +165,7 @@ func waitingTurn(obj v1alpha1.Object) *v1alpha1.PhaseStatus {
 // plan, with a limit: an unlimited one took no turn, and waking anyone for
 // it would only cost a wave of unlimited operations a cache read each).
 func TurnState(obj v1alpha1.Object) int {
-	if waitingTurn(obj) != nil {
+	if WaitingTurn(obj) != nil {
 		return 1
 	}
 	p := obj.GetPlan()
@@ -534,7 +534,7 @@ func (t *Turns) snapshot(ctx context.Context, l *lane, now time.Time, also strin
 		if !ok {
 			continue
 		}
-		ps := waitingTurn(obj)
+		ps := WaitingTurn(obj)
 		if ps == nil {
 			continue
 		}
