@@ -275,6 +275,12 @@ func (d describer) plan(p *v1alpha1.PlanStatus) {
 	if s := p.Superseded; s != nil {
 		d.line(1, "Superseded", fmt.Sprintf("%s at %s: %s", s.Action, or(s.Current, "?"), s.Reason))
 	}
+	if p.IsSummary() {
+		// A plan that completed with every phase plain keeps no phase
+		// list (engine.Compact).
+		d.line(1, "Phases", fmt.Sprintf("every phase completed at its first attempt (the list is not kept; last: %s)", or(p.Current, "?")))
+		return
+	}
 	tw := tabwriter.NewWriter(d.w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "  PHASE\tFUNCTION\tSTATE\tSTART\tDURATION\tATTEMPTS\tMESSAGE")
 	// A compacted plan keeps no phase start times: each phase started when

@@ -52,6 +52,24 @@ func (s *PrintersSuite) TestDescribeCompactedPlan(c *C) {
 	c.Check(compacted.String(), Matches, `(?s).*verify\s+VerifyBackupContents\s+complete\s+\+12s\s+2s\s+1\s+.*`)
 }
 
+// A plan that completed with every phase plain keeps only its summary:
+// describe says so instead of a timeline, and --wait ends on "complete".
+func (s *PrintersSuite) TestDescribeSummaryPlan(c *C) {
+	nab := completedBackup()
+	p := nab.Status.Plan
+	p.Spec, p.Compacted, p.Phases, p.DeferPhase, p.Current = nil, true, nil, nil, "finalStatus: complete"
+	var b bytes.Buffer
+	DescribeBackup(&b, nab, nil, t0.Add(time.Minute))
+	c.Check(b.String(), Matches, `(?s).*Plan:\s+backup \(blueprint nonadminbackup, \S+\): complete, \S+\n`+
+		`\s+Started:.*\n\s+Completed:.*\n\s+Phases:\s+every phase completed at its first attempt \(the list is not kept; last: finalStatus: complete\)\n.*`)
+	c.Check(strings.Contains(b.String(), "PHASE"), Equals, false)
+	pr := BackupProgress(nab)
+	c.Check(pr.Ended, Equals, true)
+	c.Check(pr.Failure, Equals, "")
+	c.Check(strings.HasPrefix(ProgressLine(pr), "complete"), Equals, true, Commentf("%s", ProgressLine(pr)))
+	c.Check(ProgressBar(pr, 4), Equals, "[####]")
+}
+
 func pointers[T any](l []T) []*T {
 	out := make([]*T, len(l))
 	for i := range l {

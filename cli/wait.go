@@ -55,6 +55,9 @@ func planProgress(p *v1alpha1.PlanStatus, action string) Progress {
 			current = i
 		}
 	}
+	if current < 0 && p.IsSummary() {
+		pr.State = string(p.State) // every phase completed (engine.Compact)
+	}
 	if current >= 0 {
 		ph := p.Phases[current]
 		pr.Phase, pr.Func, pr.State, pr.Message, pr.Index = ph.Name, ph.Func, string(ph.State), ph.Message, current+1

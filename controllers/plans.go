@@ -3,6 +3,8 @@ package controllers
 import (
 	"context"
 
+	"k8s.io/apimachinery/pkg/api/equality"
+
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
@@ -40,10 +42,14 @@ type statusPlans struct{}
 func (statusPlans) Load(context.Context, v1alpha1.Object) ([]byte, error) { return nil, nil }
 
 func (statusPlans) Write(ctx context.Context, c client.Client, obj v1alpha1.Object, before client.Object, _ []byte) error {
-	if obj.GetPlan().IsSummary() {
-		// The cache holds only the ended plan's summary: the write leaves
-		// the API server's whole plan as it is.
-		return patch.StatusExcept(ctx, c, obj, before, "plan")
+	if p := obj.GetPlan(); p.IsSummary() {
+		if b, ok := before.(v1alpha1.Object); ok && equality.Semantic.DeepEqual(p, b.GetPlan()) {
+			// The cache holds only the ended plan's summary: the write
+			// leaves the API server's whole plan as it is.
+			return patch.StatusExcept(ctx, c, obj, before, "plan")
+		}
+		// A plan that has just ended with every phase plain is its
+		// summary (engine.Compact): written whole.
 	}
 	return patch.Status(ctx, c, obj, before)
 }

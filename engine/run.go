@@ -209,7 +209,9 @@ func (r *Runner) run(ctx context.Context, req Request) (Outcome, error) {
 // conditions and Velero references, and in its events while they live.
 // Names, functions, states and completion times stay, and so do the
 // messages of phases that failed, were skipped, retried or timed out:
-// kubectl describe's story of what went wrong. Every NAC object keeps its
+// kubectl describe's story of what went wrong. A plan that completed with
+// every phase plain (completed at its first attempt, no message kept)
+// keeps no phase list at all: its summary (allPlain). Every NAC object keeps its
 // last plan for its life, in etcd and in the controller's cache, so this is
 // most of what an object costs once its operation is over
 // (docs/performance.md). A plan that has not ended, or was superseded, is
@@ -235,6 +237,27 @@ func Compact(plan *nacv1alpha1.PlanStatus, keeps func(fn, message string) bool) 
 	if plan.DeferPhase != nil {
 		compactPhase(plan.DeferPhase)
 	}
+	if plan.State == nacv1alpha1.PlanComplete && allPlain(plan) {
+		plan.Phases, plan.DeferPhase = nil, nil
+	}
+}
+
+// allPlain reports whether every phase of a compacted plan, its deferPhase
+// included, completed at its first attempt and kept no message: such a
+// plan's phase list tells nothing its state, current phase and times do
+// not (the blueprint names the phases), so Compact keeps only that summary
+// (IsSummary), as Tekton's minimal embedded status keeps child references
+// rather than every TaskRun's status, for the same reason: etcd's bytes.
+func allPlain(plan *nacv1alpha1.PlanStatus) bool {
+	plain := func(ps *nacv1alpha1.PhaseStatus) bool {
+		return ps.State == nacv1alpha1.PhaseComplete && ps.Attempts == 0 && ps.Message == ""
+	}
+	for i := range plan.Phases {
+		if !plain(&plan.Phases[i]) {
+			return false
+		}
+	}
+	return plan.DeferPhase == nil || plain(plan.DeferPhase)
 }
 
 // timedOutContinued ends the message of a phase that timed out and

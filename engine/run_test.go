@@ -149,6 +149,59 @@ func (s *RunSuite) TestEndedPlanIsCompacted(c *C) {
 	}
 }
 
+// TestPlainPlanKeepsItsSummary: a plan that completed with every phase
+// plain (first attempt, no message kept) keeps no phase list; one phase
+// with a kept message, a retry, or a failure keeps the whole list.
+func (s *RunSuite) TestPlainPlanKeepsItsSummary(c *C) {
+	for _, tc := range []struct {
+		name  string
+		a     func(int, *stepArgs) (engine.Result, error)
+		whole bool
+	}{
+		{"plain", func(int, *stepArgs) (engine.Result, error) {
+			return engine.Done("dropped", map[string]string{"value": "v"}), nil
+		}, false},
+		{"kept message", func(int, *stepArgs) (engine.Result, error) {
+			return engine.Done("kept: a note", map[string]string{"value": "v"}), nil
+		}, true},
+		{"retried", func(n int, _ *stepArgs) (engine.Result, error) {
+			if n == 1 {
+				return engine.Result{}, errors.New("once")
+			}
+			return engine.Done("", map[string]string{"value": "v"}), nil
+		}, true},
+	} {
+		s.nab.Status.Plan = nil
+		s.fn.script["a"], s.fn.calls = tc.a, map[string]int{}
+		req := s.request(c, func(a *v1alpha1.BlueprintAction) {
+			one := int32(1)
+			a.Phases[0].Retries = &one
+		})
+		req.KeepEndedPlan = false
+		for range 3 {
+			if out, err := s.runner.Run(context.Background(), req); err == nil && out.Finished {
+				break
+			}
+		}
+		plan := s.nab.Status.Plan
+		c.Assert(plan.State, Equals, v1alpha1.PlanComplete, Commentf("%s", tc.name))
+		c.Check(plan.Compacted, Equals, true, Commentf("%s", tc.name))
+		c.Check(plan.StartTime, NotNil, Commentf("%s", tc.name))
+		c.Check(plan.CompletionTime, NotNil, Commentf("%s", tc.name))
+		c.Check(plan.Current, Not(Equals), "", Commentf("%s", tc.name))
+		if tc.whole {
+			c.Check(plan.Phases, HasLen, 3, Commentf("%s", tc.name))
+			c.Check(plan.DeferPhase, NotNil, Commentf("%s", tc.name))
+			c.Check(plan.IsSummary(), Equals, false, Commentf("%s", tc.name))
+		} else {
+			c.Check(plan.Phases, IsNil, Commentf("%s", tc.name))
+			c.Check(plan.DeferPhase, IsNil, Commentf("%s", tc.name))
+			c.Check(plan.IsSummary(), Equals, true, Commentf("%s", tc.name))
+		}
+		s.events()
+	}
+}
+
 // events drains the recorded events as "Type Reason" strings.
 func (s *RunSuite) events() []string {
 	var out []string

@@ -210,7 +210,10 @@ type PlanStatus struct {
 	// and start times (a phase starts when the one before it ends; the
 	// first at the plan's startTime) and single attempts (0 for a phase
 	// that ran once) are left out; names, functions, states, completion
-	// times and messages stay.
+	// times and messages stay. A plan that completed with every phase
+	// completed at its first attempt and no message worth keeping keeps
+	// no phases or deferPhase at all: its state, current phase and times
+	// say all of it.
 	// +optional
 	Compacted bool `json:"compacted,omitempty"`
 
@@ -309,10 +312,11 @@ func (p *PlanStatus) Summarize() {
 	p.Phases, p.DeferPhase, p.BlueprintMessage = nil, nil, ""
 }
 
-// IsSummary reports whether p is a compacted plan cut by Summarize: a plan
-// always has phases (a blueprint action without any does not compile), so
-// a compacted one without them is a summary, never what the API server
-// holds.
+// IsSummary reports whether p is a compacted plan without phases: cut by
+// Summarize, or a plan that completed with every phase plain, which the
+// API server holds so (compacted). A plan always has phases (a blueprint
+// action without any does not compile), so a compacted one without them
+// is always such a summary.
 func (p *PlanStatus) IsSummary() bool {
 	return p != nil && p.Compacted && len(p.Phases) == 0
 }

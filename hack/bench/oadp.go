@@ -10,6 +10,7 @@ import (
 	"time"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -18,8 +19,8 @@ import (
 
 // OADPRun is OADP NAC's part of a scale run (-oadp): its manager on a
 // control plane of its own, the same NAB spec, the same NABs per
-// namespace, Velero played the same way (every Backup patched Completed
-// once all had appeared).
+// namespace, Velero played the same way (every Backup patched as
+// completedPatch says, once all had appeared).
 type OADPRun struct {
 	NABs, Namespaces int
 	// Completed are its NABs whose status.veleroBackup.status.phase is
@@ -107,7 +108,11 @@ func measureOADP(ctx context.Context, p *plane, o *OADPRun, nss []string, mgr *n
 	if err != nil {
 		return err
 	}
-	if err := patchPhase(ctx, p.c, backups, velerov1.BackupPhaseCompleted); err != nil {
+	patch := completedPatch()
+	if err := parallel(ctx, len(backups), 20, func(i int) error {
+		b := &velerov1.Backup{ObjectMeta: metav1.ObjectMeta{Namespace: backups[i].Namespace, Name: backups[i].Name}}
+		return p.c.Patch(ctx, b, patch)
+	}); err != nil {
 		return err
 	}
 	if err := waitOADPCompleted(ctx, p.c, o); err != nil {

@@ -24,9 +24,7 @@ func playVelero(ctx context.Context, c client.WithWatch, ns string) {
 	todo := make(chan string, 4096)
 	for range 8 {
 		go func() {
-			// Velero names the default location in a Backup that names
-			// none when it runs it.
-			patch := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"spec":{"storageLocation":"default"},"status":{"phase":%q}}`, velerov1.BackupPhaseCompleted))
+			patch := completedPatch()
 			for {
 				select {
 				case <-ctx.Done():
@@ -58,4 +56,13 @@ func playVelero(ctx context.Context, c client.WithWatch, ns string) {
 		}
 		w.Stop()
 	}
+}
+
+// completedPatch is the merge patch with which the bench plays Velero
+// completing a Backup, for nacflow's run and OADP NAC's alike: Velero
+// names the default location in a Backup that names none when it runs it
+// (spec.storageLocation "default", the admin's location), and sets
+// status.phase Completed.
+func completedPatch() client.Patch {
+	return client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"spec":{"storageLocation":"default"},"status":{"phase":%q}}`, velerov1.BackupPhaseCompleted))
 }
