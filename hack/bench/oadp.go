@@ -97,7 +97,7 @@ func measureOADP(ctx context.Context, p *plane, o *OADPRun, nss []string, mgr *n
 	name := func(i int) (string, string) { return nss[1+i%o.Namespaces], fmt.Sprintf("nab-%06d", i) }
 	wt, err := wave(ctx, p.c, o.NABs, 10, func(i int) string { ns, n := name(i); return ns + "/" + n }, func(i int) error {
 		ns, n := name(i)
-		return p.c.Create(ctx, oadpNAB(ns, n))
+		return p.c.Create(ctx, scaleNAB(ns, n))
 	})
 	if err != nil {
 		return err
@@ -132,9 +132,13 @@ func measureOADP(ctx context.Context, p *plane, o *OADPRun, nss []string, mgr *n
 	return nil
 }
 
-// oadpNAB is a NAB of namespace ns named name with the scale run's spec,
-// unstructured: OADP NAC's API is not a dependency of the bench.
-func oadpNAB(ns, name string) *unstructured.Unstructured {
+// scaleNAB is a NAB of namespace ns named name with the scale run's spec
+// (scaleSpec) as its only field, the same object for nacflow and OADP NAC
+// (both serve oadp.openshift.io/v1alpha1 NonAdminBackups), sent as
+// kubectl sends it: unstructured, so that no zero-valued field of Velero's
+// Go types (ttl "0s", hooks {}, …) is written that a user's YAML would not
+// have. OADP NAC's API is not a dependency of the bench.
+func scaleNAB(ns, name string) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(nabGVK)
 	u.SetNamespace(ns)

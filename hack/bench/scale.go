@@ -18,10 +18,7 @@ import (
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/nacflow/nacflow/api/v1alpha1"
 )
 
 // ScaleResult is what one -scale run measured (make bench-scale's JSON):
@@ -189,8 +186,7 @@ func scaleNacflow(st *stage, cfg config, res *ScaleResult) error {
 	name := func(i int) (string, string) { return st.nss[1+i%cfg.m], fmt.Sprintf("nab-%06d", i) }
 	wt, err := wave(ctx, c, cfg.n, cfg.c, func(i int) string { ns, n := name(i); return ns + "/" + n }, func(i int) error {
 		ns, n := name(i)
-		return c.Create(ctx, &v1alpha1.NonAdminBackup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: n},
-			Spec: v1alpha1.NonAdminBackupSpec{BackupSpec: &velerov1.BackupSpec{SnapshotVolumes: ptr.To(false)}}})
+		return c.Create(ctx, scaleNAB(ns, n))
 	})
 	if err != nil {
 		return err
