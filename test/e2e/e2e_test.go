@@ -137,8 +137,8 @@ func (s *E2ESuite) TestReadmeWalkthrough(c *C) {
 	// The real Velero server finishes the backup.
 	e2estack.Eventually(c, 2*time.Minute, func() (bool, string) {
 		out := s.kubectl(c, "get", "nab", "-n", "demo", "sample",
-			"-o", "jsonpath={.status.veleroBackup.status.phase}|{.status.plan.state}|{.status.plan.deferPhase.state}")
-		return out == "Completed|complete|complete", out
+			"-o", "jsonpath={.status.veleroBackup.status.phase}|{.status.plan.state}|{.status.plan.current}")
+		return out == "Completed|complete|finalStatus: complete", out
 	})
 	e2estack.Eventually(c, 10*time.Second, func() (bool, string) {
 		d := s.kubectl(c, "describe", "nab", "-n", "demo", "sample")
