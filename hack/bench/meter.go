@@ -209,7 +209,12 @@ func tenantBackups(ctx context.Context, c client.Client) ([]velerov1.Backup, err
 // patchPhase sets the status.phase of bs as Velero would (a merge patch:
 // Velero's CRDs have no status subresource), 20 at once.
 func patchPhase(ctx context.Context, c client.Client, bs []velerov1.Backup, phase velerov1.BackupPhase) error {
-	patch := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"status":{"phase":%q}}`, phase))
+	return patchAll(ctx, c, bs, client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"status":{"phase":%q}}`, phase)))
+}
+
+// patchAll applies patch to every Backup of bs, 20 at a time; it returns
+// the first error.
+func patchAll(ctx context.Context, c client.Client, bs []velerov1.Backup, patch client.Patch) error {
 	return parallel(ctx, len(bs), 20, func(i int) error {
 		b := &velerov1.Backup{}
 		b.Namespace, b.Name = bs[i].Namespace, bs[i].Name

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -108,11 +107,7 @@ func measureOADP(ctx context.Context, p *plane, o *OADPRun, nss []string, mgr *n
 	if err != nil {
 		return err
 	}
-	patch := completedPatch()
-	if err := parallel(ctx, len(backups), 20, func(i int) error {
-		b := &velerov1.Backup{ObjectMeta: metav1.ObjectMeta{Namespace: backups[i].Namespace, Name: backups[i].Name}}
-		return p.c.Patch(ctx, b, patch)
-	}); err != nil {
+	if err := patchAll(ctx, p.c, backups, completedPatch()); err != nil {
 		return err
 	}
 	if err := waitOADPCompleted(ctx, p.c, o); err != nil {
