@@ -105,6 +105,14 @@ type ScaleResult struct {
 	// VmHWM and highest go_memstats_heap_inuse_bytes until quiet.
 	RestartPeakRSSMiB, RestartHeapMiB float64
 	Restart                           *Restart
+	// Writes are the API server's writes from before the wave until every
+	// plan ended and nac was quiet, by "VERB resource", events included,
+	// lease renewals left out: nac's and the bench's, which creates the
+	// NABs and plays Velero (it completes each Backup, serves and deletes
+	// each DownloadRequest): where the API server's time went.
+	// WritesPerNAB is their sum over NABs.
+	Writes       map[string]float64
+	WritesPerNAB float64
 }
 
 // scaleSpec is the NAB spec of the scale run, nacflow's and OADP NAC's:
@@ -176,13 +184,17 @@ func scaleNacflow(st *stage, cfg config, res *ScaleResult) error {
 	}
 	cpu0, _ := procCPU(st.pid())
 	plans := trackPlans(ctx, c)
+	m := &meter{ctx: ctx, cs: st.cs, nacMetrics: st.nacMetrics, downloads: serveDownloadsFor(ctx, c, oadpNS, cfg.downloadTTL), pid: st.pid, window: cfg.window}
+	before, err := m.take()
+	if err != nil {
+		return err
+	}
 	// Velero keeps up: each Backup completes as it appears, each answered
 	// DownloadRequest goes once expired; the location is the admin's.
 	if err := c.Create(ctx, adminLocation()); err != nil {
 		return fmt.Errorf("creating the default BackupStorageLocation: %w", err)
 	}
 	go playVelero(ctx, c, oadpNS)
-	m := &meter{ctx: ctx, cs: st.cs, nacMetrics: st.nacMetrics, downloads: serveDownloadsFor(ctx, c, oadpNS, cfg.downloadTTL), pid: st.pid, window: cfg.window}
 	name := func(i int) (string, string) { return st.nss[1+i%cfg.m], fmt.Sprintf("nab-%06d", i) }
 	wt, err := wave(ctx, c, cfg.n, cfg.c, func(i int) string { ns, n := name(i); return ns + "/" + n }, func(i int) error {
 		ns, n := name(i)
@@ -200,6 +212,17 @@ func scaleNacflow(st *stage, cfg config, res *ScaleResult) error {
 	}
 	if err := completeAll(st, m, plans, keys, res); err != nil {
 		return err
+	}
+	after, err := m.take()
+	if err != nil {
+		return err
+	}
+	res.Writes = map[string]float64{}
+	for k, v := range diff(before.writes, after.writes) {
+		if v != 0 && !strings.HasSuffix(k, " leases") {
+			res.Writes[k] = v
+			res.WritesPerNAB += v / float64(cfg.n)
+		}
 	}
 	if err := waitDownloadsExpired(ctx, c, cfg.downloadTTL); err != nil {
 		return err
@@ -347,6 +370,8 @@ func printScaleTable(w io.Writer, r *ScaleResult) {
 	fmt.Fprintf(w, "%-46s %.1f s\n", "completion: Backups Completed → plans ended", r.CompletionSeconds)
 	fmt.Fprintf(w, "%-46s %d of %d (plans ended: %d)\n", "NABs Completed", r.Completed, r.NABs, r.PlansEnded)
 	fmt.Fprintf(w, "%-46s %.0f\n", "events dropped", r.EventsDropped)
+	fmt.Fprintf(w, "%-46s %.2f\n", "API writes per NAB (nac's, the bench's NABs and Velero's)", r.WritesPerNAB)
+	printWrites(w, r.Writes, float64(r.NABs))
 	fmt.Fprintf(w, "%-46s %.1f MiB (%.1f heap and runtime + %.1f binary at the end)\n", "controller peak RSS (VmHWM)", r.ControllerPeakRSSMiB, r.ControllerRSSAnonMiB, r.ControllerRSSFileMiB)
 	fmt.Fprintf(w, "%-46s %.1f MiB (HeapAlloc peak %.1f MiB)\n", "controller heap: peak heap_inuse of scrapes", r.ControllerHeapMiB, r.ControllerHeapAllocPeakMiB)
 	fmt.Fprintf(w, "%-46s %.1f MiB\n", "  live heap at the end (HeapAlloc after GC)", r.ControllerLiveHeapMiB)
