@@ -52,11 +52,12 @@ func originOf[T v1alpha1.Object](obj client.Object) []reconcile.Request {
 }
 
 // toOrigin maps objects of the OADP namespace to the NAC object of kind T
-// they were made for (originOf).
+// they were made for (originOf), in flight (inFlight: their changes go
+// before new operations).
 func toOrigin[T v1alpha1.Object]() handler.EventHandler {
-	return handler.EnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []reconcile.Request {
+	return inFlight(handler.EnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []reconcile.Request {
 		return originOf[T](obj)
-	})
+	}))
 }
 
 // volumeToOrigin maps the node agent's volume work (a DataUpload,
@@ -67,7 +68,7 @@ func toOrigin[T v1alpha1.Object]() handler.EventHandler {
 func volumeToOrigin[T v1alpha1.Object](c client.Reader, oadpNamespace, nameLabel string, newObject func() client.Object) handler.EventHandler {
 	var kind T // OriginKeys depends on the kind alone
 	label := kind.OriginKeys().Label
-	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
+	return inFlight(handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
 		name := obj.GetLabels()[nameLabel]
 		if name == "" {
 			return nil
@@ -78,7 +79,7 @@ func volumeToOrigin[T v1alpha1.Object](c client.Reader, oadpNamespace, nameLabel
 			return nil
 		}
 		return originOf[T](v)
-	})
+	}))
 }
 
 // requests is a controller's work queue.
@@ -116,13 +117,13 @@ func freed[V client.Object](finished func(V) bool, origin func(V) string, wake f
 // holds. A list that fails maps to nothing (the waiters' timed rechecks
 // remain).
 func toWaiters[T, Target v1alpha1.Object](c client.Reader, waits func(waiter T, target string) bool) handler.EventHandler {
-	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
+	return inFlight(handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
 		target, ok := originName[Target](obj)
 		if !ok {
 			return nil
 		}
 		return waitersOf(ctx, c, target, waits)
-	})
+	}))
 }
 
 // toUsers maps a NAC object to the objects of kind T in its namespace that

@@ -194,7 +194,7 @@ func (k *backupKind) watches(mgr ctrl.Manager, b *builder.Builder) (*builder.Bui
 		Watches(&v1alpha1.NonAdminBackup{}, turns.turnEvents()).
 		// Every Backup of the OADP namespace: an admin's own backup finishing
 		// moves tenants up the queue too.
-		Watches(&velerov1.Backup{}, k.backupEvents(), builder.WithPredicates(k.inOADP())).
+		Watches(&velerov1.Backup{}, inFlight(k.backupEvents()), builder.WithPredicates(k.inOADP())).
 		Watches(&velerov1.Backup{}, freed(backupFinished, veleroqueue.UnfinishedOrigin, turns.wake), builder.WithPredicates(k.inOADP())).
 		Watches(&velerov1.DeleteBackupRequest{}, toOrigin[*v1alpha1.NonAdminBackup](), made).
 		// A location approved, created or turned Available wakes the NABs

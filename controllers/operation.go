@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -91,9 +92,12 @@ func NewRateLimiter(min, max time.Duration) workqueue.TypedRateLimiter[reconcile
 }
 
 // controllerOptions are the options of every NAC controller: the capped
-// backoff; concurrency comes from the manager (--max-concurrent-reconciles).
+// backoff, and controller-runtime's priority queue, so that objects woken by
+// the Velero objects they wait on go first (inFlight) and a restart's
+// initial list goes last; concurrency comes from the manager
+// (--max-concurrent-reconciles).
 func (d *Deps) controllerOptions() controller.Options {
-	return controller.Options{RateLimiter: NewRateLimiter(d.MinRetryDelay, d.MaxRetryDelay)}
+	return controller.Options{RateLimiter: NewRateLimiter(d.MinRetryDelay, d.MaxRetryDelay), UsePriorityQueue: ptr.To(true)}
 }
 
 // kindHooks are what one NAC kind's file tells the shared loop
