@@ -2,6 +2,9 @@ package controllers
 
 import (
 	"context"
+	"sync"
+
+	"k8s.io/client-go/util/workqueue"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
@@ -73,3 +76,69 @@ func (r raisedQueue) AddWithOpts(o priorityqueue.AddOpts, items ...reconcile.Req
 	}
 	r.PriorityQueue.AddWithOpts(o, items...)
 }
+
+// newQueue is every NAC controller's work queue (controller.Options.NewQueue):
+// controller-runtime's priority queue, with its rate limiter rl, made
+// shutdownSafe.
+func newQueue(name string, rl workqueue.TypedRateLimiter[reconcile.Request]) requests {
+	pq := priorityqueue.New(name, func(o *priorityqueue.Opts[reconcile.Request]) { o.RateLimiter = rl })
+	return &shutdownSafe{PriorityQueue: pq, done: make(chan struct{})}
+}
+
+// shutdownSafe is a priority queue whose Get and GetWithPriority return
+// (shutdown true) once it is shut down, even to a worker already waiting.
+// controller-runtime v0.21's priority queue leaves such a worker waiting for
+// ever (kubernetes-sigs/controller-runtime#3239, fixed upstream by #3337 in
+// a release that needs newer Kubernetes libraries), and the manager's stop
+// then waits out its whole grace period and fails.
+type shutdownSafe struct {
+	priorityqueue.PriorityQueue[reconcile.Request]
+	once sync.Once
+	done chan struct{}
+}
+
+// got is one answer of the inner queue's GetWithPriority.
+type got struct {
+	req      reconcile.Request
+	priority int
+	shutdown bool
+}
+
+// GetWithPriority waits for the next request, or for the queue to be shut
+// down. The inner queue is asked from a goroutine of its own, which a shut
+// down queue leaves waiting: one per idle worker, once, at the end.
+func (q *shutdownSafe) GetWithPriority() (reconcile.Request, int, bool) {
+	select {
+	case <-q.done:
+		return reconcile.Request{}, 0, true
+	default:
+	}
+	ch := make(chan got, 1)
+	go func() {
+		req, priority, shutdown := q.PriorityQueue.GetWithPriority()
+		ch <- got{req: req, priority: priority, shutdown: shutdown}
+	}()
+	select {
+	case g := <-ch:
+		return g.req, g.priority, g.shutdown
+	case <-q.done:
+		return reconcile.Request{}, 0, true
+	}
+}
+
+// Get is GetWithPriority without the priority.
+func (q *shutdownSafe) Get() (reconcile.Request, bool) {
+	req, _, shutdown := q.GetWithPriority()
+	return req, shutdown
+}
+
+// ShutDown shuts the queue down once, waking every waiting worker.
+func (q *shutdownSafe) ShutDown() {
+	q.once.Do(func() {
+		close(q.done)
+		q.PriorityQueue.ShutDown()
+	})
+}
+
+// ShutDownWithDrain is ShutDown, as controller-runtime's own.
+func (q *shutdownSafe) ShutDownWithDrain() { q.ShutDown() }

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"time"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	. "gopkg.in/check.v1"
@@ -81,4 +82,45 @@ func (s *InFlightSuite) TestPlainQueue(c *C) {
 	c.Assert(q.Len(), Equals, 1)
 	got, _ := q.Get()
 	c.Check(got.NamespacedName, Equals, types.NamespacedName{Namespace: "tenant", Name: "nab"})
+}
+
+// A worker waiting on the queue when it shuts down gets shutdown at once,
+// and so does one asking afterwards: the manager's stop does not wait out
+// its grace period (controller-runtime v0.21's own queue leaves them
+// waiting).
+func (s *InFlightSuite) TestShutdownWakesWaitingWorkers(c *C) {
+	q := newQueue("inflight-shutdown", workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request])
+	c.Assert(ok, Equals, true, Commentf("the controllers see a priority queue"))
+	item := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "tenant", Name: "nab"}}
+	pq.AddWithOpts(priorityqueue.AddOpts{Priority: PriorityInFlight}, item)
+	got, prio, shutdown := pq.GetWithPriority()
+	c.Assert(shutdown, Equals, false)
+	c.Check(got, Equals, item)
+	c.Check(prio, Equals, PriorityInFlight)
+	pq.Done(got)
+
+	waiting := make(chan bool, 2)
+	for range 2 {
+		go func() { _, _, shutdown := pq.GetWithPriority(); waiting <- shutdown }()
+	}
+	time.Sleep(50 * time.Millisecond) // both workers are waiting
+	pq.ShutDown()
+	for range 2 {
+		select {
+		case shutdown := <-waiting:
+			c.Check(shutdown, Equals, true)
+		case <-time.After(5 * time.Second):
+			c.Fatal("a worker waiting on the queue was not woken by its shutdown")
+		}
+	}
+	after := make(chan bool, 1)
+	go func() { _, shutdown := pq.Get(); after <- shutdown }()
+	select {
+	case shutdown := <-after:
+		c.Check(shutdown, Equals, true)
+	case <-time.After(5 * time.Second):
+		c.Fatal("Get after the shutdown waited")
+	}
+	pq.ShutDown() // twice: no panic
 }

@@ -92,12 +92,13 @@ func NewRateLimiter(min, max time.Duration) workqueue.TypedRateLimiter[reconcile
 }
 
 // controllerOptions are the options of every NAC controller: the capped
-// backoff, and controller-runtime's priority queue, so that objects woken by
-// the Velero objects they wait on go first (inFlight) and a restart's
-// initial list goes last; concurrency comes from the manager
+// backoff, and controller-runtime's priority queue (newQueue), so that
+// objects woken by the Velero objects they wait on go first (inFlight) and a
+// restart's initial list goes last; concurrency comes from the manager
 // (--max-concurrent-reconciles).
 func (d *Deps) controllerOptions() controller.Options {
-	return controller.Options{RateLimiter: NewRateLimiter(d.MinRetryDelay, d.MaxRetryDelay), UsePriorityQueue: ptr.To(true)}
+	return controller.Options{RateLimiter: NewRateLimiter(d.MinRetryDelay, d.MaxRetryDelay),
+		UsePriorityQueue: ptr.To(true), NewQueue: newQueue}
 }
 
 // kindHooks are what one NAC kind's file tells the shared loop
