@@ -248,13 +248,18 @@ func (s *ControllerSuite) TestScheduleRefusals(c *C) {
 		list := &velerov1.ScheduleList{}
 		c.Assert(testClient.List(ctx, list, client.InNamespace(s.oadp), client.MatchingLabels{v1alpha1.NasOriginNACUUIDLabel: v1alpha1.NACUUIDOf(got.UID)}), IsNil)
 		c.Check(list.Items, HasLen, 0, Commentf(tc.nas.Name))
-		events := &corev1.EventList{}
-		c.Assert(testClient.List(ctx, events, client.InNamespace(tc.nas.Namespace)), IsNil)
-		warned := false
-		for _, e := range events.Items {
-			warned = warned || e.InvolvedObject.Name == tc.nas.Name && e.Type == corev1.EventTypeWarning
-		}
-		c.Check(warned, Equals, true, Commentf("a Warning event for %s", tc.nas.Name))
+		// Events are written after the status, from the controller's
+		// event queue.
+		eventually(c, 10*time.Second, func() (bool, string) {
+			events := &corev1.EventList{}
+			c.Assert(testClient.List(ctx, events, client.InNamespace(tc.nas.Namespace)), IsNil)
+			for _, e := range events.Items {
+				if e.InvolvedObject.Name == tc.nas.Name && e.Type == corev1.EventTypeWarning {
+					return true, ""
+				}
+			}
+			return false, "a Warning event for " + tc.nas.Name
+		})
 	}
 	// Within the admin's bounds: accepted, and the TTL capped template keeps
 	// its own; a template without ttl gets the maximum.
