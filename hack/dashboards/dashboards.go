@@ -337,10 +337,10 @@ func Admin() (dashboard.Dashboard, error) {
 		"short", 12,
 		query("A", `sum by (controller) (increase(controller_runtime_reconcile_errors_total[$__rate_interval]))`, "{{controller}}")))
 	add(d, graph("Reconciles, by controller and result",
-		"controller_runtime_reconcile_total (success, error, requeue, requeue_after) and workqueue_depth: NAC objects waiting for a worker.",
+		"controller_runtime_reconcile_total (success, error, requeue, requeue_after) and workqueue_depth: NAC objects waiting for a worker, all priority bands of a replica summed (the leader's: the followers' queues are empty).",
 		"short", 12,
 		query("A", `sum by (controller, result) (increase(controller_runtime_reconcile_total[$__rate_interval]))`, "{{controller}} {{result}}"),
-		query("B", `max by (name) (workqueue_depth)`, "{{name}} waiting")))
+		query("B", `max by (name) (sum by (name, instance) (workqueue_depth))`, "{{name}} waiting")))
 	return d.build()
 }
 
