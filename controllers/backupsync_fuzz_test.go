@@ -55,32 +55,46 @@ func FuzzBackupSync(f *testing.F) {
 			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team"}},
 			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "victim"}},
 			&v1alpha1.NonAdminBackupStorageLocation{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "own"}}}
-		cl := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).
-			WithStatusSubresource(&v1alpha1.NonAdminBackup{}).Build()
-		s := &backupsync.BackupSync{Client: cl, APIReader: cl, OADPNamespace: "oadp", TenantSpec: phases.SyncedBackupSpec}
-		created, _ := s.SyncOnce(context.Background())
-		nabs := &v1alpha1.NonAdminBackupList{}
-		if err := cl.List(context.Background(), nabs); err != nil {
-			t.Fatal(err)
-		}
-		if created != len(nabs.Items) {
-			t.Fatalf("reported %d NABs created, %d exist", created, len(nabs.Items))
-		}
-		for _, n := range nabs.Items {
-			if n.Namespace != "team" {
-				t.Fatalf("a Backup of team's location made a NonAdminBackup in %q", n.Namespace)
-			}
-			if n.Labels[v1alpha1.NabSyncedFromNACUUIDLabel] != nacuuid || n.Spec.BackupSpec == nil || n.Spec.BackupSpec.StorageLocation != "own" {
-				t.Fatalf("synced NonAdminBackup without its link: labels %v, spec %+v", n.Labels, n.Spec.BackupSpec)
-			}
-			for _, ns := range n.Spec.BackupSpec.IncludedNamespaces {
-				if ns != "team" {
-					t.Fatalf("synced NonAdminBackup asks for namespace %q", ns)
-				}
-			}
-			if len(n.Spec.BackupSpec.ExcludedNamespaces) > 0 || len(n.Spec.BackupSpec.VolumeSnapshotLocations) > 0 {
-				t.Fatalf("synced NonAdminBackup keeps fields a tenant may not set: %+v", n.Spec.BackupSpec)
-			}
+		// Both ways a pass reads the Backups: one List, and one origin
+		// namespace at a time through the index (cmd/nac's).
+		for _, byOrigin := range []bool{false, true} {
+			checkSynced(t, scheme, objs, byOrigin, nacuuid)
 		}
 	})
+}
+
+// checkSynced runs one pass over copies of objs and checks what it made.
+func checkSynced(t *testing.T, scheme *runtime.Scheme, objs []client.Object, byOrigin bool, nacuuid string) {
+	copies := make([]client.Object, len(objs))
+	for i := range objs {
+		copies[i] = objs[i].DeepCopyObject().(client.Object)
+	}
+	cl := fake.NewClientBuilder().WithScheme(scheme).WithObjects(copies...).
+		WithStatusSubresource(&v1alpha1.NonAdminBackup{}).
+		WithIndex(&velerov1.Backup{}, backupsync.OriginIndex, backupsync.OriginNamespaceOf).Build()
+	s := &backupsync.BackupSync{Client: cl, APIReader: cl, OADPNamespace: "oadp", TenantSpec: phases.SyncedBackupSpec, ByOrigin: byOrigin}
+	created, _ := s.SyncOnce(context.Background())
+	nabs := &v1alpha1.NonAdminBackupList{}
+	if err := cl.List(context.Background(), nabs); err != nil {
+		t.Fatal(err)
+	}
+	if created != len(nabs.Items) {
+		t.Fatalf("byOrigin %v: reported %d NABs created, %d exist", byOrigin, created, len(nabs.Items))
+	}
+	for _, n := range nabs.Items {
+		if n.Namespace != "team" {
+			t.Fatalf("byOrigin %v: a Backup of team's location made a NonAdminBackup in %q", byOrigin, n.Namespace)
+		}
+		if n.Labels[v1alpha1.NabSyncedFromNACUUIDLabel] != nacuuid || n.Spec.BackupSpec == nil || n.Spec.BackupSpec.StorageLocation != "own" {
+			t.Fatalf("synced NonAdminBackup without its link: labels %v, spec %+v", n.Labels, n.Spec.BackupSpec)
+		}
+		for _, ns := range n.Spec.BackupSpec.IncludedNamespaces {
+			if ns != "team" {
+				t.Fatalf("synced NonAdminBackup asks for namespace %q", ns)
+			}
+		}
+		if len(n.Spec.BackupSpec.ExcludedNamespaces) > 0 || len(n.Spec.BackupSpec.VolumeSnapshotLocations) > 0 {
+			t.Fatalf("synced NonAdminBackup keeps fields a tenant may not set: %+v", n.Spec.BackupSpec)
+		}
+	}
 }

@@ -176,7 +176,10 @@ func (s *OADPCRDSuite) start(c *C) func() {
 		c.Assert(bpr.SetupWithManager(mgr), IsNil)
 	}
 	s.gc = &orphangc.GarbageCollector{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), OADPNamespace: s.oadp, Off: s.caps.Off()}
-	s.sync = &backupsync.BackupSync{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), OADPNamespace: s.oadp, TenantSpec: phases.SyncedBackupSpec}
+	// As cmd/nac runs it: one origin namespace at a time, through the index.
+	c.Assert(backupsync.IndexOrigin(context.Background(), mgr.GetFieldIndexer()), IsNil)
+	s.sync = &backupsync.BackupSync{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), OADPNamespace: s.oadp,
+		TenantSpec: phases.SyncedBackupSpec, ByOrigin: true}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()

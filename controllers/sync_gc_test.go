@@ -12,9 +12,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
+	"github.com/nacflow/nacflow/controllers"
 	"github.com/nacflow/nacflow/internal/runtime/orphangc"
 	"github.com/nacflow/nacflow/internal/velero/backupsync"
 	"github.com/nacflow/nacflow/phases"
@@ -48,6 +50,59 @@ func defaultBSL(c *C, oadp string) {
 	if err := testClient.Create(context.Background(), bsl); err != nil && !apierrors.IsAlreadyExists(err) {
 		c.Fatal(err)
 	}
+}
+
+// The pass as cmd/nac runs it: the manager's cache with OriginIndex, one
+// origin namespace at a time. It syncs each tenant's finished Backup once,
+// in that tenant's namespace, and nothing running or of a namespace that
+// is gone.
+func (s *ControllerSuite) TestBackupSyncByOrigin(c *C) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	defaultBSL(c, s.oadp)
+	a, b := createNamespace(c, "tenant"), createNamespace(c, "tenant")
+	veleroSyncedBackup(c, s.oadp, a, "nightly", "0b0b0b0b-1111-5222-8333-444455550001", velerov1.BackupPhaseCompleted)
+	veleroSyncedBackup(c, s.oadp, b, "nightly", "0b0b0b0b-1111-5222-8333-444455550002", velerov1.BackupPhaseCompleted)
+	veleroSyncedBackup(c, s.oadp, a, "running", "0b0b0b0b-1111-5222-8333-444455550003", velerov1.BackupPhaseInProgress)
+	veleroSyncedBackup(c, s.oadp, "gone-"+a, "old", "0b0b0b0b-1111-5222-8333-444455550004", velerov1.BackupPhaseCompleted)
+
+	opts := controllers.CacheOptions(s.oadp)
+	opts.Scheme = testScheme
+	informers, err := cache.New(testCfg, opts)
+	c.Assert(err, IsNil)
+	c.Assert(backupsync.IndexOrigin(ctx, informers), IsNil)
+	go func() { _ = informers.Start(ctx) }()
+	c.Assert(informers.WaitForCacheSync(ctx), Equals, true)
+	cached, err := client.New(testCfg, client.Options{Scheme: testScheme, Cache: &client.CacheOptions{Reader: informers}})
+	c.Assert(err, IsNil)
+	sync := &backupsync.BackupSync{Client: cached, APIReader: testClient, OADPNamespace: s.oadp, TenantSpec: phases.SyncedBackupSpec, ByOrigin: true}
+
+	names := func(ns string) []string {
+		list := &v1alpha1.NonAdminBackupList{}
+		c.Assert(testClient.List(ctx, list, client.InNamespace(ns)), IsNil)
+		var out []string
+		for _, n := range list.Items {
+			out = append(out, n.Name+" "+n.Labels[v1alpha1.NabSyncedFromNACUUIDLabel])
+		}
+		return out
+	}
+	// The cache shows the Backups a moment after their creation.
+	eventually(c, 10*time.Second, func() (bool, string) {
+		_, err := sync.SyncOnce(ctx)
+		return err == nil && len(names(a)) == 1 && len(names(b)) == 1, fmt.Sprintf("%v: %v %v", err, names(a), names(b))
+	})
+	c.Check(names(a), DeepEquals, []string{"nightly 0b0b0b0b-1111-5222-8333-444455550001"})
+	c.Check(names(b), DeepEquals, []string{"nightly 0b0b0b0b-1111-5222-8333-444455550002"})
+	// Once the cache shows the NABs, a pass makes nothing more.
+	eventually(c, 10*time.Second, func() (bool, string) {
+		list := &v1alpha1.NonAdminBackupList{}
+		c.Assert(cached.List(ctx, list, client.InNamespace(a)), IsNil)
+		return len(list.Items) == 1, fmt.Sprint(len(list.Items))
+	})
+	_, err = sync.SyncOnce(ctx)
+	c.Check(err, IsNil)
+	c.Check(names(a), HasLen, 1)
+	c.Check(names(b), HasLen, 1)
 }
 
 func (s *ControllerSuite) TestBackupSyncAfterRebuild(c *C) {

@@ -564,8 +564,11 @@ func run(o options) error {
 			return fmt.Errorf("setting up the %s controller: %w", st.kind, err)
 		}
 	}
+	if err := backupsync.IndexOrigin(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return fmt.Errorf("indexing Velero Backups for the backup sync: %w", err)
+	}
 	sync := &backupsync.BackupSync{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), OADPNamespace: o.oadpNamespace,
-		TenantSpec: phases.SyncedBackupSpec}
+		TenantSpec: phases.SyncedBackupSpec, ByOrigin: true}
 	gc := &orphangc.GarbageCollector{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), OADPNamespace: o.oadpNamespace, Off: caps.Off()}
 	period := func(which dpa.Period, def time.Duration) func(context.Context) (time.Duration, string) {
 		return func(ctx context.Context) (time.Duration, string) {

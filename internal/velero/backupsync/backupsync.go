@@ -61,6 +61,40 @@ type BackupSync struct {
 	// (cmd wires phases.SyncedBackupSpec).
 	// Required.
 	TenantSpec func(spec *velerov1.BackupSpec, namespace string) (*velerov1.BackupSpec, map[string][]string)
+	// ByOrigin reads the Velero Backups one origin namespace at a time
+	// through OriginIndex, which Client's cache must have (IndexOrigin):
+	// a pass then holds one namespace's Backups and NABs at once. False
+	// reads them all in one List (a Client without the index, such as a
+	// direct client); the judgement is the same.
+	ByOrigin bool
+}
+
+// OriginIndex is the field index of the cached Velero Backups by the
+// origin namespace their NAC annotation names (IndexOrigin registers it),
+// which BackupSync.ByOrigin reads through.
+const OriginIndex = "backupsync.nacflow.io/origin-namespace"
+
+// IndexOrigin registers OriginIndex on indexer (the manager's cache, before
+// it starts): a Velero Backup carrying the NAC origin-NACUUID label is
+// indexed under its openshift.io/oadp-nab-origin-namespace annotation; a
+// Backup without the label or the annotation is not indexed, as a pass
+// would not sync it. It returns the indexer's error (an index of that name
+// already registered, or a cache already started).
+func IndexOrigin(ctx context.Context, indexer client.FieldIndexer) error {
+	return indexer.IndexField(ctx, &velerov1.Backup{}, OriginIndex, OriginNamespaceOf)
+}
+
+// OriginNamespaceOf is OriginIndex's function: the origin namespace of a
+// Velero Backup with the NAC origin-NACUUID label (even empty, as the
+// List of every Backup matches it), none otherwise.
+func OriginNamespaceOf(obj client.Object) []string {
+	if _, ok := obj.GetLabels()[v1alpha1.NabOriginNACUUIDLabel]; !ok {
+		return nil
+	}
+	if ns := obj.GetAnnotations()[v1alpha1.NabOriginNamespaceAnnotation]; ns != "" {
+		return []string{ns}
+	}
+	return nil
 }
 
 // SyncOnce does one pass and returns how many NABs it created. A Velero
@@ -77,44 +111,115 @@ type BackupSync struct {
 // A backup that cannot be synced is logged, counted
 // (nacflow_backup_sync_failures_total) and skipped: the pass goes on with
 // the others and then returns an error naming how many failed, joined with
-// each one's error. Errors listing Velero Backups or locations end the pass.
+// each one's error. Errors listing Velero Backups, Namespaces or locations
+// end the pass.
 func (s *BackupSync) SyncOnce(ctx context.Context) (int, error) {
 	if s.TenantSpec == nil {
 		return 0, errors.New("BackupSync.TenantSpec is not set")
-	}
-	backups := &velerov1.BackupList{}
-	// The pass only reads the Backups (SyncedBackupSpec copies the spec it
-	// changes): no deep copy of every one of them, 15 MB at 10,000.
-	if err := s.Client.List(ctx, backups, client.InNamespace(s.OADPNamespace), client.HasLabels{v1alpha1.NabOriginNACUUIDLabel},
-		client.UnsafeDisableDeepCopy); err != nil {
-		return 0, fmt.Errorf("listing Velero Backups: %w", err)
 	}
 	locations, err := s.locations(ctx)
 	if err != nil {
 		return 0, err
 	}
-	created := 0
-	var errs []error
+	p := &pass{BackupSync: s, locations: locations, namespaces: map[string]bool{}}
+	if s.ByOrigin {
+		err = p.byOrigin(ctx)
+	} else {
+		err = p.all(ctx)
+	}
+	if err != nil {
+		return p.created, err
+	}
+	if len(p.errs) > 0 {
+		return p.created, fmt.Errorf("%d of %d Velero Backups could not be synced: %w", len(p.errs), p.judged, errors.Join(p.errs...))
+	}
+	return p.created, nil
+}
+
+// pass is one SyncOnce: what it read once and what it found.
+type pass struct {
+	*BackupSync
+	locations map[string]location
+	// namespaces says, per origin namespace looked up, whether it exists.
+	namespaces map[string]bool
+	created    int
+	judged     int
+	errs       []error
+}
+
+// all judges every NAC Velero Backup of the OADP namespace, from one List.
+// The pass only reads the Backups (SyncedBackupSpec copies the spec it
+// changes): no deep copy of them, though the List's array is still a copy
+// of every Backup's struct.
+func (p *pass) all(ctx context.Context) error {
+	backups := &velerov1.BackupList{}
+	if err := p.Client.List(ctx, backups, client.InNamespace(p.OADPNamespace), client.HasLabels{v1alpha1.NabOriginNACUUIDLabel},
+		client.UnsafeDisableDeepCopy); err != nil {
+		return fmt.Errorf("listing Velero Backups: %w", err)
+	}
 	known := nabIndex{}
 	for i := range backups.Items {
-		b := &backups.Items[i]
-		ok, err := s.syncOne(ctx, b, locations, known)
-		if err != nil {
-			// One backup that cannot be synced (a spec the NAB CRD refuses,
-			// a conflict) never stops the others.
-			log.FromContext(ctx).Error(err, "backup sync skipped a Velero Backup", "veleroBackup", b.Name)
-			metrics.BackupSyncFailures.Inc()
-			errs = append(errs, err)
+		p.judge(ctx, &backups.Items[i], known)
+	}
+	return nil
+}
+
+// byOrigin judges the same Backups as all, one existing origin namespace at
+// a time through OriginIndex: what the pass holds at once is one
+// namespace's Backups and NAB index, not a copy of every Backup (about
+// 1.5 KB a NAB while the pass runs, at 50,000 NABs).
+func (p *pass) byOrigin(ctx context.Context) error {
+	namespaces := &corev1.NamespaceList{}
+	if err := p.Client.List(ctx, namespaces, client.UnsafeDisableDeepCopy); err != nil {
+		return fmt.Errorf("listing Namespaces: %w", err)
+	}
+	for i := range namespaces.Items {
+		ns := namespaces.Items[i].Name
+		backups := &velerov1.BackupList{}
+		if err := p.Client.List(ctx, backups, client.InNamespace(p.OADPNamespace), client.MatchingFields{OriginIndex: ns},
+			client.UnsafeDisableDeepCopy); err != nil {
+			return fmt.Errorf("listing the Velero Backups of namespace %s: %w", ns, err)
+		}
+		if len(backups.Items) == 0 {
 			continue
 		}
-		if ok {
-			created++
+		p.namespaces[ns] = true
+		known := nabIndex{}
+		for j := range backups.Items {
+			p.judge(ctx, &backups.Items[j], known)
 		}
 	}
-	if len(errs) > 0 {
-		return created, fmt.Errorf("%d of %d Velero Backups could not be synced: %w", len(errs), len(backups.Items), errors.Join(errs...))
+	return nil
+}
+
+// judge syncs b, recording the outcome in p: one backup that cannot be
+// synced (a spec the NAB CRD refuses, a conflict) never stops the others.
+func (p *pass) judge(ctx context.Context, b *velerov1.Backup, known nabIndex) {
+	p.judged++
+	ok, err := p.syncOne(ctx, b, known)
+	if err != nil {
+		log.FromContext(ctx).Error(err, "backup sync skipped a Velero Backup", "veleroBackup", b.Name)
+		metrics.BackupSyncFailures.Inc()
+		p.errs = append(p.errs, err)
+		return
 	}
-	return created, nil
+	if ok {
+		p.created++
+	}
+}
+
+// namespaceExists reports whether namespace ns exists, reading it once per
+// pass.
+func (p *pass) namespaceExists(ctx context.Context, ns string) (bool, error) {
+	if exists, ok := p.namespaces[ns]; ok {
+		return exists, nil
+	}
+	err := p.Client.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return false, err
+	}
+	p.namespaces[ns] = err == nil
+	return err == nil, nil
 }
 
 // location is where a Velero Backup may live to be synced: the default BSL
@@ -183,17 +288,17 @@ func (x nabIndex) of(ctx context.Context, c client.Reader, ns string) (map[strin
 	return known, nil
 }
 
-func (s *BackupSync) syncOne(ctx context.Context, b *velerov1.Backup, locations map[string]location, index nabIndex) (bool, error) {
+func (p *pass) syncOne(ctx context.Context, b *velerov1.Backup, index nabIndex) (bool, error) {
 	nacuuid := b.Labels[v1alpha1.NabOriginNACUUIDLabel]
 	ns, name := b.Annotations[v1alpha1.NabOriginNamespaceAnnotation], b.Annotations[v1alpha1.NabOriginNameAnnotation]
-	loc, eligible := locations[b.Spec.StorageLocation]
+	loc, eligible := p.locations[b.Spec.StorageLocation]
 	if !v1alpha1.BackupFinished(b.Status.Phase) || ns == "" || name == "" || !eligible || (loc.namespace != "" && loc.namespace != ns) {
 		return false, nil
 	}
-	if err := s.Client.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{}); err != nil {
-		return false, client.IgnoreNotFound(err)
+	if exists, err := p.namespaceExists(ctx, ns); err != nil || !exists {
+		return false, err
 	}
-	known, err := index.of(ctx, s.Client, ns)
+	known, err := index.of(ctx, p.Client, ns)
 	if err != nil {
 		return false, err
 	}
@@ -202,7 +307,7 @@ func (s *BackupSync) syncOne(ctx context.Context, b *velerov1.Backup, locations 
 	}
 	labels := originLabels(b.Annotations[v1alpha1.NabOriginLabelsAnnotation])
 	labels[v1alpha1.NabSyncedFromNACUUIDLabel] = nacuuid
-	spec, dropped := s.TenantSpec(&b.Spec, ns)
+	spec, dropped := p.TenantSpec(&b.Spec, ns)
 	spec.StorageLocation = loc.nabsl
 	nab := &v1alpha1.NonAdminBackup{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
@@ -215,7 +320,7 @@ func (s *BackupSync) syncOne(ctx context.Context, b *velerov1.Backup, locations 
 		}
 		nab.Annotations = map[string]string{v1alpha1.NabSyncedDroppedFieldsAnnotation: string(raw)}
 	}
-	if created, err := linkednab.Create(ctx, s.Client, nab, b, nacuuid); err != nil || !created {
+	if created, err := linkednab.Create(ctx, p.Client, nab, b, nacuuid); err != nil || !created {
 		return false, err
 	}
 	known["name/"+name], known["uuid/"+nacuuid] = true, true
