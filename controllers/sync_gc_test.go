@@ -63,7 +63,10 @@ func (s *ControllerSuite) TestBackupSyncByOrigin(c *C) {
 	a, b := createNamespace(c, "tenant"), createNamespace(c, "tenant")
 	veleroSyncedBackup(c, s.oadp, a, "nightly", "0b0b0b0b-1111-5222-8333-444455550001", velerov1.BackupPhaseCompleted)
 	veleroSyncedBackup(c, s.oadp, b, "nightly", "0b0b0b0b-1111-5222-8333-444455550002", velerov1.BackupPhaseCompleted)
-	veleroSyncedBackup(c, s.oadp, a, "running", "0b0b0b0b-1111-5222-8333-444455550003", velerov1.BackupPhaseInProgress)
+	running := veleroSyncedBackup(c, s.oadp, a, "running", "0b0b0b0b-1111-5222-8333-444455550003", velerov1.BackupPhaseInProgress)
+	// An unfinished Backup holds a place in Velero's queue: the suite's
+	// later tests find the queue as it was.
+	defer func() { c.Check(testClient.Delete(context.Background(), running), IsNil) }()
 	veleroSyncedBackup(c, s.oadp, "gone-"+a, "old", "0b0b0b0b-1111-5222-8333-444455550004", velerov1.BackupPhaseCompleted)
 
 	opts := controllers.CacheOptions(s.oadp)
