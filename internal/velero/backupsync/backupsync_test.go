@@ -10,8 +10,6 @@ import (
 	. "gopkg.in/check.v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -80,10 +78,8 @@ func world() []client.Object {
 }
 
 func newClient(c *C, objs []client.Object) client.Client {
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, velerov1.AddToScheme, v1alpha1.AddToScheme} {
-		c.Assert(add(scheme), IsNil)
-	}
+	scheme, err := v1alpha1.NewScheme()
+	c.Assert(err, IsNil)
 	return fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).
 		WithStatusSubresource(&v1alpha1.NonAdminBackup{}).
 		WithIndex(&velerov1.Backup{}, backupsync.OriginIndex, backupsync.OriginNamespaceOf).Build()
