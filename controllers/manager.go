@@ -9,6 +9,7 @@ import (
 
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/internal/runtime/cachetransform"
+	"github.com/nacflow/nacflow/internal/runtime/pagedlist"
 )
 
 // RBAC the manager needs besides its reconcilers': leader election,
@@ -48,14 +49,20 @@ import (
 // watched only in oadpNamespace (DeleteBackupRequests only when they carry
 // the OADP label), never cluster-wide (docs/architecture.md, Controllers: a tenant's objects
 // in the OADP namespace are the only ones nacflow reads there); Blueprints
-// only in oadpNamespace. NAC kinds are watched cluster-wide.
+// only in oadpNamespace. NAC kinds are watched cluster-wide. Every full list
+// is read in pages and transformed page by page (package pagedlist).
 func CacheOptions(oadpNamespace string) cache.Options {
 	nacSelector := labels.SelectorFromSet(labels.Set{v1alpha1.OADPLabel: v1alpha1.OADPLabelValue})
 	oadpOnly := map[string]cache.Config{oadpNamespace: {}}
+	// managedFields are never read: not keeping them saves memory on every
+	// cached object; equal plan snapshots are kept once.
+	transform := cachetransform.New()
 	return cache.Options{
-		// managedFields are never read: not keeping them saves memory on
-		// every cached object; equal plan snapshots are kept once.
-		DefaultTransform: cachetransform.New(),
+		DefaultTransform: transform,
+		// Full lists (a start, a relist) are read in pages, each page
+		// transformed as it arrives: the watch cache's answer to a list is
+		// the whole kind at once, decoded in full before any transform.
+		NewInformer: pagedlist.NewInformer(transform, pagedlist.DefaultPageSize),
 		ByObject: map[client.Object]cache.ByObject{
 			// Every Backup of the OADP namespace, NAC's or not: all of them
 			// take a place in Velero's queue.

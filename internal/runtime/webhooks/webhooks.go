@@ -39,6 +39,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/nacflow/nacflow/internal/runtime/cachetransform"
+	"github.com/nacflow/nacflow/internal/runtime/pagedlist"
 )
 
 // Names of nacflow's webhook objects (config/webhook installs them; the
@@ -223,6 +224,7 @@ func newCertFiles(cfg *rest.Config, base cache.Options, secret types.NamespacedN
 		Field:      fields.OneTermEqualSelector("metadata.name", secret.Name),
 	}}
 	opts.DefaultTransform = cachetransform.New()
+	opts.NewInformer = pagedlist.NewInformer(opts.DefaultTransform, pagedlist.DefaultPageSize)
 	opts.ReaderFailOnMissingInformer = true
 	c, err := cache.New(cfg, opts)
 	if err != nil {
