@@ -317,7 +317,17 @@ test: test-build lint $(if $(filter false,$(NODE)),,node-runtime-if-possible) ##
 	$(TEST_ENV) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(FAST_PKGS)
 	$(DASHBOARDS_TEST)
 	@echo ">> integration and end-to-end tests, $(TEST_PARALLEL) packages at a time"
-	$(TEST_ENV) $(GO) test -count=1 -p $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) -v $(SLOW_PKGS) -check.v
+	@echo '$(TEST_ENV) $(GO) test -count=1 -p $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) -v $(SLOW_PKGS) -check.v'
+	@$(TEST_ENV) $(GO) test -count=1 -p $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) -v $(SLOW_PKGS) -check.v 2>&1 | tee $(BIN)/.test-slow.log || \
+		{ rc=$$?; $(MAKE) --no-print-directory test-failures; exit $$rc; }
+
+# The verbose log of many packages side by side buries a failing check test
+# among thousands of lines: its name and first lines come again at the end.
+.PHONY: test-failures
+test-failures: ## Print, from the last make test's log (bin/.test-slow.log), each failed gocheck test with its first 40 lines, and each failed package.
+	@echo ">> failed tests (bin/.test-slow.log)"
+	@awk '/^(FAIL|PANIC|MISS):/ {n = 40} /^(-----|PASS:|OOPS:|OK:)/ {n = 0} n > 0 {print substr($$0, 1, 400); n--}' $(BIN)/.test-slow.log
+	@grep -E '^(FAIL\s|--- FAIL)' $(BIN)/.test-slow.log || true
 
 .PHONY: test-rules
 test-rules: $(PROMTOOL) ## Check the alert rules (config/monitoring/rules) with promtool and run their unit tests (rules/tests: each alert firing and not), in seconds.
