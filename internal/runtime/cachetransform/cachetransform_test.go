@@ -3,6 +3,7 @@ package cachetransform_test
 import (
 	"fmt"
 	"reflect"
+	"strings"
 	"time"
 	"unsafe"
 
@@ -93,6 +94,30 @@ func (s *CacheTransformSuite) TestRepeatedStringsShared(c *C) {
 	}
 	c.Check(unsafe.StringData(k1) == unsafe.StringData(k2), Equals, true, Commentf("label keys shared"))
 	c.Check(b2.Labels["openshift.io/oadp-nab-origin-nacuuid"], Equals, "two-uuid-0123456789012345678901234567890")
+}
+
+// Spec hashes (64 hex characters, past the length of other shared strings)
+// are kept once per spec: equal ones shared between NABs and NARs, unequal
+// ones kept apart, values unchanged.
+func (s *CacheTransformSuite) TestSpecHashesShared(c *C) {
+	tr := cachetransform.New()
+	hash := func(seed string) string { return strings.Repeat(seed, 64/len(seed)) }
+	nab := func(h string) *v1alpha1.NonAdminBackup {
+		o := planned("n", "1", "backup", "validate")
+		o.Status.SpecHash = string([]byte(h))
+		_, err := tr(o)
+		c.Assert(err, IsNil)
+		return o
+	}
+	a, b, other := nab(hash("ab")), nab(hash("ab")), nab(hash("cd"))
+	c.Check(unsafe.StringData(a.Status.SpecHash) == unsafe.StringData(b.Status.SpecHash), Equals, true)
+	c.Check(unsafe.StringData(other.Status.SpecHash) == unsafe.StringData(a.Status.SpecHash), Equals, false)
+	c.Check(other.Status.SpecHash, Equals, hash("cd"))
+	nar := &v1alpha1.NonAdminRestore{Status: v1alpha1.NonAdminRestoreStatus{SpecHash: string([]byte(hash("ab")))}}
+	_, err := tr(nar)
+	c.Assert(err, IsNil)
+	c.Check(unsafe.StringData(nar.Status.SpecHash) == unsafe.StringData(a.Status.SpecHash), Equals, true)
+	c.Check(nar.Status.SpecHash, Equals, hash("ab"))
 }
 
 // Equal timestamps are kept once (the plan's, its phases', Velero's and its
