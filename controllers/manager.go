@@ -1,9 +1,13 @@
 package controllers
 
 import (
+	"time"
+
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	velerov2alpha1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v2alpha1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -49,20 +53,26 @@ import (
 // watched only in oadpNamespace (DeleteBackupRequests only when they carry
 // the OADP label), never cluster-wide (docs/architecture.md, Controllers: a tenant's objects
 // in the OADP namespace are the only ones nacflow reads there); Blueprints
-// only in oadpNamespace. NAC kinds are watched cluster-wide. Every full list
-// is read in pages and transformed page by page (package pagedlist).
-func CacheOptions(oadpNamespace string) cache.Options {
+// only in oadpNamespace. NAC kinds are watched cluster-wide. With
+// listPageSize above 0, every full list (a start, a relist) is read from
+// the API server in pages of that many objects, each page transformed as
+// it arrives (package pagedlist): the controller's memory at a start stays
+// near its settled size, at the cost of lists served by etcd rather than
+// the watch cache. 0: client-go's own list, the watch cache's whole answer
+// decoded at once.
+func CacheOptions(oadpNamespace string, listPageSize int64) cache.Options {
 	nacSelector := labels.SelectorFromSet(labels.Set{v1alpha1.OADPLabel: v1alpha1.OADPLabelValue})
 	oadpOnly := map[string]cache.Config{oadpNamespace: {}}
 	// managedFields are never read: not keeping them saves memory on every
 	// cached object; equal plan snapshots are kept once.
 	transform := cachetransform.New()
+	var newInformer func(toolscache.ListerWatcher, runtime.Object, time.Duration, toolscache.Indexers) toolscache.SharedIndexInformer
+	if listPageSize > 0 {
+		newInformer = pagedlist.NewInformer(transform, listPageSize)
+	}
 	return cache.Options{
 		DefaultTransform: transform,
-		// Full lists (a start, a relist) are read in pages, each page
-		// transformed as it arrives: the watch cache's answer to a list is
-		// the whole kind at once, decoded in full before any transform.
-		NewInformer: pagedlist.NewInformer(transform, pagedlist.DefaultPageSize),
+		NewInformer:      newInformer,
 		ByObject: map[client.Object]cache.ByObject{
 			// Every Backup of the OADP namespace, NAC's or not: all of them
 			// take a place in Velero's queue.

@@ -23,6 +23,7 @@ import (
 	"github.com/nacflow/nacflow/engine"
 	nacmetrics "github.com/nacflow/nacflow/internal/metrics"
 	"github.com/nacflow/nacflow/internal/runtime/events"
+	"github.com/nacflow/nacflow/internal/runtime/pagedlist"
 	"github.com/nacflow/nacflow/internal/runtime/restmapper"
 	"github.com/nacflow/nacflow/internal/velero/veleroqueue"
 	"github.com/nacflow/nacflow/phases"
@@ -82,7 +83,7 @@ func startManager(c *C, o controllerOptions) (ctrl.Manager, func()) {
 	if cfg == nil {
 		cfg = testCfg
 	}
-	cacheOpts := controllers.CacheOptions(o.oadp)
+	cacheOpts := controllers.CacheOptions(o.oadp, pagedlist.DefaultPageSize)
 	if o.selector != nil {
 		for _, obj := range []client.Object{&v1alpha1.NonAdminBackup{}, &v1alpha1.NonAdminRestore{}, &v1alpha1.NonAdminBackupStorageLocation{},
 			&v1alpha1.NonAdminSchedule{}} {

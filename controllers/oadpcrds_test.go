@@ -37,6 +37,7 @@ import (
 	"github.com/nacflow/nacflow/internal/runtime/capabilities"
 	"github.com/nacflow/nacflow/internal/runtime/events"
 	"github.com/nacflow/nacflow/internal/runtime/orphangc"
+	"github.com/nacflow/nacflow/internal/runtime/pagedlist"
 	"github.com/nacflow/nacflow/internal/runtime/planstore"
 	"github.com/nacflow/nacflow/internal/runtime/restmapper"
 	"github.com/nacflow/nacflow/internal/velero/backupsync"
@@ -129,7 +130,7 @@ func (s *OADPCRDSuite) start(c *C) func() {
 	mgr, err := ctrl.NewManager(s.cfg, ctrl.Options{
 		Scheme:           testScheme,
 		Metrics:          metricsserver.Options{BindAddress: "0"},
-		Cache:            s.caps.TrimCache(controllers.CacheOptions(s.oadp)),
+		Cache:            s.caps.TrimCache(controllers.CacheOptions(s.oadp, pagedlist.DefaultPageSize)),
 		MapperProvider:   restmapper.New,
 		EventBroadcaster: broadcaster, //nolint:staticcheck // shut down below
 		Controller:       config.Controller{SkipNameValidation: &restart},

@@ -52,20 +52,23 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // The manager's cache reads a kind's full list in pages from the API
-// server, at the newest version (never the watch cache's whole answer to
+// server (unless the page size is 0), at the newest version (never the watch cache's whole answer to
 // resourceVersion=0), each object transformed; the watch then goes on from
 // the list's version: an object made after the sync reaches the cache.
 func (s *ControllerSuite) TestCacheListsInPages(c *C) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ns := createNamespace(c, "paged")
+	// The test's own ConfigMaps (the namespace also gets kube-root-ca.crt
+	// from kube-controller-manager, at a moment of its own).
+	mine := map[string]string{"test": ns}
 	for i := range 23 {
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("cm-%02d", i)}}
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("cm-%02d", i), Labels: mine}}
 		c.Assert(testClient.Create(ctx, cm), IsNil)
 	}
 	count := func(reader client.Reader) (int, bool) {
 		list := &corev1.ConfigMapList{}
-		c.Assert(reader.List(ctx, list, client.InNamespace(ns)), IsNil)
+		c.Assert(reader.List(ctx, list, client.InNamespace(ns), client.MatchingLabels(mine)), IsNil)
 		stripped := true
 		for _, cm := range list.Items {
 			stripped = stripped && cm.ManagedFields == nil
@@ -86,16 +89,23 @@ func (s *ControllerSuite) TestCacheListsInPages(c *C) {
 
 	// As cmd/nac builds it: one page of DefaultPageSize, from etcd.
 	var asIs listRequests
-	start(controllers.CacheOptions(s.oadp), &asIs)
+	start(controllers.CacheOptions(s.oadp, pagedlist.DefaultPageSize), &asIs)
 	c.Assert(asIs.get(), Not(HasLen), 0)
 	for _, q := range asIs.get() {
 		c.Check(q, Matches, fmt.Sprintf(".*limit=%d.*", pagedlist.DefaultPageSize))
 		c.Check(strings.Contains(q, "resourceVersion=0"), Equals, false, Commentf("%s", q))
 	}
 
+	// --cache-list-page-size 0: client-go's own list, answered whole by
+	// the watch cache.
+	var whole listRequests
+	start(controllers.CacheOptions(s.oadp, 0), &whole)
+	c.Assert(whole.get(), Not(HasLen), 0)
+	c.Check(strings.Contains(whole.get()[0], "resourceVersion=0"), Equals, true, Commentf("%s", whole.get()[0]))
+
 	// Pages of 5: five requests, each going on from the last.
 	var paged listRequests
-	opts := controllers.CacheOptions(s.oadp)
+	opts := controllers.CacheOptions(s.oadp, pagedlist.DefaultPageSize)
 	opts.DefaultNamespaces = map[string]cache.Config{ns: {}}
 	opts.NewInformer = pagedlist.NewInformer(opts.DefaultTransform, 5)
 	informers := start(opts, &paged)
@@ -105,7 +115,7 @@ func (s *ControllerSuite) TestCacheListsInPages(c *C) {
 		c.Check(strings.Contains(q, "limit=5"), Equals, true, Commentf("%s", q))
 		c.Check(strings.Contains(q, "continue="), Equals, i > 0, Commentf("%s", q))
 	}
-	c.Assert(testClient.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "after"}}), IsNil)
+	c.Assert(testClient.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "after", Labels: mine}}), IsNil)
 	eventually(c, 10*time.Second, func() (bool, string) {
 		n, stripped := count(informers)
 		return n == 24 && stripped, fmt.Sprint(n, stripped)

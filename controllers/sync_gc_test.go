@@ -18,6 +18,7 @@ import (
 	"github.com/nacflow/nacflow/api/v1alpha1"
 	"github.com/nacflow/nacflow/controllers"
 	"github.com/nacflow/nacflow/internal/runtime/orphangc"
+	"github.com/nacflow/nacflow/internal/runtime/pagedlist"
 	"github.com/nacflow/nacflow/internal/velero/backupsync"
 	"github.com/nacflow/nacflow/phases"
 )
@@ -69,7 +70,7 @@ func (s *ControllerSuite) TestBackupSyncByOrigin(c *C) {
 	defer func() { c.Check(testClient.Delete(context.Background(), running), IsNil) }()
 	veleroSyncedBackup(c, s.oadp, "gone-"+a, "old", "0b0b0b0b-1111-5222-8333-444455550004", velerov1.BackupPhaseCompleted)
 
-	opts := controllers.CacheOptions(s.oadp)
+	opts := controllers.CacheOptions(s.oadp, pagedlist.DefaultPageSize)
 	opts.Scheme = testScheme
 	informers, err := cache.New(testCfg, opts)
 	c.Assert(err, IsNil)

@@ -50,6 +50,7 @@ import (
 	"github.com/nacflow/nacflow/internal/runtime/events"
 	"github.com/nacflow/nacflow/internal/runtime/gctune"
 	"github.com/nacflow/nacflow/internal/runtime/orphangc"
+	"github.com/nacflow/nacflow/internal/runtime/pagedlist"
 	"github.com/nacflow/nacflow/internal/runtime/periodic"
 	"github.com/nacflow/nacflow/internal/runtime/planstore"
 	"github.com/nacflow/nacflow/internal/runtime/restmapper"
@@ -101,6 +102,7 @@ const namespaceEnvVar = oadpenv.NamespaceVar
 
 type options struct {
 	version       bool
+	listPageSize  int64
 	oadpNamespace string
 	waitTimeout   time.Duration
 	metricsAddr   string
@@ -283,6 +285,8 @@ func registerFlags(fs *flag.FlagSet, o *options) *zap.Options {
 	fs.Float64Var(&o.qps, "kube-api-qps", 500,
 		"Queries per second the controller may send to the API server. Each NonAdminBackup costs 3 writes, so client-go's default of 20 would cap nacflow near 7 NABs per second; the API server's priority and fairness still protects it from a flood.")
 	fs.IntVar(&o.burst, "kube-api-burst", 1000, "Burst above --kube-api-qps.")
+	fs.Int64Var(&o.listPageSize, "cache-list-page-size", pagedlist.DefaultPageSize,
+		"Objects per page when the controller's cache lists a kind in full (at start, and when a watch must start over). Each page is shrunk to what the cache keeps as it arrives, so a start's memory stays near the settled controller's; pages are read from etcd, not the API server's watch cache. 0: one list of the whole kind from the watch cache (faster to ready, but held decoded in full: about twice the settled memory at 50,000 NABs).")
 	fs.IntVar(&o.concurrency, "max-concurrent-reconciles", 32,
 		"NAC objects reconciled at once, per kind (the same object is never reconciled twice at once). A reconcile mostly waits on the API server (3 round trips for a new NAB), so this is well above the core count.")
 	fs.DurationVar(&o.minRetry, "min-retry-delay", controllers.DefaultMinRetryDelay,
@@ -382,6 +386,9 @@ func run(o options) error {
 	if o.usageRate < 0 || o.usageBurst < 1 {
 		return fmt.Errorf("--usage-measure-rate must be 0 (off) or more and --usage-measure-burst at least 1, got %g and %d", o.usageRate, o.usageBurst)
 	}
+	if o.listPageSize < 0 {
+		return fmt.Errorf("--cache-list-page-size must be 0 (whole lists) or more, got %d", o.listPageSize)
+	}
 	if o.maxInVelero < 0 {
 		return fmt.Errorf("--max-backups-in-velero-per-namespace must be 0 (unlimited) or more, got %d", o.maxInVelero)
 	}
@@ -451,7 +458,7 @@ func run(o options) error {
 		LeaseDuration:                       &o.leaseDuration,
 		RenewDeadline:                       &o.renewDeadline,
 		RetryPeriod:                         &o.retryPeriod,
-		Cache:                               caps.TrimCache(controllers.CacheOptions(o.oadpNamespace)),
+		Cache:                               caps.TrimCache(controllers.CacheOptions(o.oadpNamespace, o.listPageSize)),
 		MapperProvider:                      restmapper.New,
 		Controller:                          config.Controller{MaxConcurrentReconciles: o.concurrency},
 		PprofBindAddress:                    o.pprofAddr,
